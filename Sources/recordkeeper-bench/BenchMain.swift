@@ -1,0 +1,101 @@
+import CSQLite
+import Foundation
+import RecordKeeper
+
+@main
+enum BenchMain {
+    static func main() async {
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        if arguments.first == "__child" {
+            exit(await Child.main(Array(arguments.dropFirst())))
+        }
+        let options: BenchOptions
+        do {
+            options = try BenchOptions.parse(arguments)
+        } catch {
+            progress("\(error)")
+            exit(arguments.contains("--help") || arguments.contains("-h") ? 0 : 64)
+        }
+        exit(await runBench(options))
+    }
+}
+
+/// Runs the selected workloads and prints/writes the results; returns the exit code.
+/// A free (nonisolated) function so the measurements run off the main actor, like an
+/// ordinary async caller.
+func runBench(_ options: BenchOptions) async -> Int32 {
+    let runner: BenchRunner
+    do {
+        runner = try BenchRunner(options: options)
+    } catch {
+        progress("recordkeeper-bench: cannot create the scratch directory: \(error)")
+        return 1
+    }
+    defer { runner.cleanUp() }
+    let clock = ContinuousClock()
+    let start = clock.now
+    #if DEBUG
+    let configuration = "debug"
+    runner.log("warning: debug build; use `swift run -c release recordkeeper-bench` for real figures")
+    #else
+    let configuration = "release"
+    #endif
+    runner.log("N=\(options.n), repeats=\(options.repeats), durability=\(options.durability.rawValue), "
+        + "workloads=\(options.workloads.map(\.rawValue).joined(separator: ",")), dir=\(runner.directory.path)")
+    do {
+        for workload in options.workloads {
+            switch workload {
+            case .w1: try await runner.runBulkInsert()
+            case .w2:
+                for durability in [Durability.normal, .full] {
+                    try await runner.runSingleUpserts(workload: "W2", n: options.n, durability: durability, includeNaive: true)
+                }
+            case .w3: try await runner.runWholeReads(workload: "W3", n: options.n, includeNaive: true)
+            case .w4: try await runner.runPointReads()
+            case .w5: try await runner.runColdOpen()
+            case .w6: try await runner.runPeakMemory()
+            case .w7: try await runner.runScaling()
+            case .t1, .t2, .t3, .t4:
+                try await runner.runTypedWorkload(workload)
+            }
+        }
+    } catch {
+        progress("recordkeeper-bench: \(error)")
+        return 1
+    }
+    let rows = ResultFormatter.computeRatios(runner.rows)
+    let header: [String: String] = [
+        "date": ISO8601DateFormatter().string(from: Date()),
+        "configuration": configuration,
+        "n": String(options.n),
+        "repeats": String(options.repeats),
+        "durability": options.durability.rawValue,
+        "upserts": String(options.upserts),
+        "pointReads": String(options.pointReads),
+        "sqlite": String(cString: sqlite3_libversion()),
+        "cores": String(ProcessInfo.processInfo.activeProcessorCount),
+        "seconds": String(format: "%.1f", (clock.now - start).seconds),
+    ]
+    do {
+        func render(_ format: OutputFormat) throws -> String {
+            switch format {
+            case .table:
+                let settings = header.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
+                return "recordkeeper-bench  \(settings)\n"
+                    + "ratio = implementation / raw SQLite (time or memory; throughput inverted), > 1 is slower/bigger\n\n"
+                    + ResultFormatter.table(rows)
+            case .json: return try ResultFormatter.json(rows, header: header)
+            case .csv: return ResultFormatter.csv(rows)
+            }
+        }
+        print(try render(options.format), terminator: "")
+        if let output = options.output {
+            try render(options.outputFormat).write(toFile: output, atomically: true, encoding: .utf8)
+            runner.log("wrote \(output)")
+        }
+    } catch {
+        progress("recordkeeper-bench: cannot write the results: \(error)")
+        return 1
+    }
+    return 0
+}

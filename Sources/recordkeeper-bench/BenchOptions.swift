@@ -1,0 +1,192 @@
+import Foundation
+import RecordKeeper
+
+/// Output formats of the results.
+enum OutputFormat: String, Sendable {
+    case table, json, csv
+}
+
+/// Every workload the bench knows. `T*` are the typed-repository twins of `W1`...`W4`.
+enum WorkloadID: String, Sendable, CaseIterable, Comparable {
+    case w1 = "W1", w2 = "W2", w3 = "W3", w4 = "W4", w5 = "W5", w6 = "W6", w7 = "W7"
+    case t1 = "T1", t2 = "T2", t3 = "T3", t4 = "T4"
+
+    static func < (lhs: WorkloadID, rhs: WorkloadID) -> Bool {
+        let order = allCases
+        return order.firstIndex(of: lhs)! < order.firstIndex(of: rhs)!
+    }
+
+    var title: String {
+        switch self {
+        case .w1: "bulk insert of N records in one transaction"
+        case .w2: "single-record upserts, one commit each, into a store holding N"
+        case .w3: "read the whole collection"
+        case .w4: "random point reads"
+        case .w5: "cold open + first read in a fresh process"
+        case .w6: "peak resident memory (child process)"
+        case .w7: "scaling of W2 latency and W3 throughput"
+        case .t1: "typed: bulk save of N items"
+        case .t2: "typed: single-item saves, one commit each"
+        case .t3: "typed: load the whole collection"
+        case .t4: "typed: random item(id) reads"
+        }
+    }
+
+    var isTyped: Bool { rawValue.hasPrefix("T") }
+}
+
+/// Parsed command line of the bench (`recordkeeper-bench --help` for the list).
+struct BenchOptions: Sendable {
+    var n = 100_000
+    var repeats = 5
+    var workloads: [WorkloadID] = WorkloadID.allCases
+    var format: OutputFormat = .table
+    var output: String?
+    /// Format of `output`: from its extension (.json/.csv), else `format`.
+    var outputFormat: OutputFormat = .table
+    var durability: Durability = .normal
+    var quick = false
+    /// Single upserts per repeat in W2/T2 and the W7 latency curve.
+    var upserts = 1_000
+    /// Point reads per repeat in W4/T4.
+    var pointReads = 10_000
+    /// Store sizes of the W7 curves.
+    var scalingSizes = [1_000, 10_000, 100_000, 1_000_000]
+    /// Largest N at which the naive store still runs in W7 (it rewrites everything per save).
+    var naiveMaxN = 100_000
+    /// Wall-clock budget in seconds for the naive store's single saves per measurement.
+    var naiveBudget = 10.0
+    /// Directory for the stores; a fresh temporary directory when nil.
+    var directory: String?
+    var keepFiles = false
+    var verbose = true
+
+    static let usage = """
+    usage: recordkeeper-bench [options]
+
+      --n N                 records in the store (default 100000)
+      --repeat R            repeats per workload; medians are reported (default 5)
+      --workloads LIST      comma-separated subset of W1..W7,T1..T4 (default: all available)
+      --format F            table | json | csv (default table)
+      --output FILE         also write the results to FILE (JSON or CSV by its extension
+                            .json/.csv, otherwise in the --format format)
+      --durability D        normal | full for every workload except W2/T2, which run both
+                            (default normal)
+      --quick               CI smoke run: N=2000, 1 repeat, small W7 sizes, fewer operations
+      --upserts K           single-record saves per repeat in W2/T2/W7 (default 1000)
+      --point-reads K       point reads per repeat in W4/T4 (default 10000)
+      --sizes LIST          W7 store sizes (default 1000,10000,100000,1000000)
+      --naive-max-n N       largest W7 size the naive store runs at (default 100000)
+      --naive-budget SEC    time budget per naive single-save measurement (default 10)
+      --dir PATH            where to create the stores (default: a fresh temp directory)
+      --keep                keep the store files afterwards
+      --quiet               no progress lines on stderr
+    """
+
+    struct ParseError: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    static func parse(_ arguments: [String]) throws -> BenchOptions {
+        var options = BenchOptions()
+        var explicitN: Int?
+        var explicitRepeats: Int?
+        var explicitSizes: [Int]?
+        var explicitUpserts: Int?
+        var explicitReads: Int?
+        var index = 0
+
+        func value(_ flag: String) throws -> String {
+            index += 1
+            guard index < arguments.count else { throw ParseError(description: "\(flag) needs a value") }
+            return arguments[index]
+        }
+        func positiveInt(_ flag: String) throws -> Int {
+            let text = try value(flag)
+            guard let number = Int(text.replacingOccurrences(of: "_", with: "")), number > 0 else {
+                throw ParseError(description: "\(flag) expects a positive integer, got '\(text)'")
+            }
+            return number
+        }
+        func intList(_ flag: String) throws -> [Int] {
+            let text = try value(flag)
+            let numbers = text.split(separator: ",").compactMap { Int($0.replacingOccurrences(of: "_", with: "")) }
+            guard !numbers.isEmpty, numbers.allSatisfy({ $0 > 0 }) else {
+                throw ParseError(description: "\(flag) expects comma-separated positive integers, got '\(text)'")
+            }
+            return numbers
+        }
+
+        while index < arguments.count {
+            let argument = arguments[index]
+            switch argument {
+            case "--n": explicitN = try positiveInt(argument)
+            case "--repeat", "--repeats": explicitRepeats = try positiveInt(argument)
+            case "--workloads":
+                let text = try value(argument)
+                var chosen: [WorkloadID] = []
+                for name in text.split(separator: ",") {
+                    guard let id = WorkloadID(rawValue: name.trimmingCharacters(in: .whitespaces).uppercased()) else {
+                        throw ParseError(description: "unknown workload '\(name)' (known: \(WorkloadID.allCases.map(\.rawValue).joined(separator: ",")))")
+                    }
+                    if !chosen.contains(id) { chosen.append(id) }
+                }
+                options.workloads = chosen.sorted()
+            case "--format":
+                let text = try value(argument)
+                guard let format = OutputFormat(rawValue: text.lowercased()) else {
+                    throw ParseError(description: "--format expects table, json or csv, got '\(text)'")
+                }
+                options.format = format
+            case "--output": options.output = try value(argument)
+            case "--durability":
+                let text = try value(argument)
+                guard let durability = Durability(rawValue: text.lowercased()) else {
+                    throw ParseError(description: "--durability expects normal or full, got '\(text)'")
+                }
+                options.durability = durability
+            case "--quick": options.quick = true
+            case "--upserts": explicitUpserts = try positiveInt(argument)
+            case "--point-reads": explicitReads = try positiveInt(argument)
+            case "--sizes": explicitSizes = try intList(argument)
+            case "--naive-max-n": options.naiveMaxN = try positiveInt(argument)
+            case "--naive-budget":
+                let text = try value(argument)
+                guard let seconds = Double(text), seconds > 0 else {
+                    throw ParseError(description: "--naive-budget expects seconds, got '\(text)'")
+                }
+                options.naiveBudget = seconds
+            case "--dir": options.directory = try value(argument)
+            case "--keep": options.keepFiles = true
+            case "--quiet": options.verbose = false
+            case "-h", "--help": throw ParseError(description: usage)
+            default: throw ParseError(description: "unknown argument '\(argument)'\n\n\(usage)")
+            }
+            index += 1
+        }
+
+        if options.quick {
+            options.n = 2_000
+            options.repeats = 1
+            options.upserts = 200
+            options.pointReads = 2_000
+            options.scalingSizes = [500, 2_000]
+            options.naiveBudget = 2
+        }
+        if let explicitN { options.n = explicitN }
+        if let explicitRepeats { options.repeats = explicitRepeats }
+        if let explicitSizes { options.scalingSizes = explicitSizes }
+        if let explicitUpserts { options.upserts = explicitUpserts }
+        if let explicitReads { options.pointReads = explicitReads }
+        if let output = options.output {
+            if output.hasSuffix(".json") {
+                options.outputFormat = .json
+            } else if output.hasSuffix(".csv") {
+                options.outputFormat = .csv
+            } else {
+                options.outputFormat = options.format
+            }
+        }
+        return options
+    }
+}

@@ -1,0 +1,223 @@
+import CSQLite
+import Foundation
+import RecordKeeper
+
+/// An error of the raw baseline: the SQLite result code and message.
+struct RawSQLiteError: Error, CustomStringConvertible {
+    let code: Int32
+    let message: String
+    var description: String { "SQLite error \(code): \(message)" }
+}
+
+/// The physical limit of the comparison: the SQLite C API doing the same work as the store
+/// with the least code. One WITHOUT ROWID table keyed by (collection_id, key), statements
+/// prepared once and reused, keys and payloads bound without copies (SQLITE_STATIC while the
+/// Swift buffers are pinned), WAL, the same `synchronous` level as the store under test,
+/// a busy timeout, and results returned as the same Swift values as `RecordStore`.
+///
+/// Not Sendable: one connection used from one task at a time, synchronously.
+final class RawSQLiteStore {
+    private var db: OpaquePointer?
+    private let upsertStatement: OpaquePointer
+    private let selectAllStatement: OpaquePointer
+    private let selectOneStatement: OpaquePointer
+    private let beginStatement: OpaquePointer
+    private let commitStatement: OpaquePointer
+    private let rollbackStatement: OpaquePointer
+    /// The one collection of the bench; the column exists so the key shape matches a
+    /// multi-collection store.
+    private let collectionID: Int64 = 1
+
+    init(path: String, durability: Durability) throws {
+        var handle: OpaquePointer?
+        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
+        let rc = sqlite3_open_v2(path, &handle, flags, nil)
+        guard rc == SQLITE_OK, let handle else {
+            let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+            sqlite3_close_v2(handle)
+            throw RawSQLiteError(code: rc, message: message)
+        }
+        db = handle
+        sqlite3_busy_timeout(handle, 5_000)
+        do {
+            try Self.exec(handle, "PRAGMA journal_mode=WAL")
+            try Self.exec(handle, durability == .full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL")
+            try Self.exec(handle, """
+                CREATE TABLE IF NOT EXISTS records(
+                    collection_id INTEGER NOT NULL,
+                    key TEXT NOT NULL,
+                    payload BLOB NOT NULL,
+                    PRIMARY KEY(collection_id, key)
+                ) WITHOUT ROWID
+                """)
+            upsertStatement = try Self.prepare(handle, """
+                INSERT INTO records(collection_id, key, payload) VALUES(?1, ?2, ?3)
+                ON CONFLICT(collection_id, key) DO UPDATE SET payload = excluded.payload
+                """)
+            selectAllStatement = try Self.prepare(handle, "SELECT key, payload FROM records WHERE collection_id = ?1")
+            selectOneStatement = try Self.prepare(handle, "SELECT payload FROM records WHERE collection_id = ?1 AND key = ?2")
+            beginStatement = try Self.prepare(handle, "BEGIN IMMEDIATE")
+            commitStatement = try Self.prepare(handle, "COMMIT")
+            rollbackStatement = try Self.prepare(handle, "ROLLBACK")
+        } catch {
+            sqlite3_close_v2(handle)
+            throw error
+        }
+    }
+
+    deinit {
+        for statement in [upsertStatement, selectAllStatement, selectOneStatement,
+                          beginStatement, commitStatement, rollbackStatement] {
+            sqlite3_finalize(statement)
+        }
+        sqlite3_close_v2(db)
+    }
+
+    // MARK: Operations
+
+    /// W1: every record in one transaction.
+    func insertAll(_ values: [String: Data]) throws {
+        try transaction {
+            for (key, data) in values { try upsertRow(key: key, data: data) }
+        }
+    }
+
+    /// W2: one record, its own commit.
+    func put(key: String, data: Data) throws {
+        try transaction { try upsertRow(key: key, data: data) }
+    }
+
+    /// W3: the whole collection.
+    func readAll() throws -> [String: Data] {
+        let statement = selectAllStatement
+        defer { sqlite3_reset(statement) }
+        sqlite3_bind_int64(statement, 1, collectionID)
+        var result: [String: Data] = [:]
+        while true {
+            let rc = sqlite3_step(statement)
+            if rc == SQLITE_DONE { break }
+            guard rc == SQLITE_ROW else { throw error(rc) }
+            result[Self.text(statement, 0)] = Self.blob(statement, 1)
+        }
+        return result
+    }
+
+    /// Streams every row to `body` without building the dictionary (the W6 export).
+    func forEachRecord(_ body: (String, UnsafeRawBufferPointer) throws -> Void) throws {
+        let statement = selectAllStatement
+        defer { sqlite3_reset(statement) }
+        sqlite3_bind_int64(statement, 1, collectionID)
+        while true {
+            let rc = sqlite3_step(statement)
+            if rc == SQLITE_DONE { break }
+            guard rc == SQLITE_ROW else { throw error(rc) }
+            let count = Int(sqlite3_column_bytes(statement, 1))
+            let bytes = UnsafeRawBufferPointer(start: sqlite3_column_blob(statement, 1), count: count)
+            try body(Self.text(statement, 0), bytes)
+        }
+    }
+
+    /// W4: one record by key.
+    func value(key: String) throws -> Data? {
+        let statement = selectOneStatement
+        defer { sqlite3_reset(statement) }
+        sqlite3_bind_int64(statement, 1, collectionID)
+        var key = key
+        let rc: Int32 = key.withUTF8 { utf8 in
+            sqlite3_bind_text(statement, 2, utf8.baseAddress.map { UnsafeRawPointer($0).assumingMemoryBound(to: CChar.self) },
+                              Int32(utf8.count), recordkeeper_sqlite_static())
+            return sqlite3_step(statement)
+        }
+        switch rc {
+        case SQLITE_ROW: return Self.blob(statement, 0)
+        case SQLITE_DONE: return nil
+        default: throw error(rc)
+        }
+    }
+
+    /// Records in the collection (used to verify fixtures).
+    func count() throws -> Int {
+        let statement = try Self.prepare(db!, "SELECT count(*) FROM records WHERE collection_id = ?1")
+        defer { sqlite3_finalize(statement) }
+        sqlite3_bind_int64(statement, 1, collectionID)
+        guard sqlite3_step(statement) == SQLITE_ROW else { throw error(sqlite3_errcode(db)) }
+        return Int(sqlite3_column_int64(statement, 0))
+    }
+
+    // MARK: Internals
+
+    private func transaction(_ body: () throws -> Void) throws {
+        try step(beginStatement)
+        do {
+            try body()
+            try step(commitStatement)
+        } catch {
+            _ = try? step(rollbackStatement)
+            throw error
+        }
+    }
+
+    private func upsertRow(key: String, data: Data) throws {
+        let statement = upsertStatement
+        defer {
+            sqlite3_reset(statement)
+            sqlite3_clear_bindings(statement)
+        }
+        sqlite3_bind_int64(statement, 1, collectionID)
+        var key = key
+        let rc: Int32 = key.withUTF8 { utf8 in
+            sqlite3_bind_text(statement, 2, utf8.baseAddress.map { UnsafeRawPointer($0).assumingMemoryBound(to: CChar.self) },
+                              Int32(utf8.count), recordkeeper_sqlite_static())
+            return data.withUnsafeBytes { bytes in
+                if let base = bytes.baseAddress {
+                    sqlite3_bind_blob(statement, 3, base, Int32(bytes.count), recordkeeper_sqlite_static())
+                } else {
+                    sqlite3_bind_zeroblob(statement, 3, 0)
+                }
+                return sqlite3_step(statement)
+            }
+        }
+        guard rc == SQLITE_DONE else { throw error(rc) }
+    }
+
+    private func step(_ statement: OpaquePointer) throws {
+        defer { sqlite3_reset(statement) }
+        let rc = sqlite3_step(statement)
+        guard rc == SQLITE_DONE || rc == SQLITE_ROW else { throw error(rc) }
+    }
+
+    private func error(_ rc: Int32) -> RawSQLiteError {
+        RawSQLiteError(code: rc, message: String(cString: sqlite3_errmsg(db)))
+    }
+
+    private static func text(_ statement: OpaquePointer, _ column: Int32) -> String {
+        guard let pointer = sqlite3_column_text(statement, column) else { return "" }
+        let count = Int(sqlite3_column_bytes(statement, column))
+        return String(decoding: UnsafeBufferPointer(start: pointer, count: count), as: UTF8.self)
+    }
+
+    private static func blob(_ statement: OpaquePointer, _ column: Int32) -> Data {
+        let count = Int(sqlite3_column_bytes(statement, column))
+        guard count > 0, let pointer = sqlite3_column_blob(statement, column) else { return Data() }
+        return Data(bytes: pointer, count: count)
+    }
+
+    private static func exec(_ db: OpaquePointer, _ sql: String) throws {
+        var message: UnsafeMutablePointer<CChar>?
+        let rc = sqlite3_exec(db, sql, nil, nil, &message)
+        guard rc == SQLITE_OK else {
+            let text = message.map { String(cString: $0) } ?? "unknown"
+            sqlite3_free(message)
+            throw RawSQLiteError(code: rc, message: text)
+        }
+    }
+
+    private static func prepare(_ db: OpaquePointer, _ sql: String) throws -> OpaquePointer {
+        var statement: OpaquePointer?
+        let rc = sqlite3_prepare_v3(db, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil)
+        guard rc == SQLITE_OK, let statement else {
+            throw RawSQLiteError(code: rc, message: String(cString: sqlite3_errmsg(db)))
+        }
+        return statement
+    }
+}

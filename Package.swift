@@ -1,0 +1,57 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+/// Settings every target shares: Swift 6 language mode plus the upcoming features
+/// that keep imports and existentials explicit.
+let swiftSettings: [SwiftSetting] = [
+    .swiftLanguageMode(.v6),
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let package = Package(
+    name: "RecordKeeper",
+    platforms: [.macOS(.v14), .iOS(.v17), .tvOS(.v17), .watchOS(.v10), .visionOS(.v1)],
+    products: [
+        .library(name: "RecordKeeper", targets: ["RecordKeeper"]),
+        .executable(name: "recordkeeper", targets: ["recordkeeper"]),
+        .executable(name: "recordkeeper-bench", targets: ["recordkeeper-bench"]),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CSQLite",
+            providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]
+        ),
+        .target(
+            name: "RecordKeeper",
+            dependencies: ["CSQLite"],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "RecordKeeperTool",
+            dependencies: ["RecordKeeper"],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "recordkeeper",
+            dependencies: ["RecordKeeperTool"],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "recordkeeper-bench",
+            dependencies: ["RecordKeeper", "CSQLite"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "RecordKeeperTests",
+            dependencies: ["RecordKeeper", "CSQLite"],
+            resources: [.copy("Fixtures")],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "RecordKeeperToolTests",
+            dependencies: ["RecordKeeperTool", "RecordKeeper"],
+            swiftSettings: swiftSettings
+        ),
+    ]
+)

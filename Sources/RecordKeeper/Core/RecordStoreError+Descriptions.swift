@@ -1,0 +1,76 @@
+public import Foundation
+
+extension RecordStoreError: LocalizedError {
+    /// A sentence a person can act on: what failed, where, and why.
+    public var errorDescription: String? {
+        var subject = "Could not \(Self.verb(for: operation))"
+        if let collection { subject += " collection \(Self.quoted(collection))" }
+        if let key { subject += " (key \(Self.quoted(key)))" }
+        let location = path.map { " in store \($0)" } ?? (operation == "open" ? " the in-memory store" : "")
+        var sentence = subject + location + ": " + reason
+        if let sqliteMessage, code == .sqlite || code == .ioError || code == .corruptStore {
+            sentence += " (SQLite: \(sqliteMessage))"
+        }
+        return sentence + "."
+    }
+
+    /// What a person can do about it.
+    public var recoverySuggestion: String? {
+        switch code {
+        case .invalidCollectionName, .invalidKey, .invalidArgument:
+            return "Correct the request; nothing of it was written."
+        case .notADatabase, .foreignDatabase:
+            return "Point the store at its own file; RecordKeeper left this file unchanged."
+        case .newerFormat:
+            return "Update the app (or the recordkeeper tool) to a version that knows this format."
+        case .corruptStore:
+            return "Keep a copy of the file and inspect it with `recordkeeper check`."
+        case .cannotOpen:
+            return "Check that the directory exists or can be created, and that nothing else is in the way."
+        case .readOnly:
+            return "Make the store file and its directory writable."
+        case .storageFull:
+            return "Free some disk space and try again; committed records are intact."
+        case .busy:
+            return "Another process holds the store; try again when it is done."
+        case .ioError:
+            return "Check the disk and try again."
+        default:
+            return nil
+        }
+    }
+
+    private var reason: String {
+        switch code {
+        case .invalidCollectionName: return "a collection name must not be empty"
+        case .invalidKey: return "a record key must not be empty"
+        case .invalidArgument: return detail ?? "an argument is out of range"
+        case .notADatabase: return "the file is not an SQLite database"
+        case .foreignDatabase: return "the file is an SQLite database of another application"
+        case .newerFormat: return "the store was written by a newer RecordKeeper" + (detail.map { " (\($0))" } ?? "")
+        case .corruptStore: return "the database file is damaged"
+        case .cannotOpen: return detail ?? "the file or its directory could not be opened"
+        case .readOnly: return "the store is read-only"
+        case .storageFull: return "the disk is full"
+        case .busy: return "another connection kept the store locked past the busy timeout"
+        case .ioError: return "a disk I/O error occurred"
+        case .tooBig: return "the key or payload is too large"
+        case .malformedRecord: return detail ?? "a stored record is malformed"
+        case .injectedFailure: return "a commit failure was injected for testing; nothing was written"
+        case .misuse: return detail ?? "the API was used outside its scope"
+        default: return sqliteMessage ?? detail ?? "SQLite reported an error"
+        }
+    }
+
+    private static func verb(for operation: String) -> String {
+        switch operation {
+        case "open": return "open"
+        case "read", "readIfPresent", "value", "record", "records", "snapshot": return "read"
+        case "put", "apply", "write": return "save to"
+        case "replace": return "replace"
+        case "removeCollection": return "remove"
+        case "collections": return "list the collections"
+        default: return operation
+        }
+    }
+}

@@ -1,0 +1,77 @@
+import CSQLite
+
+extension SQLiteConnection {
+    /// `PRAGMA application_id`.
+    func applicationID() throws(SQLiteFailure) -> Int32 {
+        Int32(truncatingIfNeeded: try integerPragma("PRAGMA application_id"))
+    }
+
+    /// `PRAGMA user_version`: the store's format version.
+    func userVersion() throws(SQLiteFailure) -> Int {
+        Int(try integerPragma("PRAGMA user_version"))
+    }
+
+    /// How many tables, indexes and views the schema holds.
+    func schemaObjectCount() throws(SQLiteFailure) -> Int {
+        Int(try integerPragma("SELECT count(*) FROM sqlite_master"))
+    }
+
+    /// Writes the format version and application id inside the current transaction.
+    ///
+    /// PRAGMA statements cannot take bound parameters; both values are integers chosen by this
+    /// library (the migration plan), never input.
+    func setFormat(version: Int, applicationID: Int32) throws(SQLiteFailure) {
+        try execute("PRAGMA user_version = \(version); PRAGMA application_id = \(applicationID)")
+    }
+
+    /// Switches a file database to write-ahead logging; returns the journal mode in force.
+    func enableWriteAheadLog() throws(SQLiteFailure) -> String {
+        try textPragma("PRAGMA journal_mode = WAL")
+    }
+
+    func journalMode() throws(SQLiteFailure) -> String {
+        try textPragma("PRAGMA journal_mode")
+    }
+
+    /// `PRAGMA synchronous`: FULL (2) syncs the WAL at every commit, NORMAL (1) at checkpoints.
+    func setSynchronous(full: Bool) throws(SQLiteFailure) {
+        try execute(full ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL")
+    }
+
+    /// True when `PRAGMA synchronous` is FULL (2) or EXTRA (3).
+    func synchronousIsFull() throws(SQLiteFailure) -> Bool {
+        try integerPragma("PRAGMA synchronous") >= 2
+    }
+
+    func pageSize() throws(SQLiteFailure) -> Int { Int(try integerPragma("PRAGMA page_size")) }
+    func pageCount() throws(SQLiteFailure) -> Int { Int(try integerPragma("PRAGMA page_count")) }
+    func freePageCount() throws(SQLiteFailure) -> Int { Int(try integerPragma("PRAGMA freelist_count")) }
+
+    /// `PRAGMA integrity_check`: ["ok"] for a healthy database, else one line per problem.
+    func integrityCheck() throws(SQLiteFailure) -> [String] {
+        let statement = try Statement(connection: handle, sql: "PRAGMA integrity_check", persistent: false)
+        var lines: [String] = []
+        while try statement.step() { lines.append(statement.string(at: 0)) }
+        return lines
+    }
+
+    /// The SQLite library version in use.
+    static var libraryVersion: String { String(cString: sqlite3_libversion()) }
+
+    /// Limits the database to `pages` pages (for tests that simulate a full disk).
+    func setMaxPageCount(_ pages: Int) throws(SQLiteFailure) {
+        try execute("PRAGMA max_page_count = \(pages)")
+    }
+
+    private func integerPragma(_ sql: String) throws(SQLiteFailure) -> Int64 {
+        let statement = try Statement(connection: handle, sql: sql, persistent: false)
+        guard try statement.step() else { return 0 }
+        return statement.int64(at: 0)
+    }
+
+    private func textPragma(_ sql: String) throws(SQLiteFailure) -> String {
+        let statement = try Statement(connection: handle, sql: sql, persistent: false)
+        guard try statement.step() else { return "" }
+        return statement.string(at: 0)
+    }
+}

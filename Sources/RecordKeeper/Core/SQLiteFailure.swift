@@ -1,0 +1,56 @@
+import CSQLite
+
+/// A failure reported by SQLite, before the store adds which operation, collection and key it
+/// belonged to (see `RecordStoreError.init(_:operation:collection:key:path:)`).
+struct SQLiteFailure: Error {
+    /// The extended result code.
+    let code: Int32
+    /// `sqlite3_errmsg`, read at once after the failing call.
+    let message: String
+
+    /// The primary result code (the low byte of the extended code).
+    var primaryCode: Int32 { code & 0xFF }
+
+    init(code: Int32, message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    /// Reads the code and message of the last failure on `handle`.
+    init(code: Int32, handle: OpaquePointer?) {
+        guard let handle else {
+            self.init(code: code, message: String(cString: sqlite3_errstr(code)))
+            return
+        }
+        let extended = sqlite3_extended_errcode(handle)
+        // The extended code belongs to the most recent error; when the failing call did not
+        // set it (rare), keep the code the call returned.
+        self.init(
+            code: extended & 0xFF == code & 0xFF ? extended : code,
+            message: String(cString: sqlite3_errmsg(handle)))
+    }
+}
+
+extension RecordStoreError {
+    /// Maps a SQLite failure to the store's error, adding the request's context.
+    init(
+        _ failure: SQLiteFailure, operation: String, collection: String? = nil, key: String? = nil,
+        path: String? = nil
+    ) {
+        let code: Code =
+            switch failure.primaryCode {
+            case SQLITE_NOTADB: .notADatabase
+            case SQLITE_CORRUPT: .corruptStore
+            case SQLITE_CANTOPEN: .cannotOpen
+            case SQLITE_READONLY: .readOnly
+            case SQLITE_FULL: .storageFull
+            case SQLITE_BUSY, SQLITE_LOCKED: .busy
+            case SQLITE_IOERR: .ioError
+            case SQLITE_TOOBIG: .tooBig
+            default: .sqlite
+            }
+        self.init(
+            code: code, operation: operation, collection: collection, key: key, path: path,
+            sqliteCode: failure.code, sqliteMessage: failure.message)
+    }
+}

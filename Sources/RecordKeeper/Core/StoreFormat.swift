@@ -1,0 +1,49 @@
+/// The on-disk format of a RecordKeeper store: a contract with data already in people's hands.
+///
+/// `docs/FORMAT.md` documents every version. Rules for changing it:
+/// - never edit a shipped migration; add a new one with the next version;
+/// - every migration runs in one immediate transaction together with the `user_version` bump;
+/// - a store whose version is newer than ``currentVersion`` is refused, never downgraded.
+enum StoreFormat {
+    /// `PRAGMA application_id` of every RecordKeeper store: the ASCII bytes "RKst".
+    static let applicationID: Int32 = 0x524B_7374
+
+    /// The newest format this library reads and writes.
+    static var currentVersion: Int { migrations.last?.version ?? 0 }
+
+    /// The ordered plan that brings a store from any older format to ``currentVersion``.
+    static let migrations: [Migration] = [
+        Migration(
+            version: 1,
+            name: "collections, records and the version sequence",
+            sql: """
+                CREATE TABLE collections (
+                    id INTEGER PRIMARY KEY,
+                    name TEXT NOT NULL UNIQUE
+                );
+                CREATE TABLE records (
+                    collection_id INTEGER NOT NULL REFERENCES collections(id),
+                    key TEXT NOT NULL,
+                    payload BLOB NOT NULL,
+                    version INTEGER NOT NULL,
+                    PRIMARY KEY (collection_id, key)
+                ) WITHOUT ROWID;
+                CREATE TABLE store_meta (
+                    name TEXT PRIMARY KEY,
+                    value INTEGER NOT NULL
+                ) WITHOUT ROWID;
+                INSERT INTO store_meta (name, value) VALUES ('last_version', 0);
+                """
+        )
+    ]
+}
+
+/// One step of the migration plan.
+struct Migration: Sendable {
+    /// The format version the store has after this step.
+    let version: Int
+    /// What the step does, for timings and errors.
+    let name: String
+    /// Constant SQL written in this library (never built from input).
+    let sql: String
+}

@@ -1,0 +1,132 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// Opens a store file: creates missing directories, checks the file is a RecordKeeper store
+/// this version can read, configures the connection and migrates the format forward.
+///
+/// It never picks another path, never deletes, renames or resets a file it cannot read, and
+/// never falls back to an in-memory database: every problem is thrown.
+enum StoreOpener {
+    /// Opens the store at `path` (nil: a new private in-memory database).
+    static func open(
+        path: String?, options: RecordStore.Options
+    ) throws -> (SQLiteConnection, OpeningTimings) {
+        let clock = ContinuousClock()
+        let start = clock.now
+        if let path { try prepareFile(at: path) }
+        let directoryDone = clock.now
+
+        let connection: SQLiteConnection
+        let found: Int
+        do {
+            connection = try SQLiteConnection(path: path, busyTimeout: options.busyTimeout)
+            found = try checkFormat(of: connection, path: path)
+            if path != nil { _ = try connection.enableWriteAheadLog() }
+            try connection.setSynchronous(full: options.durability == .full)
+        } catch let failure as SQLiteFailure {
+            throw RecordStoreError(failure, operation: "open", path: path)
+        }
+        let opened = clock.now
+
+        try migrate(connection, from: found, path: path)
+        let migrated = clock.now
+        let timings = OpeningTimings(
+            path: path, directory: directoryDone - start, open: opened - directoryDone,
+            migration: migrated - opened, formatVersionFound: found,
+            formatVersion: StoreFormat.currentVersion)
+        return (connection, timings)
+    }
+
+    /// Creates missing parent directories (owner-only, 0700) and, when the store file does not
+    /// exist, an empty file readable by its owner only (0600). An existing file is not touched.
+    static func prepareFile(at path: String) throws {
+        let url = URL(fileURLWithPath: path)
+        let directory = url.deletingLastPathComponent()
+        var isDirectory: ObjCBool = false
+        if !FileManager.default.fileExists(atPath: directory.path, isDirectory: &isDirectory) {
+            do {
+                try FileManager.default.createDirectory(
+                    at: directory, withIntermediateDirectories: true,
+                    attributes: [.posixPermissions: 0o700])
+            } catch {
+                throw RecordStoreError(
+                    code: .cannotOpen, operation: "open", path: path,
+                    detail: "could not create the directory \(directory.path): \(error.localizedDescription)")
+            }
+        } else if !isDirectory.boolValue {
+            throw RecordStoreError(
+                code: .cannotOpen, operation: "open", path: path,
+                detail: "\(directory.path) is a file, not a directory; it was left as it is")
+        }
+        let descriptor = Glibc_open(path, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0o600)
+        if descriptor >= 0 {
+            close(descriptor)
+        } else if errno != EEXIST {
+            let reason = String(cString: strerror(errno))
+            throw RecordStoreError(
+                code: errno == EACCES || errno == EROFS ? .readOnly : .cannotOpen, operation: "open",
+                path: path, detail: "could not create the store file: \(reason)")
+        }
+    }
+
+    /// Reads the header fields and refuses files this library must not touch.
+    /// Returns the format version found (0 for a new, empty database).
+    private static func checkFormat(of connection: SQLiteConnection, path: String?) throws -> Int {
+        let applicationID = try connection.applicationID()
+        let version = try connection.userVersion()
+        if applicationID == StoreFormat.applicationID {
+            guard version <= StoreFormat.currentVersion else {
+                throw RecordStoreError(
+                    code: .newerFormat, operation: "open", path: path,
+                    detail: "format \(version); this version reads up to format \(StoreFormat.currentVersion)")
+            }
+            return version
+        }
+        if applicationID == 0, version == 0, try connection.schemaObjectCount() == 0 {
+            return 0  // a new, empty database
+        }
+        throw RecordStoreError(
+            code: .foreignDatabase, operation: "open", path: path,
+            detail: "application_id \(applicationID), user_version \(version)")
+    }
+
+    /// Runs every migration step newer than `found`, each in one immediate transaction that
+    /// also records the new version, so a crash leaves either the old or the new format.
+    private static func migrate(_ connection: SQLiteConnection, from found: Int, path: String?) throws {
+        for migration in StoreFormat.migrations where migration.version > found {
+            do {
+                try connection.beginImmediate()
+                // Another process may have migrated while this one waited for the lock.
+                if try connection.userVersion() >= migration.version {
+                    try connection.commit()
+                    continue
+                }
+                try connection.execute(migration.sql)
+                try connection.setFormat(version: migration.version, applicationID: StoreFormat.applicationID)
+                try connection.commit()
+            } catch {
+                let failed = RecordStoreError(error, operation: "open", path: path)
+                do { try connection.rollback() } catch {
+                    var combined = failed
+                    combined.detail = "migration to format \(migration.version) failed; rollback also failed: \(error.message)"
+                    throw combined
+                }
+                var described = failed
+                described.detail = "migration to format \(migration.version) (\(migration.name)) failed"
+                throw described
+            }
+        }
+    }
+}
+
+/// `open(2)`, named apart from Foundation's `open` overloads.
+private func Glibc_open(_ path: String, _ flags: Int32, _ mode: mode_t) -> Int32 {
+    open(path, flags, mode)
+}

@@ -1,0 +1,31 @@
+import Foundation
+
+/// Validation and normal form of collection names and record keys.
+///
+/// Swift compares strings by canonical equivalence ("é" precomposed equals "e" + combining
+/// accent), while SQLite compares bytes. Names are stored in Unicode Normalization Form C so
+/// that two keys Swift considers equal are one record, never two rows that would collide in
+/// a dictionary. ASCII (the common case) is already in that form and is not copied.
+enum RecordNames {
+    /// The stored form of a collection name; throws for an empty name.
+    static func collection(_ name: String, operation: String) throws -> String {
+        guard !name.isEmpty else {
+            throw RecordStoreError(code: .invalidCollectionName, operation: operation, collection: name)
+        }
+        return normalized(name)
+    }
+
+    /// The stored form of a key; throws for an empty key.
+    static func key(_ key: String, collection: String, operation: String) throws -> String {
+        guard !key.isEmpty else {
+            throw RecordStoreError(code: .invalidKey, operation: operation, collection: collection, key: key)
+        }
+        return normalized(key)
+    }
+
+    /// Unicode Normalization Form C, skipping the work for ASCII.
+    static func normalized(_ string: String) -> String {
+        if string.utf8.allSatisfy({ $0 < 0x80 }) { return string }
+        return string.precomposedStringWithCanonicalMapping
+    }
+}

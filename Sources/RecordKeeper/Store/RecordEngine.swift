@@ -1,0 +1,270 @@
+import CSQLite
+import Foundation
+
+/// The record operations of format 1, as SQL on one connection.
+///
+/// Names passed in are already validated and normalized (`RecordNames`). Every SQLite failure
+/// leaves here as a `RecordStoreError` naming the operation, collection and key, or as
+/// `CancellationError` when the running task was cancelled.
+struct RecordEngine {
+    let connection: SQLiteConnection
+    let path: String?
+    let operation: String
+
+    // MARK: Errors
+
+    /// The error to throw for `failure`: cancellation when SQLite stopped because this task
+    /// was cancelled, otherwise the store error with its context.
+    func error(_ failure: any Error, collection: String? = nil, key: String? = nil) -> any Error {
+        guard let failure = failure as? SQLiteFailure else { return failure }
+        if failure.primaryCode == SQLITE_INTERRUPT, Task.isCancelled { return CancellationError() }
+        return RecordStoreError(failure, operation: operation, collection: collection, key: key, path: path)
+    }
+
+    /// Runs `body`, translating SQLite failures with the given context.
+    func run<T>(collection: String? = nil, key: String? = nil, _ body: () throws -> T) throws -> T {
+        do { return try body() } catch { throw self.error(error, collection: collection, key: key) }
+    }
+
+    // MARK: Collections
+
+    func collectionID(_ name: String) throws -> Int64? {
+        try run(collection: name) {
+            try connection.withStatement("SELECT id FROM collections WHERE name = ?1") { statement in
+                try statement.bind(name, at: 1)
+                return try statement.step() ? statement.int64(at: 0) : nil
+            }
+        }
+    }
+
+    /// The id of `name`, creating the collection when it is not established.
+    func establish(_ name: String) throws -> Int64 {
+        if let id = try collectionID(name) { return id }
+        return try run(collection: name) {
+            try connection.withStatement("INSERT INTO collections (name) VALUES (?1)") { statement in
+                try statement.bind(name, at: 1)
+                try statement.run()
+            }
+            return sqlite3_last_insert_rowid(connection.handle)
+        }
+    }
+
+    func collections() throws -> [CollectionSummary] {
+        try run {
+            try connection.withStatement(
+                """
+                SELECT c.name, count(r.key), coalesce(sum(length(r.payload)), 0)
+                FROM collections c LEFT JOIN records r ON r.collection_id = c.id
+                GROUP BY c.id ORDER BY c.name
+                """
+            ) { statement in
+                var result: [CollectionSummary] = []
+                while try statement.step() {
+                    result.append(
+                        CollectionSummary(
+                            name: statement.string(at: 0), recordCount: Int(statement.int64(at: 1)),
+                            payloadBytes: Int(statement.int64(at: 2))))
+                }
+                return result
+            }
+        }
+    }
+
+    // MARK: Reading
+
+    /// Every record of `name`, or nil when the collection is not established.
+    /// One statement, so the answer is one consistent snapshot.
+    func readAll(_ name: String) throws -> [String: Data]? {
+        try run(collection: name) {
+            try connection.withStatement(
+                """
+                SELECT r.key, r.payload FROM collections c
+                LEFT JOIN records r ON r.collection_id = c.id WHERE c.name = ?1
+                """
+            ) { statement in
+                try statement.bind(name, at: 1)
+                guard try statement.step() else { return nil }
+                var rows: [String: Data] = [:]
+                if statement.isNull(at: 0) { return rows }
+                repeat {
+                    rows[statement.string(at: 0)] = statement.data(at: 1)
+                } while try statement.step()
+                return rows
+            }
+        }
+    }
+
+    func record(_ name: String, key: String) throws -> StoredRecord? {
+        try run(collection: name, key: key) {
+            try connection.withStatement(
+                """
+                SELECT r.payload, r.version FROM records r JOIN collections c ON c.id = r.collection_id
+                WHERE c.name = ?1 AND r.key = ?2
+                """
+            ) { statement in
+                try statement.bind(name, at: 1)
+                try statement.bind(key, at: 2)
+                guard try statement.step() else { return nil }
+                return StoredRecord(
+                    key: key, data: statement.data(at: 0), version: RecordVersion(statement.int64(at: 1)))
+            }
+        }
+    }
+
+    /// Records of `name` in key order strictly after `after`, at most `limit`; nil when the
+    /// collection is not established.
+    func page(_ name: String, after: String?, limit: Int) throws -> [StoredRecord]? {
+        guard let id = try collectionID(name) else { return nil }
+        return try run(collection: name) {
+            try connection.withStatement(
+                """
+                SELECT key, payload, version FROM records
+                WHERE collection_id = ?1 AND (?2 IS NULL OR key > ?2) ORDER BY key LIMIT ?3
+                """
+            ) { statement in
+                try statement.bind(id, at: 1)
+                if let after { try statement.bind(after, at: 2) } else { try statement.bindNull(at: 2) }
+                try statement.bind(Int64(limit), at: 3)
+                var records: [StoredRecord] = []
+                while try statement.step() { records.append(Self.storedRecord(statement)) }
+                return records
+            }
+        }
+    }
+
+    /// Calls `body` for each record of `name` in key order; false when not established.
+    func forEachRecord(_ name: String, _ body: (StoredRecord) throws -> Void) throws -> Bool {
+        guard let id = try collectionID(name) else { return false }
+        // Not the cached statement: `body` may itself read through this connection.
+        let statement = try run(collection: name) {
+            try Statement(
+                connection: connection.handle,
+                sql: "SELECT key, payload, version FROM records WHERE collection_id = ?1 ORDER BY key",
+                persistent: false)
+        }
+        try run(collection: name) { try statement.bind(id, at: 1) }
+        while try run(collection: name, { try statement.step() }) {
+            try body(Self.storedRecord(statement))
+        }
+        return true
+    }
+
+    /// Every key and version of `name` (for conflict checks and replacement).
+    func versions(_ id: Int64, collection: String) throws -> [String: RecordVersion] {
+        try run(collection: collection) {
+            try connection.withStatement("SELECT key, version FROM records WHERE collection_id = ?1") {
+                statement in
+                try statement.bind(id, at: 1)
+                var versions: [String: RecordVersion] = [:]
+                while try statement.step() {
+                    versions[statement.string(at: 0)] = RecordVersion(statement.int64(at: 1))
+                }
+                return versions
+            }
+        }
+    }
+
+    private static func storedRecord(_ statement: Statement) -> StoredRecord {
+        StoredRecord(
+            key: statement.string(at: 0), data: statement.data(at: 1),
+            version: RecordVersion(statement.int64(at: 2)))
+    }
+
+    // MARK: Writing
+
+    /// Inserts or overwrites one record; returns false (and writes nothing) when the stored
+    /// payload is already byte-for-byte equal.
+    func upsert(_ id: Int64, collection: String, key: String, data: Data, version: Int64) throws -> Bool {
+        try run(collection: collection, key: key) {
+            try connection.withStatement(
+                """
+                INSERT INTO records (collection_id, key, payload, version) VALUES (?1, ?2, ?3, ?4)
+                ON CONFLICT (collection_id, key) DO UPDATE
+                SET payload = excluded.payload, version = excluded.version
+                WHERE payload IS NOT excluded.payload
+                """
+            ) { statement in
+                try statement.bind(id, at: 1)
+                try statement.bind(key, at: 2)
+                try statement.bind(data, at: 3)
+                try statement.bind(version, at: 4)
+                try statement.run()
+                return connection.changes > 0
+            }
+        }
+    }
+
+    /// Removes one record; returns whether it existed.
+    func remove(_ id: Int64, collection: String, key: String) throws -> Bool {
+        try run(collection: collection, key: key) {
+            try connection.withStatement("DELETE FROM records WHERE collection_id = ?1 AND key = ?2") {
+                statement in
+                try statement.bind(id, at: 1)
+                try statement.bind(key, at: 2)
+                try statement.run()
+                return connection.changes > 0
+            }
+        }
+    }
+
+    /// Removes the collection and all its records.
+    func removeCollection(_ id: Int64, name: String) throws {
+        try run(collection: name) {
+            try connection.withStatement("DELETE FROM records WHERE collection_id = ?1") { statement in
+                try statement.bind(id, at: 1)
+                try statement.run()
+            }
+            try connection.withStatement("DELETE FROM collections WHERE id = ?1") { statement in
+                try statement.bind(id, at: 1)
+                try statement.run()
+            }
+        }
+    }
+
+    /// The last version handed out (store-wide sequence).
+    func lastVersion() throws -> Int64 {
+        try run {
+            try connection.withStatement("SELECT value FROM store_meta WHERE name = 'last_version'") {
+                statement in
+                guard try statement.step() else {
+                    throw RecordStoreError(
+                        code: .malformedRecord, operation: operation, path: path,
+                        detail: "the store has no version sequence (store_meta.last_version)")
+                }
+                return statement.int64(at: 0)
+            }
+        }
+    }
+
+    func setLastVersion(_ version: Int64) throws {
+        try run {
+            try connection.withStatement("UPDATE store_meta SET value = ?1 WHERE name = 'last_version'") {
+                statement in
+                try statement.bind(version, at: 1)
+                try statement.run()
+            }
+        }
+    }
+
+    // MARK: Transactions
+
+    func begin(immediate: Bool) throws {
+        try run { immediate ? try connection.beginImmediate() : try connection.beginDeferred() }
+    }
+
+    func commit() throws {
+        try run { try connection.commit() }
+    }
+
+    /// Rolls back after `original` failed a transaction. When the rollback fails too, the
+    /// error says both.
+    func rollback(after original: any Error) throws {
+        do {
+            try connection.rollback()
+        } catch {
+            var error = RecordStoreError(error, operation: operation, path: path)
+            error.detail = "rolling back after \(original) failed too"
+            throw error
+        }
+    }
+}

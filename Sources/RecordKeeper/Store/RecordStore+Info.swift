@@ -1,0 +1,67 @@
+import Foundation
+
+/// Facts about a store's file and format, from ``RecordStore/info()``.
+public struct StoreInfo: Sendable, Equatable {
+    /// The store file, or nil in memory.
+    public let path: String?
+    /// The on-disk format version (`PRAGMA user_version`).
+    public let formatVersion: Int
+    /// The SQLite library version in use.
+    public let sqliteVersion: String
+    /// `wal` for file stores, `memory` in memory.
+    public let journalMode: String
+    /// The durability in force on the connection (read from `PRAGMA synchronous`).
+    public let durability: Durability
+    public let pageSize: Int
+    public let pageCount: Int
+    public let freePageCount: Int
+    /// The size of the database file, or nil in memory.
+    public let fileBytes: Int64?
+    /// The size of the write-ahead log, or nil when there is none.
+    public let walBytes: Int64?
+}
+
+extension RecordStore {
+    /// The store's format version, SQLite version, journal mode and sizes.
+    public func info() async throws -> StoreInfo {
+        try await perform("info", collection: nil) { engine in
+            try engine.run {
+                let connection = engine.connection
+                return StoreInfo(
+                    path: path, formatVersion: try connection.userVersion(),
+                    sqliteVersion: SQLiteConnection.libraryVersion, journalMode: try connection.journalMode(),
+                    durability: try connection.synchronousIsFull() ? .full : .normal, pageSize: try connection.pageSize(),
+                    pageCount: try connection.pageCount(), freePageCount: try connection.freePageCount(),
+                    fileBytes: try path.flatMap(Self.fileSize), walBytes: try path.flatMap { try Self.fileSize($0 + "-wal") })
+            }
+        }
+    }
+
+    /// SQLite's integrity check: `["ok"]` when the database is healthy, else one line per
+    /// problem found.
+    public func integrityCheck() async throws -> [String] {
+        try await perform("integrityCheck", collection: nil) { engine in
+            try engine.run { try engine.connection.integrityCheck() }
+        }
+    }
+
+    /// Limits the database to `pages` pages, so tests can make writes fail as on a full disk.
+    func setMaxPageCountForTesting(_ pages: Int) async throws {
+        try await perform("setMaxPageCount", collection: nil) { engine in
+            try engine.run { try engine.connection.setMaxPageCount(pages) }
+        }
+    }
+
+    /// The size of a file, nil when it does not exist (a log after a checkpoint may not).
+    private static func fileSize(_ path: String) throws -> Int64? {
+        guard FileManager.default.fileExists(atPath: path) else { return nil }
+        do {
+            let attributes = try FileManager.default.attributesOfItem(atPath: path)
+            return (attributes[.size] as? NSNumber)?.int64Value
+        } catch {
+            throw RecordStoreError(
+                code: .ioError, operation: "info", path: path,
+                detail: "could not read the file's size: \(error.localizedDescription)")
+        }
+    }
+}

@@ -1,0 +1,66 @@
+/// How hard each commit works to survive a power loss.
+///
+/// Both modes use SQLite's write-ahead log and survive a crash of the process: a commit that
+/// returned is in the log. They differ on power loss or an operating-system crash.
+public enum Durability: String, Sendable, CaseIterable {
+    /// `synchronous = FULL`: the log is synced to disk at every commit. A commit that returned
+    /// survives power loss. The default.
+    case full
+    /// `synchronous = NORMAL`: the log is synced at checkpoints only. A commit that returned
+    /// survives a process crash, but the last commits may be lost on power loss. Faster.
+    case normal
+}
+
+extension RecordStore {
+    /// Settings of a store, fixed when it is created.
+    public struct Options: Sendable {
+        /// How commits are synced to disk. Default ``Durability/full``.
+        public var durability: Durability
+        /// How long a request waits for a lock held by another connection or process before it
+        /// fails with ``RecordStoreError/Code/busy``. Default 5 seconds.
+        public var busyTimeout: Duration
+        /// Receives opening timings and request traces. The library prints nothing itself.
+        public var eventHandler: (@Sendable (RecordStoreEvent) -> Void)?
+
+        /// Creates options; every argument has the default described on its property.
+        public init(
+            durability: Durability = .full,
+            busyTimeout: Duration = .seconds(5),
+            eventHandler: (@Sendable (RecordStoreEvent) -> Void)? = nil
+        ) {
+            self.durability = durability
+            self.busyTimeout = busyTimeout
+            self.eventHandler = eventHandler
+        }
+    }
+}
+
+/// Something a store reports to ``RecordStore/Options/eventHandler``.
+public enum RecordStoreEvent: Sendable {
+    /// The store opened; how long each phase took.
+    case opened(OpeningTimings)
+    /// Opening failed with this error. A later request will try again.
+    case openingFailed(RecordStoreError)
+    /// A request finished (successfully or not) after `duration` on the store's executor.
+    case request(operation: String, collection: String?, duration: Duration, succeeded: Bool)
+}
+
+/// How long the phases of opening a store took.
+public struct OpeningTimings: Sendable, CustomStringConvertible {
+    /// The store file, or nil in memory.
+    public let path: String?
+    /// Creating missing parent directories (zero when they existed).
+    public let directory: Duration
+    /// Opening the SQLite connection and checking the file's format.
+    public let open: Duration
+    /// Running migrations (zero when the store was current).
+    public let migration: Duration
+    /// The format version found before migrating (0 for a new store).
+    public let formatVersionFound: Int
+    /// The format version after opening.
+    public let formatVersion: Int
+
+    public var description: String {
+        "opened \(path ?? "in-memory store"): directory \(directory), open \(open), migration \(migration) (format \(formatVersionFound) → \(formatVersion))"
+    }
+}

@@ -1,0 +1,236 @@
+public import Foundation
+
+/// A store of keyed records in named collections, on an embedded SQLite database.
+///
+/// Creating a store does no I/O. The first request opens the file (creating it and its
+/// directory if needed); concurrent first requests share that one opening, a failure is thrown
+/// to every request that waited on it, and a later request tries again. A file the store
+/// cannot read is refused and left as it is: the store never resets, moves or replaces data,
+/// and never falls back to an empty or in-memory database.
+///
+/// Saves are record-level: ``apply(_:changes:)`` writes only the records it names, in one
+/// transaction, so a narrow save never erases unrelated records. Replacing a whole collection
+/// is the separate, explicit ``replace(_:values:onlyIfAbsent:)``.
+///
+/// ```swift
+/// let store = RecordStore(url: appSupport.appending(path: "records.sqlite"))
+/// try await store.put("notes", key: "today", data: Data("Buy milk".utf8))
+/// let notes = try await store.read("notes")   // ["today": …]; nil if never established
+/// ```
+///
+/// The store runs on its own serial executor (a private dispatch queue), so SQLite's blocking
+/// calls never hold one of Swift's cooperative threads.
+public actor RecordStore {
+    /// The store file, or nil for an in-memory store.
+    public nonisolated let url: URL?
+    /// The options the store was created with.
+    public nonisolated let options: Options
+
+    nonisolated let executor: DatabaseExecutor
+    /// Test seam: runs at the start of every opening attempt (may suspend or throw).
+    let openingHook: (@Sendable () async throws -> Void)?
+
+    var connection: SQLiteConnection?
+    var opening: OpeningAttempt?
+    var nextAttemptID: UInt64 = 0
+    var failNextCommit = false
+    var observers: [String: [UUID: AsyncStream<RecordChanges>.Continuation]] = [:]
+
+    /// The serial executor the store's work runs on.
+    public nonisolated var unownedExecutor: UnownedSerialExecutor {
+        executor.asUnownedSerialExecutor()
+    }
+
+    /// Creates a store for the file at `url`. Does no I/O: the file is opened by the first
+    /// request that needs it.
+    public init(url: URL, options: Options = Options()) {
+        self.init(location: url, options: options, openingHook: nil)
+    }
+
+    /// A store in a private SQLite in-memory database: the same engine, SQL and behaviour as
+    /// a file store, gone when the store is released. For tests and previews.
+    public static func inMemory(options: Options = Options()) -> RecordStore {
+        RecordStore(location: nil, options: options, openingHook: nil)
+    }
+
+    init(location: URL?, options: Options, openingHook: (@Sendable () async throws -> Void)?) {
+        self.url = location.map { $0.isFileURL ? $0.standardizedFileURL : $0 }
+        self.options = options
+        self.openingHook = openingHook
+        self.executor = DatabaseExecutor(label: "RecordKeeper.RecordStore \(location?.path ?? "in-memory")")
+    }
+
+    var path: String? { url?.path }
+
+    // MARK: Reading
+
+    /// All records of `collection`, or nil when the collection was never established (or was
+    /// removed). An established collection without records gives `[:]`.
+    ///
+    /// Opens the store (creating the file) if it is not open yet.
+    /// - Throws: ``RecordStoreError`` when the store cannot be opened or read; never an
+    ///   empty answer in place of a failure.
+    public func read(_ collection: String) async throws -> [String: Data]? {
+        let name = try RecordNames.collection(collection, operation: "read")
+        return try await perform("read", collection: name) { try $0.readAll(name) }
+    }
+
+    /// Like ``read(_:)``, but when the store file does not exist (and no opening has begun)
+    /// it returns nil and creates nothing: no file, no directory.
+    public func readIfPresent(_ collection: String) async throws -> [String: Data]? {
+        let name = try RecordNames.collection(collection, operation: "readIfPresent")
+        guard isPresent else { return nil }
+        return try await perform("readIfPresent", collection: name) { try $0.readAll(name) }
+    }
+
+    /// The payload of one record, or nil when there is none.
+    public func value(_ collection: String, key: String) async throws -> Data? {
+        try await record(collection, key: key, operation: "value")?.data
+    }
+
+    /// One record with its version, or nil when there is none.
+    public func record(_ collection: String, key: String) async throws -> StoredRecord? {
+        try await record(collection, key: key, operation: "record")
+    }
+
+    private func record(_ collection: String, key: String, operation: String) async throws -> StoredRecord? {
+        let name = try RecordNames.collection(collection, operation: operation)
+        let key = try RecordNames.key(key, collection: name, operation: operation)
+        return try await perform(operation, collection: name) { try $0.record(name, key: key) }
+    }
+
+    /// The established collections, sorted by name, with their record counts.
+    public func collections() async throws -> [CollectionSummary] {
+        try await perform("collections", collection: nil) { try $0.collections() }
+    }
+
+    /// One page of `collection`'s records in key order (by UTF-8 bytes), the keys strictly
+    /// after `after`, at most `limit`. Nil when the collection is not established.
+    ///
+    /// ```swift
+    /// var after: String? = nil
+    /// while let page = try await store.records("items", after: after), !page.isEmpty {
+    ///     for record in page { print(record.key, record.version) }
+    ///     after = page.last?.key
+    /// }
+    /// ```
+    public func records(_ collection: String, after: String? = nil, limit: Int = 1000) async throws -> [StoredRecord]? {
+        let name = try RecordNames.collection(collection, operation: "records")
+        guard limit > 0 else {
+            throw RecordStoreError(
+                code: .invalidArgument, operation: "records", collection: name,
+                detail: "the page limit must be positive, not \(limit)")
+        }
+        let after = after.map(RecordNames.normalized)
+        return try await perform("records", collection: name) { try $0.page(name, after: after, limit: limit) }
+    }
+
+    // MARK: Writing
+
+    /// Inserts or overwrites one record, establishing the collection if needed.
+    public func put(_ collection: String, key: String, data: Data) async throws {
+        var changes = RecordChanges()
+        changes[key] = data
+        try await apply(changes: try ValidatedChanges(collection, changes: changes, operation: "put"), "put")
+    }
+
+    /// Applies a record-level change in one transaction: removes only the named keys, upserts
+    /// only the given payloads (skipping those already stored byte-for-byte), and touches no
+    /// other record. Establishes the collection, even when the change is empty.
+    ///
+    /// - Throws: ``RecordStoreError``; on any failure the transaction is rolled back and
+    ///   nothing of the change is stored. A bad key anywhere means nothing is written.
+    public func apply(_ collection: String, changes: RecordChanges) async throws {
+        try await apply(changes: try ValidatedChanges(collection, changes: changes, operation: "apply"), "apply")
+    }
+
+    private func apply(changes: ValidatedChanges, _ operation: String) async throws {
+        try await performWrite(operation, collection: changes.collection) { context in
+            try context.apply(changes.collection, upserts: changes.upserts, removals: changes.removals)
+        }
+    }
+
+    /// Replaces the whole content of `collection` with `values`, explicitly: records not in
+    /// `values` are removed. Use it for seeding and imports, not for ordinary saves.
+    ///
+    /// With `onlyIfAbsent` and an established collection, nothing changes.
+    /// - Returns: the collection's content after the call.
+    @discardableResult
+    public func replace(
+        _ collection: String, values: [String: Data], onlyIfAbsent: Bool = false
+    ) async throws -> [String: Data] {
+        let input = try ValidatedChanges(collection, values: values, operation: "replace")
+        return try await performWrite("replace", collection: input.collection) { context in
+            if onlyIfAbsent, let existing = try context.engine.readAll(input.collection) {
+                return existing
+            }
+            try context.replace(input.collection, values: input.upserts)
+            return Dictionary(uniqueKeysWithValues: input.upserts.lazy.map { ($0.key, $0.data) })
+        }
+    }
+
+    /// Removes `collection` and all its records; ``read(_:)`` then returns nil.
+    ///
+    /// When the store file does not exist (and no opening has begun) it does nothing and
+    /// creates nothing.
+    public func removeCollection(_ collection: String) async throws {
+        let name = try RecordNames.collection(collection, operation: "removeCollection")
+        guard isPresent else { return }
+        try await performWrite("removeCollection", collection: name) { try $0.removeCollection(name) }
+    }
+
+    /// Makes the next write transaction fail at its commit and roll back, as a real commit
+    /// failure would. For tests of failure handling; the store works normally afterwards.
+    public func failNextCommitForTesting() async throws {
+        failNextCommit = true
+    }
+
+    /// Runs `body` as one write transaction, which may change any number of collections.
+    /// It commits when `body` returns and rolls back when it throws.
+    ///
+    /// `body` runs on the store's executor; the transaction object is valid only inside it.
+    /// ```swift
+    /// try await store.write { tx in
+    ///     try tx.put("orders", key: order.id, data: orderData)
+    ///     try tx.put("outbox", key: operationID, data: operationData)
+    /// }
+    /// ```
+    public func write<T: Sendable>(_ body: @Sendable (RecordTransaction) throws -> T) async throws -> T {
+        try await performWrite("write", collection: nil) { context in
+            let transaction = RecordTransaction(context: context)
+            defer { transaction.invalidate() }
+            return try body(transaction)
+        }
+    }
+
+    /// Runs `body` in one read transaction: everything it reads is one consistent snapshot,
+    /// even while other connections write. For exports and reports.
+    public func snapshot<T: Sendable>(_ body: @Sendable (RecordSnapshot) throws -> T) async throws -> T {
+        try await perform("snapshot", collection: nil) { engine in
+            try engine.begin(immediate: false)
+            let snapshot = RecordSnapshot(engine: engine)
+            do {
+                let result = try body(snapshot)
+                snapshot.invalidate()
+                try engine.commit()
+                return result
+            } catch {
+                snapshot.invalidate()
+                try engine.rollback(after: error)
+                throw error
+            }
+        }
+    }
+
+    /// Closes the database connection. The next request opens it again.
+    public func close() async {
+        connection = nil
+    }
+
+    /// True when the store may hold data: it is open or opening, or its file exists.
+    private var isPresent: Bool {
+        if connection != nil || opening != nil { return true }
+        guard let path else { return false }
+        return FileManager.default.fileExists(atPath: path)
+    }
+}

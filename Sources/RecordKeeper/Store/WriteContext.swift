@@ -1,0 +1,104 @@
+import Foundation
+
+/// The state of one write transaction: the version it stamps on the records it changes, and
+/// what it actually changed (for change streams).
+final class WriteContext {
+    let engine: RecordEngine
+    /// Collections whose changes someone observes; others are not collected.
+    private let observed: Set<String>
+    /// What the transaction changed, per observed collection.
+    private(set) var changes: [String: RecordChanges] = [:]
+    private var version: Int64?
+
+    init(engine: RecordEngine, observed: Set<String>) {
+        self.engine = engine
+        self.observed = observed
+    }
+
+    /// The version of this transaction, taken from the store-wide sequence on first use.
+    private func currentVersion() throws -> Int64 {
+        if let version { return version }
+        let next = try engine.lastVersion() + 1
+        version = next
+        return next
+    }
+
+    /// Records the new sequence value if anything was written. Call before committing.
+    func finish() throws {
+        if let version { try engine.setLastVersion(version) }
+    }
+
+    // MARK: Operations (names already validated and normalized)
+
+    func apply(_ collection: String, upserts: [(key: String, data: Data)], removals: [String]) throws {
+        let id = try engine.establish(collection)
+        for key in removals where try engine.remove(id, collection: collection, key: key) {
+            note(collection) { $0[key] = nil }
+        }
+        let version = upserts.isEmpty ? 0 : try currentVersion()
+        for (key, data) in upserts
+        where try engine.upsert(id, collection: collection, key: key, data: data, version: version) {
+            note(collection) { $0[key] = data }
+        }
+    }
+
+    /// Makes `values` the whole content of `collection`.
+    func replace(_ collection: String, values: [(key: String, data: Data)]) throws {
+        let id = try engine.establish(collection)
+        let existing = try engine.versions(id, collection: collection)
+        var kept = Set<String>(minimumCapacity: values.count)
+        for entry in values { kept.insert(entry.key) }
+        let removals = existing.keys.filter { !kept.contains($0) }
+        try apply(collection, upserts: values, removals: removals)
+    }
+
+    func removeCollection(_ collection: String) throws {
+        guard let id = try engine.collectionID(collection) else { return }
+        if observed.contains(collection) {
+            let keys = try engine.versions(id, collection: collection).keys
+            note(collection) { changes in for key in keys { changes[key] = nil } }
+        }
+        try engine.removeCollection(id, name: collection)
+    }
+
+    private func note(_ collection: String, _ change: (inout RecordChanges) -> Void) {
+        guard observed.contains(collection) else { return }
+        change(&changes[collection, default: RecordChanges()])
+    }
+}
+
+/// Validated, normalized input of a write, checked before any transaction begins so that a
+/// bad key anywhere in a request writes nothing.
+struct ValidatedChanges {
+    let collection: String
+    let upserts: [(key: String, data: Data)]
+    let removals: [String]
+
+    init(_ collection: String, changes: RecordChanges, operation: String) throws {
+        self.collection = try RecordNames.collection(collection, operation: operation)
+        upserts = try Self.validate(changes.upserts, collection: collection, operation: operation)
+        removals = try changes.removals.map {
+            try RecordNames.key($0, collection: collection, operation: operation)
+        }
+    }
+
+    init(_ collection: String, values: [String: Data], operation: String) throws {
+        self.collection = try RecordNames.collection(collection, operation: operation)
+        upserts = try Self.validate(values, collection: collection, operation: operation)
+        removals = []
+    }
+
+    /// Keys checked and normalized; sorted when there are many, so that a bulk write fills
+    /// the B-tree in order instead of splitting pages at random.
+    private static func validate(
+        _ values: [String: Data], collection: String, operation: String
+    ) throws -> [(key: String, data: Data)] {
+        var result: [(key: String, data: Data)] = []
+        result.reserveCapacity(values.count)
+        for (key, data) in values {
+            result.append((try RecordNames.key(key, collection: collection, operation: operation), data))
+        }
+        if result.count > 64 { result.sort { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) } }
+        return result
+    }
+}

@@ -1,0 +1,123 @@
+import CSQLite
+import Foundation
+import Testing
+@testable import RecordKeeper
+
+@Suite struct RecordStoreFailureTests {
+    @Test(arguments: StoreKind.allCases)
+    func `a failed commit writes nothing and a retry succeeds`(kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ in
+            try await store.put("c", key: "existing", data: Data("1"))
+            try await store.failNextCommitForTesting()
+            var changes = RecordChanges()
+            changes["new"] = Data("2")
+            changes["existing"] = nil
+            let error = await #expect(throws: RecordStoreError.self) {
+                try await store.apply("c", changes: changes)
+            }
+            #expect(error?.code == .injectedFailure)
+            #expect(error?.collection == "c")
+            #expect(try await store.read("c") == ["existing": Data("1")])
+            try await store.apply("c", changes: changes)
+            #expect(try await store.read("c") == ["new": Data("2")])
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func `a failed replace or collection removal leaves the collection as it was`(kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ in
+            try await store.replace("c", values: ["a": Data("1")])
+            try await store.failNextCommitForTesting()
+            await #expect(throws: RecordStoreError.self) { try await store.replace("c", values: ["b": Data("2")]) }
+            try await store.failNextCommitForTesting()
+            await #expect(throws: RecordStoreError.self) { try await store.removeCollection("c") }
+            #expect(try await store.read("c") == ["a": Data("1")])
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func `a full store names the failing key and keeps what was committed`(kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ in
+            try await store.put("c", key: "confirmed", data: Data("1"))
+            let pages = try await store.info().pageCount
+            try await store.setMaxPageCountForTesting(pages + 2)
+            let big = Data(repeating: 7, count: 64 * 1024)
+            let error = await #expect(throws: RecordStoreError.self) {
+                try await store.apply("c", changes: RecordChanges(upserts: ["too-big": big]))
+            }
+            #expect(error?.code == .storageFull)
+            #expect(error?.sqliteCode == SQLITE_FULL)
+            #expect(error?.operation == "apply")
+            #expect(error?.collection == "c")
+            #expect(error?.key == "too-big")
+            #expect(error?.errorDescription?.contains("disk is full") == true)
+            #expect(try await store.read("c") == ["confirmed": Data("1")])
+            try await store.setMaxPageCountForTesting(1_000_000)
+            try await store.put("c", key: "too-big", data: big)
+            #expect(try await store.value("c", key: "too-big") == big)
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func `a cancelled write stops, rolls back and throws CancellationError`(kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ in
+            let written = Counter()
+            let task = Task {
+                try await store.write { tx in
+                    var index = 0
+                    while true {
+                        try tx.put("c", key: "k\(index)", data: Data("v"))
+                        index += 1
+                        _ = written.increment()
+                    }
+                }
+            }
+            while written.count < 100 { try await Task.sleep(for: .milliseconds(1)) }
+            task.cancel()
+            await #expect(throws: CancellationError.self) { try await task.value }
+            #expect(try await store.read("c") == nil)
+            try await store.put("c", key: "after", data: Data("ok"))
+            #expect(try await store.read("c") == ["after": Data("ok")])
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func `a long statement of a cancelled task is interrupted`(kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ in
+            let values = Dictionary(uniqueKeysWithValues: (0..<20_000).map { ("k\($0)", Data("v\($0)")) })
+            try await store.replace("c", values: values)
+            let task = Task {
+                try await store.write { tx in
+                    while !Task.isCancelled {}
+                    // Cancellation arrived while the body ran. Go straight to SQLite (past the
+                    // request-level checks): its progress handler stops the long statement.
+                    return try tx.context.engine.readAll("c")?.count ?? 0
+                }
+            }
+            try await Task.sleep(for: .milliseconds(20))
+            task.cancel()
+            await #expect(throws: CancellationError.self) { try await task.value }
+            #expect(try await store.read("c")?.count == 20_000)
+        }
+    }
+
+    @Test func `a transaction used after its body returned throws misuse`() async throws {
+        let store = RecordStore.inMemory()
+        let escaped = Protected<RecordTransaction?>(nil)
+        try await store.write { tx in escaped.withLock { $0 = tx } }
+        let transaction = try #require(escaped.withLock { $0 })
+        #expect(throws: RecordStoreError.self) { try transaction.put("c", key: "k", data: Data()) }
+    }
+
+    @Test func `errors carry context and an actionable description`() async throws {
+        let error = RecordStoreError(
+            code: .storageFull, operation: "apply", collection: "notes", key: "a\u{0}b", path: "/tmp/x.sqlite",
+            sqliteCode: SQLITE_FULL, sqliteMessage: "database or disk is full")
+        let description = try #require(error.errorDescription)
+        #expect(description.contains("notes"))
+        #expect(description.contains("a\\u{0}b"))
+        #expect(description.contains("/tmp/x.sqlite"))
+        #expect(error.recoverySuggestion?.contains("Free some disk space") == true)
+        #expect(error.description.contains("SQLite code 13"))
+    }
+}

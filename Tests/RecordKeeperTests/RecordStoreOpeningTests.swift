@@ -1,0 +1,237 @@
+import CSQLite
+import Foundation
+import Testing
+@testable import RecordKeeper
+
+@Suite struct RecordStoreOpeningTests {
+    @Test func `creating a store does no I/O`() async throws {
+        try await withTemporaryDirectory { directory in
+            let url = directory.appendingPathComponent("deeper/records.sqlite")
+            _ = RecordStore(url: url)
+            #expect(!FileManager.default.fileExists(atPath: url.deletingLastPathComponent().path))
+        }
+    }
+
+    @Test func `readIfPresent and removeCollection on a missing file create nothing`() async throws {
+        try await withTemporaryDirectory { directory in
+            let url = directory.appendingPathComponent("deeper/records.sqlite")
+            let store = RecordStore(url: url)
+            #expect(try await store.readIfPresent("notes") == nil)
+            try await store.removeCollection("notes")
+            #expect(!FileManager.default.fileExists(atPath: url.deletingLastPathComponent().path))
+            try await store.put("notes", key: "a", data: Data("1"))
+            #expect(try await store.readIfPresent("notes") == ["a": Data("1")])
+        }
+    }
+
+    @Test func `readIfPresent on a fresh in-memory store is nil`() async throws {
+        let store = RecordStore.inMemory()
+        #expect(try await store.readIfPresent("notes") == nil)
+        try await store.put("notes", key: "a", data: Data("1"))
+        #expect(try await store.readIfPresent("notes") == ["a": Data("1")])
+    }
+
+    @Test func `opening a fresh directory creates it owner-only and the file 0600`() async throws {
+        try await withTemporaryDirectory { directory in
+            let url = directory.appendingPathComponent("a/b/records.sqlite")
+            let store = RecordStore(url: url)
+            try await store.put("c", key: "k", data: Data("v"))
+            #expect(try permissions(of: url) == 0o600)
+            #expect(try permissions(of: directory.appendingPathComponent("a")) == 0o700)
+            #expect(try permissions(of: directory.appendingPathComponent("a/b")) == 0o700)
+            let wal = URL(fileURLWithPath: url.path + "-wal")
+            if FileManager.default.fileExists(atPath: wal.path) {
+                #expect(try permissions(of: wal) == 0o600)
+            }
+        }
+    }
+
+    @Test func `a reopened store has the records that were committed`() async throws {
+        try await withTemporaryDirectory { directory in
+            let url = directory.appendingPathComponent("records.sqlite")
+            do {
+                let store = RecordStore(url: url)
+                try await store.replace("c", values: ["a": Data("1"), "b": Data("2")])
+                await store.close()
+            }
+            let reopened = RecordStore(url: url)
+            #expect(try await reopened.read("c") == ["a": Data("1"), "b": Data("2")])
+            #expect(try await reopened.info().formatVersion == StoreFormat.currentVersion)
+            #expect(try await reopened.info().journalMode == "wal")
+        }
+    }
+
+    @Test func `a file that is not a database is refused and left unchanged`() async throws {
+        try await withTemporaryDirectory { directory in
+            let url = directory.appendingPathComponent("records.sqlite")
+            let original = Data(String(repeating: "these are someone's notes, not a database\n", count: 200).utf8)
+            try original.write(to: url)
+            let store = RecordStore(url: url)
+            let error = await #expect(throws: RecordStoreError.self) { try await store.read("c") }
+            #expect(error?.code == .notADatabase)
+            #expect(error?.sqliteCode == SQLITE_NOTADB)
+            #expect(error?.path == url.path)
+            await #expect(throws: RecordStoreError.self) { try await store.put("c", key: "k", data: Data()) }
+            #expect(try contents(of: url) == original)
+            let siblings = try FileManager.default.contentsOfDirectory(atPath: directory.path)
+            #expect(siblings == ["records.sqlite"])
+        }
+    }
+
+    @Test func `a store of a newer format is refused and left unchanged`() async throws {
+        try await withTemporaryDirectory { directory in
+            let url = directory.appendingPathComponent("records.sqlite")
+            do {
+                let store = RecordStore(url: url)
+                try await store.put("c", key: "k", data: Data("v"))
+                await store.close()
+            }
+            try rawSQLite(url, "PRAGMA user_version = 99; PRAGMA journal_mode = DELETE")
+            let before = try contents(of: url)
+            let store = RecordStore(url: url)
+            let error = await #expect(throws: RecordStoreError.self) { try await store.read("c") }
+            #expect(error?.code == .newerFormat)
+            #expect(error?.localizedDescription.contains("newer") == true)
+            #expect(try contents(of: url) == before)
+        }
+    }
+
+    @Test func `another application's database is refused and left unchanged`() async throws {
+        try await withTemporaryDirectory { directory in
+            let url = directory.appendingPathComponent("records.sqlite")
+            try rawSQLite(url, "CREATE TABLE theirs (x); INSERT INTO theirs VALUES (1)")
+            let before = try contents(of: url)
+            let store = RecordStore(url: url)
+            let error = await #expect(throws: RecordStoreError.self) { try await store.read("c") }
+            #expect(error?.code == .foreignDatabase)
+            #expect(try contents(of: url) == before)
+        }
+    }
+
+    @Test func `an opening failure is thrown and a later request retries`() async throws {
+        try await withTemporaryDirectory { directory in
+            // A file stands where the store's directory should be: never removed by the store.
+            let obstruction = directory.appendingPathComponent("store")
+            try Data("in the way".utf8).write(to: obstruction)
+            let store = RecordStore(url: obstruction.appendingPathComponent("records.sqlite"))
+            let error = await #expect(throws: RecordStoreError.self) { try await store.read("c") }
+            #expect(error?.code == .cannotOpen)
+            #expect(try contents(of: obstruction) == Data("in the way".utf8))
+            try FileManager.default.removeItem(at: obstruction)
+            try await store.put("c", key: "k", data: Data("v"))
+            #expect(try await store.read("c") == ["k": Data("v")])
+        }
+    }
+
+    @Test func `concurrent first requests share one opening`() async throws {
+        let attempts = Counter()
+        let gate = Gate()
+        let store = RecordStore(location: nil, options: .init()) {
+            _ = attempts.increment()
+            await gate.wait()
+        }
+        async let first = store.read("c")
+        async let second = store.value("c", key: "k")
+        async let third: Void = store.put("c", key: "k", data: Data("v"))
+        try await Task.sleep(for: .milliseconds(50))
+        await gate.open()
+        _ = try await (first, second, third)
+        #expect(attempts.count == 1)
+    }
+
+    @Test func `a failed opening is thrown to every waiter and a late waiter never clears a newer attempt`() async throws {
+        struct Refused: Error {}
+        let attempts = Counter()
+        let firstGate = Gate()
+        let secondGate = Gate()
+        let store = RecordStore(location: nil, options: .init()) {
+            let attempt = attempts.increment()
+            if attempt == 1 {
+                await firstGate.wait()
+                throw Refused()
+            }
+            await secondGate.wait()
+        }
+        // Three requests wait on the first attempt.
+        let waiters = (0..<3).map { _ in Task { try await store.read("c") } }
+        while attempts.count < 1 { await Task.yield() }
+        try await Task.sleep(for: .milliseconds(20))
+        await firstGate.open()
+        for waiter in waiters {
+            await #expect(throws: Refused.self) { try await waiter.value }
+        }
+        // A new request starts a second attempt; the first attempt's waiters have all
+        // finished, and none of them cleared it: a further request joins it.
+        let retry = Task { try await store.put("c", key: "k", data: Data("v")) }
+        while attempts.count < 2 { await Task.yield() }
+        let joiner = Task { try await store.read("c") }
+        try await Task.sleep(for: .milliseconds(20))
+        #expect(attempts.count == 2)
+        await secondGate.open()
+        try await retry.value
+        _ = try await joiner.value  // joined the second attempt and succeeded with it
+        #expect(attempts.count == 2)
+        #expect(try await store.read("c") == ["k": Data("v")])
+    }
+
+    @Test func `opening reports its timings through the event handler`() async throws {
+        let log = EventLog()
+        try await withStore(.onDisk, options: .init(eventHandler: { log.append($0) })) { store, url in
+            try await store.put("c", key: "k", data: Data("v"))
+            let opened = log.all.compactMap { event -> OpeningTimings? in
+                if case .opened(let timings) = event { return timings }
+                return nil
+            }
+            #expect(opened.count == 1)
+            #expect(opened.first?.path == url.path)
+            #expect(opened.first?.formatVersionFound == 0)
+            #expect(opened.first?.formatVersion == StoreFormat.currentVersion)
+            let requests = log.all.filter {
+                if case .request(operation: "put", collection: "c", duration: _, succeeded: true) = $0 { return true }
+                return false
+            }
+            #expect(requests.count == 1)
+        }
+    }
+
+    @Test(arguments: Durability.allCases)
+    func `durability sets the synchronous mode`(durability: Durability) async throws {
+        try await withStore(.onDisk, options: .init(durability: durability)) { store, _ in
+            try await store.put("c", key: "k", data: Data("v"))
+            #expect(try await store.info().durability == durability)
+        }
+    }
+
+    @Test func `a second connection waits for a lock instead of failing at once`() async throws {
+        try await withTemporaryDirectory { directory in
+            let url = directory.appendingPathComponent("records.sqlite")
+            let store = RecordStore(url: url, options: .init(busyTimeout: .seconds(10)))
+            try await store.put("c", key: "a", data: Data("1"))
+            // Another "process": a raw connection holding the write lock for a moment.
+            var handle: OpaquePointer?
+            #expect(sqlite3_open(url.path, &handle) == SQLITE_OK)
+            defer { sqlite3_close(handle) }
+            #expect(sqlite3_exec(handle, "BEGIN IMMEDIATE", nil, nil, nil) == SQLITE_OK)
+            let writer = Task { try await store.put("c", key: "b", data: Data("2")) }
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(sqlite3_exec(handle, "COMMIT", nil, nil, nil) == SQLITE_OK)
+            try await writer.value
+            #expect(try await store.read("c")?.count == 2)
+        }
+    }
+}
+
+/// Runs SQL through a separate raw connection, as another program would.
+func rawSQLite(_ url: URL, _ sql: String) throws {
+    var handle: OpaquePointer?
+    guard sqlite3_open(url.path, &handle) == SQLITE_OK else { throw RawSQLiteError(message: "open") }
+    defer { sqlite3_close(handle) }
+    var message: UnsafeMutablePointer<CChar>?
+    guard sqlite3_exec(handle, sql, nil, nil, &message) == SQLITE_OK else {
+        let text = message.map { String(cString: $0) } ?? "?"
+        sqlite3_free(message)
+        throw RawSQLiteError(message: text)
+    }
+}
+
+struct RawSQLiteError: Error { let message: String }

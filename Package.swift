@@ -50,7 +50,19 @@ let package = Package(
         ),
         .testTarget(
             name: "RecordKeeperToolTests",
-            dependencies: ["RecordKeeperTool", "RecordKeeper"],
+            dependencies: ["RecordKeeperTool", "RecordKeeper", "recordkeeper"],
+            swiftSettings: swiftSettings
+        ),
+        // A helper process for the crash and multi-process tests: performs record-level
+        // batches and prints each batch id only after the store confirmed its commit.
+        .executableTarget(
+            name: "recordkeeper-crashtest",
+            dependencies: ["RecordKeeper"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "RecordKeeperReliabilityTests",
+            dependencies: ["RecordKeeper", "CSQLite", "recordkeeper-crashtest"],
             swiftSettings: swiftSettings
         ),
     ]

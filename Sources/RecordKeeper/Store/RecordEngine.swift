@@ -164,6 +164,18 @@ struct RecordEngine {
         }
     }
 
+    /// The version of one record, or nil when it does not exist.
+    func version(_ id: Int64, collection: String, key: String) throws -> RecordVersion? {
+        try run(collection: collection, key: key) {
+            try connection.withStatement("SELECT version FROM records WHERE collection_id = ?1 AND key = ?2") {
+                statement in
+                try statement.bind(id, at: 1)
+                try statement.bind(key, at: 2)
+                return try statement.step() ? RecordVersion(statement.int64(at: 0)) : nil
+            }
+        }
+    }
+
     private static func storedRecord(_ statement: Statement) -> StoredRecord {
         StoredRecord(
             key: statement.string(at: 0), data: statement.data(at: 1),

@@ -145,7 +145,7 @@ public actor RecordStore {
     }
 
     private func apply(changes: ValidatedChanges, _ operation: String) async throws {
-        try await performWrite(operation, collection: changes.collection) { context in
+        _ = try await performWrite(operation, collection: changes.collection) { context in
             try context.apply(changes.collection, upserts: changes.upserts, removals: changes.removals)
         }
     }

@@ -62,6 +62,10 @@ public final class RecordTransaction {
         try context.removeCollection(name)
     }
 
+    func checkUsable(_ collection: String, _ operation: String) throws {
+        _ = try checked(collection, operation)
+    }
+
     private func checked(_ collection: String, _ operation: String) throws -> String {
         guard isValid else {
             throw RecordStoreError(

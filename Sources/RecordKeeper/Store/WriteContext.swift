@@ -30,16 +30,38 @@ final class WriteContext {
 
     // MARK: Operations (names already validated and normalized)
 
-    func apply(_ collection: String, upserts: [(key: String, data: Data)], removals: [String]) throws {
+    /// Removes and upserts; with `expected`, first checks that each named key still has the
+    /// stated version (nil: absent) and throws `RecordConflict` before writing anything if not.
+    /// Returns the version of each upserted key afterwards.
+    @discardableResult
+    func apply(
+        _ collection: String, upserts: [(key: String, data: Data)], removals: [String],
+        expecting expected: [String: RecordVersion?]? = nil
+    ) throws -> [String: RecordVersion] {
         let id = try engine.establish(collection)
+        if let expected, !expected.isEmpty {
+            var conflicts: [String: RecordVersion?] = [:]
+            for (key, version) in expected {
+                let current = try engine.version(id, collection: collection, key: key)
+                if current != version { conflicts[key] = .some(current) }
+            }
+            if !conflicts.isEmpty { throw RecordConflict(collection: collection, currentVersions: conflicts) }
+        }
         for key in removals where try engine.remove(id, collection: collection, key: key) {
             note(collection) { $0[key] = nil }
         }
         let version = upserts.isEmpty ? 0 : try currentVersion()
-        for (key, data) in upserts
-        where try engine.upsert(id, collection: collection, key: key, data: data, version: version) {
-            note(collection) { $0[key] = data }
+        var versions: [String: RecordVersion] = [:]
+        versions.reserveCapacity(expected == nil ? 0 : upserts.count)
+        for (key, data) in upserts {
+            if try engine.upsert(id, collection: collection, key: key, data: data, version: version) {
+                note(collection) { $0[key] = data }
+                if expected != nil { versions[key] = RecordVersion(version) }
+            } else if expected != nil, let unchanged = try engine.version(id, collection: collection, key: key) {
+                versions[key] = unchanged
+            }
         }
+        return versions
     }
 
     /// Makes `values` the whole content of `collection`.
@@ -86,6 +108,17 @@ struct ValidatedChanges {
         self.collection = try RecordNames.collection(collection, operation: operation)
         upserts = try Self.validate(values, collection: collection, operation: operation)
         removals = []
+    }
+
+    /// Expected versions with their keys checked and normalized.
+    static func normalizedVersions(
+        _ versions: [String: RecordVersion?], collection: String, operation: String
+    ) throws -> [String: RecordVersion?] {
+        var result: [String: RecordVersion?] = [:]
+        for (key, version) in versions {
+            result[try RecordNames.key(key, collection: collection, operation: operation)] = .some(version)
+        }
+        return result
     }
 
     /// Keys checked and normalized; sorted when there are many, so that a bulk write fills

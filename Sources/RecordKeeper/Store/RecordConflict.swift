@@ -1,0 +1,85 @@
+public import Foundation
+
+/// A conditional write found records changed since the versions it was based on.
+///
+/// Nothing of the write was stored. Load the records again, decide how to merge, and retry,
+/// or write unconditionally if overwriting is what you want.
+///
+/// ```swift
+/// do {
+///     try await store.apply("notes", changes: changes, expecting: ["today": loadedVersion])
+/// } catch let conflict as RecordConflict {
+///     print("changed meanwhile:", conflict.keys)
+/// }
+/// ```
+public struct RecordConflict: Error, Sendable, Equatable, LocalizedError {
+    /// The collection written to.
+    public let collection: String
+    /// The keys whose stored version differs from the expected one, sorted.
+    public let keys: [String]
+    /// For each conflicting key, the version stored now (nil: the record does not exist).
+    public let currentVersions: [String: RecordVersion?]
+
+    /// Creates a conflict value.
+    public init(collection: String, currentVersions: [String: RecordVersion?]) {
+        self.collection = collection
+        self.currentVersions = currentVersions
+        self.keys = currentVersions.keys.sorted()
+    }
+
+    public var errorDescription: String? {
+        let shown = keys.prefix(5).map(RecordStoreError.quoted).joined(separator: ", ")
+        let more = keys.count > 5 ? " and \(keys.count - 5) more" : ""
+        return "Could not save to collection \(RecordStoreError.quoted(collection)): "
+            + "\(shown)\(more) changed since they were loaded; nothing was written."
+    }
+
+    public var recoverySuggestion: String? {
+        "Load the records again, merge, and save once more."
+    }
+}
+
+extension RecordStore {
+    /// Applies `changes` only if every key in `expected` still has the stated version, where
+    /// nil means "must not exist". Otherwise writes nothing and throws ``RecordConflict``.
+    ///
+    /// Keys changed but not named in `expected` are written unconditionally.
+    /// - Returns: the version of every upserted key after the write (unchanged payloads keep
+    ///   their version).
+    /// - Throws: ``RecordConflict`` or ``RecordStoreError``; either way nothing is written.
+    @discardableResult
+    public func apply(
+        _ collection: String, changes: RecordChanges, expecting expected: [String: RecordVersion?]
+    ) async throws -> [String: RecordVersion] {
+        let input = try ValidatedChanges(collection, changes: changes, operation: "apply")
+        let expected = try ValidatedChanges.normalizedVersions(expected, collection: input.collection, operation: "apply")
+        return try await performWrite("apply", collection: input.collection) { context in
+            try context.apply(
+                input.collection, upserts: input.upserts, removals: input.removals, expecting: expected)
+        }
+    }
+
+    /// Every record of `collection` with its version, or nil when not established.
+    public func versionedRecords(_ collection: String) async throws -> [String: StoredRecord]? {
+        let name = try RecordNames.collection(collection, operation: "versionedRecords")
+        return try await perform("versionedRecords", collection: name) { engine in
+            var records: [String: StoredRecord] = [:]
+            let exists = try engine.forEachRecord(name) { records[$0.key] = $0 }
+            return exists ? records : nil
+        }
+    }
+}
+
+extension RecordTransaction {
+    /// Applies `changes` only if every key in `expected` still has the stated version (nil:
+    /// must not exist); see ``RecordStore/apply(_:changes:expecting:)``.
+    @discardableResult
+    public func apply(
+        _ collection: String, changes: RecordChanges, expecting expected: [String: RecordVersion?]
+    ) throws -> [String: RecordVersion] {
+        let input = try ValidatedChanges(collection, changes: changes, operation: "apply")
+        let expected = try ValidatedChanges.normalizedVersions(expected, collection: input.collection, operation: "apply")
+        try checkUsable(input.collection, "apply")
+        return try context.apply(input.collection, upserts: input.upserts, removals: input.removals, expecting: expected)
+    }
+}

@@ -1,0 +1,87 @@
+import Foundation
+import Testing
+@testable import RecordKeeper
+
+@Suite struct ConflictAndChangeStreamTests {
+    @Test(arguments: StoreKind.allCases)
+    func `a write based on a stale version conflicts and writes nothing`(kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ in
+            try await store.put("c", key: "k", data: Data("1"))
+            let loaded = try #require(try await store.record("c", key: "k")).version
+            try await store.put("c", key: "k", data: Data("someone else"))
+            var changes = RecordChanges()
+            changes["k"] = Data("mine")
+            changes["other"] = Data("also mine")
+            let conflict = await #expect(throws: RecordConflict.self) {
+                try await store.apply("c", changes: changes, expecting: ["k": loaded])
+            }
+            #expect(conflict?.keys == ["k"])
+            #expect(conflict?.collection == "c")
+            #expect(try await store.read("c") == ["k": Data("someone else")])
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func `a write based on current versions succeeds and returns the new versions`(kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ in
+            try await store.put("c", key: "k", data: Data("1"))
+            let loaded = try #require(try await store.record("c", key: "k")).version
+            let versions = try await store.apply(
+                "c", changes: RecordChanges(upserts: ["k": Data("2"), "new": Data("n")]),
+                expecting: ["k": loaded, "new": nil])
+            let stored = try #require(try await store.versionedRecords("c"))
+            #expect(versions["k"] == stored["k"]?.version)
+            #expect(versions["new"] == stored["new"]?.version)
+            #expect(try #require(versions["k"]) > loaded)
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func `expecting absence conflicts with a record that exists`(kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ in
+            try await store.put("c", key: "k", data: Data("1"))
+            let conflict = await #expect(throws: RecordConflict.self) {
+                try await store.apply("c", changes: RecordChanges(upserts: ["k": Data("2")]), expecting: ["k": nil])
+            }
+            #expect(conflict?.currentVersions["k"] != nil)
+            #expect(try await store.value("c", key: "k") == Data("1"))
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func `a change stream yields what each commit changed, in order`(kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ in
+            let stream = await store.changes(in: "c")
+            var iterator = stream.makeAsyncIterator()
+            try await store.put("c", key: "a", data: Data("1"))
+            try await store.put("other", key: "a", data: Data("ignored"))
+            try await store.apply("c", changes: RecordChanges(upserts: ["a": Data("1"), "b": Data("2")]))
+            try await store.replace("c", values: ["b": Data("2"), "c": Data("3")])
+            try await store.removeCollection("c")
+
+            #expect(await iterator.next() == RecordChanges(upserts: ["a": Data("1")]))
+            // The unchanged payload of "a" is left out.
+            #expect(await iterator.next() == RecordChanges(upserts: ["b": Data("2")]))
+            #expect(await iterator.next() == RecordChanges(upserts: ["c": Data("3")], removals: ["a"]))
+            #expect(await iterator.next() == RecordChanges(upserts: [:], removals: ["b", "c"]))
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func `a change stream is silent on failed and empty writes`(kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ in
+            let stream = await store.changes(in: "c")
+            var iterator = stream.makeAsyncIterator()
+            try await store.put("c", key: "a", data: Data("1"))
+            try await store.failNextCommitForTesting()
+            await #expect(throws: RecordStoreError.self) { try await store.put("c", key: "b", data: Data("2")) }
+            await #expect(throws: RecordConflict.self) {
+                try await store.apply("c", changes: RecordChanges(upserts: ["c": Data("3")]), expecting: ["a": nil])
+            }
+            try await store.put("c", key: "a", data: Data("1"))  // unchanged: nothing to report
+            try await store.put("c", key: "d", data: Data("4"))
+            #expect(await iterator.next() == RecordChanges(upserts: ["a": Data("1")]))
+            #expect(await iterator.next() == RecordChanges(upserts: ["d": Data("4")]))
+        }
+    }
+}

@@ -1,0 +1,50 @@
+import Foundation
+import Testing
+@testable import RecordKeeper
+
+/// Stores already in people's hands must keep opening and reading in every later version.
+@Suite struct FormatFixtureTests {
+    /// Copies a committed fixture into a fresh directory (opening may migrate or checkpoint).
+    private func fixtureCopy(_ name: String, into directory: URL) throws -> URL {
+        let source = try #require(Bundle.module.url(forResource: "Fixtures/\(name)", withExtension: nil))
+        let destination = directory.appendingPathComponent(name)
+        try FileManager.default.copyItem(at: source, to: destination)
+        return destination
+    }
+
+    @Test func `a format 1 store opens and reads as it was written`() async throws {
+        try await withTemporaryDirectory { directory in
+            let url = try fixtureCopy("format-1.sqlite", into: directory)
+            let store = RecordStore(url: url)
+            let progress = try #require(try await store.read("progress"))
+            #expect(progress.count == 4)
+            #expect(progress["positions/moby-dick"] == Data(#"{"chapter":13,"offset":120}"#.utf8))
+            #expect(progress["vocabulary/café"] == Data(#"{"meaning":"coffee","seen":1}"#.utf8))
+            #expect(try await store.read("settings") == [:])
+            #expect(try await store.read("never") == nil)
+            let notes = try #require(try await store.read("notes"))
+            #expect(notes == ["empty": Data(), "binary": Data([0x00, 0xFF, 0x10, 0x80]), "nul\u{0}key": Data("nul".utf8)])
+            #expect(try await store.record("progress", key: "positions/moby-dick")?.version == RecordVersion(2))
+            #expect(try await store.record("notes", key: "binary")?.version == RecordVersion(3))
+            #expect(try await store.info().formatVersion == 1)
+            #expect(try await store.integrityCheck() == ["ok"])
+        }
+    }
+
+    @Test func `a format 1 store takes new writes after the versions it holds`() async throws {
+        try await withTemporaryDirectory { directory in
+            let url = try fixtureCopy("format-1.sqlite", into: directory)
+            let store = RecordStore(url: url)
+            try await store.put("progress", key: "positions/moby-dick", data: Data("{}".utf8))
+            let version = try #require(try await store.record("progress", key: "positions/moby-dick")).version
+            #expect(version == RecordVersion(4))
+            #expect(try await store.read("progress")?.count == 4)
+        }
+    }
+
+    @Test func `the migration plan is ordered and ends at the current format`() {
+        let versions = StoreFormat.migrations.map(\.version)
+        #expect(versions == Array(1...versions.count))
+        #expect(StoreFormat.currentVersion == versions.last)
+    }
+}

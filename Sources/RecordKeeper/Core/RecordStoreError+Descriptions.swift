@@ -3,11 +3,16 @@ public import Foundation
 extension RecordStoreError: LocalizedError {
     /// A sentence a person can act on: what failed, where, and why.
     public var errorDescription: String? {
-        var subject = "Could not \(Self.verb(for: operation))"
-        if let collection { subject += " collection \(Self.quoted(collection))" }
-        if let key { subject += " (key \(Self.quoted(key)))" }
-        let location = path.map { " in store \($0)" } ?? (operation == "open" ? " the in-memory store" : "")
-        var sentence = subject + location + ": " + reason
+        var sentence: String
+        if operation == "open" {
+            sentence = "Could not open " + (path.map { "the store at \($0)" } ?? "the in-memory store")
+        } else {
+            sentence = "Could not \(Self.verb(for: operation))"
+            if let collection { sentence += " collection \(Self.quoted(collection))" }
+            if let key { sentence += " (key \(Self.quoted(key)))" }
+            if let path { sentence += " in store \(path)" }
+        }
+        sentence += ": " + reason
         if let sqliteMessage, code == .sqlite || code == .ioError || code == .corruptStore {
             sentence += " (SQLite: \(sqliteMessage))"
         }
@@ -70,7 +75,8 @@ extension RecordStoreError: LocalizedError {
         case "replace": return "replace"
         case "removeCollection": return "remove"
         case "collections": return "list the collections"
-        default: return operation
+        case "info", "integrityCheck": return "inspect"
+        default: return "complete \(operation) on"
         }
     }
 }

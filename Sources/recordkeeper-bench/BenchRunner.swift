@@ -11,6 +11,7 @@ final class BenchRunner {
     /// Fixture stores already populated, by "implementation|N".
     private var fixtures: Set<String> = []
     private var payloadCache: (n: Int, values: [String: Data])?
+    private var revisionCounter = 0
 
     init(options: BenchOptions) throws {
         self.options = options
@@ -99,6 +100,12 @@ final class BenchRunner {
             removeStore(storeURL(implementation, purpose: "fixture", n: n))
         }
         if payloadCache?.n == n { payloadCache = nil }
+    }
+
+    /// A payload revision not used before in this run, so every upsert changes bytes.
+    func nextRevision() -> Int {
+        revisionCounter += 1
+        return revisionCounter
     }
 
     // MARK: Results

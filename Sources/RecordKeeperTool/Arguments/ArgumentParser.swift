@@ -1,0 +1,168 @@
+/// One option a command (or the tool as a whole) accepts: `--name` alone, or `--name VALUE`.
+struct OptionSpec: Sendable, Equatable {
+    /// The long name without its leading dashes, such as `"store"`.
+    let name: String
+    /// A one-letter alias such as `h` for `-h`, if any.
+    let shortName: Character?
+    /// The placeholder shown in help (`PATH`) when the option takes a value; nil for a flag.
+    let valueName: String?
+    /// One line for the help text.
+    let help: String
+
+    static func flag(_ name: String, short: Character? = nil, help: String) -> OptionSpec {
+        OptionSpec(name: name, shortName: short, valueName: nil, help: help)
+    }
+
+    static func value(_ name: String, _ valueName: String, help: String) -> OptionSpec {
+        OptionSpec(name: name, shortName: nil, valueName: valueName, help: help)
+    }
+
+    var takesValue: Bool { valueName != nil }
+}
+
+/// A positional argument of a command, for arity checks and help.
+struct ArgumentSpec: Sendable, Equatable {
+    let name: String
+    let isOptional: Bool
+}
+
+/// The shape of one command: what the parser needs, plus the text `--help` prints.
+struct CommandSpec: Sendable {
+    let name: String
+    let arguments: [ArgumentSpec]
+    let options: [OptionSpec]
+    let summary: String
+    let discussion: String
+}
+
+/// What the parser understood from the command line.
+struct ParsedCommandLine: Equatable {
+    /// The command name, or nil when none was given (`recordkeeper --help`).
+    var command: String?
+    var positionals: [String] = []
+    /// Flags that were given, by long name.
+    var flags: Set<String> = []
+    /// Options with a value, by long name; the last occurrence wins.
+    var values: [String: String] = [:]
+
+    var wantsHelp: Bool { flags.contains("help") }
+    func has(_ flag: String) -> Bool { flags.contains(flag) }
+}
+
+/// A command line the tool cannot run. Its message is one line for stderr; exit code 64.
+struct UsageError: Error, Equatable {
+    let message: String
+    /// The command the message concerns, so the hint can name its help.
+    let command: String?
+}
+
+/// A small parser: GNU-style long options (`--name value`, `--name=value`), `-h`, `--` ending
+/// options, `-` as an ordinary argument (standard input). Options of the tool as a whole may
+/// come before or after the command; a command's own options come after it.
+enum ArgumentParser {
+    static func parse(
+        _ arguments: [String], globalOptions: [OptionSpec], commands: [CommandSpec]
+    ) throws(UsageError) -> ParsedCommandLine {
+        var result = ParsedCommandLine()
+        var commandSpec: CommandSpec?
+        var index = 0
+        var optionsEnded = false
+
+        func lookup(_ name: String) -> OptionSpec? {
+            globalOptions.first { $0.name == name } ?? commandSpec?.options.first { $0.name == name }
+        }
+        func lookupShort(_ letter: Character) -> OptionSpec? {
+            globalOptions.first { $0.shortName == letter }
+                ?? commandSpec?.options.first { $0.shortName == letter }
+        }
+
+        while index < arguments.count {
+            let argument = arguments[index]
+            index += 1
+            if !optionsEnded && argument == "--" {
+                optionsEnded = true
+                continue
+            }
+            if !optionsEnded && argument.hasPrefix("--") {
+                let body = argument.dropFirst(2)
+                let name: String
+                var inlineValue: String?
+                if let equals = body.firstIndex(of: "=") {
+                    name = String(body[..<equals])
+                    inlineValue = String(body[body.index(after: equals)...])
+                } else {
+                    name = String(body)
+                }
+                guard let spec = lookup(name) else {
+                    throw UsageError(message: unknownOptionMessage("--" + name, command: result.command,
+                                                                   commands: commands),
+                                     command: result.command)
+                }
+                if spec.takesValue {
+                    if let inlineValue {
+                        result.values[spec.name] = inlineValue
+                    } else if index < arguments.count {
+                        result.values[spec.name] = arguments[index]
+                        index += 1
+                    } else {
+                        throw UsageError(message: "option --\(spec.name) needs a value (\(spec.valueName ?? "VALUE"))",
+                                         command: result.command)
+                    }
+                } else {
+                    if inlineValue != nil {
+                        throw UsageError(message: "option --\(spec.name) takes no value", command: result.command)
+                    }
+                    result.flags.insert(spec.name)
+                }
+                continue
+            }
+            if !optionsEnded && argument.hasPrefix("-") && argument != "-" {
+                let letters = argument.dropFirst()
+                for letter in letters {
+                    guard let spec = lookupShort(letter), !spec.takesValue else {
+                        throw UsageError(message: "unknown option -\(letter)", command: result.command)
+                    }
+                    result.flags.insert(spec.name)
+                }
+                continue
+            }
+            if result.command == nil {
+                guard let spec = commands.first(where: { $0.name == argument }) else {
+                    throw UsageError(message: "unknown command '\(argument)'", command: nil)
+                }
+                result.command = spec.name
+                commandSpec = spec
+            } else {
+                result.positionals.append(argument)
+            }
+        }
+
+        if let commandSpec, !result.wantsHelp {
+            try checkArity(result.positionals, spec: commandSpec)
+        }
+        return result
+    }
+
+    private static func checkArity(_ positionals: [String], spec: CommandSpec) throws(UsageError) {
+        let required = spec.arguments.filter { !$0.isOptional }
+        if positionals.count < required.count {
+            let missing = required[positionals.count...].map(\.name).joined(separator: " ")
+            throw UsageError(message: "\(spec.name) needs \(missing)", command: spec.name)
+        }
+        if positionals.count > spec.arguments.count {
+            let extra = positionals.count - spec.arguments.count
+            throw UsageError(message: "\(spec.name) takes \(spec.arguments.count) argument(s); \(extra) too many",
+                             command: spec.name)
+        }
+    }
+
+    private static func unknownOptionMessage(_ option: String, command: String?, commands: [CommandSpec]) -> String {
+        if command == nil, let owner = commands.first(where: { $0.options.contains { "--" + $0.name == option } }) {
+            return "option \(option) belongs after the command '\(owner.name)'"
+        }
+        if let command {
+            return "unknown option \(option) for '\(command)'"
+        }
+        return "unknown option \(option)"
+    }
+}

@@ -1,0 +1,145 @@
+/// Every command the tool knows, with the text its `--help` prints.
+enum CommandCatalog {
+    static let globalOptions: [OptionSpec] = [
+        .value("store", "PATH", help: "The store file (default: $RECORDKEEPER_STORE, else ./records.sqlite)."),
+        .flag("quiet", short: "q", help: "No progress and no summaries on stderr."),
+        .flag("help", short: "h", help: "Show help for the tool or for a command."),
+    ]
+
+    static let commands: [CommandSpec] = [
+        CommandSpec(
+            name: "collections", arguments: [], options: [],
+            summary: "List the collections with their record counts and payload sizes.",
+            discussion: "Prints one tab-separated line per collection: name, records, payload bytes."),
+        CommandSpec(
+            name: "list", arguments: [ArgumentSpec(name: "COLLECTION", isOptional: false)],
+            options: [.flag("values", help: "Also print each value (JSON, or base64:... for other bytes).")],
+            summary: "List the records of a collection in key order.",
+            discussion: "Prints one tab-separated line per record: key, size in bytes, version[, value]."),
+        CommandSpec(
+            name: "get",
+            arguments: [ArgumentSpec(name: "COLLECTION", isOptional: false), ArgumentSpec(name: "KEY", isOptional: false)],
+            options: [.flag("raw", help: "Write the stored bytes unchanged, with no newline.")],
+            summary: "Print one record's value.",
+            discussion: "A JSON payload prints as compact JSON; other bytes print as base64:<base64>."),
+        CommandSpec(
+            name: "put",
+            arguments: [ArgumentSpec(name: "COLLECTION", isOptional: false), ArgumentSpec(name: "KEY", isOptional: false),
+                        ArgumentSpec(name: "VALUE", isOptional: false)],
+            options: [
+                .flag("json", help: "Require VALUE to be JSON and store its compact form."),
+                .flag("base64", help: "VALUE is base64; store the decoded bytes."),
+            ],
+            summary: "Store a value (VALUE '-' reads standard input); creates the store if needed.",
+            discussion: "Without --json or --base64 the bytes of VALUE (or of standard input) are stored exactly."),
+        CommandSpec(
+            name: "delete",
+            arguments: [ArgumentSpec(name: "COLLECTION", isOptional: false), ArgumentSpec(name: "KEY", isOptional: false)],
+            options: [],
+            summary: "Remove one record.",
+            discussion: "Exits 66 when the record does not exist."),
+        CommandSpec(
+            name: "apply",
+            arguments: [ArgumentSpec(name: "COLLECTION", isOptional: false), ArgumentSpec(name: "FILE", isOptional: false)],
+            options: [],
+            summary: "Apply a JSON change set from FILE ('-' for standard input) as one transaction.",
+            discussion: """
+                The change set is {"upserts": {"KEY": VALUE, ...}, "removals": ["KEY", ...]}.
+                A VALUE is stored as its compact JSON; {"$base64": "..."} stores the decoded bytes.
+                Malformed input is reported with line and column and nothing is written.
+                """),
+        CommandSpec(
+            name: "export", arguments: [ArgumentSpec(name: "COLLECTION", isOptional: true)],
+            options: [
+                .value("format", "json|ndjson", help: "Output format (default json; ndjson when --output ends in .ndjson or .jsonl)."),
+                .value("output", "FILE", help: "Write to FILE (atomically) instead of standard output."),
+            ],
+            summary: "Export the whole store, or one collection, as JSON or NDJSON.",
+            discussion: "Reads one consistent snapshot and streams it; see docs/CLI.md for both formats."),
+        CommandSpec(
+            name: "import", arguments: [ArgumentSpec(name: "FILE", isOptional: false)],
+            options: [
+                .flag("replace", help: "Replace every collection named in FILE with exactly its records."),
+                .flag("dry-run", help: "Only print how many records would be added, changed and removed."),
+            ],
+            summary: "Import an export (JSON or NDJSON, detected) from FILE ('-' for standard input).",
+            discussion: """
+                Merges by default: records in FILE are added or overwritten, others are kept.
+                All or nothing: malformed input is reported with line and column and nothing is written.
+                """),
+        CommandSpec(
+            name: "check", arguments: [], options: [],
+            summary: "Run SQLite's integrity check and print the format version and sizes.",
+            discussion: "Exits 65 when the integrity check reports problems."),
+        CommandSpec(
+            name: "info", arguments: [], options: [],
+            summary: "Print the store's path, format, SQLite settings and sizes.",
+            discussion: ""),
+        CommandSpec(
+            name: "help", arguments: [ArgumentSpec(name: "COMMAND", isOptional: true)], options: [],
+            summary: "Show help for the tool or for a command.",
+            discussion: ""),
+    ]
+
+    static func spec(named name: String) -> CommandSpec? {
+        commands.first { $0.name == name }
+    }
+
+    /// The text of `recordkeeper --help`.
+    static var toolHelp: String {
+        let width = commands.map(\.name.count).max() ?? 0
+        var lines = [
+            "recordkeeper: inspect, edit, export, import and check RecordKeeper stores.",
+            "",
+            "Usage: recordkeeper [--store PATH] COMMAND [ARGUMENTS] [OPTIONS]",
+            "",
+            "Commands:",
+        ]
+        for command in commands {
+            lines.append("  " + padded(command.name, to: width)
+                         + "  " + command.summary)
+        }
+        lines.append("")
+        lines.append("Options:")
+        lines.append(contentsOf: optionLines(globalOptions))
+        lines.append("")
+        lines.append("Reading commands never create a store. Exit codes: 0 ok, 64 usage, 65 bad input data,")
+        lines.append("66 not found, 69 store refused, 70 internal error, 74 I/O error, 75 store busy.")
+        lines.append("Run 'recordkeeper COMMAND --help' for a command's details.")
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// The text of `recordkeeper COMMAND --help`.
+    static func help(for spec: CommandSpec) -> String {
+        let arguments = spec.arguments.map { $0.isOptional ? "[\($0.name)]" : $0.name }
+        var usage = "Usage: recordkeeper [--store PATH] \(spec.name)"
+        if !arguments.isEmpty { usage += " " + arguments.joined(separator: " ") }
+        if !spec.options.isEmpty { usage += " [OPTIONS]" }
+        var lines = [spec.summary, "", usage]
+        if !spec.discussion.isEmpty {
+            lines.append("")
+            lines.append(contentsOf: spec.discussion.split(separator: "\n", omittingEmptySubsequences: false).map(String.init))
+        }
+        lines.append("")
+        lines.append("Options:")
+        lines.append(contentsOf: optionLines(spec.options + globalOptions))
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    private static func padded(_ text: String, to width: Int) -> String {
+        text + String(repeating: " ", count: max(0, width - text.count))
+    }
+
+    private static func optionLines(_ options: [OptionSpec]) -> [String] {
+        let labels = options.map { option -> String in
+            var label = option.shortName.map { "-\($0), " } ?? "    "
+            label += "--" + option.name
+            if let valueName = option.valueName { label += " " + valueName }
+            return label
+        }
+        let width = labels.map(\.count).max() ?? 0
+        return zip(labels, options).map { label, option in
+            "  " + padded(label, to: width) + "  " + option.help
+        }
+    }
+}

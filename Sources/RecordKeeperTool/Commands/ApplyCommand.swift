@@ -1,0 +1,90 @@
+import Foundation
+import RecordKeeper
+
+/// `apply COLLECTION FILE|-`: a JSON change set applied as one transaction.
+///
+/// The change set is `{"upserts": {"KEY": VALUE, ...}, "removals": ["KEY", ...]}` (both
+/// members optional). It is read and checked completely before the store is touched.
+enum ApplyCommand {
+    static func run(_ context: CommandContext) async throws -> ExitCode {
+        let collection = try context.name(0, "collection name")
+        let file = context.positional(1)
+        let reader = file == "-" ? ByteReader(standardInput: ()) : try ByteReader(path: file)
+        let changes: RecordChanges
+        do {
+            changes = try parseChangeSet(JSONReader(reader))
+        } catch let error as JSONSyntaxError {
+            throw ToolError(.dataError, "\(reader.name): line \(error.line), column \(error.column): "
+                            + "\(error.message); nothing was written")
+        }
+        let store = try context.store.writableStore()
+        try await store.apply(collection, changes: changes)
+        if !context.quiet {
+            try context.output.write(
+                "applied to \(quoted(collection)): \(changes.upserts.count) upserted, \(changes.removals.count) removed\n")
+        }
+        return .ok
+    }
+
+    /// Reads a whole change set; every problem is a `JSONSyntaxError` with its position.
+    static func parseChangeSet(_ json: JSONReader) throws -> RecordChanges {
+        var changes = RecordChanges()
+        var removals: Set<String> = []
+        try json.readObject { member in
+            switch member {
+            case "upserts":
+                try json.readObject { key in
+                    let position = json.error("")
+                    guard !key.isEmpty else { throw JSONSyntaxError(line: position.line, column: position.column,
+                                                                    message: "a key in \"upserts\" is empty") }
+                    var compact: [UInt8] = []
+                    try json.readValue(into: &compact)
+                    guard changes.upserts[key] == nil else {
+                        throw JSONSyntaxError(line: position.line, column: position.column,
+                                              message: "key \(quoted(key)) appears twice in \"upserts\"")
+                    }
+                    changes[key] = try ImportValue.payload(compact, at: position)
+                }
+            case "removals":
+                try json.readArray {
+                    let position = json.error("")
+                    let key = try json.readString()
+                    guard !key.isEmpty else {
+                        throw JSONSyntaxError(line: position.line, column: position.column, message: "a key in \"removals\" is empty")
+                    }
+                    removals.insert(key)
+                }
+            default:
+                throw json.error("unknown member \(quoted(member)); a change set has \"upserts\" and \"removals\"")
+            }
+        }
+        try json.skipWhitespace()
+        guard try json.input.peek() == nil else { throw json.error("unexpected content after the change set") }
+        for key in removals {
+            guard changes.upserts[key] == nil else {
+                throw JSONSyntaxError(line: 1, column: 1, message: "key \(quoted(key)) is both upserted and removed")
+            }
+            changes[key] = nil
+        }
+        return changes
+    }
+}
+
+/// Turning a JSON value read from an import or change set into a payload, with the value's
+/// position in errors.
+enum ImportValue {
+    static func payload(_ compact: [UInt8], at position: JSONSyntaxError) throws(JSONSyntaxError) -> Data {
+        do throws(PayloadCoding.ValueProblem) {
+            return try PayloadCoding.payload(fromCompactJSON: compact)
+        } catch {
+            switch error {
+            case .invalidBase64:
+                throw JSONSyntaxError(line: position.line, column: position.column,
+                                      message: "the \"$base64\" value is not valid base64")
+            case .rejectedByFoundation:
+                throw JSONSyntaxError(line: position.line, column: position.column,
+                                      message: "JSONSerialization refused this value (number out of range?)")
+            }
+        }
+    }
+}

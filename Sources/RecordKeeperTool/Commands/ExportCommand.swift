@@ -1,0 +1,158 @@
+import Foundation
+import RecordKeeper
+
+/// `export [COLLECTION]`: one consistent snapshot streamed as JSON or NDJSON.
+enum ExportCommand {
+    enum Format: String, Sendable {
+        case json
+        case ndjson
+    }
+
+    static func run(_ context: CommandContext) async throws -> ExitCode {
+        let collection: String? = context.arguments.positionals.isEmpty ? nil : try context.name(0, "collection name")
+        let outputPath = context.arguments.values["output"]
+        let format = try resolveFormat(context.arguments.values["format"], outputPath: outputPath)
+        let showProgress = ProgressReporter.shouldShow(quiet: context.quiet)
+        let store = try context.store.existingStore()
+        // A file export is written next to its destination and renamed into place at the end, so
+        // a failed export never leaves a partial file under the requested name.
+        let temporaryPath = outputPath.map { "\($0).partial-\(SystemCalls.processIdentifier)" }
+        try context.output.flush()
+        let exported: Int
+        do {
+            exported = try await store.snapshot { snapshot in
+                try write(snapshot, collection: collection, format: format, to: temporaryPath,
+                          showProgress: showProgress)
+            }
+        } catch {
+            if let temporaryPath, FileManager.default.fileExists(atPath: temporaryPath) {
+                ImportCommand.removeTemporaryFile(temporaryPath)
+            }
+            throw error
+        }
+        if let temporaryPath, let outputPath {
+            guard SystemCalls.renameReplacing(temporaryPath, outputPath) else {
+                let reason = SystemCalls.lastErrorMessage
+                ImportCommand.removeTemporaryFile(temporaryPath)
+                throw ToolError(.ioError, "cannot move the export to \(outputPath): \(reason)")
+            }
+            if !context.quiet {
+                try context.output.write("exported \(exported) records to \(outputPath)\n")
+            }
+        }
+        return .ok
+    }
+
+    static func resolveFormat(_ option: String?, outputPath: String?) throws(UsageError) -> Format {
+        if let option {
+            guard let format = Format(rawValue: option.lowercased()) else {
+                throw UsageError(message: "unknown format '\(option)'; use json or ndjson", command: "export")
+            }
+            return format
+        }
+        if let outputPath, outputPath.hasSuffix(".ndjson") || outputPath.hasSuffix(".jsonl") {
+            return .ndjson
+        }
+        return .json
+    }
+
+    /// Writes the export inside the snapshot body; returns the number of records.
+    private static func write(
+        _ snapshot: RecordSnapshot, collection: String?, format: Format, to path: String?, showProgress: Bool
+    ) throws -> Int {
+        let summaries = try snapshot.collections()
+        let names: [String]
+        if let collection {
+            guard summaries.contains(where: { $0.name == collection }) else {
+                throw ToolError(.notFound, "no collection \(quoted(collection)) in the store")
+            }
+            names = [collection]
+        } else {
+            names = summaries.map(\.name)
+        }
+
+        let descriptor: Int32
+        if let path {
+            descriptor = SystemCalls.createForWriting(path)
+            guard descriptor >= 0 else {
+                throw ToolError(.ioError, "cannot create \(path): \(SystemCalls.lastErrorMessage)")
+            }
+        } else {
+            descriptor = SystemCalls.standardOutput
+        }
+        let output = ByteWriter(descriptor: descriptor, name: path ?? "standard output")
+        let progress = ProgressReporter(verb: "exported", isEnabled: showProgress)
+        defer { progress.finish() }
+        do {
+            switch format {
+            case .json: try writeJSON(snapshot, names: names, to: output, progress: progress)
+            case .ndjson: try writeNDJSON(snapshot, names: names, to: output, progress: progress)
+            }
+            try output.flush()
+        } catch {
+            if path != nil {
+                _ = SystemCalls.closeDescriptor(descriptor)  // The write error is the one to report.
+            }
+            throw error
+        }
+        if let path {
+            guard SystemCalls.fileSync(descriptor), SystemCalls.closeDescriptor(descriptor) == 0 else {
+                throw ToolError(.ioError, "cannot write \(path): \(SystemCalls.lastErrorMessage)")
+            }
+        }
+        return progress.count
+    }
+
+    /// ```
+    /// {
+    ///   "collections": {
+    ///     "NAME": {
+    ///       "KEY": VALUE,
+    ///       ...
+    ///     }
+    ///   }
+    /// }
+    /// ```
+    private static func writeJSON(
+        _ snapshot: RecordSnapshot, names: [String], to output: ByteWriter, progress: ProgressReporter
+    ) throws {
+        try output.write("{\n  \"collections\": {")
+        for (index, name) in names.enumerated() {
+            try output.write(index == 0 ? "\n    " : ",\n    ")
+            try output.write(JSONText.quoted(name))
+            try output.write(": {")
+            var first = true
+            try snapshot.forEachRecord(in: name) { record in
+                try output.write(first ? "\n      " : ",\n      ")
+                first = false
+                try output.write(JSONText.quoted(record.key))
+                try output.write(": ")
+                try output.write(PayloadCoding.exportJSON(for: record.data))
+                progress.advance()
+            }
+            try output.write(first ? "}" : "\n    }")
+        }
+        try output.write(names.isEmpty ? "}\n}\n" : "\n  }\n}\n")
+    }
+
+    /// One line per collection (`{"collection":NAME}`), then one per record
+    /// (`{"collection":NAME,"key":KEY,"value":VALUE}`).
+    private static func writeNDJSON(
+        _ snapshot: RecordSnapshot, names: [String], to output: ByteWriter, progress: ProgressReporter
+    ) throws {
+        for name in names {
+            let prefix = Array("{\"collection\":".utf8) + JSONText.quoted(name)
+            try output.write(prefix)
+            try output.write("}\n")
+            let recordPrefix = prefix + Array(",\"key\":".utf8)
+            try snapshot.forEachRecord(in: name) { record in
+                try output.write(recordPrefix)
+                try output.write(JSONText.quoted(record.key))
+                try output.write(",\"value\":")
+                try output.write(PayloadCoding.exportJSON(for: record.data))
+                try output.write("}\n")
+                progress.advance()
+            }
+        }
+    }
+}

@@ -1,0 +1,124 @@
+import Foundation
+import RecordKeeper
+
+/// What an import did, or would do.
+struct ImportCounts: Sendable, Equatable {
+    var added = 0
+    var changed = 0
+    var unchanged = 0
+    var removed = 0
+    var collections = 0
+}
+
+/// Counts what an import would change, reading the store (a snapshot) and writing nothing.
+///
+/// Each record line counts once: a key given twice in one file counts twice. With `--replace`,
+/// removals are the stored records of each named collection whose key the file does not have.
+final class ImportPlanner: ImportVisitor {
+    private let lookup: (String, String) throws -> Data?
+    private let storedCounts: [String: Int]
+    private let replace: Bool
+    private var seen: Set<String> = []
+    private var matched: [String: Int] = [:]
+    private(set) var counts = ImportCounts()
+
+    /// - Parameters:
+    ///   - lookup: The stored value of (collection, key), or nil.
+    ///   - storedCounts: Records per stored collection, for `--replace`.
+    init(lookup: @escaping (String, String) throws -> Data?, storedCounts: [String: Int], replace: Bool) {
+        self.lookup = lookup
+        self.storedCounts = storedCounts
+        self.replace = replace
+    }
+
+    func collection(_ name: String) throws {
+        if seen.insert(name).inserted { counts.collections += 1 }
+    }
+
+    func record(collection: String, key: String, payload: Data) throws {
+        guard let stored = try lookup(collection, key) else {
+            counts.added += 1
+            return
+        }
+        matched[collection, default: 0] += 1
+        if stored == payload { counts.unchanged += 1 } else { counts.changed += 1 }
+    }
+
+    func finish() -> ImportCounts {
+        if replace {
+            for name in seen {
+                counts.removed += max(0, (storedCounts[name] ?? 0) - (matched[name] ?? 0))
+            }
+        }
+        return counts
+    }
+}
+
+/// Writes an import inside one write transaction, in batches of changes per collection.
+///
+/// Merge: every record is compared with the stored one (counting added, changed, unchanged)
+/// and only differences are written. Replace: each named collection is removed and
+/// re-established when first seen, then filled.
+final class ImportApplier: ImportVisitor {
+    private let transaction: RecordTransaction
+    private let replace: Bool
+    private var seen: Set<String> = []
+    private var withRecords: Set<String> = []
+    private var batchCollection: String?
+    private var batch = RecordChanges()
+    private var batchCount = 0
+    private let batchSize = 1000
+    private(set) var counts = ImportCounts()
+
+    init(transaction: RecordTransaction, replace: Bool) {
+        self.transaction = transaction
+        self.replace = replace
+    }
+
+    func collection(_ name: String) throws {
+        guard seen.insert(name).inserted else { return }
+        counts.collections += 1
+        if replace {
+            try flush()
+            try transaction.removeCollection(name)
+            try transaction.replace(name, values: [:])
+        }
+    }
+
+    func record(collection: String, key: String, payload: Data) throws {
+        withRecords.insert(collection)
+        if !replace {
+            if let stored = try transaction.value(collection, key: key) {
+                if stored == payload {
+                    counts.unchanged += 1
+                    return
+                }
+                counts.changed += 1
+            } else {
+                counts.added += 1
+            }
+        }
+        if batchCollection != collection || batchCount >= batchSize {
+            try flush()
+            batchCollection = collection
+        }
+        batch[key] = payload
+        batchCount += 1
+    }
+
+    func finish() throws -> ImportCounts {
+        try flush()
+        // A collection named without records is established too, as it was in the export.
+        for name in seen.subtracting(withRecords).sorted() where !replace {
+            try transaction.apply(name, changes: RecordChanges())
+        }
+        return counts
+    }
+
+    private func flush() throws {
+        guard let collection = batchCollection, !batch.isEmpty else { return }
+        try transaction.apply(collection, changes: batch)
+        batch = RecordChanges()
+        batchCount = 0
+    }
+}

@@ -1,0 +1,56 @@
+import Foundation
+import RecordKeeper
+
+/// `check` and `info`: the store as a whole.
+enum StoreCommands {
+    /// SQLite's integrity check, then format version and sizes. Exit 65 when problems are found.
+    static func check(_ context: CommandContext) async throws -> ExitCode {
+        let store = try context.store.existingStore()
+        let problems = try await store.integrityCheck()
+        guard problems == ["ok"] else {
+            try context.output.write("integrity: \(problems.count) problem(s)\n")
+            for problem in problems {
+                try context.output.write("  \(problem)\n")
+            }
+            throw ToolError(.dataError, "the store at \(context.store.path) failed the integrity check "
+                            + "(\(problems.count) problem(s)); keep a copy of the file before changing it")
+        }
+        let info = try await store.info()
+        let summaries = try await store.collections()
+        try context.output.write("""
+            integrity: ok
+            format version: \(info.formatVersion)
+            collections: \(summaries.count)
+            records: \(summaries.reduce(0) { $0 + $1.recordCount })
+            payload bytes: \(summaries.reduce(0) { $0 + $1.payloadBytes })
+            file bytes: \(info.fileBytes.map(String.init) ?? "-")
+            wal bytes: \(info.walBytes.map(String.init) ?? "-")
+            free pages: \(info.freePageCount) of \(info.pageCount)
+
+            """)
+        return .ok
+    }
+
+    /// Path, format, SQLite settings and sizes.
+    static func info(_ context: CommandContext) async throws -> ExitCode {
+        let store = try context.store.existingStore()
+        let info = try await store.info()
+        let summaries = try await store.collections()
+        try context.output.write("""
+            path: \(info.path ?? context.store.path)
+            format version: \(info.formatVersion)
+            sqlite version: \(info.sqliteVersion)
+            journal mode: \(info.journalMode)
+            durability: \(info.durability.rawValue)
+            page size: \(info.pageSize)
+            pages: \(info.pageCount)
+            free pages: \(info.freePageCount)
+            file bytes: \(info.fileBytes.map(String.init) ?? "-")
+            wal bytes: \(info.walBytes.map(String.init) ?? "-")
+            collections: \(summaries.count)
+            records: \(summaries.reduce(0) { $0 + $1.recordCount })
+
+            """)
+        return .ok
+    }
+}

@@ -1,0 +1,68 @@
+import Foundation
+import RecordKeeper
+
+/// `put` and `delete`.
+enum WriteCommands {
+    /// Stores VALUE (or standard input for `-`) exactly; `--json` stores the compact form of a
+    /// JSON value, `--base64` the decoded bytes. Creates the store if needed.
+    static func put(_ context: CommandContext) async throws -> ExitCode {
+        let collection = try context.name(0, "collection name")
+        let key = try context.name(1, "key")
+        let argument = context.positional(2)
+        let asJSON = context.arguments.has("json")
+        let asBase64 = context.arguments.has("base64")
+        if asJSON && asBase64 {
+            throw UsageError(message: "give --json or --base64, not both", command: "put")
+        }
+        let source = argument == "-" ? "standard input" : "VALUE"
+        let bytes: [UInt8] = argument == "-"
+            ? try ByteReader(standardInput: ()).readAll()
+            : Array(argument.utf8)
+        let data: Data
+        if asJSON {
+            let reader = JSONReader(ByteReader(bytes: bytes, name: source))
+            var compact: [UInt8] = []
+            do {
+                try reader.readValue(into: &compact)
+                try reader.skipWhitespace()
+                guard try reader.input.peek() == nil else { throw reader.error("unexpected content after the value") }
+            } catch let error as JSONSyntaxError {
+                throw ToolError(.dataError, "\(source) is not valid JSON: line \(error.line), column \(error.column): "
+                                + "\(error.message); nothing was written")
+            }
+            guard PayloadCoding.acceptedByFoundation(compact) else {
+                throw ToolError(.dataError, "\(source) is not valid JSON (JSONSerialization refused it); nothing was written")
+            }
+            data = Data(compact)
+        } else if asBase64 {
+            let text = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            guard let decoded = Data(base64Encoded: text) else {
+                throw ToolError(.dataError, "\(source) is not valid base64; nothing was written")
+            }
+            data = decoded
+        } else {
+            data = Data(bytes)
+        }
+        let store = try context.store.writableStore()
+        try await store.put(collection, key: key, data: data)
+        return .ok
+    }
+
+    /// Removes one record; a missing store or record is exit 66 and writes nothing.
+    static func delete(_ context: CommandContext) async throws -> ExitCode {
+        let collection = try context.name(0, "collection name")
+        let key = try context.name(1, "key")
+        let store = try context.store.existingStore()
+        let removed = try await store.write { transaction in
+            guard try transaction.value(collection, key: key) != nil else { return false }
+            var changes = RecordChanges()
+            changes[key] = nil
+            try transaction.apply(collection, changes: changes)
+            return true
+        }
+        guard removed else {
+            throw ToolError(.notFound, "no record \(quoted(key)) in collection \(quoted(collection))")
+        }
+        return .ok
+    }
+}

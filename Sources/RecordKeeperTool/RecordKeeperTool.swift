@@ -1,0 +1,124 @@
+import RecordKeeper
+
+/// The `recordkeeper` command-line tool, as a library so tests can reach its parts.
+///
+/// `main.swift` of the `recordkeeper` executable only calls ``run(arguments:environment:)``
+/// and exits with the code it returns.
+public enum RecordKeeperTool {
+    /// Runs one command line (without the program name) and returns the exit code.
+    /// Output goes to stdout, messages and progress to stderr.
+    public static func run(arguments: [String], environment: [String: String]) async -> Int32 {
+        let output = ByteWriter.standardOutput()
+        var command: String?
+        do {
+            let parsed = try ArgumentParser.parse(
+                arguments, globalOptions: CommandCatalog.globalOptions, commands: CommandCatalog.commands)
+            command = parsed.command
+            let code = try await dispatch(parsed, environment: environment, output: output)
+            try output.flush()
+            return code.rawValue
+        } catch {
+            do {
+                try output.flush()
+            } catch let flushError {
+                report(flushError, command: command)
+            }
+            return report(error, command: command).rawValue
+        }
+    }
+
+    private static func dispatch(
+        _ parsed: ParsedCommandLine, environment: [String: String], output: ByteWriter
+    ) async throws -> ExitCode {
+        guard let command = parsed.command else {
+            if parsed.wantsHelp {
+                try output.write(CommandCatalog.toolHelp)
+                return .ok
+            }
+            throw UsageError(message: "no command given", command: nil)
+        }
+        if command == "help" {
+            if let topic = parsed.positionals.first {
+                guard let spec = CommandCatalog.spec(named: topic) else {
+                    throw UsageError(message: "unknown command '\(topic)'", command: nil)
+                }
+                try output.write(CommandCatalog.help(for: spec))
+            } else {
+                try output.write(CommandCatalog.toolHelp)
+            }
+            return .ok
+        }
+        if parsed.wantsHelp, let spec = CommandCatalog.spec(named: command) {
+            try output.write(CommandCatalog.help(for: spec))
+            return .ok
+        }
+        let context = CommandContext(
+            arguments: parsed,
+            store: try StoreAccess.resolve(option: parsed.values["store"], environment: environment),
+            quiet: parsed.has("quiet"),
+            output: output)
+        switch command {
+        case "collections": return try await ReadCommands.collections(context)
+        case "list": return try await ReadCommands.list(context)
+        case "get": return try await ReadCommands.get(context)
+        case "put": return try await WriteCommands.put(context)
+        case "delete": return try await WriteCommands.delete(context)
+        case "apply": return try await ApplyCommand.run(context)
+        case "export": return try await ExportCommand.run(context)
+        case "import": return try await ImportCommand.run(context)
+        case "check": return try await StoreCommands.check(context)
+        case "info": return try await StoreCommands.info(context)
+        default: throw ToolError(.internalError, "command '\(command)' is declared but not implemented")
+        }
+    }
+
+    /// Prints one line for `error` on stderr and returns its exit code.
+    @discardableResult
+    private static func report(_ error: any Error, command: String?) -> ExitCode {
+        let code: ExitCode
+        let message: String
+        switch error {
+        case let error as UsageError:
+            code = .usage
+            let help = error.command.map { "recordkeeper \($0) --help" } ?? "recordkeeper --help"
+            message = "\(error.message) (see '\(help)')"
+        case let error as ToolError:
+            code = error.exitCode
+            message = error.message
+        case let error as RecordStoreError:
+            let translated = ToolError(error)
+            code = translated.exitCode
+            message = translated.message
+        case is CancellationError:
+            code = .internalError
+            message = "cancelled; nothing partial was written"
+        default:
+            code = .internalError
+            message = "internal error: \(String(describing: error))"
+        }
+        let oneLine = message.split(whereSeparator: \.isNewline).joined(separator: " ")
+        StandardError.writeLine("recordkeeper: " + oneLine)
+        return code
+    }
+}
+
+/// What every command receives.
+struct CommandContext {
+    let arguments: ParsedCommandLine
+    let store: StoreAccess
+    let quiet: Bool
+    let output: ByteWriter
+
+    func positional(_ index: Int) -> String {
+        arguments.positionals[index]
+    }
+
+    /// A collection name or key from the command line; empty ones are a usage error.
+    func name(_ index: Int, _ what: String) throws(UsageError) -> String {
+        let value = arguments.positionals[index]
+        guard !value.isEmpty else {
+            throw UsageError(message: "the \(what) must not be empty", command: arguments.command)
+        }
+        return value
+    }
+}

@@ -1,0 +1,32 @@
+/// The tool's exit codes, from BSD `sysexits.h`; docs/CLI.md lists them for scripts.
+enum ExitCode: Int32, Sendable {
+    /// Success.
+    case ok = 0
+    /// The command line was wrong: unknown command or option, missing argument.
+    case usage = 64
+    /// Input data was wrong: malformed JSON, a bad change set, invalid base64, or a store that
+    /// failed `check`.
+    case dataError = 65
+    /// Something named does not exist: the store file, an input file, a collection, a record.
+    case notFound = 66
+    /// The store file was refused: not a database, another application's database, a newer
+    /// format, or damaged. It was left unchanged.
+    case storeRefused = 69
+    /// A bug or an unexpected failure inside the tool or the library.
+    case internalError = 70
+    /// Reading or writing a file failed (permissions, disk full, read-only store).
+    case ioError = 74
+    /// The store stayed locked by another process past the busy timeout; try again.
+    case conflict = 75
+}
+
+/// A failure the tool reports as one line on stderr and an exit code.
+struct ToolError: Error, Sendable {
+    let exitCode: ExitCode
+    let message: String
+
+    init(_ exitCode: ExitCode, _ message: String) {
+        self.exitCode = exitCode
+        self.message = message
+    }
+}

@@ -1,0 +1,47 @@
+/// Progress of a long import or export on stderr ("exported 120000 records, 48000/s"), shown
+/// only when stderr is a terminal and `--quiet` was not given. Checks the clock every 1024
+/// records, redraws at most four times a second, and clears its line when done.
+final class ProgressReporter {
+    private let verb: String
+    private let isEnabled: Bool
+    private let clock = ContinuousClock()
+    private let start: ContinuousClock.Instant
+    private var lastDrawn: ContinuousClock.Instant
+    private var hasDrawn = false
+    private(set) var count = 0
+
+    init(verb: String, isEnabled: Bool) {
+        self.verb = verb
+        self.isEnabled = isEnabled
+        self.start = clock.now
+        self.lastDrawn = start
+    }
+
+    /// Whether progress should be drawn at all: stderr is a terminal and not `--quiet`.
+    static func shouldShow(quiet: Bool) -> Bool {
+        !quiet && SystemCalls.isTerminal(SystemCalls.standardError)
+    }
+
+    @inline(__always)
+    func advance() {
+        count += 1
+        guard isEnabled, count & 0x3FF == 0 else { return }
+        let now = clock.now
+        guard now - lastDrawn >= .milliseconds(250) else { return }
+        lastDrawn = now
+        draw(now: now)
+    }
+
+    func finish() {
+        guard isEnabled, hasDrawn else { return }
+        StandardError.write("\r\u{1B}[K")
+    }
+
+    private func draw(now: ContinuousClock.Instant) {
+        let elapsed = now - start
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let rate = seconds > 0 ? Int(Double(count) / seconds) : 0
+        StandardError.write("\r\(verb) \(count) records, \(rate)/s\u{1B}[K")
+        hasDrawn = true
+    }
+}

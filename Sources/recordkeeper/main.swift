@@ -1,0 +1,7 @@
+import Foundation
+import RecordKeeperTool
+
+let code = await RecordKeeperTool.run(
+    arguments: Array(CommandLine.arguments.dropFirst()),
+    environment: ProcessInfo.processInfo.environment)
+exit(code)

@@ -1,0 +1,83 @@
+import Foundation
+import Testing
+
+/// `apply COLLECTION FILE|-`.
+@Suite struct ApplyCommandTests {
+    @Test func `a change set upserts and removes in one transaction`() throws {
+        try withTool { tool throws in
+            try tool.runOnStore(["put", "users", "old", "1"])
+            try tool.runOnStore(["put", "users", "kept", "2"])
+            let file = try tool.file("changes.json", """
+                {
+                  "upserts": {"alice": {"name": "Alice"}, "bob": "text", "bin": {"$base64": "AAH/"}},
+                  "removals": ["old", "never-existed"]
+                }
+                """)
+            let result = try tool.runOnStore(["apply", "users", file])
+            #expect(result.status == 0)
+            #expect(result.output == "applied to \"users\": 3 upserted, 2 removed\n")
+            #expect(try tool.runOnStore(["get", "users", "alice", "--raw"]).output == #"{"name":"Alice"}"#)
+            #expect(try tool.runOnStore(["get", "users", "bob", "--raw"]).output == #""text""#)
+            #expect(try tool.runOnStore(["get", "users", "bin", "--raw"]).stdout == Data([0, 1, 255]))
+            #expect(try tool.runOnStore(["get", "users", "old"]).status == 66)
+            #expect(try tool.runOnStore(["get", "users", "kept"]).output == "2\n")
+        }
+    }
+
+    @Test func `a change set can come from standard input`() throws {
+        try withTool { tool throws in
+            let result = try tool.runOnStore(["apply", "c", "-"], input: Data(#"{"upserts":{"k":[1,2]}}"#.utf8))
+            #expect(result.status == 0)
+            #expect(try tool.runOnStore(["get", "c", "k"]).output == "[1,2]\n")
+        }
+    }
+
+    @Test func `malformed JSON reports line and column and writes nothing`() throws {
+        try withTool { tool throws in
+            try tool.runOnStore(["put", "c", "existing", "1"])
+            let file = try tool.file("bad.json", "{\n  \"upserts\": {\n    \"a\": 1,\n    \"b\": tru\n  }\n}\n")
+            let result = try tool.runOnStore(["apply", "c", file])
+            #expect(result.status == 65)
+            #expect(result.stderr == "recordkeeper: \(file): line 4, column 10: invalid literal, expected true; nothing was written\n")
+            #expect(try tool.runOnStore(["list", "c"]).outputLines.count == 1)
+        }
+    }
+
+    @Test func `errors never echo payload bytes`() throws {
+        try withTool { tool throws in
+            let secret = "s3cr3t-payload"
+            let file = try tool.file("bad.json", #"{"upserts": {"k": "\#(secret)" "#)
+            let result = try tool.runOnStore(["apply", "c", file])
+            #expect(result.status == 65)
+            #expect(!result.stderr.contains(secret))
+        }
+    }
+
+    @Test(arguments: [
+        #"{"upserts": {"k": 1}, "removals": ["k"]}"#,
+        #"{"upserts": {"k": 1, "k": 2}}"#,
+        #"{"upserts": {"": 1}}"#,
+        #"{"removals": [1]}"#,
+        #"{"other": {}}"#,
+        #"{"upserts": {"k": {"$base64": "not base64!"}}}"#,
+        #"{"upserts": {}} trailing"#,
+        "",
+    ])
+    func `invalid change sets exit 65 and write nothing`(changeSet: String) throws {
+        try withTool { tool throws in
+            let file = try tool.file("changes.json", changeSet)
+            let result = try tool.runOnStore(["apply", "c", file])
+            #expect(result.status == 65)
+            #expect(result.stderr.contains("nothing was written"))
+            #expect(!FileManager.default.fileExists(atPath: tool.storePath))
+        }
+    }
+
+    @Test func `a missing change set file exits 66`() throws {
+        try withTool { tool throws in
+            let result = try tool.runOnStore(["apply", "c", "missing.json"])
+            #expect(result.status == 66)
+            #expect(!FileManager.default.fileExists(atPath: tool.storePath))
+        }
+    }
+}

@@ -1,0 +1,99 @@
+import Testing
+@testable import RecordKeeperTool
+
+@Suite struct ArgumentParserTests {
+    private func parse(_ arguments: [String]) throws(UsageError) -> ParsedCommandLine {
+        try ArgumentParser.parse(arguments, globalOptions: CommandCatalog.globalOptions,
+                                 commands: CommandCatalog.commands)
+    }
+
+    private func usageError(_ arguments: [String]) -> UsageError? {
+        do {
+            _ = try parse(arguments)
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    @Test func `store option is accepted before and after the command`() throws {
+        let before = try parse(["--store", "a.sqlite", "get", "users", "alice"])
+        let after = try parse(["get", "users", "alice", "--store", "a.sqlite"])
+        let inline = try parse(["get", "--store=a.sqlite", "users", "alice"])
+        for parsed in [before, after, inline] {
+            #expect(parsed.command == "get")
+            #expect(parsed.positionals == ["users", "alice"])
+            #expect(parsed.values["store"] == "a.sqlite")
+        }
+    }
+
+    @Test func `command flags and values are collected by long name`() throws {
+        let parsed = try parse(["export", "users", "--format", "ndjson", "--output=out.ndjson", "-q"])
+        #expect(parsed.positionals == ["users"])
+        #expect(parsed.values == ["format": "ndjson", "output": "out.ndjson"])
+        #expect(parsed.flags == ["quiet"])
+    }
+
+    @Test func `a single dash is an argument and a double dash ends the options`() throws {
+        let parsed = try parse(["put", "notes", "--", "--weird-key", "-"])
+        #expect(parsed.positionals == ["notes", "--weird-key", "-"])
+        #expect(parsed.flags.isEmpty)
+    }
+
+    @Test func `an empty argument stays an argument`() throws {
+        #expect(try parse(["get", "", "key"]).positionals == ["", "key"])
+    }
+
+    @Test func `the last value of a repeated option wins`() throws {
+        #expect(try parse(["info", "--store", "a", "--store", "b"]).values["store"] == "b")
+    }
+
+    @Test func `an unknown command is a usage error`() {
+        #expect(usageError(["frobnicate"]) == UsageError(message: "unknown command 'frobnicate'", command: nil))
+    }
+
+    @Test func `an unknown option names the command`() {
+        let error = usageError(["list", "users", "--colour"])
+        #expect(error == UsageError(message: "unknown option --colour for 'list'", command: "list"))
+        #expect(usageError(["list", "users", "-x"])?.message == "unknown option -x")
+    }
+
+    @Test func `a command option before the command is explained`() {
+        #expect(usageError(["--values", "list", "users"])?.message
+                == "option --values belongs after the command 'list'")
+    }
+
+    @Test func `missing and extra arguments are reported`() {
+        #expect(usageError(["get", "users"])?.message == "get needs KEY")
+        #expect(usageError(["put"])?.message == "put needs COLLECTION KEY VALUE")
+        #expect(usageError(["collections", "extra"])?.message == "collections takes 0 argument(s); 1 too many")
+        #expect(usageError(["export", "a", "b"])?.command == "export")
+    }
+
+    @Test func `an option without its value is reported`() {
+        #expect(usageError(["info", "--store"])?.message == "option --store needs a value (PATH)")
+    }
+
+    @Test func `a flag given a value is refused`() {
+        #expect(usageError(["list", "users", "--values=yes"])?.message == "option --values takes no value")
+    }
+
+    @Test func `help skips the argument count check`() throws {
+        let parsed = try parse(["put", "--help"])
+        #expect(parsed.command == "put")
+        #expect(parsed.wantsHelp)
+        #expect(try parse(["-h"]).wantsHelp)
+        #expect(try parse([]).command == nil)
+    }
+
+    @Test func `every command has help text that names its options`() {
+        for spec in CommandCatalog.commands {
+            let help = CommandCatalog.help(for: spec)
+            #expect(help.contains("Usage: recordkeeper [--store PATH] \(spec.name)"))
+            for option in spec.options {
+                #expect(help.contains("--\(option.name)"))
+            }
+            #expect(CommandCatalog.toolHelp.contains(spec.name))
+        }
+    }
+}

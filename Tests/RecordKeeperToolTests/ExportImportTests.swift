@@ -1,0 +1,220 @@
+import Foundation
+import Testing
+
+/// `export` and `import`: formats, round trips, merge, replace, dry run, and bad input.
+@Suite struct ExportImportTests {
+    /// Payloads chosen to stress the value encoding: compact JSON, JSON with spaces, binary,
+    /// empty, text, something that looks like the base64 marker, and awkward keys.
+    private static let samples: [(collection: String, key: String, data: Data)] = [
+        ("users", "alice", Data(#"{"name":"Alice","n":1.50}"#.utf8)),
+        ("users", "bob", Data(#"{"name": "Bob"}"#.utf8)),
+        ("users", "tab\tand\nnewline \"quoted\" é😀", Data(#""string""#.utf8)),
+        ("blobs", "binary", Data([0, 1, 2, 255, 254, 10])),
+        ("blobs", "empty", Data()),
+        ("blobs", "text", Data("plain text".utf8)),
+        ("blobs", "marker", Data(#"{"$base64":"aGk="}"#.utf8)),
+        ("a:b", "c", Data("1".utf8)),
+        ("a", "b:c", Data("2".utf8)),
+    ]
+
+    private func fill(_ tool: ToolRunner, store: String? = nil) throws {
+        for sample in Self.samples {
+            let arguments = ["put", sample.collection, sample.key, "-", "--store", store ?? tool.storePath]
+            #expect(try tool.run(arguments, input: sample.data).status == 0)
+        }
+    }
+
+    private func contents(_ tool: ToolRunner, store: String) throws -> String {
+        try tool.run(["export", "--format", "ndjson", "--store", store]).output
+    }
+
+    @Test(arguments: ["json", "ndjson"])
+    func `an export imports into a new store byte for byte`(format: String) throws {
+        try withTool { tool throws in
+            try fill(tool)
+            let exported = try tool.runOnStore(["export", "--format", format])
+            #expect(exported.status == 0)
+            #expect(exported.stderr.isEmpty)
+            let file = try tool.file("export.\(format)", exported.output)
+            let copy = tool.directory.appendingPathComponent("copy.sqlite").path
+
+            let imported = try tool.run(["import", file, "--store", copy])
+            #expect(imported.status == 0)
+            #expect(imported.output == "imported 4 collections: added 9, changed 0, removed 0, unchanged 0\n")
+            for sample in Self.samples {
+                let value = try tool.run(["get", sample.collection, sample.key, "--raw", "--store", copy])
+                #expect(value.stdout == sample.data, "\(sample.collection)/\(sample.key)")
+            }
+            #expect(try contents(tool, store: copy) == contents(tool, store: tool.storePath))
+        }
+    }
+
+    @Test func `the JSON export is readable and compact JSON payloads appear as JSON`() throws {
+        try withTool { tool throws in
+            try tool.runOnStore(["put", "users", "alice", #"{"name":"Alice"}"#])
+            try tool.runOnStore(["put", "users", "bin", "--base64", "AAH/"])
+            try tool.runOnStore(["apply", "empty", "-"], input: Data("{}".utf8))
+            let exported = try tool.runOnStore(["export"]).output
+            #expect(exported == """
+                {
+                  "collections": {
+                    "empty": {},
+                    "users": {
+                      "alice": {"name":"Alice"},
+                      "bin": {"$base64":"AAH/"}
+                    }
+                  }
+                }
+
+                """)
+            let ndjson = try tool.runOnStore(["export", "users", "--format", "ndjson"]).outputLines
+            #expect(ndjson == [
+                #"{"collection":"users"}"#,
+                #"{"collection":"users","key":"alice","value":{"name":"Alice"}}"#,
+                #"{"collection":"users","key":"bin","value":{"$base64":"AAH/"}}"#,
+            ])
+        }
+    }
+
+    @Test func `an empty collection survives a round trip`() throws {
+        try withTool { tool throws in
+            try tool.runOnStore(["apply", "empty", "-"], input: Data("{}".utf8))
+            let file = try tool.file("e.ndjson", try tool.runOnStore(["export", "--format", "ndjson"]).output)
+            let copy = tool.directory.appendingPathComponent("copy.sqlite").path
+            #expect(try tool.run(["import", file, "--store", copy]).status == 0)
+            #expect(try tool.run(["collections", "--store", copy]).output == "empty\t0\t0\n")
+        }
+    }
+
+    @Test func `export to a file writes it whole and says so`() throws {
+        try withTool { tool throws in
+            try fill(tool)
+            let path = tool.directory.appendingPathComponent("out.ndjson").path
+            let result = try tool.runOnStore(["export", "--output", path])
+            #expect(result.status == 0)
+            #expect(result.output == "exported 9 records to \(path)\n")
+            let written = try String(contentsOfFile: path, encoding: .utf8)
+            #expect(written == (try tool.runOnStore(["export", "--format", "ndjson"]).output))
+            #expect(try FileManager.default.contentsOfDirectory(atPath: tool.directory.path)
+                .filter { $0.contains(".partial-") }.isEmpty)
+        }
+    }
+
+    @Test func `an export to an unwritable place exits 74 and leaves no file`() throws {
+        try withTool { tool throws in
+            try fill(tool)
+            let path = tool.directory.appendingPathComponent("missing-dir/out.json").path
+            let result = try tool.runOnStore(["export", "--output", path])
+            #expect(result.status == 74)
+            #expect(!FileManager.default.fileExists(atPath: path))
+        }
+    }
+
+    @Test func `import merges by default and keeps other records`() throws {
+        try withTool { tool throws in
+            try tool.runOnStore(["put", "users", "alice", "1"])
+            try tool.runOnStore(["put", "users", "bob", "2"])
+            try tool.runOnStore(["put", "users", "carol", "3"])
+            let file = try tool.file("in.json", #"{"collections": {"users": {"alice": 1, "bob": 20, "dave": 4}}}"#)
+            let dryRun = try tool.runOnStore(["import", file, "--dry-run"])
+            #expect(dryRun.status == 0)
+            #expect(dryRun.output == "dry run: would add 1, change 1 and remove 0 records (1 unchanged) in 1 collections; nothing was written\n")
+            #expect(try tool.runOnStore(["get", "users", "dave"]).status == 66)
+
+            let result = try tool.runOnStore(["import", file])
+            #expect(result.output == "imported 1 collections: added 1, changed 1, removed 0, unchanged 1\n")
+            #expect(try tool.runOnStore(["list", "users", "--values"]).outputLines.map { $0.split(separator: "\t").last! }
+                == ["1", "20", "3", "4"])
+        }
+    }
+
+    @Test func `import with replace makes named collections exactly the file's records`() throws {
+        try withTool { tool throws in
+            try tool.runOnStore(["put", "users", "alice", "1"])
+            try tool.runOnStore(["put", "users", "bob", "2"])
+            try tool.runOnStore(["put", "other", "x", "9"])
+            let file = try tool.file("in.ndjson", """
+                {"collection":"users","key":"alice","value":1}
+                {"collection":"users","key":"carol","value":3}
+
+                """)
+            let dryRun = try tool.runOnStore(["import", file, "--replace", "--dry-run"])
+            #expect(dryRun.output == "dry run: would add 1, change 0 and remove 1 records (1 unchanged) in 1 collections; nothing was written\n")
+            #expect(try tool.runOnStore(["get", "users", "bob"]).status == 0)
+
+            let result = try tool.runOnStore(["import", "--replace", "-"], input: Data(try String(contentsOfFile: file, encoding: .utf8).utf8))
+            #expect(result.status == 0)
+            #expect(result.output == "imported 1 collections: added 1, changed 0, removed 1, unchanged 1\n")
+            #expect(try tool.runOnStore(["list", "users"]).outputLines.map { $0.split(separator: "\t").first! } == ["alice", "carol"])
+            #expect(try tool.runOnStore(["get", "other", "x"]).output == "9\n")
+        }
+    }
+
+    @Test func `import reads standard input`() throws {
+        try withTool { tool throws in
+            let input = Data((#"{"collection":"c","key":"k","value":{"$base64":"AAE="}}"# + "\n").utf8)
+            #expect(try tool.runOnStore(["import", "-"], input: input).status == 0)
+            #expect(try tool.runOnStore(["get", "c", "k", "--raw"]).stdout == Data([0, 1]))
+        }
+    }
+
+    @Test(arguments: [
+        ("{\"collections\": {\"c\": {\"a\": 1, \"b\": }}}", 1, 37),
+        ("{\"collection\":\"c\",\"key\":\"a\",\"value\":1}\n{\"collection\":\"c\",\"key\":\"b\",\"value\":[1,}\n", 2, 40),
+        ("{\"collection\":\"c\",\"key\":\"a\",\"value\":1} {\"collection\":\"c\"}\n", 1, 40),
+        ("{\"collection\":\"c\",\"key\":\"a\"}\n", 1, 1),
+        ("{\"collection\":\"c\",\"colour\":1}\n", 1, 28),
+        ("[1]", 1, 1),
+    ])
+    func `malformed import input reports line and column and writes nothing`(input: String, line: Int, column: Int) throws {
+        try withTool { tool throws in
+            try tool.runOnStore(["put", "c", "kept", "1"])
+            let before = try tool.runOnStore(["export"]).output
+            let file = try tool.file("bad.ndjson", input)
+            for mode in [[], ["--replace"], ["--dry-run"]] {
+                let result = try tool.runOnStore(["import", file] + mode)
+                #expect(result.status == 65)
+                #expect(result.stderr.hasPrefix("recordkeeper: \(file): line \(line), column \(column): "), "\(result.stderr)")
+                #expect(result.stderr.hasSuffix("; nothing was written\n"))
+                #expect(try tool.runOnStore(["export"]).output == before)
+            }
+        }
+    }
+
+    @Test func `a malformed import into a missing store creates no store`() throws {
+        try withTool { tool throws in
+            let file = try tool.file("bad.json", "{\"collections\": {\"c\": {\"k\": 1,}}}")
+            #expect(try tool.runOnStore(["import", file]).status == 65)
+            #expect(try tool.runOnStore(["import", file, "--replace"]).status == 65)
+            #expect(!FileManager.default.fileExists(atPath: tool.storePath))
+        }
+    }
+
+    @Test func `importing a missing file exits 66`() throws {
+        try withTool { tool throws in
+            #expect(try tool.runOnStore(["import", "nope.json"]).status == 66)
+            #expect(!FileManager.default.fileExists(atPath: tool.storePath))
+        }
+    }
+
+    @Test func `an empty input imports nothing`() throws {
+        try withTool { tool throws in
+            let file = try tool.file("empty.ndjson", "")
+            let result = try tool.runOnStore(["import", file])
+            #expect(result.status == 0)
+            #expect(result.output == "imported 0 collections: added 0, changed 0, removed 0, unchanged 0\n")
+        }
+    }
+
+    @Test func `progress stays off when stderr is not a terminal`() throws {
+        try withTool { tool throws in
+            let lines = (0..<3000).map { #"{"collection":"c","key":"k\#($0)","value":\#($0)}"# }
+            let file = try tool.file("many.ndjson", lines.joined(separator: "\n") + "\n")
+            let imported = try tool.runOnStore(["import", file])
+            #expect(imported.stderr.isEmpty)
+            let exported = try tool.runOnStore(["export", "--format", "ndjson"])
+            #expect(exported.stderr.isEmpty)
+            #expect(exported.outputLines.count == 3001)
+        }
+    }
+}

@@ -1,0 +1,116 @@
+import Foundation
+import Testing
+
+/// `put`, `get`, `list`, `collections`, `delete` and help, through the built binary.
+@Suite struct RecordCommandsTests {
+    @Test func `put creates the store and get prints the value`() throws {
+        try withTool { tool throws in
+            #expect(try tool.runOnStore(["put", "users", "alice", #"{"name":"Alice"}"#]).status == 0)
+            #expect(FileManager.default.fileExists(atPath: tool.storePath))
+            let result = try tool.runOnStore(["get", "users", "alice"])
+            #expect(result.status == 0)
+            #expect(result.output == "{\"name\":\"Alice\"}\n")
+            #expect(result.stderr.isEmpty)
+        }
+    }
+
+    @Test func `bytes that are not JSON print as marked base64 and raw prints them unchanged`() throws {
+        try withTool { tool throws in
+            let bytes = Data([0x00, 0x01, 0xFF, 0x0A])
+            #expect(try tool.runOnStore(["put", "blobs", "b", "-"], input: bytes).status == 0)
+            #expect(try tool.runOnStore(["get", "blobs", "b"]).output == "base64:AAH/Cg==\n")
+            #expect(try tool.runOnStore(["get", "blobs", "b", "--raw"]).stdout == bytes)
+        }
+    }
+
+    @Test func `put stores the value exactly unless asked for JSON or base64`() throws {
+        try withTool { tool throws in
+            try tool.runOnStore(["put", "c", "spaced", #"{"a": 1}"#])
+            try tool.runOnStore(["put", "c", "json", "--json", #"{"a": 1}"#])
+            try tool.runOnStore(["put", "c", "b64", "--base64", "aGk="])
+            #expect(try tool.runOnStore(["get", "c", "spaced", "--raw"]).output == #"{"a": 1}"#)
+            #expect(try tool.runOnStore(["get", "c", "json", "--raw"]).output == #"{"a":1}"#)
+            #expect(try tool.runOnStore(["get", "c", "b64", "--raw"]).output == "hi")
+        }
+    }
+
+    @Test func `put refuses bad JSON or base64 with exit 65 and writes nothing`() throws {
+        try withTool { tool throws in
+            let json = try tool.runOnStore(["put", "c", "k", "--json", "{\"a\":"])
+            #expect(json.status == 65)
+            #expect(json.stderr.contains("line 1, column 6"))
+            #expect(try tool.runOnStore(["put", "c", "k", "--base64", "%%%"]).status == 65)
+            #expect(!FileManager.default.fileExists(atPath: tool.storePath))
+        }
+    }
+
+    @Test func `collections and list show counts, sizes, versions and values`() throws {
+        try withTool { tool throws in
+            try tool.runOnStore(["put", "users", "bob", "\"b\""])
+            try tool.runOnStore(["put", "users", "alice", "[1]"])
+            try tool.runOnStore(["put", "notes", "tab\tkey", "x"])
+            #expect(try tool.runOnStore(["collections"]).outputLines == ["notes\t1\t1", "users\t2\t6"])
+            let list = try tool.runOnStore(["list", "users"]).outputLines
+            #expect(list.count == 2)
+            #expect(list[0].hasPrefix("alice\t3\t"))
+            #expect(list[1].hasPrefix("bob\t3\t"))
+            let values = try tool.runOnStore(["list", "users", "--values"]).outputLines
+            #expect(values[0].hasSuffix("\t[1]"))
+            #expect(try tool.runOnStore(["list", "notes", "--values"]).outputLines.first?
+                .hasPrefix("tab\\tkey\t1\t") == true)
+        }
+    }
+
+    @Test func `delete removes one record and reports a missing one`() throws {
+        try withTool { tool throws in
+            try tool.runOnStore(["put", "users", "alice", "1"])
+            try tool.runOnStore(["put", "users", "bob", "2"])
+            #expect(try tool.runOnStore(["delete", "users", "alice"]).status == 0)
+            #expect(try tool.runOnStore(["get", "users", "alice"]).status == 66)
+            #expect(try tool.runOnStore(["get", "users", "bob"]).output == "2\n")
+            let missing = try tool.runOnStore(["delete", "users", "alice"])
+            #expect(missing.status == 66)
+            #expect(missing.stderr == "recordkeeper: no record \"alice\" in collection \"users\"\n")
+        }
+    }
+
+    @Test func `missing records and collections exit 66 with one line`() throws {
+        try withTool { tool throws in
+            try tool.runOnStore(["put", "users", "alice", "1"])
+            let record = try tool.runOnStore(["get", "users", "zed"])
+            #expect(record.status == 66)
+            #expect(record.stderr.split(separator: "\n").count == 1)
+            #expect(try tool.runOnStore(["list", "nothing"]).status == 66)
+            #expect(try tool.runOnStore(["export", "nothing"]).status == 66)
+        }
+    }
+
+    @Test func `usage errors exit 64 and point at help`() throws {
+        try withTool { tool throws in
+            let unknown = try tool.run(["frobnicate"])
+            #expect(unknown.status == 64)
+            #expect(unknown.stderr == "recordkeeper: unknown command 'frobnicate' (see 'recordkeeper --help')\n")
+            #expect(try tool.run([]).status == 64)
+            #expect(try tool.run(["get", "users"]).stderr.contains("recordkeeper get --help"))
+            #expect(try tool.run(["list", "users", "--bogus"]).status == 64)
+            #expect(try tool.runOnStore(["get", "", "k"]).status == 64)
+            #expect(try tool.run(["export", "--format", "xml"]).status == 64)
+        }
+    }
+
+    @Test func `help is available for the tool and for every command`() throws {
+        try withTool { tool throws in
+            let help = try tool.run(["--help"])
+            #expect(help.status == 0)
+            #expect(help.output.contains("Commands:"))
+            #expect(try tool.run(["help"]).output == help.output)
+            for command in ["collections", "list", "get", "put", "delete", "apply", "export", "import", "check", "info"] {
+                let viaFlag = try tool.run([command, "--help"])
+                #expect(viaFlag.status == 0)
+                #expect(viaFlag.output.contains("Usage: recordkeeper [--store PATH] \(command)"))
+                #expect(try tool.run(["help", command]).output == viaFlag.output)
+            }
+            #expect(!FileManager.default.fileExists(atPath: tool.directory.appendingPathComponent("records.sqlite").path))
+        }
+    }
+}

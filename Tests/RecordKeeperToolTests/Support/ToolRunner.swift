@@ -1,0 +1,146 @@
+import Foundation
+import Testing
+
+/// The output of one run of the `recordkeeper` binary.
+struct ToolResult {
+    let status: Int32
+    let stdout: Data
+    let stderr: String
+
+    var output: String { String(decoding: stdout, as: UTF8.self) }
+    var outputLines: [String] { output.split(separator: "\n", omittingEmptySubsequences: false).map(String.init).dropLast(output.hasSuffix("\n") ? 1 : 0) }
+}
+
+/// Runs the built `recordkeeper` executable as a subprocess, in a working directory, with its
+/// own environment (no inherited `RECORDKEEPER_STORE`). Output goes through files, so large
+/// outputs cannot deadlock on a pipe.
+struct ToolRunner {
+    let directory: URL
+    var environment: [String: String] = [:]
+
+    /// The executable next to the test bundle in the build products directory. Found by
+    /// walking up from the test process's own path (works for `--scratch-path` too), then
+    /// from the bundle, then from this source file (`.build/debug`).
+    static let executable: URL? = {
+        if let override = ProcessInfo.processInfo.environment["RECORDKEEPER_TOOL"] {
+            return URL(fileURLWithPath: override)
+        }
+        var seeds: [URL] = [
+            URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath(),
+            Bundle.main.bundleURL,
+            Bundle.main.executableURL,
+        ].compactMap { $0 }
+        seeds += Bundle.allBundles.map(\.bundleURL)
+        for seed in seeds {
+            var directory = seed.deletingLastPathComponent()
+            for _ in 0..<5 {
+                let candidate = directory.appendingPathComponent("recordkeeper")
+                if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+                directory = directory.deletingLastPathComponent()
+            }
+        }
+        let packageRoot = URL(fileURLWithPath: #filePath)
+            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        let fallback = packageRoot.appendingPathComponent(".build/debug/recordkeeper")
+        return FileManager.default.isExecutableFile(atPath: fallback.path) ? fallback : nil
+    }()
+
+    init(directory: URL, environment: [String: String] = [:]) {
+        self.directory = directory
+        self.environment = environment
+    }
+
+    /// The store path tests pass with `--store`.
+    var storePath: String { directory.appendingPathComponent("store.sqlite").path }
+
+    /// Runs `arguments`, feeding `input` on stdin.
+    @discardableResult
+    func run(_ arguments: [String], input: Data = Data(), sourceLocation: SourceLocation = #_sourceLocation)
+        throws -> ToolResult
+    {
+        let executable = try #require(Self.executable, "recordkeeper executable not found; build it first",
+                                      sourceLocation: sourceLocation)
+        let id = UUID().uuidString
+        let inputURL = directory.appendingPathComponent(".stdin-\(id)")
+        let outputURL = directory.appendingPathComponent(".stdout-\(id)")
+        let errorURL = directory.appendingPathComponent(".stderr-\(id)")
+        try input.write(to: inputURL)
+        try Data().write(to: outputURL)
+        try Data().write(to: errorURL)
+        defer {
+            for url in [inputURL, outputURL, errorURL] {
+                do {
+                    try FileManager.default.removeItem(at: url)
+                } catch {
+                    Issue.record("could not remove \(url.path): \(error)")
+                }
+            }
+        }
+        let inputHandle = try FileHandle(forReadingFrom: inputURL)
+        let outputHandle = try FileHandle(forWritingTo: outputURL)
+        let errorHandle = try FileHandle(forWritingTo: errorURL)
+        defer {
+            for handle in [inputHandle, outputHandle, errorHandle] {
+                do {
+                    try handle.close()
+                } catch {
+                    Issue.record("could not close a handle: \(error)")
+                }
+            }
+        }
+
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        process.currentDirectoryURL = directory
+        var environment = ProcessInfo.processInfo.environment
+        environment["RECORDKEEPER_STORE"] = nil
+        environment.merge(self.environment) { _, new in new }
+        process.environment = environment
+        process.standardInput = inputHandle
+        process.standardOutput = outputHandle
+        process.standardError = errorHandle
+        try process.run()
+        process.waitUntilExit()
+        return ToolResult(
+            status: process.terminationStatus,
+            stdout: try Data(contentsOf: outputURL),
+            stderr: String(decoding: try Data(contentsOf: errorURL), as: UTF8.self))
+    }
+
+    /// Runs with `--store` pointing at this directory's store.
+    @discardableResult
+    func runOnStore(_ arguments: [String], input: Data = Data(), sourceLocation: SourceLocation = #_sourceLocation)
+        throws -> ToolResult
+    {
+        try run(arguments + ["--store", storePath], input: input, sourceLocation: sourceLocation)
+    }
+
+    /// Writes a file in the directory and returns its path.
+    func file(_ name: String, _ contents: String) throws -> String {
+        let url = directory.appendingPathComponent(name)
+        try Data(contents.utf8).write(to: url)
+        return url.path
+    }
+}
+
+/// Runs `body` with a fresh temporary directory that is removed afterwards, whatever happens.
+func withTemporaryDirectory<T>(_ body: (URL) throws -> T) throws -> T {
+    let url = FileManager.default.temporaryDirectory
+        .appendingPathComponent("recordkeeper-tool-tests-\(UUID().uuidString)", isDirectory: true)
+    try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    defer {
+        do {
+            try FileManager.default.removeItem(at: url)
+        } catch {
+            Issue.record("could not remove the temporary directory \(url.path): \(error)")
+        }
+    }
+    return try body(url)
+}
+
+/// Runs `body` with a runner in a fresh temporary directory.
+func withTool<T>(_ body: (ToolRunner) throws -> T) throws -> T {
+    try withTemporaryDirectory { try body(ToolRunner(directory: $0)) }
+}

@@ -11,7 +11,10 @@ final class SQLiteConnection {
     let handle: OpaquePointer
     /// The file path, or nil for an in-memory database.
     let path: String?
-    private var statements: [String: Statement] = [:]
+    /// Prepared statements keyed by the address of their SQL literal: hashing an address is
+    /// far cheaper than hashing the SQL text on every call, and only `StaticString` SQL (text
+    /// written in this library, never built from input) can be cached at all.
+    private var statements: [UInt: Statement] = [:]
 
     /// Opens (never creates) the database file at `path`, or a private in-memory database
     /// when `path` is nil.
@@ -47,15 +50,16 @@ final class SQLiteConnection {
     /// The cached prepared statement for `sql`, prepared on first use.
     ///
     /// A statement that fails to prepare is not cached.
-    func statement(_ sql: String) throws(SQLiteFailure) -> Statement {
-        if let statement = statements[sql] { return statement }
-        let statement = try Statement(connection: handle, sql: sql, persistent: true)
-        statements[sql] = statement
+    func statement(_ sql: StaticString) throws(SQLiteFailure) -> Statement {
+        let key = UInt(bitPattern: sql.utf8Start)
+        if let statement = statements[key] { return statement }
+        let statement = try Statement(connection: handle, sql: sql.description, persistent: true)
+        statements[key] = statement
         return statement
     }
 
     /// Runs `body` with the cached statement for `sql`, resetting it afterwards whatever happens.
-    func withStatement<T>(_ sql: String, _ body: (Statement) throws -> T) throws -> T {
+    func withStatement<T>(_ sql: StaticString, _ body: (Statement) throws -> T) throws -> T {
         let statement = try statement(sql)
         defer { statement.reset() }
         return try body(statement)
@@ -108,7 +112,7 @@ final class SQLiteConnection {
         try runCached("ROLLBACK")
     }
 
-    private func runCached(_ sql: String) throws(SQLiteFailure) {
+    private func runCached(_ sql: StaticString) throws(SQLiteFailure) {
         let statement = try statement(sql)
         defer { statement.reset() }
         try statement.run()

@@ -165,6 +165,8 @@ public actor RecordStore {
                 return existing
             }
             try context.replace(input.collection, values: input.upserts)
+            // The stored contents are the input itself unless normalization renamed a key.
+            guard input.renamedKeys else { return values }
             return Dictionary(uniqueKeysWithValues: input.upserts.lazy.map { ($0.key, $0.data) })
         }
     }

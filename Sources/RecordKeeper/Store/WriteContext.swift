@@ -51,11 +51,12 @@ final class WriteContext {
             note(collection) { $0[key] = nil }
         }
         let version = upserts.isEmpty ? 0 : try currentVersion()
+        let isObserved = observed.contains(collection)
         var versions: [String: RecordVersion] = [:]
         versions.reserveCapacity(expected == nil ? 0 : upserts.count)
         for (key, data) in upserts {
             if try engine.upsert(id, collection: collection, key: key, data: data, version: version) {
-                note(collection) { $0[key] = data }
+                if isObserved { note(collection) { $0[key] = data } }
                 if expected != nil { versions[key] = RecordVersion(version) }
             } else if expected != nil, let unchanged = try engine.version(id, collection: collection, key: key) {
                 versions[key] = unchanged
@@ -68,9 +69,12 @@ final class WriteContext {
     func replace(_ collection: String, values: [(key: String, data: Data)]) throws {
         let id = try engine.establish(collection)
         let existing = try engine.versions(id, collection: collection)
-        var kept = Set<String>(minimumCapacity: values.count)
-        for entry in values { kept.insert(entry.key) }
-        let removals = existing.keys.filter { !kept.contains($0) }
+        var removals: [String] = []
+        if !existing.isEmpty {
+            var kept = Set<String>(minimumCapacity: values.count)
+            for entry in values { kept.insert(entry.key) }
+            removals = existing.keys.filter { !kept.contains($0) }
+        }
         try apply(collection, upserts: values, removals: removals)
     }
 
@@ -95,10 +99,12 @@ struct ValidatedChanges {
     let collection: String
     let upserts: [(key: String, data: Data)]
     let removals: [String]
+    /// True when normalization changed a key, so the stored keys differ from the input's bytes.
+    let renamedKeys: Bool
 
     init(_ collection: String, changes: RecordChanges, operation: String) throws {
         self.collection = try RecordNames.collection(collection, operation: operation)
-        upserts = try Self.validate(changes.upserts, collection: collection, operation: operation)
+        (upserts, renamedKeys) = try Self.validate(changes.upserts, collection: collection, operation: operation)
         removals = try changes.removals.map {
             try RecordNames.key($0, collection: collection, operation: operation)
         }
@@ -106,7 +112,7 @@ struct ValidatedChanges {
 
     init(_ collection: String, values: [String: Data], operation: String) throws {
         self.collection = try RecordNames.collection(collection, operation: operation)
-        upserts = try Self.validate(values, collection: collection, operation: operation)
+        (upserts, renamedKeys) = try Self.validate(values, collection: collection, operation: operation)
         removals = []
     }
 
@@ -122,16 +128,21 @@ struct ValidatedChanges {
     }
 
     /// Keys checked and normalized; sorted when there are many, so that a bulk write fills
-    /// the B-tree in order instead of splitting pages at random.
+    /// the B-tree in order instead of splitting pages at random. (For NFC strings Swift's `<`
+    /// is code-point order, which is the UTF-8 byte order SQLite uses, with a fast path for
+    /// ASCII.) `renamed` tells whether normalization changed any key.
     private static func validate(
         _ values: [String: Data], collection: String, operation: String
-    ) throws -> [(key: String, data: Data)] {
+    ) throws -> (entries: [(key: String, data: Data)], renamed: Bool) {
         var result: [(key: String, data: Data)] = []
         result.reserveCapacity(values.count)
+        var renamed = false
         for (key, data) in values {
-            result.append((try RecordNames.key(key, collection: collection, operation: operation), data))
+            let stored = try RecordNames.key(key, collection: collection, operation: operation)
+            if !renamed, !stored.utf8.elementsEqual(key.utf8) { renamed = true }
+            result.append((stored, data))
         }
-        if result.count > 64 { result.sort { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) } }
-        return result
+        if result.count > 64 { result.sort { $0.key < $1.key } }
+        return (result, renamed)
     }
 }

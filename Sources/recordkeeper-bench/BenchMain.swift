@@ -57,6 +57,7 @@ func runBench(_ options: BenchOptions) async -> Int32 {
             case .w7: try await runner.runScaling()
             case .t1, .t2, .t3, .t4:
                 try await runner.runTypedWorkload(workload)
+            case .c1: try await runner.runCodecCost()
             }
         }
     } catch {

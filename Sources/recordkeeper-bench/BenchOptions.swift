@@ -10,6 +10,7 @@ enum OutputFormat: String, Sendable {
 enum WorkloadID: String, Sendable, CaseIterable, Comparable {
     case w1 = "W1", w2 = "W2", w3 = "W3", w4 = "W4", w5 = "W5", w6 = "W6", w7 = "W7"
     case t1 = "T1", t2 = "T2", t3 = "T3", t4 = "T4"
+    case c1 = "C1"
 
     static func < (lhs: WorkloadID, rhs: WorkloadID) -> Bool {
         let order = allCases
@@ -29,6 +30,7 @@ enum WorkloadID: String, Sendable, CaseIterable, Comparable {
         case .t2: "typed: single-item saves, one commit each"
         case .t3: "typed: load the whole collection"
         case .t4: "typed: random item(id) reads"
+        case .c1: "codec cost: Foundation JSON vs a specialised Item codec"
         }
     }
 
@@ -55,9 +57,11 @@ struct BenchOptions: Sendable {
     /// Largest N at which the naive store still runs in W7 (it rewrites everything per save).
     var naiveMaxN = 100_000
     /// Wall-clock budget in seconds for the naive store's single saves per measurement.
-    var naiveBudget = 10.0
+    var naiveBudget = 5.0
     /// Directory for the stores; a fresh temporary directory when nil.
     var directory: String?
+    /// Implementations to run (all by default; a subset is for profiling one side).
+    var implementations: Set<Implementation> = Set(Implementation.allCases)
     var keepFiles = false
     var verbose = true
 
@@ -66,7 +70,7 @@ struct BenchOptions: Sendable {
 
       --n N                 records in the store (default 100000)
       --repeat R            repeats per workload; medians are reported (default 5)
-      --workloads LIST      comma-separated subset of W1..W7,T1..T4 (default: all available)
+      --workloads LIST      comma-separated subset of W1..W7,T1..T4,C1 (default: all available)
       --format F            table | json | csv (default table)
       --output FILE         also write the results to FILE (JSON or CSV by its extension
                             .json/.csv, otherwise in the --format format)
@@ -77,7 +81,8 @@ struct BenchOptions: Sendable {
       --point-reads K       point reads per repeat in W4/T4 (default 10000)
       --sizes LIST          W7 store sizes (default 1000,10000,100000,1000000)
       --naive-max-n N       largest W7 size the naive store runs at (default 100000)
-      --naive-budget SEC    time budget per naive single-save measurement (default 10)
+      --naive-budget SEC    time budget per naive single-save measurement (default 5)
+      --impls LIST          run only these of raw,RecordKeeper,naive (for profiling)
       --dir PATH            where to create the stores (default: a fresh temp directory)
       --keep                keep the store files afterwards
       --quiet               no progress lines on stderr
@@ -156,6 +161,18 @@ struct BenchOptions: Sendable {
                     throw ParseError(description: "--naive-budget expects seconds, got '\(text)'")
                 }
                 options.naiveBudget = seconds
+            case "--impls":
+                let text = try value(argument)
+                var chosen: Set<Implementation> = []
+                for name in text.split(separator: ",") {
+                    guard let implementation = Implementation.allCases.first(where: {
+                        $0.rawValue.lowercased() == name.lowercased() || (name.lowercased() == "rk" && $0 == .recordKeeper)
+                    }) else {
+                        throw ParseError(description: "unknown implementation '\(name)' (known: raw, RecordKeeper, naive)")
+                    }
+                    chosen.insert(implementation)
+                }
+                options.implementations = chosen
             case "--dir": options.directory = try value(argument)
             case "--keep": options.keepFiles = true
             case "--quiet": options.verbose = false

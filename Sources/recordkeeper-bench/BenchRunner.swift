@@ -102,6 +102,11 @@ final class BenchRunner {
         if payloadCache?.n == n { payloadCache = nil }
     }
 
+    /// The implementations to run in repeat `index` (rotated; filtered by `--impls`).
+    func order(forRepeat index: Int) -> [Implementation] {
+        Implementation.order(forRepeat: index).filter { options.implementations.contains($0) }
+    }
+
     /// A payload revision not used before in this run, so every upsert changes bytes.
     func nextRevision() -> Int {
         revisionCounter += 1

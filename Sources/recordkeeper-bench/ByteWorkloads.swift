@@ -15,7 +15,7 @@ extension BenchRunner {
         let items = Dataset.items(count: n)
         var samples: [Implementation: [Double]] = [:]
         for repeatIndex in 0..<options.repeats {
-            for implementation in Implementation.order(forRepeat: repeatIndex) {
+            for implementation in order(forRepeat: repeatIndex) {
                 let url = storeURL(implementation, purpose: "w1", n: n)
                 removeStore(url)
                 let seconds: Double
@@ -48,6 +48,7 @@ extension BenchRunner {
                           includeNaive: Bool) async throws {
         let variant = variant ?? durability.rawValue
         let operations = options.upserts
+        let includeNaive = includeNaive && options.implementations.contains(.naive)
         log("\(workload) single upserts, N=\(n), durability \(durability.rawValue)")
         let rawURL = try await fixture(.raw, n: n)
         let rkURL = try await fixture(.recordKeeper, n: n)
@@ -73,7 +74,7 @@ extension BenchRunner {
             // lets SQLite skip the page write (and the sync), and the store skip the record.
             let items = indexes.map { Dataset.item($0, revision: nextRevision()) }
             let updates = try items.map { ($0.id, try encoder.encode($0)) }
-            for implementation in Implementation.order(forRepeat: repeatIndex) {
+            for implementation in order(forRepeat: repeatIndex) {
                 var latencies: [Double] = []
                 latencies.reserveCapacity(operations)
                 switch implementation {
@@ -119,6 +120,7 @@ extension BenchRunner {
     /// Reads the whole collection into `[String: Data]` (the naive store: `getAll()` from its
     /// in-memory dictionary, as its API offers).
     func runWholeReads(workload: String, variant: String = "", n: Int, includeNaive: Bool) async throws {
+        let includeNaive = includeNaive && options.implementations.contains(.naive)
         log("\(workload) whole-collection reads, N=\(n)")
         let rawURL = try await fixture(.raw, n: n)
         let rkURL = try await fixture(.recordKeeper, n: n)
@@ -133,7 +135,7 @@ extension BenchRunner {
 
         var samples: [Implementation: [Double]] = [:]
         for repeatIndex in 0..<options.repeats {
-            for implementation in Implementation.order(forRepeat: repeatIndex) {
+            for implementation in order(forRepeat: repeatIndex) {
                 var count = 0
                 let seconds: Double
                 switch implementation {
@@ -171,14 +173,15 @@ extension BenchRunner {
         log("W4 point reads, N=\(n), \(reads) reads")
         let raw = try RawSQLiteStore(path: try await fixture(.raw, n: n).path, durability: options.durability)
         let rk = try await RecordKeeperSide.open(url: try await fixture(.recordKeeper, n: n), durability: options.durability)
-        let naive = NaiveJSONStore<Item>(fileURL: try await fixture(.naive, n: n))
+        let naive = options.implementations.contains(.naive)
+            ? NaiveJSONStore<Item>(fileURL: try await fixture(.naive, n: n)) : nil
         _ = try raw.readAll()
         _ = try await rk.read(benchCollection)
 
         var samples: [Implementation: [Double]] = [:]
         for repeatIndex in 0..<options.repeats {
             let keys = Dataset.randomIndexes(count: reads, below: n, seed: 4_000 + UInt64(repeatIndex)).map(Dataset.key)
-            for implementation in Implementation.order(forRepeat: repeatIndex) {
+            for implementation in order(forRepeat: repeatIndex) {
                 var found = 0
                 let seconds: Double
                 switch implementation {
@@ -191,6 +194,7 @@ extension BenchRunner {
                         for key in keys where try await rk.value(benchCollection, key: key) != nil { found += 1 }
                     }
                 case .naive:
+                    guard let naive else { continue }
                     seconds = await measureAsync {
                         for key in keys where await naive.get(key) != nil { found += 1 }
                     }

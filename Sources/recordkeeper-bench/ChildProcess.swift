@@ -191,10 +191,10 @@ extension BenchRunner {
         let n = options.n
         log("W5 cold open + first read, N=\(n)")
         var urls: [Implementation: URL] = [:]
-        for implementation in Implementation.allCases { urls[implementation] = try await fixture(implementation, n: n) }
+        for implementation in options.implementations { urls[implementation] = try await fixture(implementation, n: n) }
         var samples: [Implementation: [Double]] = [:]
         for repeatIndex in 0..<options.repeats {
-            for implementation in Implementation.order(forRepeat: repeatIndex) {
+            for implementation in order(forRepeat: repeatIndex) {
                 let report = try spawnChild(.openRead, implementation, url: urls[implementation]!, n: n)
                 guard report.records == 1 else { throw BenchFailure("W5 \(implementation.rawValue) missed its record") }
                 samples[implementation, default: []].append(report.seconds * 1e3)
@@ -213,12 +213,12 @@ extension BenchRunner {
         let n = options.n
         log("W6 peak memory, N=\(n)")
         var urls: [Implementation: URL] = [:]
-        for implementation in Implementation.allCases { urls[implementation] = try await fixture(implementation, n: n) }
+        for implementation in options.implementations { urls[implementation] = try await fixture(implementation, n: n) }
         for mode in [ChildMode.read, .export] {
             var peak: [Implementation: [Double]] = [:]
             var growth: [Implementation: [Double]] = [:]
             for repeatIndex in 0..<options.repeats {
-                for implementation in Implementation.order(forRepeat: repeatIndex) {
+                for implementation in order(forRepeat: repeatIndex) {
                     let report = try spawnChild(mode, implementation, url: urls[implementation]!, n: n)
                     guard report.records == n else {
                         throw BenchFailure("W6 \(mode.rawValue) \(implementation.rawValue) saw \(report.records) of \(n)")

@@ -30,10 +30,11 @@ enum Dataset {
         )
     }
 
-    /// The encoder both sides of every comparison use (`sortedKeys` for stable bytes).
+    /// The encoder of the byte-level payloads: the settings of `RecordCoding.makeEncoder()`
+    /// (sorted keys, unescaped slashes), so the fixtures hold the bytes a repository writes.
     static func makeEncoder() -> JSONEncoder {
         let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return encoder
     }
 

@@ -103,7 +103,9 @@ enum ResultFormatter {
         }
         var lines: [Line] = []
         var index: [String: Int] = [:]
-        for row in rows {
+        let compared = Set(Implementation.allCases.map(\.rawValue))
+        let others = rows.filter { !compared.contains($0.implementation) }
+        for row in rows where compared.contains(row.implementation) {
             let id = "\(row.workload)|\(row.variant)|\(row.n)|\(row.metric)"
             if let position = index[id] {
                 lines[position].values[row.implementation] = row
@@ -141,6 +143,13 @@ enum ResultFormatter {
             text += padded.joined(separator: "  ") + "\n"
             if rowIndex == 0 {
                 text += widths.map { String(repeating: "-", count: $0) }.joined(separator: "  ") + "\n"
+            }
+        }
+        if !others.isEmpty {
+            text += "\nother measurements:\n"
+            for row in others {
+                text += "  \(row.workload) \(row.variant) N=\(row.n) \(row.implementation): \(row.metric) = \(short(row.value))"
+                    + " (\(row.samples) samples)\n"
             }
         }
         let notes = Set(rows.compactMap { row in row.note.map { "\(row.workload) \(row.implementation): \($0)" } })

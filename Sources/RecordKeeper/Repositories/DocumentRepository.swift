@@ -1,0 +1,202 @@
+import Foundation
+
+/// Loads and saves one ``RecordDocument`` stored as many records in a collection, writing only
+/// what changed since the last confirmed document.
+///
+/// - The first save seeds the document: when the collection does not exist it is created with
+///   an explicit replacement; when it exists (holding others' records) the document's records
+///   are added next to them, on condition that none of them exists unseen.
+/// - Later saves apply only the difference from the last confirmed document: changed records
+///   are upserted, records the document no longer produces are removed, and nothing else is
+///   touched, so records written by someone else survive.
+/// - Every save is based on the versions last loaded or saved (and on the `_schema` record):
+///   if another writer changed any of those records, it writes nothing and throws
+///   ``RecordConflict``. ``ConflictPolicy/overwrite`` writes the changed records regardless.
+/// - A document whose stored or own schema version is outside
+///   ``RecordDocument/supportedSchemaVersions`` is refused with ``RepositoryError``, and
+///   nothing is written.
+///
+/// ```swift
+/// let progress = DocumentRepository<Progress>(store: store, collection: "progress")
+/// var current = try await progress.load() ?? Progress()
+/// current.positions["moby-dick"] = 42
+/// try await progress.save(current)      // writes the record positions/moby-dick only
+/// ```
+public actor DocumentRepository<Document: RecordDocument> {
+    /// The key of the record holding the document's schema version (a JSON integer).
+    public static var schemaKey: String { "_schema" }
+
+    /// The store the records live in.
+    public nonisolated let store: RecordStore
+    /// The collection holding the document's records.
+    public nonisolated let collection: String
+
+    /// What the repository last confirmed about the stored document.
+    private enum Confirmed {
+        /// Nothing loaded or saved yet.
+        case unknown
+        /// No document is stored; `versions` are those of the other records seen.
+        case absent(versions: [String: RecordVersion])
+        /// The document's records as stored (`_schema` included), and the versions seen.
+        case present(payloads: [String: Data], versions: [String: RecordVersion])
+    }
+
+    private var confirmed = Confirmed.unknown
+    private var turns = RepositoryTurns()
+
+    /// Creates a repository for the document in `collection` of `store`. Does no I/O.
+    public init(store: RecordStore, collection: String) {
+        self.store = store
+        self.collection = collection
+    }
+
+    /// The stored document, or nil when there is none (no `_schema` record). Remembers it as
+    /// the base of the next save.
+    /// - Throws: ``RepositoryError``: `unsupportedSchemaVersion` when the stored version is not
+    ///   supported, `undecodableRecord` naming the key of a record that does not decode;
+    ///   ``RecordStoreError`` when the store cannot be read.
+    public func load() async throws -> Document? {
+        await takeTurn()
+        defer { turns.release() }
+        return try await loadDocument()
+    }
+
+    /// Saves `document`: seeds it the first time, afterwards applies only the difference from
+    /// the last confirmed document. Loads first if nothing was loaded yet. A document equal
+    /// (record for record) to the confirmed one writes nothing.
+    ///
+    /// - Throws: ``RepositoryError`` (`unsupportedSchemaVersion` for the value's or the stored
+    ///   version, `unencodableValue`, `invalidDocumentKey`); ``RecordConflict`` when records it
+    ///   is based on changed meanwhile; ``RecordStoreError``. When it throws, nothing is
+    ///   written and the last confirmed document stays the base of the next save.
+    public func save(_ document: Document, onConflict policy: ConflictPolicy = .fail) async throws {
+        await takeTurn()
+        defer { turns.release() }
+        try Self.checkSupported(document.schemaVersion, collection: collection, detail: "the document to save uses it")
+        if case .unknown = confirmed { _ = try await loadDocument() }
+        let payloads = try encode(document)
+        let collection = collection
+        let schemaKey = Self.schemaKey
+
+        switch confirmed {
+        case .unknown:
+            preconditionFailure("loadDocument() confirms a state or throws")
+
+        case .absent(let versions):
+            var expected: [String: RecordVersion?] = [:]
+            if policy == .fail { for key in payloads.keys { expected[key] = .some(versions[key]) } }
+            let written = try await store.write { [expected] transaction in
+                try Self.checkStoredSchema(transaction.record(collection, key: schemaKey), collection: collection)
+                if try transaction.read(collection) == nil {
+                    // A new collection: seed it with an explicit replacement. Applying the same
+                    // payloads again writes nothing and returns their versions.
+                    try transaction.replace(collection, values: payloads)
+                    return try transaction.apply(collection, changes: RecordChanges(upserts: payloads), expecting: [:])
+                }
+                // Others' records exist: add the document's records beside them, none of
+                // which may exist unless this repository saw it.
+                return try transaction.apply(collection, changes: RecordChanges(upserts: payloads), expecting: expected)
+            }
+            confirmed = .present(payloads: payloads, versions: versions.merging(written) { _, new in new })
+
+        case .present(let base, var versions):
+            let changes = RecordChanges.difference(from: base, to: payloads)
+            guard !changes.isEmpty else { return }
+            var expected: [String: RecordVersion?] = [:]
+            if policy == .fail {
+                // `.some` keeps a nil version as "must not exist"; the schema record must be
+                // unchanged too, so a document upgraded by someone else is never written into.
+                for key in changes.upserts.keys { expected[key] = .some(versions[key]) }
+                for key in changes.removals { expected[key] = .some(versions[key]) }
+                expected[schemaKey] = .some(versions[schemaKey])
+            }
+            let written = try await store.write { [expected] transaction in
+                try Self.checkStoredSchema(transaction.record(collection, key: schemaKey), collection: collection)
+                return try transaction.apply(collection, changes: changes, expecting: expected)
+            }
+            for key in changes.removals { versions[key] = nil }
+            versions.merge(written) { _, new in new }
+            confirmed = .present(payloads: payloads, versions: versions)
+        }
+    }
+
+    // MARK: Helpers
+
+    private func loadDocument() async throws -> Document? {
+        guard let records = try await store.versionedRecords(collection) else {
+            confirmed = .absent(versions: [:])
+            return nil
+        }
+        let versions = records.mapValues(\.version)
+        guard let schemaRecord = records[Self.schemaKey] else {
+            confirmed = .absent(versions: versions)
+            return nil
+        }
+        let schemaVersion = try Self.checkStoredSchema(schemaRecord, collection: collection) ?? 0
+        var stored: [String: Data] = [:]
+        stored.reserveCapacity(records.count)
+        for (key, record) in records where key != Self.schemaKey { stored[key] = record.data }
+        let document: Document
+        do {
+            document = try Document(from: DocumentRecords(collection: collection, schemaVersion: schemaVersion, payloads: stored))
+        } catch let error as RepositoryError {
+            throw error
+        } catch {
+            throw RepositoryError(
+                code: .undecodableRecord, collection: collection, underlying: error,
+                detail: "the document could not be rebuilt from its records")
+        }
+        // The base of the next save: the stored form of every record the document produces,
+        // so a document migrated while loading is written in its new form when saved.
+        var base: [String: Data] = [:]
+        for key in try encode(document).keys {
+            if let record = records[key] { base[key] = record.data }
+        }
+        base[Self.schemaKey] = schemaRecord.data
+        confirmed = .present(payloads: base, versions: versions)
+        return document
+    }
+
+    /// The document's records, `_schema` included.
+    private func encode(_ document: Document) throws -> [String: Data] {
+        var records = DocumentRecords(collection: collection, schemaVersion: document.schemaVersion)
+        do {
+            try document.encode(to: &records)
+        } catch let error as RepositoryError {
+            throw error
+        } catch {
+            throw RepositoryError(code: .unencodableValue, collection: collection, underlying: error)
+        }
+        var payloads = records.payloads
+        payloads[Self.schemaKey] = try RecordCoding.encode(document.schemaVersion)
+        return payloads
+    }
+
+    /// The stored schema version (nil when there is no `_schema` record), checked to be
+    /// supported.
+    @discardableResult
+    private static func checkStoredSchema(_ record: StoredRecord?, collection: String) throws -> Int? {
+        guard let record else { return nil }
+        let version: Int
+        do {
+            version = try RecordCoding.decode(Int.self, from: record.data)
+        } catch {
+            throw RepositoryError(code: .undecodableRecord, collection: collection, key: schemaKey, underlying: error)
+        }
+        try checkSupported(version, collection: collection, detail: "the stored document uses it")
+        return version
+    }
+
+    private static func checkSupported(_ version: Int, collection: String, detail: String) throws {
+        guard Document.supportedSchemaVersions.contains(version) else {
+            throw RepositoryError(
+                code: .unsupportedSchemaVersion, collection: collection, key: schemaKey,
+                schemaVersion: version, supportedSchemaVersions: Document.supportedSchemaVersions, detail: detail)
+        }
+    }
+
+    private func takeTurn() async {
+        if turns.takeIfFree() { return }
+        await withCheckedContinuation { turns.enqueue($0) }
+    }
+}

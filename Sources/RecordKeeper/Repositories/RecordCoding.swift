@@ -1,0 +1,101 @@
+public import Foundation
+
+/// The JSON encoding repositories use for record payloads.
+///
+/// It is deterministic for the same value: object keys are sorted (`.sortedKeys`), so an
+/// unchanged item encodes to the same bytes and the store skips rewriting it. Dates are
+/// encoded as their exact `timeIntervalSinceReferenceDate` (`.deferredToDate`), which
+/// round-trips to an equal `Date`; ISO 8601 would drop the sub-second part. Data is Base64;
+/// non-finite floating-point values throw rather than being stored as something else.
+///
+/// One limit of determinism: a `Set`, or a dictionary whose keys are neither `String` nor `Int`,
+/// encodes in hash order, which can differ between launches. Such an item is still stored and
+/// read correctly, but may be rewritten (with a new version) when saved unchanged. Prefer sorted
+/// arrays and string-keyed dictionaries in stored types.
+public enum RecordCoding {
+    /// A new encoder with the settings described above.
+    public static func makeEncoder() -> JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        encoder.dateEncodingStrategy = .deferredToDate
+        encoder.dataEncodingStrategy = .base64
+        encoder.nonConformingFloatEncodingStrategy = .throw
+        return encoder
+    }
+
+    /// A new decoder matching ``makeEncoder()``.
+    public static func makeDecoder() -> JSONDecoder {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .deferredToDate
+        decoder.dataDecodingStrategy = .base64
+        decoder.nonConformingFloatDecodingStrategy = .throw
+        return decoder
+    }
+
+    /// The payload for `value`.
+    /// - Throws: `EncodingError` when the value cannot be encoded.
+    public static func encode<T: Encodable>(_ value: T) throws -> Data {
+        try makeEncoder().encode(value)
+    }
+
+    /// The value stored in `data`.
+    /// - Throws: `DecodingError` when the payload is not a valid `T`.
+    public static func decode<T: Decodable>(_ type: T.Type, from data: Data) throws -> T {
+        try makeDecoder().decode(type, from: data)
+    }
+}
+
+/// An ID type that chooses its own record key.
+///
+/// Repositories key each item's record by a stable string form of its ID. Conform an ID type
+/// to this protocol to choose that form yourself; `init?(recordKey:)` must accept exactly the
+/// keys `recordKey` produces.
+///
+/// Without a conformance, the rule is: a `UUID` gives its `uuidString` (upper case); a
+/// `LosslessStringConvertible` ID (`String`, `Int`, …) gives its `description`; any other ID
+/// gives its JSON encoding by ``RecordCoding`` (for example `{"shelf":2,"slot":7}`). The
+/// key is part of the stored data: changing the rule for an existing type orphans its records.
+public protocol RecordKeyConvertible {
+    /// The record key for this ID. Must not be empty.
+    var recordKey: String { get }
+    /// The ID whose ``recordKey`` is `recordKey`, or nil if `recordKey` is not such a key.
+    init?(recordKey: String)
+}
+
+/// The key rule described on ``RecordKeyConvertible``.
+enum RecordKeys {
+    /// The record key of `id`.
+    static func key<ID: Encodable>(for id: ID) throws -> String {
+        if let custom = id as? any RecordKeyConvertible { return custom.recordKey }
+        if let uuid = id as? UUID { return uuid.uuidString }
+        if let lossless = id as? any LosslessStringConvertible { return lossless.description }
+        return String(decoding: try RecordCoding.encode(id), as: UTF8.self)
+    }
+
+    /// The ID whose key is `key`, or nil when no ID of type `ID` has that key.
+    static func id<ID: Codable>(forKey key: String, as type: ID.Type = ID.self) -> ID? {
+        let candidate: ID?
+        if let custom = type as? any RecordKeyConvertible.Type {
+            candidate = custom.init(recordKey: key) as? ID
+        } else if type == UUID.self {
+            candidate = UUID(uuidString: key) as? ID
+        } else if let lossless = type as? any LosslessStringConvertible.Type {
+            candidate = lossless.init(key) as? ID
+        } else {
+            do {
+                candidate = try RecordCoding.decode(type, from: Data(key.utf8))
+            } catch {
+                // Not the JSON of an ID: the caller reports the key as not an ID.
+                return nil
+            }
+        }
+        // Only a key the rule itself produces names an ID ("007" is not the key of 7).
+        guard let candidate else { return nil }
+        do {
+            return try RecordNames.normalized(Self.key(for: candidate)) == RecordNames.normalized(key) ? candidate : nil
+        } catch {
+            // An ID that decodes but does not encode again has no key.
+            return nil
+        }
+    }
+}

@@ -1,0 +1,76 @@
+/// What one committed transaction changed in a repository's collection, as typed values.
+public struct RepositoryChange<Item: Identifiable & Sendable>: Sendable where Item.ID: Sendable {
+    /// Items inserted or changed, sorted by record key.
+    public var upserted: [Item]
+    /// IDs of items removed, sorted by record key.
+    public var removed: [Item.ID]
+
+    /// Creates a change value.
+    public init(upserted: [Item] = [], removed: [Item.ID] = []) {
+        self.upserted = upserted
+        self.removed = removed
+    }
+}
+
+extension RepositoryChange: Equatable where Item: Equatable {}
+
+extension RecordRepository {
+    /// What each committed transaction changes in the collection, decoded, in commit order.
+    ///
+    /// The stream is registered when this returns and follows ``RecordStore/changes(in:)``:
+    /// one element per committed transaction that changed the collection, with only what
+    /// actually changed (an item saved unchanged is left out); failed, rolled-back and empty
+    /// writes yield nothing. Writes from every repository and from the store itself are
+    /// included, not only this repository's.
+    ///
+    /// A changed record that does not decode, or a removed key that is no item ID, ends the
+    /// stream by throwing ``RepositoryError`` (naming the key): it is never skipped. Load again
+    /// to see the state, and call `changes()` again to keep listening.
+    ///
+    /// The stream does not change the versions the repository bases its saves on: to save on
+    /// top of a change someone else made, ``load()`` or ``item(_:)`` first.
+    ///
+    /// ```swift
+    /// for try await change in await books.changes() {
+    ///     for book in change.upserted { shelf[book.id] = book }
+    ///     for id in change.removed { shelf[id] = nil }
+    /// }
+    /// ```
+    public nonisolated func changes() async -> AsyncThrowingStream<RepositoryChange<Item>, any Error> {
+        let records = await store.changes(in: collection)
+        let collection = collection
+        let (stream, continuation) = AsyncThrowingStream<RepositoryChange<Item>, any Error>.makeStream()
+        let task = Task {
+            for await change in records {
+                do {
+                    continuation.yield(try Self.decode(change, collection: collection))
+                } catch {
+                    continuation.finish(throwing: error)
+                    return
+                }
+            }
+            continuation.finish()
+        }
+        continuation.onTermination = { _ in task.cancel() }
+        return stream
+    }
+
+    /// Decodes one record-level change; the first failure throws.
+    static func decode(_ change: RecordChanges, collection: String) throws -> RepositoryChange<Item> {
+        let byKey: (String, String) -> Bool = { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+        var result = RepositoryChange<Item>()
+        for key in change.upserts.keys.sorted(by: byKey) {
+            guard let data = change.upserts[key] else { continue }
+            result.upserted.append(try decode(data, key: key, collection: collection))
+        }
+        for key in change.removals.sorted(by: byKey) {
+            guard let id = RecordKeys.id(forKey: key, as: Item.ID.self) else {
+                throw RepositoryError(
+                    code: .keyMismatch, collection: collection, key: key,
+                    detail: "the removed record's key is not the key of any \(Item.ID.self)")
+            }
+            result.removed.append(id)
+        }
+        return result
+    }
+}

@@ -1,0 +1,237 @@
+import Foundation
+
+/// A typed view of one collection: one record per item, keyed by the item's ID, with
+/// per-record conflict detection.
+///
+/// Each item is stored as its own record, encoded by ``RecordCoding`` (JSON with sorted keys),
+/// under the key its ID gives (see ``RecordKeyConvertible`` for the rule). Saves are
+/// record-level: `save(_:onConflict:)` writes only the items it is given and never removes
+/// others; removal is ``delete(_:onConflict:)``, and replacing the whole collection is the
+/// separate ``replaceAll(with:onConflict:)``. An item saved unchanged encodes to the same
+/// bytes, and the store does not rewrite it.
+///
+/// The repository remembers the version of every record it loaded or saved, and bases each
+/// write on those versions: if another writer changed a record since, the write stores nothing
+/// and throws ``RecordConflict``. An item the repository has never seen is saved as new, so if
+/// the store already holds it, that is a conflict too: load first, or pass
+/// ``ConflictPolicy/overwrite`` for last-writer-wins. Versions are updated only after the
+/// store's commit returned.
+///
+/// Operations on one repository take effect one at a time, in the order they were called.
+///
+/// ```swift
+/// struct Book: Codable, Identifiable, Equatable, Sendable {
+///     var id: String
+///     var title: String
+/// }
+/// let books = RecordRepository<Book>(store: store, collection: "books")
+/// try await books.save(Book(id: "moby-dick", title: "Moby-Dick"))
+/// let all = try await books.load()   // sorted by key
+/// ```
+///
+/// For tests and previews, `RecordRepository(store: .inMemory(), collection: …)` is the
+/// in-memory repository: the in-memory store runs the same SQLite engine and SQL.
+public actor RecordRepository<Item> where Item: Codable & Identifiable & Equatable & Sendable, Item.ID: Codable & Sendable {
+    /// The store the records live in.
+    public nonisolated let store: RecordStore
+    /// The collection holding one record per item.
+    public nonisolated let collection: String
+
+    /// The version of every record this repository last loaded or saved, by key. A key not
+    /// here is expected to be absent.
+    private var versions: [String: RecordVersion] = [:]
+    private var turns = RepositoryTurns()
+
+    /// Creates a repository for `collection` in `store`. Does no I/O.
+    public init(store: RecordStore, collection: String) {
+        self.store = store
+        self.collection = collection
+    }
+
+    // MARK: Reading
+
+    /// All items, sorted by record key (UTF-8 byte order of the key their ID gives), or `[]`
+    /// when the collection was never established.
+    ///
+    /// Remembers every record's version as the base of later saves, and forgets keys that are
+    /// no longer stored.
+    /// - Throws: ``RepositoryError`` with code `undecodableRecord` (naming the key) when any
+    ///   record does not decode, or `keyMismatch` when a record is stored under a key its
+    ///   item's ID does not give; never a shorter list. ``RecordStoreError`` when the store
+    ///   cannot be read.
+    public func load() async throws -> [Item] {
+        await takeTurn()
+        defer { turns.release() }
+        guard let records = try await store.versionedRecords(collection) else {
+            versions = [:]
+            return []
+        }
+        var loaded: [(key: String, item: Item)] = []
+        loaded.reserveCapacity(records.count)
+        var newVersions: [String: RecordVersion] = [:]
+        newVersions.reserveCapacity(records.count)
+        for record in records.values {
+            loaded.append((record.key, try Self.decode(record.data, key: record.key, collection: collection)))
+            newVersions[record.key] = record.version
+        }
+        versions = newVersions
+        return loaded.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }.map(\.item)
+    }
+
+    /// The item with `id`, or nil when it is not stored. Remembers its version (or its
+    /// absence) as the base of later saves.
+    /// - Throws: ``RepositoryError`` when the record does not decode; ``RecordStoreError``.
+    public func item(_ id: Item.ID) async throws -> Item? {
+        await takeTurn()
+        defer { turns.release() }
+        let key = try key(for: id)
+        guard let record = try await store.record(collection, key: key) else {
+            versions[key] = nil
+            return nil
+        }
+        let item = try Self.decode(record.data, key: record.key, collection: collection)
+        versions[key] = record.version
+        return item
+    }
+
+    // MARK: Writing
+
+    /// Saves one item (insert or update). See `save(_:onConflict:)` for an array.
+    public func save(_ item: Item, onConflict policy: ConflictPolicy = .fail) async throws {
+        try await save([item], onConflict: policy)
+    }
+
+    /// Upserts exactly `items`, in one transaction; items not in the array are left as they
+    /// are (removal is ``delete(_:onConflict:)``).
+    ///
+    /// With ``ConflictPolicy/fail`` (the default) the write is based on the versions this
+    /// repository last confirmed: a record changed since, or an item never seen that already
+    /// exists, makes the whole save throw ``RecordConflict`` and write nothing. Items whose
+    /// encoding is unchanged are not rewritten. If an ID appears twice, the later item wins.
+    /// - Throws: ``RecordConflict``; ``RepositoryError`` (`unencodableValue`) before anything
+    ///   is written; ``RecordStoreError``. Nothing is written and nothing is confirmed when it
+    ///   throws.
+    public func save(_ items: [Item], onConflict policy: ConflictPolicy = .fail) async throws {
+        await takeTurn()
+        defer { turns.release() }
+        guard !items.isEmpty else { return }
+        var changes = RecordChanges()
+        for item in items {
+            let key = try key(for: item.id)
+            changes[key] = try encode(item, key: key)
+        }
+        let written = try await store.apply(collection, changes: changes, expecting: expectations(for: changes, policy))
+        for key in changes.upserts.keys { versions[key] = written[key] }
+    }
+
+    /// Removes the item with `id`, if stored.
+    ///
+    /// With ``ConflictPolicy/fail`` the removal is based on the version this repository last
+    /// confirmed: if the record changed since (or exists although the repository never saw
+    /// it), nothing is removed and it throws ``RecordConflict``.
+    /// - Throws: ``RecordConflict``; ``RecordStoreError``.
+    public func delete(_ id: Item.ID, onConflict policy: ConflictPolicy = .fail) async throws {
+        await takeTurn()
+        defer { turns.release() }
+        let key = try key(for: id)
+        var changes = RecordChanges()
+        changes[key] = nil
+        try await store.apply(collection, changes: changes, expecting: expectations(for: changes, policy))
+        versions[key] = nil
+    }
+
+    /// Makes `items` the whole content of the collection, in one transaction: records of
+    /// items not in `items` are removed. For imports and resets, not for ordinary saves.
+    ///
+    /// With ``ConflictPolicy/fail`` it writes only if the collection holds exactly the records
+    /// this repository last confirmed, at their versions: a record changed, added or removed
+    /// by someone else makes it throw ``RecordConflict`` and write nothing. With
+    /// ``ConflictPolicy/overwrite`` it replaces whatever is stored.
+    /// - Throws: ``RecordConflict``; ``RepositoryError`` (`unencodableValue`); ``RecordStoreError``.
+    public func replaceAll(with items: [Item], onConflict policy: ConflictPolicy = .fail) async throws {
+        await takeTurn()
+        defer { turns.release() }
+        var values: [String: Data] = [:]
+        for item in items {
+            let key = try key(for: item.id)
+            values[key] = try encode(item, key: key)
+        }
+        let collection = collection
+        let known = versions
+        let written = try await store.write { [values] transaction in
+            let stored = try transaction.read(collection) ?? [:]
+            let removals = Set(stored.keys).subtracting(values.keys)
+            var expected: [String: RecordVersion?] = [:]
+            if policy == .fail {
+                // Every key stored now, known before, or written must be as last confirmed.
+                for key in Set(stored.keys).union(known.keys).union(values.keys) {
+                    expected[key] = .some(known[key])
+                }
+            }
+            return try transaction.apply(
+                collection, changes: RecordChanges(upserts: values, removals: removals), expecting: expected)
+        }
+        versions = [:]
+        for key in values.keys { versions[key] = written[key] }
+    }
+
+    // MARK: Helpers
+
+    /// The expected version of every key `changes` names: the confirmed one, or nil (must not
+    /// exist) for a key never seen. Empty (unconditional) for `.overwrite`.
+    private func expectations(for changes: RecordChanges, _ policy: ConflictPolicy) -> [String: RecordVersion?] {
+        guard policy == .fail else { return [:] }
+        var expected: [String: RecordVersion?] = [:]
+        // `.some` keeps a nil version as "must not exist" instead of removing the entry.
+        for key in changes.upserts.keys { expected[key] = .some(versions[key]) }
+        for key in changes.removals { expected[key] = .some(versions[key]) }
+        return expected
+    }
+
+    private func key(for id: Item.ID) throws -> String {
+        do {
+            return try RecordKeys.key(for: id)
+        } catch {
+            throw RepositoryError(
+                code: .unencodableValue, collection: collection, underlying: error,
+                detail: "the item ID \(id) has no record key")
+        }
+    }
+
+    private func encode(_ item: Item, key: String) throws -> Data {
+        do {
+            return try RecordCoding.encode(item)
+        } catch {
+            throw RepositoryError(code: .unencodableValue, collection: collection, key: key, underlying: error)
+        }
+    }
+
+    /// Decodes one record and checks that its item's ID gives the key it is stored under.
+    static func decode(_ data: Data, key: String, collection: String) throws -> Item {
+        let item: Item
+        do {
+            item = try RecordCoding.decode(Item.self, from: data)
+        } catch {
+            throw RepositoryError(code: .undecodableRecord, collection: collection, key: key, underlying: error)
+        }
+        let expected: String
+        do {
+            expected = try RecordKeys.key(for: item.id)
+        } catch {
+            throw RepositoryError(
+                code: .keyMismatch, collection: collection, key: key, underlying: error,
+                detail: "the stored item's ID has no record key")
+        }
+        guard RecordNames.normalized(expected) == RecordNames.normalized(key) else {
+            throw RepositoryError(
+                code: .keyMismatch, collection: collection, key: key,
+                detail: "the stored item's ID gives the key \(RecordStoreError.quoted(expected))")
+        }
+        return item
+    }
+
+    private func takeTurn() async {
+        if turns.takeIfFree() { return }
+        await withCheckedContinuation { turns.enqueue($0) }
+    }
+}

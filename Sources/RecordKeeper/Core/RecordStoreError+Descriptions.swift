@@ -40,6 +40,8 @@ extension RecordStoreError: LocalizedError {
             return "Another process holds the store; try again when it is done."
         case .ioError:
             return "Check the disk and try again."
+        case .fileReplaced:
+            return "Put the store file back, or retry to write to the file now at this path."
         default:
             return nil
         }
@@ -61,6 +63,8 @@ extension RecordStoreError: LocalizedError {
         case .ioError: return "a disk I/O error occurred"
         case .tooBig: return "the key or payload is too large"
         case .malformedRecord: return detail ?? "a stored record is malformed"
+        case .fileReplaced:
+            return "the store file was deleted, moved or replaced while it was open; nothing was written"
         case .injectedFailure: return "a commit failure was injected for testing; nothing was written"
         case .misuse: return detail ?? "the API was used outside its scope"
         default: return sqliteMessage ?? detail ?? "SQLite reported an error"

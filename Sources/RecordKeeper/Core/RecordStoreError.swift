@@ -52,6 +52,9 @@ public struct RecordStoreError: Error, Sendable, Equatable, CustomStringConverti
         public static let tooBig = Code("tooBig")
         /// A stored record does not have the shape this library writes.
         public static let malformedRecord = Code("malformedRecord")
+        /// The store file was deleted, moved or replaced while the store had it open; the
+        /// write was not committed. The next request opens whatever file is at the path then.
+        public static let fileReplaced = Code("fileReplaced")
         /// A commit failed on purpose, after `failNextCommitForTesting()`.
         public static let injectedFailure = Code("injectedFailure")
         /// A transaction or snapshot object was used after its body returned.

@@ -36,6 +36,11 @@ extension RecordStore {
             if let openingHook { try await openingHook() }
             let (connection, timings) = try StoreOpener.open(path: path, options: options)
             self.connection = connection
+            if let path, case .file(let identity) = StoreFileIdentity.lookup(path) {
+                fileIdentity = identity
+            } else {
+                fileIdentity = nil
+            }
             endOpening(id)
             options.eventHandler?(.opened(timings))
         } catch {
@@ -43,6 +48,20 @@ extension RecordStore {
             if let error = error as? RecordStoreError { options.eventHandler?(.openingFailed(error)) }
             throw error
         }
+    }
+
+    /// Throws `fileReplaced` (and drops the connection, so the next request opens the file now
+    /// at the path) when the store file is no longer the one the connection opened: a commit
+    /// would go to a deleted or replaced file and be lost.
+    private func checkFileIdentity(_ operation: String, collection: String?) throws {
+        guard let path, let opened = fileIdentity else { return }
+        let current = StoreFileIdentity.lookup(path)
+        guard current != .file(opened), current != .unknown else { return }
+        connection = nil
+        fileIdentity = nil
+        throw RecordStoreError(
+            code: .fileReplaced, operation: operation, collection: collection, path: path,
+            detail: current == .missing ? "the file is gone" : "another file is at the path now")
     }
 
     private func endOpening(_ id: UInt64) {
@@ -91,6 +110,7 @@ extension RecordStore {
                     throw RecordStoreError(
                         code: .injectedFailure, operation: operation, collection: collection, path: path)
                 }
+                try checkFileIdentity(operation, collection: collection)
                 try engine.commit()
                 return (result, context.changes)
             } catch {

@@ -31,6 +31,8 @@ public actor RecordStore {
     let openingHook: (@Sendable () async throws -> Void)?
 
     var connection: SQLiteConnection?
+    /// The identity of the store file when the connection opened it (nil in memory).
+    var fileIdentity: StoreFileIdentity?
     var opening: OpeningAttempt?
     var nextAttemptID: UInt64 = 0
     var failNextCommit = false
@@ -227,6 +229,7 @@ public actor RecordStore {
     /// Closes the database connection. The next request opens it again.
     public func close() async {
         connection = nil
+        fileIdentity = nil
     }
 
     /// True when the store may hold data: it is open or opening, or its file exists.

@@ -1,0 +1,35 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// Which file a path names: its device and inode.
+///
+/// SQLite keeps writing through its open descriptor when the store file is deleted, moved or
+/// replaced, so commits would "succeed" into a file nobody can open again. The store records
+/// the identity when it opens and compares it before each commit.
+struct StoreFileIdentity: Equatable {
+    let device: UInt64
+    let inode: UInt64
+
+    enum Lookup: Equatable {
+        /// The path names this file.
+        case file(StoreFileIdentity)
+        /// Nothing is at the path (deleted or moved away).
+        case missing
+        /// The path could not be examined (for example a directory that cannot be searched);
+        /// nothing is known about the file.
+        case unknown
+    }
+
+    static func lookup(_ path: String) -> Lookup {
+        var info = stat()
+        guard stat(path, &info) == 0 else {
+            return errno == ENOENT || errno == ENOTDIR ? .missing : .unknown
+        }
+        return .file(StoreFileIdentity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino)))
+    }
+}

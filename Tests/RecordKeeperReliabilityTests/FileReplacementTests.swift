@@ -1,0 +1,99 @@
+import Foundation
+import Testing
+import RecordKeeper
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// The store file deleted, moved or replaced under an open store. SQLite would keep writing
+/// through its open descriptor into a file nobody can open again; the store notices that the
+/// file at its path is no longer the one it opened, refuses the commit with `fileReplaced`,
+/// and opens whatever is at the path on the next request.
+@Suite struct FileReplacementTests {
+    @Test func `a store file deleted while open refuses the write and works again once the file is back`() async throws {
+        try await withTemporaryDirectory { directory in
+            let url = directory.appendingPathComponent("store.sqlite")
+            let aside = directory.appendingPathComponent("aside", isDirectory: true)
+            try FileManager.default.createDirectory(at: aside, withIntermediateDirectories: true)
+            let store = RecordStore(url: url)
+            try await store.replace("c", values: ["confirmed": Data("1"), "also": Data("2")])
+            let moved = try moveStoreFiles(from: url, to: aside)
+
+            let error = await #expect(throws: RecordStoreError.self) {
+                try await store.put("c", key: "after-delete", data: Data("3"))
+            }
+            FaultTally.shared.add("store file deleted while open")
+            #expect(error?.code == .fileReplaced)
+            #expect(error?.operation == "put")
+            #expect(error?.errorDescription?.contains("deleted, moved or replaced") == true)
+            #expect(error?.errorDescription?.contains("nothing was written") == true)
+
+            // Put the file back: the same store value writes again and nothing confirmed is lost.
+            for file in moved { try FileManager.default.moveItem(at: file, to: directory.appendingPathComponent(file.lastPathComponent)) }
+            try await store.put("c", key: "after-restore", data: Data("4"))
+            let expected = ["confirmed": Data("1"), "also": Data("2"), "after-restore": Data("4")]
+            #expect(try await store.read("c") == expected)
+            await store.close()
+            #expect(try await RecordStore(url: url).read("c") == expected)
+        }
+    }
+
+    @Test func `a store file replaced while open refuses the write and then uses the new file`() async throws {
+        try await withTemporaryDirectory { directory in
+            let url = directory.appendingPathComponent("store.sqlite")
+            let otherURL = directory.appendingPathComponent("other.sqlite")
+            let store = RecordStore(url: url)
+            try await store.put("c", key: "original", data: Data("1"))
+            let other = RecordStore(url: otherURL)
+            try await other.put("c", key: "replacement", data: Data("2"))
+            await other.close()
+            // Replace the file as a restore from backup would: the new file and no old log.
+            for suffix in ["-wal", "-shm"] where FileManager.default.fileExists(atPath: url.path + suffix) {
+                try FileManager.default.removeItem(atPath: url.path + suffix)
+            }
+            #expect(rename(otherURL.path, url.path) == 0)
+
+            let error = await #expect(throws: RecordStoreError.self) {
+                try await store.put("c", key: "lost?", data: Data("3"))
+            }
+            FaultTally.shared.add("store file replaced while open")
+            #expect(error?.code == .fileReplaced)
+            #expect(error?.detail?.contains("another file") == true)
+            // The next request opens the file now at the path, and writes land there.
+            #expect(try await store.read("c") == ["replacement": Data("2")])
+            try await store.put("c", key: "after", data: Data("4"))
+            await store.close()
+            #expect(try await RecordStore(url: url).read("c") == ["replacement": Data("2"), "after": Data("4")])
+            #expect(try await store.read("c")?.count == 2)  // open again before the next replacement
+
+            // Replaced by something that is not a store: refused, and left byte for byte.
+            let junk = Data("not a database, just some text that is long enough to be a header".utf8)
+            try junk.write(to: directory.appendingPathComponent("junk"))
+            #expect(rename(directory.appendingPathComponent("junk").path, url.path) == 0)
+            let refused = await #expect(throws: RecordStoreError.self) {
+                try await store.put("c", key: "x", data: Data("5"))
+            }
+            FaultTally.shared.add("store file replaced while open")
+            #expect(refused?.code == .fileReplaced)
+            let reopened = await #expect(throws: RecordStoreError.self) { try await store.read("c") }
+            #expect(reopened?.code == .notADatabase)
+            #expect(try Data(contentsOf: url) == junk)
+        }
+    }
+}
+
+/// Moves a store file and its log files into `directory`; returns where they went.
+private func moveStoreFiles(from url: URL, to directory: URL) throws -> [URL] {
+    var moved: [URL] = []
+    for suffix in ["", "-wal", "-shm"] {
+        let source = URL(fileURLWithPath: url.path + suffix)
+        guard FileManager.default.fileExists(atPath: source.path) else { continue }
+        let destination = directory.appendingPathComponent(source.lastPathComponent)
+        try FileManager.default.moveItem(at: source, to: destination)
+        moved.append(destination)
+    }
+    return moved
+}

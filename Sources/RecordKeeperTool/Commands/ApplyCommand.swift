@@ -73,9 +73,11 @@ enum ApplyCommand {
 /// Turning a JSON value read from an import or change set into a payload, with the value's
 /// position in errors.
 enum ImportValue {
-    static func payload(_ compact: [UInt8], at position: JSONSyntaxError) throws(JSONSyntaxError) -> Data {
+    static func payload(
+        _ compact: [UInt8], at position: JSONSyntaxError, foundationCheck: Bool = true
+    ) throws(JSONSyntaxError) -> Data {
         do throws(PayloadCoding.ValueProblem) {
-            return try PayloadCoding.payload(fromCompactJSON: compact)
+            return try PayloadCoding.payload(fromCompactJSON: compact, foundationCheck: foundationCheck)
         } catch {
             switch error {
             case .invalidBase64:

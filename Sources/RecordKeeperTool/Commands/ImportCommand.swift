@@ -44,13 +44,13 @@ enum ImportCommand {
         }
         let store = try context.store.writableStore()
         let written = try await store.write { transaction in
-            let applier = ImportApplier(transaction: transaction, replace: replace)
+            let applier = ImportApplier(transaction: transaction, replace: replace, classify: !needsFirstPass)
             let progress = ProgressReporter(verb: "imported", isEnabled: showProgress)
             defer { progress.finish() }
-            try readDocument(source, into: applier, progress: progress)
+            try readDocument(source, into: applier, progress: progress, foundationCheck: !needsFirstPass)
             return try applier.finish()
         }
-        if !replace { counts = written }
+        if !needsFirstPass { counts = written }
         if !context.quiet {
             try context.output.write("imported \(counts.collections) collections: added \(counts.added), changed "
                                      + "\(counts.changed), removed \(counts.removed), unchanged \(counts.unchanged)\n")
@@ -86,10 +86,10 @@ enum ImportCommand {
 
     /// Reads the whole input into `visitor`; malformed input becomes one exit-65 message.
     private static func readDocument(_ source: String, into visitor: any ImportVisitor,
-                                      progress: ProgressReporter) throws {
+                                      progress: ProgressReporter, foundationCheck: Bool = true) throws {
         let reader = source == "-" ? ByteReader(standardInput: ()) : try ByteReader(path: source)
         do {
-            try ImportDocument.read(reader, into: visitor, progress: progress)
+            try ImportDocument.read(reader, into: visitor, progress: progress, foundationCheck: foundationCheck)
         } catch let error as JSONSyntaxError {
             progress.finish()
             throw ToolError(.dataError, "\(reader.name): line \(error.line), column \(error.column): "

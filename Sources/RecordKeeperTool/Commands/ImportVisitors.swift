@@ -56,12 +56,14 @@ final class ImportPlanner: ImportVisitor {
 
 /// Writes an import inside one write transaction, in batches of changes per collection.
 ///
-/// Merge: every record is compared with the stored one (counting added, changed, unchanged)
-/// and only differences are written. Replace: each named collection is removed and
-/// re-established when first seen, then filled.
+/// Merge: with `classify`, every record is compared with the stored one (counting added,
+/// changed, unchanged) and only differences are written; without it (a first pass counted
+/// already) records are written as they come and the store skips unchanged payloads.
+/// Replace: each named collection is removed and re-established when first seen, then filled.
 final class ImportApplier: ImportVisitor {
     private let transaction: RecordTransaction
     private let replace: Bool
+    private let classify: Bool
     private var seen: Set<String> = []
     private var withRecords: Set<String> = []
     private var batchCollection: String?
@@ -70,9 +72,10 @@ final class ImportApplier: ImportVisitor {
     private let batchSize = 1000
     private(set) var counts = ImportCounts()
 
-    init(transaction: RecordTransaction, replace: Bool) {
+    init(transaction: RecordTransaction, replace: Bool, classify: Bool) {
         self.transaction = transaction
         self.replace = replace
+        self.classify = classify && !replace
     }
 
     func collection(_ name: String) throws {
@@ -87,7 +90,7 @@ final class ImportApplier: ImportVisitor {
 
     func record(collection: String, key: String, payload: Data) throws {
         withRecords.insert(collection)
-        if !replace {
+        if classify {
             if let stored = try transaction.value(collection, key: key) {
                 if stored == payload {
                     counts.unchanged += 1

@@ -13,7 +13,11 @@ protocol ImportVisitor: AnyObject {
 /// The format is detected from the first member of the first object: `"collections"` starts a
 /// JSON export, anything else is an NDJSON record line. See docs/CLI.md for both formats.
 enum ImportDocument {
-    static func read(_ reader: ByteReader, into visitor: any ImportVisitor, progress: ProgressReporter) throws {
+    /// - Parameter foundationCheck: Whether each value is also checked with `JSONSerialization`;
+    ///   false only for a second pass over input a first pass already checked.
+    static func read(
+        _ reader: ByteReader, into visitor: any ImportVisitor, progress: ProgressReporter, foundationCheck: Bool = true
+    ) throws {
         let json = JSONReader(reader)
         guard let first = try json.peekSignificant() else { return }  // An empty NDJSON export.
         let start = json.error("")
@@ -27,7 +31,7 @@ enum ImportDocument {
         let firstKey = try json.readString()
         try json.expect(UInt8(ascii: ":"), "':' after a key")
         if firstKey == "collections" {
-            try readCollections(json, into: visitor, progress: progress)
+            try readCollections(json, into: visitor, progress: progress, foundationCheck: foundationCheck)
             guard try json.peekSignificant() == UInt8(ascii: "}") else {
                 throw json.error("expected '}' after \"collections\" (no other members are allowed)")
             }
@@ -37,7 +41,7 @@ enum ImportDocument {
         } else {
             var lastCollection: String?
             try readRecordLine(json, start: start, firstKey: firstKey, lastCollection: &lastCollection,
-                               into: visitor, progress: progress)
+                               into: visitor, progress: progress, foundationCheck: foundationCheck)
             while true {
                 try json.skipSpacesInLine()
                 guard let next = try reader.peek() else { return }
@@ -46,14 +50,14 @@ enum ImportDocument {
                 guard try reader.peek() != nil else { return }
                 let lineStart = json.error("")
                 try readRecordLine(json, start: lineStart, firstKey: nil, lastCollection: &lastCollection,
-                                   into: visitor, progress: progress)
+                                   into: visitor, progress: progress, foundationCheck: foundationCheck)
             }
         }
     }
 
     /// `{"NAME": {"KEY": VALUE, ...}, ...}`
     private static func readCollections(
-        _ json: JSONReader, into visitor: any ImportVisitor, progress: ProgressReporter
+        _ json: JSONReader, into visitor: any ImportVisitor, progress: ProgressReporter, foundationCheck: Bool
     ) throws {
         try json.readObject { name in
             guard !name.isEmpty else { throw json.error("a collection name is empty") }
@@ -64,7 +68,7 @@ enum ImportDocument {
                 var compact: [UInt8] = []
                 try json.readValue(into: &compact)
                 try visitor.record(collection: name, key: key,
-                                   payload: try ImportValue.payload(compact, at: position))
+                                   payload: try ImportValue.payload(compact, at: position, foundationCheck: foundationCheck))
                 progress.advance()
             }
         }
@@ -74,7 +78,7 @@ enum ImportDocument {
     /// is a record. `"version"` is allowed and ignored.
     private static func readRecordLine(
         _ json: JSONReader, start: JSONSyntaxError, firstKey: String?, lastCollection: inout String?,
-        into visitor: any ImportVisitor, progress: ProgressReporter
+        into visitor: any ImportVisitor, progress: ProgressReporter, foundationCheck: Bool
     ) throws {
         var collection: String?
         var key: String?
@@ -87,7 +91,7 @@ enum ImportDocument {
                 let position = json.error("")
                 var compact: [UInt8] = []
                 try json.readValue(into: &compact)
-                payload = try ImportValue.payload(compact, at: position)
+                payload = try ImportValue.payload(compact, at: position, foundationCheck: foundationCheck)
             case "version": try json.skipValue()
             default: throw json.error("unknown member \(quoted(name)); a record line has collection, key and value")
             }

@@ -1,3 +1,5 @@
+import Foundation
+
 /// What one committed transaction changed in a repository's collection, as typed values.
 public struct RepositoryChange<Item: Identifiable & Sendable>: Sendable where Item.ID: Sendable {
     /// Items inserted or changed, sorted by record key.
@@ -41,9 +43,10 @@ extension RecordRepository {
         let collection = collection
         let (stream, continuation) = AsyncThrowingStream<RepositoryChange<Item>, any Error>.makeStream()
         let task = Task {
+            let decoder = RecordCoding.makeDecoder()
             for await change in records {
                 do {
-                    continuation.yield(try Self.decode(change, collection: collection))
+                    continuation.yield(try Self.decode(change, collection: collection, decoder: decoder))
                 } catch {
                     continuation.finish(throwing: error)
                     return
@@ -56,12 +59,12 @@ extension RecordRepository {
     }
 
     /// Decodes one record-level change; the first failure throws.
-    static func decode(_ change: RecordChanges, collection: String) throws -> RepositoryChange<Item> {
+    static func decode(_ change: RecordChanges, collection: String, decoder: JSONDecoder) throws -> RepositoryChange<Item> {
         let byKey: (String, String) -> Bool = { $0.utf8.lexicographicallyPrecedes($1.utf8) }
         var result = RepositoryChange<Item>()
         for key in change.upserts.keys.sorted(by: byKey) {
             guard let data = change.upserts[key] else { continue }
-            result.upserted.append(try decode(data, key: key, collection: collection))
+            result.upserted.append(try decode(data, key: key, collection: collection, decoder: decoder))
         }
         for key in change.removals.sorted(by: byKey) {
             guard let id = RecordKeys.id(forKey: key, as: Item.ID.self) else {

@@ -41,6 +41,10 @@ public actor RecordRepository<Item> where Item: Codable & Identifiable & Equatab
     /// here is expected to be absent.
     private var versions: [String: RecordVersion] = [:]
     private var turns = RepositoryTurns()
+    /// One encoder and decoder for the repository's life (``RecordCoding``'s settings): they
+    /// are used only on the actor.
+    private let encoder = RecordCoding.makeEncoder()
+    private let decoder = RecordCoding.makeDecoder()
 
     /// Creates a repository for `collection` in `store`. Does no I/O.
     public init(store: RecordStore, collection: String) {
@@ -71,7 +75,7 @@ public actor RecordRepository<Item> where Item: Codable & Identifiable & Equatab
         var newVersions: [String: RecordVersion] = [:]
         newVersions.reserveCapacity(records.count)
         for record in records.values {
-            loaded.append((record.key, try Self.decode(record.data, key: record.key, collection: collection)))
+            loaded.append((record.key, try Self.decode(record.data, key: record.key, collection: collection, decoder: decoder)))
             newVersions[record.key] = record.version
         }
         versions = newVersions
@@ -89,7 +93,7 @@ public actor RecordRepository<Item> where Item: Codable & Identifiable & Equatab
             versions[key] = nil
             return nil
         }
-        let item = try Self.decode(record.data, key: record.key, collection: collection)
+        let item = try Self.decode(record.data, key: record.key, collection: collection, decoder: decoder)
         versions[key] = record.version
         return item
     }
@@ -200,17 +204,17 @@ public actor RecordRepository<Item> where Item: Codable & Identifiable & Equatab
 
     private func encode(_ item: Item, key: String) throws -> Data {
         do {
-            return try RecordCoding.encode(item)
+            return try encoder.encode(item)
         } catch {
             throw RepositoryError(code: .unencodableValue, collection: collection, key: key, underlying: error)
         }
     }
 
     /// Decodes one record and checks that its item's ID gives the key it is stored under.
-    static func decode(_ data: Data, key: String, collection: String) throws -> Item {
+    static func decode(_ data: Data, key: String, collection: String, decoder: JSONDecoder) throws -> Item {
         let item: Item
         do {
-            item = try RecordCoding.decode(Item.self, from: data)
+            item = try decoder.decode(Item.self, from: data)
         } catch {
             throw RepositoryError(code: .undecodableRecord, collection: collection, key: key, underlying: error)
         }

@@ -33,15 +33,14 @@ public actor DocumentRepository<Document: RecordDocument> {
 
     /// What the repository last confirmed about the stored document.
     private enum Confirmed {
-        /// Nothing loaded or saved yet.
-        case unknown
         /// No document is stored; `versions` are those of the other records seen.
         case absent(versions: [String: RecordVersion])
         /// The document's records as stored (`_schema` included), and the versions seen.
         case present(payloads: [String: Data], versions: [String: RecordVersion])
     }
 
-    private var confirmed = Confirmed.unknown
+    /// Nil until the first load or save.
+    private var confirmed: Confirmed?
     private var turns = RepositoryTurns()
 
     /// Creates a repository for the document in `collection` of `store`. Does no I/O.
@@ -58,7 +57,7 @@ public actor DocumentRepository<Document: RecordDocument> {
     public func load() async throws -> Document? {
         await takeTurn()
         defer { turns.release() }
-        return try await loadDocument()
+        return try await loadDocument().document
     }
 
     /// Saves `document`: seeds it the first time, afterwards applies only the difference from
@@ -73,15 +72,17 @@ public actor DocumentRepository<Document: RecordDocument> {
         await takeTurn()
         defer { turns.release() }
         try Self.checkSupported(document.schemaVersion, collection: collection, detail: "the document to save uses it")
-        if case .unknown = confirmed { _ = try await loadDocument() }
+        let state: Confirmed
+        if let confirmed {
+            state = confirmed
+        } else {
+            state = try await loadDocument().state
+        }
         let payloads = try encode(document)
         let collection = collection
         let schemaKey = Self.schemaKey
 
-        switch confirmed {
-        case .unknown:
-            preconditionFailure("loadDocument() confirms a state or throws")
-
+        switch state {
         case .absent(let versions):
             var expected: [String: RecordVersion?] = [:]
             if policy == .fail { for key in payloads.keys { expected[key] = .some(versions[key]) } }
@@ -122,15 +123,20 @@ public actor DocumentRepository<Document: RecordDocument> {
 
     // MARK: Helpers
 
-    private func loadDocument() async throws -> Document? {
+    /// Reads the stored document and makes it the base of the next save.
+    private func loadDocument() async throws -> (document: Document?, state: Confirmed) {
+        let (document, state) = try await readDocument()
+        confirmed = state
+        return (document, state)
+    }
+
+    private func readDocument() async throws -> (document: Document?, state: Confirmed) {
         guard let records = try await store.versionedRecords(collection) else {
-            confirmed = .absent(versions: [:])
-            return nil
+            return (nil, .absent(versions: [:]))
         }
         let versions = records.mapValues(\.version)
         guard let schemaRecord = records[Self.schemaKey] else {
-            confirmed = .absent(versions: versions)
-            return nil
+            return (nil, .absent(versions: versions))
         }
         let schemaVersion = try Self.checkStoredSchema(schemaRecord, collection: collection) ?? 0
         var stored: [String: Data] = [:]
@@ -153,8 +159,7 @@ public actor DocumentRepository<Document: RecordDocument> {
             if let record = records[key] { base[key] = record.data }
         }
         base[Self.schemaKey] = schemaRecord.data
-        confirmed = .present(payloads: base, versions: versions)
-        return document
+        return (document, .present(payloads: base, versions: versions))
     }
 
     /// The document's records, `_schema` included.

@@ -232,4 +232,23 @@ import Testing
         #expect(try records.decode(Bool.self, forKey: "flag") == true)
         #expect(try records.decode(Bool.self, forKey: "missing") == nil)
     }
+    @Test(arguments: StoreKind.allCases)
+    func `overwriting a document writes its changed records whatever others saved`(kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ in
+            try await DocumentRepository<ReadingProgress>(store: store, collection: "progress").save(Self.sample)
+            let first = DocumentRepository<ReadingProgress>(store: store, collection: "progress")
+            let second = DocumentRepository<ReadingProgress>(store: store, collection: "progress")
+            var a = try #require(try await first.load())
+            var b = try #require(try await second.load())
+            a.positions["moby-dick"]?.offset = 1
+            a.vocabulary["ola"] = Word(translation: "wave")
+            b.positions["moby-dick"]?.offset = 2
+            try await first.save(a)
+            try await second.save(b, onConflict: .overwrite)
+            let stored = try #require(try await first.load())
+            #expect(stored.positions["moby-dick"]?.offset == 2)
+            // Last writer wins per record: the first writer's other record stays.
+            #expect(stored.vocabulary["ola"] == Word(translation: "wave"))
+        }
+    }
 }

@@ -209,4 +209,20 @@ import Testing
             #expect((1...20).contains(pages))
         }
     }
+    @Test(arguments: StoreKind.allCases)
+    func `IDs that differ only in Unicode normalization are one record`(kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ in
+            let books = RecordRepository<Book>(store: store, collection: "books")
+            let decomposed = "cafe\u{301}"
+            let precomposed = "caf\u{E9}"
+            try await books.save(Book(id: decomposed, title: "first"))
+            // The same ID to Swift: based on the confirmed version, so no conflict.
+            try await books.save(Book(id: precomposed, title: "second"))
+            #expect(try await store.read("books")?.count == 1)
+            #expect(try await books.load().map(\.title) == ["second"])
+            var changes = await books.changes().makeAsyncIterator()
+            try await books.delete(decomposed)
+            #expect(try await changes.next() == RepositoryChange(removed: [precomposed]))
+        }
+    }
 }

@@ -89,6 +89,9 @@ public enum RecordKeeperTool {
             let translated = ToolError(error)
             code = translated.exitCode
             message = translated.message
+        case let conflict as RecordConflict:
+            code = .conflict
+            message = conflict.errorDescription ?? "records changed meanwhile; nothing was written"
         case is CancellationError:
             code = .internalError
             message = "cancelled; nothing partial was written"

@@ -143,6 +143,38 @@ import Testing
         }
     }
 
+    @Test(.enabled(if: WriteProtection.isAvailable, WriteProtection.unavailableReason))
+    func `a read-only store file gives readOnly, stays readable, and the same store writes once it is writable`() async throws {
+        try await withTemporaryDirectory { directory in
+            let url = directory.appendingPathComponent("store.sqlite")
+            let store = RecordStore(url: url)
+            try await store.replace("c", values: ["confirmed": Data("1"), "also": Data("2")])
+            await store.close()
+            try #require(WriteProtection.protect(url))
+            defer { WriteProtection.unprotect(url) }
+            let bytes = try Data(contentsOf: url)
+
+            // SQLite opens a file it cannot write read-only: reads work, writes are refused.
+            #expect(try await store.read("c") == ["confirmed": Data("1"), "also": Data("2")])
+            for attempt in 0..<2 {
+                let error = await #expect(throws: RecordStoreError.self) {
+                    try await store.put("c", key: "refused", data: Data("3"))
+                }
+                FaultTally.shared.add("read-only store file")
+                #expect(error?.code == .readOnly, "attempt \(attempt): \(String(describing: error))")
+                #expect(error?.recoverySuggestion?.contains("writable") == true)
+            }
+            #expect(try Data(contentsOf: url) == bytes)
+
+            WriteProtection.unprotect(url)
+            try await store.put("c", key: "after", data: Data("4"))
+            let expected = ["confirmed": Data("1"), "also": Data("2"), "after": Data("4")]
+            #expect(try await store.read("c") == expected)
+            await store.close()
+            #expect(try await store.read("c") == expected)
+        }
+    }
+
     // MARK: Failed commits
 
     @Test(arguments: Kind.allCases)

@@ -97,7 +97,25 @@ extension RecordStore {
         _ operation: String, collection: String?, _ body: (WriteContext) throws -> T
     ) async throws -> T {
         let observed = Set(observers.keys)
-        let (result, changes) = try await perform(operation, collection: collection) {
+        let written: (T, [String: RecordChanges])
+        do {
+            written = try await transaction(operation, collection: collection, observed: observed, body)
+        } catch let error as RecordStoreError where error.code == .readOnly {
+            // SQLite opens a file it cannot write read-only instead of failing. Drop that
+            // connection so the next request opens the file afresh, read-write once it is
+            // writable again.
+            connection = nil
+            fileIdentity = nil
+            throw error
+        }
+        publish(written.1)
+        return written.0
+    }
+
+    private func transaction<T>(
+        _ operation: String, collection: String?, observed: Set<String>, _ body: (WriteContext) throws -> T
+    ) async throws -> (T, [String: RecordChanges]) {
+        try await perform(operation, collection: collection) {
             engine -> (T, [String: RecordChanges]) in
             try engine.begin(immediate: true)
             let context = WriteContext(engine: engine, observed: observed)
@@ -124,7 +142,5 @@ extension RecordStore {
                 throw error
             }
         }
-        publish(changes)
-        return result
     }
 }

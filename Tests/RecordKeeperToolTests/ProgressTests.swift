@@ -1,0 +1,62 @@
+import Foundation
+import Testing
+
+/// Progress is drawn on stderr only when stderr is a terminal, and `--quiet` turns it off.
+/// Runs the tool under `script(1)`, which gives it a pseudo-terminal (util-linux syntax).
+@Suite struct ProgressTests {
+    private static let script: String? = {
+        #if os(Linux)
+        return FileManager.default.isExecutableFile(atPath: "/usr/bin/script") ? "/usr/bin/script" : nil
+        #else
+        return nil
+        #endif
+    }()
+
+    /// Runs `command` through `sh -c` on a pseudo-terminal and returns what the terminal showed.
+    private func onTerminal(_ command: String, in directory: URL) throws -> String {
+        let transcript = directory.appendingPathComponent("terminal.out")
+        try Data().write(to: transcript)
+        let handle = try FileHandle(forWritingTo: transcript)
+        defer {
+            do {
+                try handle.close()
+            } catch {
+                Issue.record("could not close the transcript: \(error)")
+            }
+        }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try #require(Self.script))
+        process.arguments = ["-qec", command, "/dev/null"]
+        process.currentDirectoryURL = directory
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = handle
+        process.standardError = handle
+        try process.run()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        return String(decoding: try Data(contentsOf: transcript), as: UTF8.self)
+    }
+
+    @Test(.enabled(if: script != nil, "needs script(1) from util-linux"))
+    func `a long import shows progress on a terminal's stderr only`() throws {
+        try withTool { tool throws in
+            let executable = try #require(ToolRunner.executable).path
+            let lines = (0..<20_000).map { #"{"collection":"c","key":"k\#($0)","value":\#($0)}"# }
+            let file = try tool.file("many.ndjson", lines.joined(separator: "\n") + "\n")
+            let shown = try onTerminal("'\(executable)' import '\(file)' --store '\(tool.storePath)'",
+                                       in: tool.directory)
+            #expect(shown.contains("records, "))
+            #expect(shown.contains("/s"))
+            #expect(shown.contains("imported 1 collections: added 20000"))
+
+            let withoutStderr = try onTerminal(
+                "'\(executable)' import '\(file)' --store '\(tool.storePath)' 2>/dev/null", in: tool.directory)
+            #expect(!withoutStderr.contains("records, "))
+            #expect(withoutStderr.contains("imported 1 collections"))
+
+            let quiet = try onTerminal("'\(executable)' import '\(file)' --quiet --store '\(tool.storePath)'",
+                                       in: tool.directory)
+            #expect(quiet.isEmpty)
+        }
+    }
+}

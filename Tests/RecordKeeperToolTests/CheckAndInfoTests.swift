@@ -28,4 +28,25 @@ import Testing
             #expect(result.outputLines.first?.hasSuffix("store.sqlite") == true)
         }
     }
+
+    @Test func `check reports a damaged store with exit 65 and leaves it unchanged`() throws {
+        try withTool { tool throws in
+            let lines = (0..<300).map { #"{"collection":"c","key":"k\#($0)","value":"\#(String(repeating: "x", count: 300))"}"# }
+            let file = try tool.file("c.ndjson", lines.joined(separator: "\n"))
+            try #require(try tool.runOnStore(["import", file]).status == 0)
+            // Break the b-tree page type of every page after the schema page.
+            let url = URL(fileURLWithPath: tool.storePath)
+            var bytes = try Data(contentsOf: url)
+            for page in stride(from: 2 * 4096, to: bytes.count, by: 4096) { bytes[page] = 0x7F }
+            try bytes.write(to: url)
+
+            let check = try tool.runOnStore(["check"])
+            #expect(check.status == 65)
+            #expect(check.output.hasPrefix("integrity: "))
+            #expect(check.stderr.contains("keep a copy of the file"))
+            let read = try tool.runOnStore(["list", "c"])
+            #expect(read.status == 69)
+            #expect(try Data(contentsOf: url) == bytes)
+        }
+    }
 }

@@ -56,9 +56,3 @@ enum ReadCommands {
         return .ok
     }
 }
-
-/// A name for a message, in quotes, with control characters escaped and long names shortened.
-func quoted(_ name: String) -> String {
-    let shown = name.count > 80 ? String(name.prefix(77)) + "…" : name
-    return "\"" + JSONText.displayName(shown) + "\""
-}

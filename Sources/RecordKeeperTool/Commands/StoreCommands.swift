@@ -6,7 +6,15 @@ enum StoreCommands {
     /// SQLite's integrity check, then format version and sizes. Exit 65 when problems are found.
     static func check(_ context: CommandContext) async throws -> ExitCode {
         let store = try context.store.existingStore()
-        let problems = try await store.integrityCheck()
+        let problems: [String]
+        do {
+            problems = try await store.integrityCheck()
+        } catch let error as RecordStoreError where error.code == .corruptStore {
+            // SQLite can stop the check itself on a damaged page; that is the check's answer.
+            try context.output.write("integrity: damaged (\(error.sqliteMessage ?? "the database file is damaged"))\n")
+            throw ToolError(.dataError, "the store at \(context.store.path) is damaged: SQLite could not finish the "
+                            + "integrity check; keep a copy of the file before changing it")
+        }
         guard problems == ["ok"] else {
             try context.output.write("integrity: \(problems.count) problem(s)\n")
             for problem in problems {

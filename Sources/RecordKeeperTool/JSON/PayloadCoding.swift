@@ -147,3 +147,9 @@ enum JSONText {
         }.joined())
     }
 }
+
+/// A name for a message, in quotes, with control characters escaped and long names shortened.
+func quoted(_ name: String) -> String {
+    let shown = name.count > 80 ? String(name.prefix(77)) + "…" : name
+    return "\"" + JSONText.displayName(shown) + "\""
+}

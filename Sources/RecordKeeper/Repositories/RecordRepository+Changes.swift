@@ -38,29 +38,13 @@ extension RecordRepository {
     ///     for id in change.removed { shelf[id] = nil }
     /// }
     /// ```
-    public nonisolated func changes() async -> AsyncThrowingStream<RepositoryChange<Item>, any Error> {
-        let records = await store.changes(in: collection)
-        let collection = collection
-        let (stream, continuation) = AsyncThrowingStream<RepositoryChange<Item>, any Error>.makeStream()
-        let task = Task {
-            let decoder = RecordCoding.makeDecoder()
-            for await change in records {
-                do {
-                    continuation.yield(try Self.decode(change, collection: collection, decoder: decoder))
-                } catch {
-                    continuation.finish(throwing: error)
-                    return
-                }
-            }
-            continuation.finish()
-        }
-        continuation.onTermination = { _ in task.cancel() }
-        return stream
+    public nonisolated func changes() async -> RepositoryChanges<Item> {
+        RepositoryChanges(records: await store.changes(in: collection), collection: collection)
     }
 
     /// Decodes one record-level change; the first failure throws.
     static func decode(_ change: RecordChanges, collection: String, decoder: JSONDecoder) throws -> RepositoryChange<Item> {
-        let byKey: (String, String) -> Bool = { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+        let byKey: (String, String) -> Bool = { $0 < $1 }  // code-point order = UTF-8 byte order
         var result = RepositoryChange<Item>()
         for key in change.upserts.keys.sorted(by: byKey) {
             guard let data = change.upserts[key] else { continue }
@@ -75,5 +59,43 @@ extension RecordRepository {
             result.removed.append(id)
         }
         return result
+    }
+}
+
+/// The typed change stream of a ``RecordRepository``: one ``RepositoryChange`` per committed
+/// transaction that changed the collection, decoded as it is read.
+///
+/// The first record that does not decode ends the stream: `next()` throws
+/// ``RepositoryError`` once, and returns nil from then on. It never skips a record.
+public struct RepositoryChanges<Item>: AsyncSequence, Sendable
+where Item: Codable & Identifiable & Equatable & Sendable, Item.ID: Codable & Sendable {
+    public typealias Element = RepositoryChange<Item>
+
+    let records: AsyncStream<RecordChanges>
+    let collection: String
+
+    public func makeAsyncIterator() -> AsyncIterator {
+        AsyncIterator(base: records.makeAsyncIterator(), collection: collection)
+    }
+
+    /// Reads the store's changes and decodes them, one transaction at a time.
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        var base: AsyncStream<RecordChanges>.AsyncIterator
+        let collection: String
+        let decoder = RecordCoding.makeDecoder()
+        var isFinished = false
+
+        public mutating func next() async throws -> RepositoryChange<Item>? {
+            guard !isFinished, let change = await base.next() else {
+                isFinished = true
+                return nil
+            }
+            do {
+                return try RecordRepository<Item>.decode(change, collection: collection, decoder: decoder)
+            } catch {
+                isFinished = true
+                throw error
+            }
+        }
     }
 }

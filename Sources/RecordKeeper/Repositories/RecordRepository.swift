@@ -79,7 +79,7 @@ public actor RecordRepository<Item> where Item: Codable & Identifiable & Equatab
             newVersions[record.key] = record.version
         }
         versions = newVersions
-        return loaded.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }.map(\.item)
+        return loaded.sorted { $0.key < $1.key }.map(\.item)
     }
 
     /// The item with `id`, or nil when it is not stored. Remembers its version (or its

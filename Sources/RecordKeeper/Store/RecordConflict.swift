@@ -48,19 +48,20 @@ extension RecordStore {
     ///   their version).
     /// - Throws: ``RecordConflict`` or ``RecordStoreError``; either way nothing is written.
     @discardableResult
-    public func apply(
+    public nonisolated func apply(
         _ collection: String, changes: RecordChanges, expecting expected: [String: RecordVersion?]
     ) async throws -> [String: RecordVersion] {
         let input = try ValidatedChanges(collection, changes: changes, operation: "apply")
         let expected = try ValidatedChanges.normalizedVersions(expected, collection: input.collection, operation: "apply")
-        return try await performWrite("apply", collection: input.collection) { context in
+        let inline = mayWriteInline(input.upserts.count + input.removals.count)
+        return try await performWrite("apply", collection: input.collection, inline: inline) { context in
             try context.apply(
                 input.collection, upserts: input.upserts, removals: input.removals, expecting: expected)
         }
     }
 
     /// Every record of `collection` with its version, or nil when not established.
-    public func versionedRecords(_ collection: String) async throws -> [String: StoredRecord]? {
+    public nonisolated func versionedRecords(_ collection: String) async throws -> [String: StoredRecord]? {
         let name = try RecordNames.collection(collection, operation: "versionedRecords")
         return try await perform("versionedRecords", collection: name) { engine in
             var records: [String: StoredRecord] = [:]

@@ -23,7 +23,7 @@ public struct StoreInfo: Sendable, Equatable {
 
 extension RecordStore {
     /// The store's format version, SQLite version, journal mode and sizes.
-    public func info() async throws -> StoreInfo {
+    public nonisolated func info() async throws -> StoreInfo {
         try await perform("info", collection: nil) { engine in
             try engine.run {
                 let connection = engine.connection
@@ -39,14 +39,14 @@ extension RecordStore {
 
     /// SQLite's integrity check: `["ok"]` when the database is healthy, else one line per
     /// problem found.
-    public func integrityCheck() async throws -> [String] {
+    public nonisolated func integrityCheck() async throws -> [String] {
         try await perform("integrityCheck", collection: nil) { engine in
             try engine.run { try engine.connection.integrityCheck() }
         }
     }
 
     /// Limits the database to `pages` pages, so tests can make writes fail as on a full disk.
-    func setMaxPageCountForTesting(_ pages: Int) async throws {
+    nonisolated func setMaxPageCountForTesting(_ pages: Int) async throws {
         try await perform("setMaxPageCount", collection: nil) { engine in
             try engine.run { try engine.connection.setMaxPageCount(pages) }
         }

@@ -17,24 +17,19 @@ extension RecordStore {
         }
         let name = RecordNames.normalized(collection)
         let id = UUID()
-        observers[name, default: [:]][id] = continuation
-        continuation.onTermination = { [weak self] _ in
-            Task { await self?.removeObserver(name, id: id) }
+        let core = core
+        core.locked { $0.observers[name, default: [:]][id] = continuation }
+        continuation.onTermination = { _ in
+            core.locked { state in
+                state.observers[name]?[id] = nil
+                if state.observers[name]?.isEmpty == true { state.observers[name] = nil }
+            }
         }
         return stream
     }
 
-    private func removeObserver(_ collection: String, id: UUID) {
-        observers[collection]?[id] = nil
-        if observers[collection]?.isEmpty == true { observers[collection] = nil }
-    }
-
-    /// Yields committed changes to the observers of each collection.
-    func publish(_ changes: [String: RecordChanges]) {
-        for (collection, change) in changes where !change.isEmpty {
-            for continuation in observers[collection, default: [:]].values {
-                continuation.yield(change)
-            }
-        }
+    /// How many change streams observe `collection` (for tests).
+    nonisolated func observerCount(_ collection: String) -> Int {
+        core.locked { $0.observers[RecordNames.normalized(collection)]?.count ?? 0 }
     }
 }

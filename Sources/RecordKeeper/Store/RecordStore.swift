@@ -30,13 +30,10 @@ public actor RecordStore {
     /// Test seam: runs at the start of every opening attempt (may suspend or throw).
     let openingHook: (@Sendable () async throws -> Void)?
 
-    var connection: SQLiteConnection?
-    /// The identity of the store file when the connection opened it (nil in memory).
-    var fileIdentity: StoreFileIdentity?
+    /// The connection and the state requests share, behind a lock (see `StoreCore`).
+    nonisolated let core: StoreCore
     var opening: OpeningAttempt?
     var nextAttemptID: UInt64 = 0
-    var failNextCommit = false
-    var observers: [String: [UUID: AsyncStream<RecordChanges>.Continuation]] = [:]
 
     /// The serial executor the store's work runs on.
     public nonisolated var unownedExecutor: UnownedSerialExecutor {
@@ -59,10 +56,11 @@ public actor RecordStore {
         self.url = location.map { $0.isFileURL ? $0.standardizedFileURL : $0 }
         self.options = options
         self.openingHook = openingHook
+        self.core = StoreCore(path: self.url?.path, options: options)
         self.executor = DatabaseExecutor(label: "RecordKeeper.RecordStore \(location?.path ?? "in-memory")")
     }
 
-    var path: String? { url?.path }
+    nonisolated var path: String? { url?.path }
 
     // MARK: Reading
 
@@ -72,37 +70,40 @@ public actor RecordStore {
     /// Opens the store (creating the file) if it is not open yet.
     /// - Throws: ``RecordStoreError`` when the store cannot be opened or read; never an
     ///   empty answer in place of a failure.
-    public func read(_ collection: String) async throws -> [String: Data]? {
+    public nonisolated func read(_ collection: String) async throws -> [String: Data]? {
         let name = try RecordNames.collection(collection, operation: "read")
         return try await perform("read", collection: name) { try $0.readAll(name) }
     }
 
     /// Like ``read(_:)``, but when the store file does not exist (and no opening has begun)
     /// it returns nil and creates nothing: no file, no directory.
-    public func readIfPresent(_ collection: String) async throws -> [String: Data]? {
+    public nonisolated func readIfPresent(_ collection: String) async throws -> [String: Data]? {
         let name = try RecordNames.collection(collection, operation: "readIfPresent")
-        guard isPresent else { return nil }
+        guard await isPresent() else { return nil }
         return try await perform("readIfPresent", collection: name) { try $0.readAll(name) }
     }
 
     /// The payload of one record, or nil when there is none.
-    public func value(_ collection: String, key: String) async throws -> Data? {
+    ///
+    /// Point reads are short: when the store is open and idle they run at once on the
+    /// caller's thread instead of hopping to the store's executor.
+    public nonisolated func value(_ collection: String, key: String) async throws -> Data? {
         try await record(collection, key: key, operation: "value")?.data
     }
 
     /// One record with its version, or nil when there is none.
-    public func record(_ collection: String, key: String) async throws -> StoredRecord? {
+    public nonisolated func record(_ collection: String, key: String) async throws -> StoredRecord? {
         try await record(collection, key: key, operation: "record")
     }
 
-    private func record(_ collection: String, key: String, operation: String) async throws -> StoredRecord? {
+    private nonisolated func record(_ collection: String, key: String, operation: String) async throws -> StoredRecord? {
         let name = try RecordNames.collection(collection, operation: operation)
         let key = try RecordNames.key(key, collection: name, operation: operation)
-        return try await perform(operation, collection: name) { try $0.record(name, key: key) }
+        return try await perform(operation, collection: name, inline: true) { try $0.record(name, key: key) }
     }
 
     /// The established collections, sorted by name, with their record counts.
-    public func collections() async throws -> [CollectionSummary] {
+    public nonisolated func collections() async throws -> [CollectionSummary] {
         try await perform("collections", collection: nil) { try $0.collections() }
     }
 
@@ -116,7 +117,7 @@ public actor RecordStore {
     ///     after = page.last?.key
     /// }
     /// ```
-    public func records(_ collection: String, after: String? = nil, limit: Int = 1000) async throws -> [StoredRecord]? {
+    public nonisolated func records(_ collection: String, after: String? = nil, limit: Int = 1000) async throws -> [StoredRecord]? {
         let name = try RecordNames.collection(collection, operation: "records")
         guard limit > 0 else {
             throw RecordStoreError(
@@ -130,7 +131,7 @@ public actor RecordStore {
     // MARK: Writing
 
     /// Inserts or overwrites one record, establishing the collection if needed.
-    public func put(_ collection: String, key: String, data: Data) async throws {
+    public nonisolated func put(_ collection: String, key: String, data: Data) async throws {
         var changes = RecordChanges()
         changes[key] = data
         try await apply(changes: try ValidatedChanges(collection, changes: changes, operation: "put"), "put")
@@ -142,12 +143,13 @@ public actor RecordStore {
     ///
     /// - Throws: ``RecordStoreError``; on any failure the transaction is rolled back and
     ///   nothing of the change is stored. A bad key anywhere means nothing is written.
-    public func apply(_ collection: String, changes: RecordChanges) async throws {
+    public nonisolated func apply(_ collection: String, changes: RecordChanges) async throws {
         try await apply(changes: try ValidatedChanges(collection, changes: changes, operation: "apply"), "apply")
     }
 
-    private func apply(changes: ValidatedChanges, _ operation: String) async throws {
-        _ = try await performWrite(operation, collection: changes.collection) { context in
+    private nonisolated func apply(changes: ValidatedChanges, _ operation: String) async throws {
+        let inline = mayWriteInline(changes.upserts.count + changes.removals.count)
+        _ = try await performWrite(operation, collection: changes.collection, inline: inline) { context in
             try context.apply(changes.collection, upserts: changes.upserts, removals: changes.removals)
         }
     }
@@ -158,7 +160,7 @@ public actor RecordStore {
     /// With `onlyIfAbsent` and an established collection, nothing changes.
     /// - Returns: the collection's content after the call.
     @discardableResult
-    public func replace(
+    public nonisolated func replace(
         _ collection: String, values: [String: Data], onlyIfAbsent: Bool = false
     ) async throws -> [String: Data] {
         let input = try ValidatedChanges(collection, values: values, operation: "replace")
@@ -177,16 +179,16 @@ public actor RecordStore {
     ///
     /// When the store file does not exist (and no opening has begun) it does nothing and
     /// creates nothing.
-    public func removeCollection(_ collection: String) async throws {
+    public nonisolated func removeCollection(_ collection: String) async throws {
         let name = try RecordNames.collection(collection, operation: "removeCollection")
-        guard isPresent else { return }
+        guard await isPresent() else { return }
         try await performWrite("removeCollection", collection: name) { try $0.removeCollection(name) }
     }
 
     /// Makes the next write transaction fail at its commit and roll back, as a real commit
     /// failure would. For tests of failure handling; the store works normally afterwards.
-    public func failNextCommitForTesting() async throws {
-        failNextCommit = true
+    public nonisolated func failNextCommitForTesting() async throws {
+        core.locked { $0.failNextCommit = true }
     }
 
     /// Runs `body` as one write transaction, which may change any number of collections.
@@ -199,7 +201,7 @@ public actor RecordStore {
     ///     try tx.put("outbox", key: operationID, data: operationData)
     /// }
     /// ```
-    public func write<T: Sendable>(_ body: @Sendable (RecordTransaction) throws -> T) async throws -> T {
+    public nonisolated func write<T: Sendable>(_ body: @Sendable (RecordTransaction) throws -> T) async throws -> T {
         try await performWrite("write", collection: nil) { context in
             let transaction = RecordTransaction(context: context)
             defer { transaction.invalidate() }
@@ -209,7 +211,7 @@ public actor RecordStore {
 
     /// Runs `body` in one read transaction: everything it reads is one consistent snapshot,
     /// even while other connections write. For exports and reports.
-    public func snapshot<T: Sendable>(_ body: @Sendable (RecordSnapshot) throws -> T) async throws -> T {
+    public nonisolated func snapshot<T: Sendable>(_ body: @Sendable (RecordSnapshot) throws -> T) async throws -> T {
         try await perform("snapshot", collection: nil) { engine in
             try engine.begin(immediate: false)
             let snapshot = RecordSnapshot(engine: engine)
@@ -228,13 +230,12 @@ public actor RecordStore {
 
     /// Closes the database connection. The next request opens it again.
     public func close() async {
-        connection = nil
-        fileIdentity = nil
+        core.locked { $0.dropConnection() }
     }
 
     /// True when the store may hold data: it is open or opening, or its file exists.
-    private var isPresent: Bool {
-        if connection != nil || opening != nil { return true }
+    private func isPresent() -> Bool {
+        if opening != nil || core.locked({ $0.connection != nil }) { return true }
         guard let path else { return false }
         return FileManager.default.fileExists(atPath: path)
     }

@@ -101,7 +101,7 @@ import Testing
             var observers = 1
             for _ in 0..<200 where observers > 0 {
                 try await Task.sleep(for: .milliseconds(5))
-                observers = await store.observers["books"]?.count ?? 0
+                observers = store.observerCount("books")
             }
             #expect(observers == 0)
         }

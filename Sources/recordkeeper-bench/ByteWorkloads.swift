@@ -35,7 +35,8 @@ extension BenchRunner {
                 removeStore(url)
             }
         }
-        for (implementation, values) in samples {
+        for implementation in Implementation.allCases {
+            guard let values = samples[implementation] else { continue }
             record("W1", variant: options.durability.rawValue, n: n, implementation, metric: "time_s", samples: values)
         }
     }
@@ -157,7 +158,8 @@ extension BenchRunner {
                 samples[implementation, default: []].append(seconds)
             }
         }
-        for (implementation, values) in samples {
+        for implementation in Implementation.allCases {
+            guard let values = samples[implementation] else { continue }
             let note = implementation == .naive ? "copy of the in-memory dictionary (its file is read only at init, see W5)" : nil
             record(workload, variant: variant, n: n, implementation, metric: "time_s", samples: values, note: note)
             record(workload, variant: variant, n: n, implementation, metric: "records_per_s", samples: values.map { Double(n) / $0 })
@@ -203,7 +205,8 @@ extension BenchRunner {
                 samples[implementation, default: []].append(seconds)
             }
         }
-        for (implementation, values) in samples {
+        for implementation in Implementation.allCases {
+            guard let values = samples[implementation] else { continue }
             record("W4", n: n, implementation, metric: "time_s", samples: values, count: values.count * reads)
             record("W4", n: n, implementation, metric: "us_per_read", samples: values.map { $0 / Double(reads) * 1e6 }, count: values.count * reads)
         }

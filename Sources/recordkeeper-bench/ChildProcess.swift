@@ -200,7 +200,8 @@ extension BenchRunner {
                 samples[implementation, default: []].append(report.seconds * 1e3)
             }
         }
-        for (implementation, values) in samples {
+        for implementation in Implementation.allCases {
+            guard let values = samples[implementation] else { continue }
             let note = implementation == .naive ? "loads and decodes the whole file" : nil
             record("W5", n: n, implementation, metric: "time_ms", samples: values, note: note)
         }

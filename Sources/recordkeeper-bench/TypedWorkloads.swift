@@ -54,7 +54,8 @@ extension BenchRunner {
                 removeStore(url)
             }
         }
-        for (implementation, values) in samples {
+        for implementation in Implementation.allCases {
+            guard let values = samples[implementation] else { continue }
             record("T1", variant: options.durability.rawValue, n: n, implementation, metric: "time_s", samples: values)
         }
     }
@@ -154,7 +155,8 @@ extension BenchRunner {
                 samples[implementation, default: []].append(seconds)
             }
         }
-        for (implementation, values) in samples {
+        for implementation in Implementation.allCases {
+            guard let values = samples[implementation] else { continue }
             let note = implementation == .naive ? "copy of the in-memory dictionary" : nil
             record("T3", n: n, implementation, metric: "time_s", samples: values, note: note)
         }
@@ -199,7 +201,8 @@ extension BenchRunner {
                 samples[implementation, default: []].append(seconds)
             }
         }
-        for (implementation, values) in samples {
+        for implementation in Implementation.allCases {
+            guard let values = samples[implementation] else { continue }
             record("T4", n: n, implementation, metric: "time_s", samples: values, count: values.count * reads)
             record("T4", n: n, implementation, metric: "us_per_read", samples: values.map { $0 / Double(reads) * 1e6 }, count: values.count * reads)
         }

@@ -43,6 +43,15 @@ import Testing
         }
     }
 
+    @Test func `a key both upserted and removed is reported where it is removed`() throws {
+        try withTool { tool throws in
+            let file = try tool.file("changes.json", "{\"upserts\": {\"k\": 1},\n \"removals\": [\"a\",  \"k\"]}")
+            let result = try tool.runOnStore(["apply", "c", file])
+            #expect(result.status == 65)
+            #expect(result.stderr == "recordkeeper: \(file): line 2, column 21: key \"k\" is both upserted and removed; nothing was written\n")
+        }
+    }
+
     @Test func `errors never echo payload bytes`() throws {
         try withTool { tool throws in
             let secret = "s3cr3t-payload"

@@ -41,6 +41,7 @@ import Testing
             let result = try tool.runOnStore(["import", file, "--dry-run"])
             #expect(result.status == 0)
             #expect(result.output.contains("would add 1, change 0 and remove 0 records"))
+            #expect(result.output.hasSuffix("(no store at \(tool.storePath) yet; import creates it)\n"))
             #expect(!FileManager.default.fileExists(atPath: tool.storePath))
         }
     }

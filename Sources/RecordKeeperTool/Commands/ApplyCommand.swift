@@ -29,11 +29,12 @@ enum ApplyCommand {
     /// Reads a whole change set; every problem is a `JSONSyntaxError` with its position.
     static func parseChangeSet(_ json: JSONReader) throws -> RecordChanges {
         var changes = RecordChanges()
-        var removals: Set<String> = []
+        var removals: [String: JSONSyntaxError] = [:]  // Key and where it was given.
         try json.readObject { member in
             switch member {
             case "upserts":
                 try json.readObject { key in
+                    try json.skipWhitespace()
                     let position = json.error("")
                     guard !key.isEmpty else { throw JSONSyntaxError(line: position.line, column: position.column,
                                                                     message: "a key in \"upserts\" is empty") }
@@ -47,12 +48,13 @@ enum ApplyCommand {
                 }
             case "removals":
                 try json.readArray {
+                    try json.skipWhitespace()
                     let position = json.error("")
                     let key = try json.readString()
                     guard !key.isEmpty else {
                         throw JSONSyntaxError(line: position.line, column: position.column, message: "a key in \"removals\" is empty")
                     }
-                    removals.insert(key)
+                    removals[key] = position
                 }
             default:
                 throw json.error("unknown member \(quoted(member)); a change set has \"upserts\" and \"removals\"")
@@ -60,9 +62,10 @@ enum ApplyCommand {
         }
         try json.skipWhitespace()
         guard try json.input.peek() == nil else { throw json.error("unexpected content after the change set") }
-        for key in removals {
+        for (key, position) in removals.sorted(by: { ($0.value.line, $0.value.column) < ($1.value.line, $1.value.column) }) {
             guard changes.upserts[key] == nil else {
-                throw JSONSyntaxError(line: 1, column: 1, message: "key \(quoted(key)) is both upserted and removed")
+                throw JSONSyntaxError(line: position.line, column: position.column,
+                                      message: "key \(quoted(key)) is both upserted and removed")
             }
             changes[key] = nil
         }

@@ -24,7 +24,9 @@ enum ImportCommand {
             let counts = try await plan(file, store: context.store, replace: replace, showProgress: showProgress)
             try context.output.write("dry run: would add \(counts.added), change \(counts.changed) and remove "
                                      + "\(counts.removed) records (\(counts.unchanged) unchanged) in "
-                                     + "\(counts.collections) collections; nothing was written\n")
+                                     + "\(counts.collections) collections; nothing was written"
+                                     + (context.store.exists ? "" : " (no store at \(context.store.path) yet; import creates it)")
+                                     + "\n")
             return .ok
         }
 

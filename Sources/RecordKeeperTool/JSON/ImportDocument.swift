@@ -63,6 +63,7 @@ enum ImportDocument {
             guard !name.isEmpty else { throw json.error("a collection name is empty") }
             try visitor.collection(name)
             try json.readObject { key in
+                try json.skipWhitespace()
                 let position = json.error("")
                 guard !key.isEmpty else { throw json.error("a key is empty") }
                 var compact: [UInt8] = []
@@ -88,6 +89,7 @@ enum ImportDocument {
             case "collection": collection = try json.readString()
             case "key": key = try json.readString()
             case "value":
+                try json.skipWhitespace()
                 let position = json.error("")
                 var compact: [UInt8] = []
                 try json.readValue(into: &compact)

@@ -74,6 +74,25 @@ import Testing
         }
     }
 
+    @Test func `conditional writes succeed on the listed version and conflict with exit 75 otherwise`() throws {
+        try withTool { tool throws in
+            #expect(try tool.runOnStore(["put", "c", "k", "1", "--if-version", "absent"]).status == 0)
+            let again = try tool.runOnStore(["put", "c", "k", "2", "--if-version", "absent"])
+            #expect(again.status == 75)
+            #expect(again.stderr.split(separator: "\n").count == 1)
+            let version = try #require(try tool.runOnStore(["list", "c"]).outputLines.first?.split(separator: "\t").last)
+            #expect(try tool.runOnStore(["put", "c", "k", "3", "--if-version", String(version)]).status == 0)
+            #expect(try tool.runOnStore(["put", "c", "k", "4", "--if-version", String(version)]).status == 75)
+            #expect(try tool.runOnStore(["delete", "c", "k", "--if-version", String(version)]).status == 75)
+            #expect(try tool.runOnStore(["get", "c", "k"]).output == "3\n")
+            let current = try #require(try tool.runOnStore(["list", "c"]).outputLines.first?.split(separator: "\t").last)
+            #expect(try tool.runOnStore(["delete", "c", "k", "--if-version", String(current)]).status == 0)
+            #expect(try tool.runOnStore(["get", "c", "k"]).status == 66)
+            #expect(try tool.runOnStore(["put", "c", "k", "5", "--if-version", "soon"]).status == 64)
+            #expect(try tool.runOnStore(["delete", "c", "k", "--if-version", "absent"]).status == 64)
+        }
+    }
+
     @Test func `missing records and collections exit 66 with one line`() throws {
         try withTool { tool throws in
             try tool.runOnStore(["put", "users", "alice", "1"])

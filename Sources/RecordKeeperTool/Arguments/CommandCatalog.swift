@@ -29,15 +29,20 @@ enum CommandCatalog {
             options: [
                 .flag("json", help: "Require VALUE to be JSON and store its compact form."),
                 .flag("base64", help: "VALUE is base64; store the decoded bytes."),
+                .value("if-version", "VERSION",
+                       help: "Only if the record still has VERSION (see list), or 'absent': only if it does not exist."),
             ],
             summary: "Store a value (VALUE '-' reads standard input); creates the store if needed.",
-            discussion: "Without --json or --base64 the bytes of VALUE (or of standard input) are stored exactly."),
+            discussion: """
+                Without --json or --base64 the bytes of VALUE (or of standard input) are stored exactly.
+                With --if-version nothing is written, and the exit code is 75, when the record changed meanwhile.
+                """),
         CommandSpec(
             name: "delete",
             arguments: [ArgumentSpec(name: "COLLECTION", isOptional: false), ArgumentSpec(name: "KEY", isOptional: false)],
-            options: [],
+            options: [.value("if-version", "VERSION", help: "Only if the record still has VERSION (see list).")],
             summary: "Remove one record.",
-            discussion: "Exits 66 when the record does not exist."),
+            discussion: "Exits 66 when the record does not exist, 75 when --if-version no longer matches."),
         CommandSpec(
             name: "apply",
             arguments: [ArgumentSpec(name: "COLLECTION", isOptional: false), ArgumentSpec(name: "FILE", isOptional: false)],

@@ -1,7 +1,8 @@
 import Foundation
 import RecordKeeper
 
-/// `put` and `delete`.
+/// `put` and `delete`. With `--if-version` both are conditional writes
+/// (`RecordStore.apply(_:changes:expecting:)`): a record changed meanwhile is a conflict, exit 75.
 enum WriteCommands {
     /// Stores VALUE (or standard input for `-`) exactly; `--json` stores the compact form of a
     /// JSON value, `--base64` the decoded bytes. Creates the store if needed.
@@ -44,8 +45,27 @@ enum WriteCommands {
             data = Data(bytes)
         }
         let store = try context.store.writableStore()
-        try await store.put(collection, key: key, data: data)
+        if let expected = try expectedVersion(context, allowAbsent: true) {
+            var changes = RecordChanges()
+            changes[key] = data
+            try await store.apply(collection, changes: changes, expecting: [key: expected])
+        } else {
+            try await store.put(collection, key: key, data: data)
+        }
         return .ok
+    }
+
+    /// `--if-version`: nil when not given; `.some(nil)` for `absent` (must not exist).
+    private static func expectedVersion(
+        _ context: CommandContext, allowAbsent: Bool
+    ) throws(UsageError) -> RecordVersion?? {
+        guard let text = context.arguments.values["if-version"] else { return nil }
+        if allowAbsent && text == "absent" { return .some(nil) }
+        guard let number = Int64(text), number >= 0 else {
+            let expected = allowAbsent ? "a version number from 'list' or 'absent'" : "a version number from 'list'"
+            throw UsageError(message: "--if-version needs \(expected)", command: context.arguments.command)
+        }
+        return .some(RecordVersion(number))
     }
 
     /// Removes one record; a missing store or record is exit 66 and writes nothing.
@@ -53,6 +73,12 @@ enum WriteCommands {
         let collection = try context.name(0, "collection name")
         let key = try context.name(1, "key")
         let store = try context.store.existingStore()
+        if let expected = try expectedVersion(context, allowAbsent: false) {
+            var changes = RecordChanges()
+            changes[key] = nil
+            try await store.apply(collection, changes: changes, expecting: [key: expected])
+            return .ok
+        }
         let removed = try await store.write { transaction in
             guard try transaction.value(collection, key: key) != nil else { return false }
             var changes = RecordChanges()

@@ -240,4 +240,29 @@ import Testing
             #expect(keys == ["a", "b"])
         }
     }
+
+    @Test(arguments: StoreKind.allCases)
+    func `point reads and small writes never see another request's uncommitted work`(kind: StoreKind) async throws {
+        let options = RecordStore.Options(durability: .normal)
+        try await withStore(kind, options: options) { store, _ in
+            try await store.put("c", key: "k", data: Data("committed"))
+            struct Abort: Error {}
+            let started = Counter()
+            let writer = Task {
+                try await store.write { tx in
+                    try tx.put("c", key: "k", data: Data("uncommitted"))
+                    _ = started.increment()
+                    Thread.sleep(forTimeInterval: 0.2)
+                    throw Abort()
+                }
+            }
+            while started.count == 0 { try await Task.sleep(for: .milliseconds(1)) }
+            // The writer holds the connection: these must wait for it, not run inside it.
+            let seen = try await store.value("c", key: "k")
+            try await store.put("c", key: "other", data: Data("mine"))
+            await #expect(throws: Abort.self) { try await writer.value }
+            #expect(seen == Data("committed"))
+            #expect(try await store.read("c") == ["k": Data("committed"), "other": Data("mine")])
+        }
+    }
 }

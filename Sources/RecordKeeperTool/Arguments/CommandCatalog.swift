@@ -109,7 +109,7 @@ enum CommandCatalog {
         lines.append(contentsOf: optionLines(globalOptions))
         lines.append("")
         lines.append("Reading commands never create a store. Exit codes: 0 ok, 64 usage, 65 bad input data,")
-        lines.append("66 not found, 69 store refused, 70 internal error, 74 I/O error, 75 store busy.")
+        lines.append("66 not found, 69 store refused, 70 internal error, 74 I/O error, 75 conflict (store busy or record changed).")
         lines.append("Run 'recordkeeper COMMAND --help' for a command's details.")
         return lines.joined(separator: "\n") + "\n"
     }

@@ -46,6 +46,21 @@ import Testing
         }
     }
 
+    @Test func `reading commands leave an empty file empty and writing ones initialize it`() throws {
+        try withTool { tool throws in
+            try Data().write(to: URL(fileURLWithPath: tool.storePath))
+            for arguments in [["collections"], ["get", "c", "k"], ["export"], ["check"], ["delete", "c", "k"]] {
+                let result = try tool.runOnStore(arguments)
+                #expect(result.status == 66)
+                #expect(result.stderr.contains("is an empty file, not a store yet"))
+            }
+            #expect(try tool.runOnStore(["import", "-", "--dry-run"], input: Data("{}".utf8)).status == 65)
+            #expect(try Data(contentsOf: URL(fileURLWithPath: tool.storePath)).isEmpty)
+            #expect(try tool.runOnStore(["put", "c", "k", "1"]).status == 0)
+            #expect(try tool.runOnStore(["get", "c", "k"]).output == "1\n")
+        }
+    }
+
     @Test func `a directory in place of the store is refused`() throws {
         try withTool { tool throws in
             try FileManager.default.createDirectory(atPath: tool.storePath, withIntermediateDirectories: false)

@@ -25,7 +25,7 @@ enum ImportCommand {
             try context.output.write("dry run: would add \(counts.added), change \(counts.changed) and remove "
                                      + "\(counts.removed) records (\(counts.unchanged) unchanged) in "
                                      + "\(counts.collections) collections; nothing was written"
-                                     + (context.store.exists ? "" : " (no store at \(context.store.path) yet; import creates it)")
+                                     + (try context.store.holdsStore ? "" : " (no store at \(context.store.path) yet; import creates it)")
                                      + "\n")
             return .ok
         }
@@ -33,7 +33,7 @@ enum ImportCommand {
         // Replace needs counts from before the write; a missing store must not be created for
         // input that turns out malformed. Both read the input once before writing, so standard
         // input is first copied to a temporary file.
-        let needsFirstPass = replace || !context.store.exists
+        let needsFirstPass = try replace || !context.store.holdsStore
         let spooled: String? = needsFirstPass && file == "-" ? try spoolStandardInput() : nil
         let source = spooled ?? file
         defer {
@@ -64,7 +64,7 @@ enum ImportCommand {
     private static func plan(
         _ source: String, store access: StoreAccess, replace: Bool, showProgress: Bool
     ) async throws -> ImportCounts {
-        guard access.exists else {
+        guard try access.holdsStore else {
             let planner = ImportPlanner(lookup: { _, _ in nil }, storedCounts: [:], replace: replace)
             let progress = ProgressReporter(verb: "checked", isEnabled: showProgress)
             defer { progress.finish() }

@@ -16,23 +16,49 @@ struct StoreAccess: Sendable {
 
     var url: URL { URL(fileURLWithPath: path) }
 
-    var exists: Bool {
-        var isDirectory: ObjCBool = false
-        return FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory)
+    /// What is at the store path.
+    enum State: Equatable {
+        case missing
+        /// A file of zero bytes: SQLite would make it a database, but it holds no store yet.
+        case emptyFile
+        case directory
+        case file
     }
 
-    /// The store for a command that only reads: never creates a file. A missing file is reported
-    /// (exit 66) before `RecordStore` is constructed.
-    func existingStore() throws(ToolError) -> RecordStore {
+    func state() throws(ToolError) -> State {
         var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else { return .missing }
+        if isDirectory.boolValue { return .directory }
+        let size: Int
+        do {
+            let attributes = try FileManager.default.attributesOfItem(atPath: path)
+            size = (attributes[.size] as? NSNumber)?.intValue ?? 0
+        } catch {
+            throw ToolError(.ioError, "cannot inspect \(path): \(error.localizedDescription)")
+        }
+        return size == 0 ? .emptyFile : .file
+    }
+
+    /// Whether a store with contents is at the path (not missing, not an empty file).
+    var holdsStore: Bool {
+        get throws(ToolError) { try state() == .file }
+    }
+
+    /// The store for a command that only reads: never creates a file, and never turns an empty
+    /// file into a store. A missing or empty file is reported (exit 66) before `RecordStore` is
+    /// constructed.
+    func existingStore() throws(ToolError) -> RecordStore {
+        switch try state() {
+        case .missing:
             throw ToolError(.notFound, "no store at \(path) (give --store PATH or set RECORDKEEPER_STORE; "
                             + "put, apply and import create one)")
-        }
-        guard !isDirectory.boolValue else {
+        case .emptyFile:
+            throw ToolError(.notFound, "\(path) is an empty file, not a store yet (put, apply and import initialize it)")
+        case .directory:
             throw ToolError(.storeRefused, "\(path) is a directory, not a store file")
+        case .file:
+            return RecordStore(url: url)
         }
-        return RecordStore(url: url)
     }
 
     /// The store for a command that writes: created on first write if missing.

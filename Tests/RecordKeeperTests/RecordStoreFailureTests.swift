@@ -120,4 +120,13 @@ import Testing
         #expect(error.recoverySuggestion?.contains("Free some disk space") == true)
         #expect(error.description.contains("SQLite code 13"))
     }
+
+    @Test func `descriptions read as sentences with and without a collection`() {
+        let busy = RecordStoreError(code: .busy, operation: "write", path: "/tmp/s.sqlite")
+        #expect(busy.errorDescription == "Could not save in store /tmp/s.sqlite: another connection kept the store locked past the busy timeout.")
+        let full = RecordStoreError(code: .storageFull, operation: "apply", collection: "notes", key: "k")
+        #expect(full.errorDescription == "Could not save to collection \"notes\" (key \"k\"): the disk is full.")
+        let opening = RecordStoreError(code: .notADatabase, operation: "open", path: "/tmp/x")
+        #expect(opening.errorDescription == "Could not open the store at /tmp/x: the file is not an SQLite database.")
+    }
 }

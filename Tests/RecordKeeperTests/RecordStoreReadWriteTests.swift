@@ -216,6 +216,13 @@ import Testing
             }
             #expect(count == 1)
             #expect(try await store.value("outbox", key: "op-1") == Data("send order 1"))
+            let keys = try await store.write { tx in
+                var keys: [String] = []
+                try tx.put("orders", key: "0", data: Data("first"))
+                try tx.forEachRecord(in: "orders") { keys.append($0.key) }
+                return keys
+            }
+            #expect(keys == ["0", "1"])
             struct Abort: Error {}
             await #expect(throws: Abort.self) {
                 try await store.write { tx in
@@ -223,7 +230,7 @@ import Testing
                     throw Abort()
                 }
             }
-            #expect(try await store.read("orders") == ["1": Data("order")])
+            #expect(try await store.read("orders") == ["0": Data("first"), "1": Data("order")])
         }
     }
 

@@ -7,7 +7,7 @@ extension RecordStoreError: LocalizedError {
         if operation == "open" {
             sentence = "Could not open " + (path.map { "the store at \($0)" } ?? "the in-memory store")
         } else {
-            sentence = "Could not \(Self.verb(for: operation))"
+            sentence = "Could not \(Self.verb(for: operation, hasCollection: collection != nil))"
             if let collection { sentence += " collection \(Self.quoted(collection))" }
             if let key { sentence += " (key \(Self.quoted(key)))" }
             if let path { sentence += " in store \(path)" }
@@ -71,16 +71,16 @@ extension RecordStoreError: LocalizedError {
         }
     }
 
-    private static func verb(for operation: String) -> String {
+    private static func verb(for operation: String, hasCollection: Bool) -> String {
         switch operation {
-        case "open": return "open"
-        case "read", "readIfPresent", "value", "record", "records", "snapshot": return "read"
-        case "put", "apply", "write": return "save to"
+        case "read", "readIfPresent", "value", "record", "records", "snapshot", "versionedRecords", "forEachRecord":
+            return "read"
+        case "put", "apply", "write": return hasCollection ? "save to" : "save"
         case "replace": return "replace"
         case "removeCollection": return "remove"
         case "collections": return "list the collections"
-        case "info", "integrityCheck": return "inspect"
-        default: return "complete \(operation) on"
+        case "info", "integrityCheck": return "inspect the store"
+        default: return hasCollection ? "complete \(operation) on" : "complete \(operation)"
         }
     }
 }

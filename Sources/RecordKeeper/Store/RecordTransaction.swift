@@ -35,6 +35,15 @@ public final class RecordTransaction {
         return try context.engine.record(name, key: key)
     }
 
+    /// Calls `body` for every record of `collection` as this transaction sees it, in key
+    /// order, one at a time. Returns false (calling nothing) when the collection is not
+    /// established.
+    @discardableResult
+    public func forEachRecord(in collection: String, _ body: (StoredRecord) throws -> Void) throws -> Bool {
+        let name = try checked(collection, "forEachRecord")
+        return try context.engine.forEachRecord(name, body)
+    }
+
     /// Inserts or overwrites one record.
     public func put(_ collection: String, key: String, data: Data) throws {
         var changes = RecordChanges()

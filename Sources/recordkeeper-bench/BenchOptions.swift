@@ -99,6 +99,7 @@ struct BenchOptions: Sendable {
         var explicitSizes: [Int]?
         var explicitUpserts: Int?
         var explicitReads: Int?
+        var explicitBudget: Double?
         var index = 0
 
         func value(_ flag: String) throws -> String {
@@ -160,7 +161,7 @@ struct BenchOptions: Sendable {
                 guard let seconds = Double(text), seconds > 0 else {
                     throw ParseError(description: "--naive-budget expects seconds, got '\(text)'")
                 }
-                options.naiveBudget = seconds
+                explicitBudget = seconds
             case "--impls":
                 let text = try value(argument)
                 var chosen: Set<Implementation> = []
@@ -195,6 +196,7 @@ struct BenchOptions: Sendable {
         if let explicitSizes { options.scalingSizes = explicitSizes }
         if let explicitUpserts { options.upserts = explicitUpserts }
         if let explicitReads { options.pointReads = explicitReads }
+        if let explicitBudget { options.naiveBudget = explicitBudget }
         if let output = options.output {
             if output.hasSuffix(".json") {
                 options.outputFormat = .json

@@ -1,3 +1,4 @@
+import CSQLite
 import Foundation
 
 #if canImport(Glibc)
@@ -28,7 +29,7 @@ enum StoreOpener {
         do {
             connection = try SQLiteConnection(path: path, busyTimeout: options.busyTimeout)
             found = try checkFormat(of: connection, path: path)
-            if path != nil { _ = try connection.enableWriteAheadLog() }
+            if path != nil { try enableWriteAheadLog(connection, busyTimeout: options.busyTimeout) }
             try connection.setSynchronous(full: options.durability == .full)
         } catch let failure as SQLiteFailure {
             throw RecordStoreError(failure, operation: "open", path: path)
@@ -76,11 +77,45 @@ enum StoreOpener {
         }
     }
 
+    /// Switches the file to write-ahead logging. SQLite does not call the busy handler for
+    /// this change: while another connection is opening the same new store it fails at once
+    /// with SQLITE_BUSY. So retry, as the busy handler would, until the busy timeout.
+    private static func enableWriteAheadLog(
+        _ connection: SQLiteConnection, busyTimeout: Duration
+    ) throws(SQLiteFailure) {
+        let deadline = ContinuousClock.now + busyTimeout
+        while true {
+            do throws(SQLiteFailure) {
+                _ = try connection.enableWriteAheadLog()
+                return
+            } catch let failure where failure.primaryCode == SQLITE_BUSY && ContinuousClock.now < deadline {
+                usleep(2_000)
+            }
+        }
+    }
+
     /// Reads the header fields and refuses files this library must not touch.
     /// Returns the format version found (0 for a new, empty database).
     private static func checkFormat(of connection: SQLiteConnection, path: String?) throws -> Int {
-        let applicationID = try connection.applicationID()
-        let version = try connection.userVersion()
+        // One read transaction, so the header fields and the schema come from one state of the
+        // file: another connection may be creating this same store at this moment, and
+        // separate reads could see its application id before and its version after its commit.
+        let applicationID: Int32
+        let version: Int
+        let objectCount: Int
+        try connection.beginDeferred()
+        do throws(SQLiteFailure) {
+            applicationID = try connection.applicationID()
+            version = try connection.userVersion()
+            objectCount = try connection.schemaObjectCount()
+            try connection.commit()
+        } catch {
+            do { try connection.rollback() } catch let rollbackFailure {
+                throw SQLiteFailure(
+                    code: error.code, message: "\(error.message); ending the read also failed: \(rollbackFailure.message)")
+            }
+            throw error
+        }
         if applicationID == StoreFormat.applicationID {
             guard version <= StoreFormat.currentVersion else {
                 throw RecordStoreError(
@@ -89,7 +124,7 @@ enum StoreOpener {
             }
             return version
         }
-        if applicationID == 0, version == 0, try connection.schemaObjectCount() == 0 {
+        if applicationID == 0, version == 0, objectCount == 0 {
             return 0  // a new, empty database
         }
         throw RecordStoreError(

@@ -148,6 +148,16 @@ final class ChildProcess {
         process.waitUntilExit()
     }
 
+    /// Waits until the process has written something to stdout (or has ended).
+    func waitForOutput(timeout: Duration) async throws {
+        let deadline = ContinuousClock.now + timeout
+        while process.isRunning, ContinuousClock.now < deadline {
+            let attributes = try FileManager.default.attributesOfItem(atPath: outputURL.path)
+            if let size = attributes[.size] as? NSNumber, size.intValue > 0 { return }
+            try await Task.sleep(for: .milliseconds(2))
+        }
+    }
+
     func output() throws -> String { String(decoding: try Data(contentsOf: outputURL), as: UTF8.self) }
     func errorOutput() throws -> String { String(decoding: try Data(contentsOf: errorURL), as: UTF8.self) }
 

@@ -37,6 +37,31 @@ import Testing
     }
 
     @Test(arguments: StoreKind.allCases)
+    func `a record removed and written again never gets an old version back`(kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ in
+            try await store.put("c", key: "k", data: Data("1"))
+            for round in 2...5 { try await store.put("c", key: "k", data: Data("\(round)")) }
+            let loaded = try #require(try await store.record("c", key: "k")).version
+            // Removed and written again in one transaction, then in separate ones.
+            try await store.write { tx in
+                var removal = RecordChanges()
+                removal["k"] = nil
+                try tx.apply("c", changes: removal)
+                try tx.put("c", key: "k", data: Data("1"))
+            }
+            let sameTransaction = try #require(try await store.record("c", key: "k")).version
+            #expect(sameTransaction > loaded)
+            try await store.removeCollection("c")
+            try await store.put("c", key: "k", data: Data("1"))
+            let afterRemoval = try #require(try await store.record("c", key: "k")).version
+            #expect(afterRemoval > sameTransaction)
+            await #expect(throws: RecordConflict.self) {
+                try await store.apply("c", changes: RecordChanges(upserts: ["k": Data("x")]), expecting: ["k": loaded])
+            }
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
     func `expecting absence conflicts with a record that exists`(kind: StoreKind) async throws {
         try await withStore(kind) { store, _ in
             try await store.put("c", key: "k", data: Data("1"))

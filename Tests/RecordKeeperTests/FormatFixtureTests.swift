@@ -37,7 +37,11 @@ import Testing
             let store = RecordStore(url: url)
             try await store.put("progress", key: "positions/moby-dick", data: Data("{}".utf8))
             let version = try #require(try await store.record("progress", key: "positions/moby-dick")).version
-            #expect(version == RecordVersion(4))
+            #expect(version == RecordVersion(3), "an update gives the record its previous version + 1")
+            try await store.removeCollection("notes")
+            try await store.put("notes", key: "binary", data: Data([1]))
+            let recreated = try #require(try await store.record("notes", key: "binary")).version
+            #expect(recreated > RecordVersion(3), "a record written again after removal never gets an old version back")
             #expect(try await store.read("progress")?.count == 4)
         }
     }

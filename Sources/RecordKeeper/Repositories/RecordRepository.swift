@@ -66,20 +66,20 @@ public actor RecordRepository<Item> where Item: Codable & Identifiable & Equatab
     public func load() async throws -> [Item] {
         await takeTurn()
         defer { turns.release() }
-        guard let records = try await store.versionedRecords(collection) else {
+        guard let records = try await store.allRecords(collection) else {
             versions = [:]
             return []
         }
-        var loaded: [(key: String, item: Item)] = []
-        loaded.reserveCapacity(records.count)
+        var items: [Item] = []
+        items.reserveCapacity(records.count)
         var newVersions: [String: RecordVersion] = [:]
         newVersions.reserveCapacity(records.count)
-        for record in records.values {
-            loaded.append((record.key, try Self.decode(record.data, key: record.key, collection: collection, decoder: decoder)))
+        for record in records {  // already in key order
+            items.append(try Self.decode(record.data, key: record.key, collection: collection, decoder: decoder))
             newVersions[record.key] = record.version
         }
         versions = newVersions
-        return loaded.sorted { $0.key < $1.key }.map(\.item)
+        return items
     }
 
     /// The item with `id`, or nil when it is not stored. Remembers its version (or its

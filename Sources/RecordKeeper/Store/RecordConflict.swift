@@ -60,7 +60,18 @@ extension RecordStore {
         }
     }
 
-    /// Every record of `collection` with its version, or nil when not established.
+    /// Every record of `collection` with its version, in key order (UTF-8 bytes), or nil when
+    /// the collection is not established.
+    public nonisolated func allRecords(_ collection: String) async throws -> [StoredRecord]? {
+        let name = try RecordNames.collection(collection, operation: "allRecords")
+        return try await perform("allRecords", collection: name) { engine in
+            var records: [StoredRecord] = []
+            let exists = try engine.forEachRecord(name) { records.append($0) }
+            return exists ? records : nil
+        }
+    }
+
+    /// Every record of `collection` with its version, by key, or nil when not established.
     public nonisolated func versionedRecords(_ collection: String) async throws -> [String: StoredRecord]? {
         let name = try RecordNames.collection(collection, operation: "versionedRecords")
         return try await perform("versionedRecords", collection: name) { engine in

@@ -184,37 +184,55 @@ struct RecordEngine {
 
     // MARK: Writing
 
-    /// Inserts or overwrites one record; returns false (and writes nothing) when the stored
-    /// payload is already byte-for-byte equal.
-    func upsert(_ id: Int64, collection: String, key: String, data: Data, version: Int64) throws -> Bool {
+    /// Inserts or overwrites one record and returns its new version: `insertVersion` for a
+    /// new record, the previous version + 1 for a changed one. Returns nil (and writes
+    /// nothing) when the stored payload is already byte-for-byte equal.
+    func upsert(_ id: Int64, collection: String, key: String, data: Data, insertVersion: Int64) throws -> Int64? {
         try run(collection: collection, key: key) {
             try connection.withStatement(
                 """
                 INSERT INTO records (collection_id, key, payload, version) VALUES (?1, ?2, ?3, ?4)
                 ON CONFLICT (collection_id, key) DO UPDATE
-                SET payload = excluded.payload, version = excluded.version
-                WHERE payload IS NOT excluded.payload
+                SET payload = excluded.payload, version = records.version + 1
+                WHERE records.payload IS NOT excluded.payload
+                RETURNING version
                 """
             ) { statement in
                 try statement.bind(id, at: 1)
                 try statement.bind(key, at: 2)
                 try statement.bind(data, at: 3)
-                try statement.bind(version, at: 4)
-                try statement.run()
-                return connection.changes > 0
+                try statement.bind(insertVersion, at: 4)
+                guard try statement.step() else { return nil }
+                let version = statement.int64(at: 0)
+                while try statement.step() {}
+                return version
             }
         }
     }
 
-    /// Removes one record; returns whether it existed.
-    func remove(_ id: Int64, collection: String, key: String) throws -> Bool {
+    /// Removes one record; returns the version it had, or nil when it did not exist.
+    func remove(_ id: Int64, collection: String, key: String) throws -> Int64? {
         try run(collection: collection, key: key) {
-            try connection.withStatement("DELETE FROM records WHERE collection_id = ?1 AND key = ?2") {
-                statement in
+            try connection.withStatement(
+                "DELETE FROM records WHERE collection_id = ?1 AND key = ?2 RETURNING version"
+            ) { statement in
                 try statement.bind(id, at: 1)
                 try statement.bind(key, at: 2)
-                try statement.run()
-                return connection.changes > 0
+                guard try statement.step() else { return nil }
+                let version = statement.int64(at: 0)
+                while try statement.step() {}
+                return version
+            }
+        }
+    }
+
+    /// The highest version in a collection, or nil when it holds no records.
+    func highestVersion(_ id: Int64, collection: String) throws -> Int64? {
+        try run(collection: collection) {
+            try connection.withStatement("SELECT max(version) FROM records WHERE collection_id = ?1") { statement in
+                try statement.bind(id, at: 1)
+                guard try statement.step(), !statement.isNull(at: 0) else { return nil }
+                return statement.int64(at: 0)
             }
         }
     }
@@ -233,7 +251,7 @@ struct RecordEngine {
         }
     }
 
-    /// The last version handed out (store-wide sequence).
+    /// The version floor: at least every version a removed record ever had.
     func lastVersion() throws -> Int64 {
         try run {
             try connection.withStatement("SELECT value FROM store_meta WHERE name = 'last_version'") {
@@ -241,7 +259,7 @@ struct RecordEngine {
                 guard try statement.step() else {
                     throw RecordStoreError(
                         code: .malformedRecord, operation: operation, path: path,
-                        detail: "the store has no version sequence (store_meta.last_version)")
+                        detail: "the store has no version floor (store_meta.last_version)")
                 }
                 return statement.int64(at: 0)
             }

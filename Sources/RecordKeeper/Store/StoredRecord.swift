@@ -1,13 +1,14 @@
 public import Foundation
 
-/// The version of a stored record: a store-wide sequence number that every write transaction
-/// that changes a record advances. Two reads of a record see the same version exactly when no
-/// write changed it in between, even if it was removed and written again.
+/// The version of a stored record. Every write that changes the record's payload gives it a
+/// larger version, and a record removed and written again never gets an old version back, so
+/// two reads of a record see the same version exactly when no write changed it in between.
+/// Versions are compared per record (two records may have equal versions).
 public struct RecordVersion: Sendable, Hashable, Comparable, Codable, CustomStringConvertible {
-    /// The sequence number. Larger is newer.
+    /// The version number. Larger is newer.
     public let rawValue: Int64
 
-    /// Wraps a sequence number.
+    /// Wraps a version number.
     public init(_ rawValue: Int64) {
         self.rawValue = rawValue
     }
@@ -34,7 +35,7 @@ public struct StoredRecord: Sendable, Equatable {
     public let key: String
     /// The payload bytes.
     public let data: Data
-    /// The version of the write that last changed it.
+    /// Its version, changed by every write that changed it.
     public let version: RecordVersion
 
     /// Creates a record value.

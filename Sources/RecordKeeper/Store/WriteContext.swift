@@ -1,31 +1,51 @@
 import Foundation
 
-/// The state of one write transaction: the version it stamps on the records it changes, and
+/// The state of one write transaction: the versions it gives the records it inserts, and
 /// what it actually changed (for change streams).
+///
+/// Versions (format 1, see docs/FORMAT.md): an update gives a record its previous version + 1;
+/// an insert gives it `floor + 1`, where the floor (`store_meta.last_version`) is at least every
+/// version a removed record ever had. So a key's version only grows, even across removal and
+/// re-creation, and the floor is written only by transactions that remove records: a
+/// transaction that only updates writes nothing but the records themselves.
 final class WriteContext {
     let engine: RecordEngine
     /// Collections whose changes someone observes; others are not collected.
     private let observed: Set<String>
     /// What the transaction changed, per observed collection.
     private(set) var changes: [String: RecordChanges] = [:]
-    private var version: Int64?
+    /// The stored floor, read on first need.
+    private var storedFloor: Int64?
+    /// The floor including the versions this transaction removed.
+    private var floor: Int64?
 
     init(engine: RecordEngine, observed: Set<String>) {
         self.engine = engine
         self.observed = observed
     }
 
-    /// The version of this transaction, taken from the store-wide sequence on first use.
-    private func currentVersion() throws -> Int64 {
-        if let version { return version }
-        let next = try engine.lastVersion() + 1
-        version = next
-        return next
+    /// The version a record inserted now gets.
+    private func insertVersion() throws -> Int64 {
+        try currentFloor() + 1
     }
 
-    /// Records the new sequence value if anything was written. Call before committing.
+    private func currentFloor() throws -> Int64 {
+        if let floor { return floor }
+        let stored = try engine.lastVersion()
+        storedFloor = stored
+        floor = stored
+        return stored
+    }
+
+    /// Raises the floor above a version that was just removed.
+    private func removed(version: Int64) throws {
+        let current = try currentFloor()
+        if version > current { floor = version }
+    }
+
+    /// Stores the raised floor, if removals raised it. Call before committing.
     func finish() throws {
-        if let version { try engine.setLastVersion(version) }
+        if let floor, let storedFloor, floor > storedFloor { try engine.setLastVersion(floor) }
     }
 
     // MARK: Operations (names already validated and normalized)
@@ -47,17 +67,20 @@ final class WriteContext {
             }
             if !conflicts.isEmpty { throw RecordConflict(collection: collection, currentVersions: conflicts) }
         }
-        for key in removals where try engine.remove(id, collection: collection, key: key) {
+        for key in removals {
+            guard let removedVersion = try engine.remove(id, collection: collection, key: key) else { continue }
+            try removed(version: removedVersion)
             note(collection) { $0[key] = nil }
         }
-        let version = upserts.isEmpty ? 0 : try currentVersion()
+        let insertVersion = upserts.isEmpty ? 0 : try insertVersion()
         let isObserved = observed.contains(collection)
         var versions: [String: RecordVersion] = [:]
         versions.reserveCapacity(expected == nil ? 0 : upserts.count)
         for (key, data) in upserts {
-            if try engine.upsert(id, collection: collection, key: key, data: data, version: version) {
+            let written = try engine.upsert(id, collection: collection, key: key, data: data, insertVersion: insertVersion)
+            if let written {
                 if isObserved { note(collection) { $0[key] = data } }
-                if expected != nil { versions[key] = RecordVersion(version) }
+                if expected != nil { versions[key] = RecordVersion(written) }
             } else if expected != nil, let unchanged = try engine.version(id, collection: collection, key: key) {
                 versions[key] = unchanged
             }
@@ -84,6 +107,7 @@ final class WriteContext {
             let keys = try engine.versions(id, collection: collection).keys
             note(collection) { changes in for key in keys { changes[key] = nil } }
         }
+        if let highest = try engine.highestVersion(id, collection: collection) { try removed(version: highest) }
         try engine.removeCollection(id, name: collection)
     }
 

@@ -184,10 +184,31 @@ struct RecordEngine {
 
     // MARK: Writing
 
-    /// Inserts or overwrites one record and returns its new version: `insertVersion` for a
-    /// new record, the previous version + 1 for a changed one. Returns nil (and writes
-    /// nothing) when the stored payload is already byte-for-byte equal.
-    func upsert(_ id: Int64, collection: String, key: String, data: Data, insertVersion: Int64) throws -> Int64? {
+    /// Inserts or overwrites one record. Returns false (and writes nothing) when the stored
+    /// payload is already byte-for-byte equal. A new record gets `insertVersion`, a changed one
+    /// its previous version + 1.
+    func upsert(_ id: Int64, collection: String, key: String, data: Data, insertVersion: Int64) throws -> Bool {
+        try run(collection: collection, key: key) {
+            try connection.withStatement(
+                """
+                INSERT INTO records (collection_id, key, payload, version) VALUES (?1, ?2, ?3, ?4)
+                ON CONFLICT (collection_id, key) DO UPDATE
+                SET payload = excluded.payload, version = records.version + 1
+                WHERE records.payload IS NOT excluded.payload
+                """
+            ) { statement in
+                try bindUpsert(statement, id, key, data, insertVersion)
+                try statement.run()
+                return connection.changes > 0
+            }
+        }
+    }
+
+    /// Like `upsert`, returning the record's new version, or nil when nothing was written.
+    /// (A separate statement: RETURNING costs a little on every row of a bulk write.)
+    func upsertReturningVersion(
+        _ id: Int64, collection: String, key: String, data: Data, insertVersion: Int64
+    ) throws -> Int64? {
         try run(collection: collection, key: key) {
             try connection.withStatement(
                 """
@@ -198,16 +219,20 @@ struct RecordEngine {
                 RETURNING version
                 """
             ) { statement in
-                try statement.bind(id, at: 1)
-                try statement.bind(key, at: 2)
-                try statement.bind(data, at: 3)
-                try statement.bind(insertVersion, at: 4)
+                try bindUpsert(statement, id, key, data, insertVersion)
                 guard try statement.step() else { return nil }
                 let version = statement.int64(at: 0)
                 while try statement.step() {}
                 return version
             }
         }
+    }
+
+    private func bindUpsert(_ statement: Statement, _ id: Int64, _ key: String, _ data: Data, _ version: Int64) throws {
+        try statement.bind(id, at: 1)
+        try statement.bind(key, at: 2)
+        try statement.bind(data, at: 3)
+        try statement.bind(version, at: 4)
     }
 
     /// Removes one record; returns the version it had, or nil when it did not exist.

@@ -74,14 +74,22 @@ final class WriteContext {
         }
         let insertVersion = upserts.isEmpty ? 0 : try insertVersion()
         let isObserved = observed.contains(collection)
+        guard expected != nil else {
+            for (key, data) in upserts
+            where try engine.upsert(id, collection: collection, key: key, data: data, insertVersion: insertVersion) {
+                if isObserved { note(collection) { $0[key] = data } }
+            }
+            return [:]
+        }
         var versions: [String: RecordVersion] = [:]
-        versions.reserveCapacity(expected == nil ? 0 : upserts.count)
+        versions.reserveCapacity(upserts.count)
         for (key, data) in upserts {
-            let written = try engine.upsert(id, collection: collection, key: key, data: data, insertVersion: insertVersion)
+            let written = try engine.upsertReturningVersion(
+                id, collection: collection, key: key, data: data, insertVersion: insertVersion)
             if let written {
                 if isObserved { note(collection) { $0[key] = data } }
-                if expected != nil { versions[key] = RecordVersion(written) }
-            } else if expected != nil, let unchanged = try engine.version(id, collection: collection, key: key) {
+                versions[key] = RecordVersion(written)
+            } else if let unchanged = try engine.version(id, collection: collection, key: key) {
                 versions[key] = unchanged
             }
         }

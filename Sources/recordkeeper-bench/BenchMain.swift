@@ -9,6 +9,9 @@ enum BenchMain {
         if arguments.first == "__child" {
             exit(await Child.main(Array(arguments.dropFirst())))
         }
+        if arguments.first == "cli-roundtrip" {
+            exit(CLIRoundTrip.main(Array(arguments.dropFirst())))
+        }
         let options: BenchOptions
         do {
             options = try BenchOptions.parse(arguments)

@@ -32,7 +32,7 @@ public actor DocumentRepository<Document: RecordDocument> {
     public nonisolated let collection: String
 
     /// What the repository last confirmed about the stored document.
-    private enum Confirmed {
+    enum Confirmed {
         /// No document is stored; `versions` are those of the other records seen.
         case absent(versions: [String: RecordVersion])
         /// The document's records as stored (`_schema` included), and the versions seen.
@@ -130,7 +130,7 @@ public actor DocumentRepository<Document: RecordDocument> {
         return (document, state)
     }
 
-    private func readDocument() async throws -> (document: Document?, state: Confirmed) {
+    nonisolated func readDocument() async throws -> (document: Document?, state: Confirmed) {
         guard let records = try await store.versionedRecords(collection) else {
             return (nil, .absent(versions: [:]))
         }
@@ -163,7 +163,7 @@ public actor DocumentRepository<Document: RecordDocument> {
     }
 
     /// The document's records, `_schema` included.
-    private func encode(_ document: Document) throws -> [String: Data] {
+    private nonisolated func encode(_ document: Document) throws -> [String: Data] {
         var records = DocumentRecords(collection: collection, schemaVersion: document.schemaVersion)
         do {
             try document.encode(to: &records)
@@ -203,5 +203,51 @@ public actor DocumentRepository<Document: RecordDocument> {
     private func takeTurn() async {
         if turns.takeIfFree() { return }
         await withCheckedContinuation { turns.enqueue($0) }
+    }
+}
+
+extension DocumentRepository {
+    /// The stored document after each committed transaction that changed the collection, in
+    /// commit order, so a feature can refresh: nil when the document is absent (never saved,
+    /// or removed).
+    ///
+    /// Each element is the document read again after that commit (so it may already include
+    /// later commits). The stream does not change the base of this repository's next save:
+    /// ``load()`` first to save on top of someone else's change. A document that cannot be
+    /// rebuilt ends the stream: `next()` throws ``RepositoryError`` once, then returns nil.
+    public nonisolated func changes() async -> DocumentChanges<Document> {
+        DocumentChanges(records: await store.changes(in: collection), repository: self)
+    }
+}
+
+/// The change stream of a ``DocumentRepository``: the document after each committed change.
+public struct DocumentChanges<Document: RecordDocument>: AsyncSequence, Sendable {
+    public typealias Element = Document?
+
+    let records: AsyncStream<RecordChanges>
+    let repository: DocumentRepository<Document>
+
+    public func makeAsyncIterator() -> AsyncIterator {
+        AsyncIterator(base: records.makeAsyncIterator(), repository: repository)
+    }
+
+    /// Waits for the next committed change, then reads the document.
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        var base: AsyncStream<RecordChanges>.AsyncIterator
+        let repository: DocumentRepository<Document>
+        var isFinished = false
+
+        public mutating func next() async throws -> Document?? {
+            guard !isFinished, await base.next() != nil else {
+                isFinished = true
+                return nil
+            }
+            do {
+                return .some(try await repository.readDocument().document)
+            } catch {
+                isFinished = true
+                throw error
+            }
+        }
     }
 }

@@ -251,4 +251,33 @@ import Testing
             #expect(stored.vocabulary["ola"] == Word(translation: "wave"))
         }
     }
+
+    @Test(arguments: StoreKind.allCases)
+    func `the document change stream yields the document after each commit`(kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ in
+            let progress = DocumentRepository<ReadingProgress>(store: store, collection: "progress")
+            var changes = await progress.changes().makeAsyncIterator()
+            // Each element is read after its commit, so take it before the next write.
+            try await progress.save(Self.sample)
+            #expect(try await changes.next() == .some(Self.sample))
+            var advanced = Self.sample
+            advanced.positions["moby-dick"] = Position(chapter: 4, offset: 0)
+            try await progress.save(advanced)
+            #expect(try await changes.next() == .some(advanced))
+            try await store.removeCollection("progress")
+            #expect(try await changes.next() == .some(nil))
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func `a document that cannot be rebuilt ends its change stream with an error`(kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ in
+            let progress = DocumentRepository<ReadingProgress>(store: store, collection: "progress")
+            try await progress.save(Self.sample)
+            var changes = await progress.changes().makeAsyncIterator()
+            try await store.put("progress", key: "positions/moby-dick", data: Data("not json"))
+            await #expect(throws: RepositoryError.self) { try await changes.next() }
+            #expect(try await changes.next() == nil)
+        }
+    }
 }

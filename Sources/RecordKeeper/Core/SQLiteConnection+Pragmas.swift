@@ -1,19 +1,24 @@
 import CSQLite
 
 extension SQLiteConnection {
-    /// `PRAGMA application_id`.
-    func applicationID() throws(SQLiteFailure) -> Int32 {
-        Int32(truncatingIfNeeded: try integerPragma("PRAGMA application_id"))
+    /// `PRAGMA application_id`, `PRAGMA user_version` and the number of schema objects, read by
+    /// one statement: one implicit read transaction, so all three come from one state of the
+    /// file even while another connection is creating the same store.
+    func header() throws(SQLiteFailure) -> (applicationID: Int32, userVersion: Int, schemaObjects: Int) {
+        let statement = try Statement(
+            connection: handle,
+            sql: """
+                SELECT a.application_id, u.user_version, (SELECT count(*) FROM sqlite_master)
+                FROM pragma_application_id() AS a, pragma_user_version() AS u
+                """,
+            persistent: false)
+        guard try statement.step() else { return (0, 0, 0) }
+        return (Int32(truncatingIfNeeded: statement.int64(at: 0)), Int(statement.int64(at: 1)), Int(statement.int64(at: 2)))
     }
 
     /// `PRAGMA user_version`: the store's format version.
     func userVersion() throws(SQLiteFailure) -> Int {
         Int(try integerPragma("PRAGMA user_version"))
-    }
-
-    /// How many tables, indexes and views the schema holds.
-    func schemaObjectCount() throws(SQLiteFailure) -> Int {
-        Int(try integerPragma("SELECT count(*) FROM sqlite_master"))
     }
 
     /// Writes the format version and application id inside the current transaction.

@@ -97,25 +97,10 @@ enum StoreOpener {
     /// Reads the header fields and refuses files this library must not touch.
     /// Returns the format version found (0 for a new, empty database).
     private static func checkFormat(of connection: SQLiteConnection, path: String?) throws -> Int {
-        // One read transaction, so the header fields and the schema come from one state of the
-        // file: another connection may be creating this same store at this moment, and
-        // separate reads could see its application id before and its version after its commit.
-        let applicationID: Int32
-        let version: Int
-        let objectCount: Int
-        try connection.beginDeferred()
-        do throws(SQLiteFailure) {
-            applicationID = try connection.applicationID()
-            version = try connection.userVersion()
-            objectCount = try connection.schemaObjectCount()
-            try connection.commit()
-        } catch {
-            do { try connection.rollback() } catch let rollbackFailure {
-                throw SQLiteFailure(
-                    code: error.code, message: "\(error.message); ending the read also failed: \(rollbackFailure.message)")
-            }
-            throw error
-        }
+        // One statement, so the header fields and the schema come from one state of the file:
+        // another connection may be creating this same store at this moment, and separate
+        // reads could see its application id before and its version after its commit.
+        let (applicationID, version, objectCount) = try connection.header()
         if applicationID == StoreFormat.applicationID {
             guard version <= StoreFormat.currentVersion else {
                 throw RecordStoreError(

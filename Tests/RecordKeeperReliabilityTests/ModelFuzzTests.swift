@@ -286,11 +286,15 @@ struct Fuzzer {
     mutating func squeeze() async throws {
         let collection = ["notes", "a", "日本語"][random.below(3)]
         let key = "squeeze\(random.below(4))"
-        let data = random.bytes(100_000 + random.below(200_000))
+        let info = try await store.info()
+        // Usually more than the free pages can hold, so the write must grow the file and fail.
+        let room = info.freePageCount * info.pageSize
+        let size = random.chance(4) ? 100_000 : min(room + 50_000 + random.below(200_000), 3_000_000)
+        let data = random.bytes(size)
         operation = "squeeze: max_page_count = page_count, then put(\(collection), \(key), \(data.count) bytes)"
         note()
         let armed = failureArmed
-        try await store.setMaxPageCountForTesting(try await store.info().pageCount)
+        try await store.setMaxPageCountForTesting(info.pageCount)
         isOpen = true
         do {
             try await store.put(collection, key: key, data: data)

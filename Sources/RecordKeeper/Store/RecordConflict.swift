@@ -48,7 +48,7 @@ extension RecordStore {
     ///   their version).
     /// - Throws: ``RecordConflict`` or ``RecordStoreError``; either way nothing is written.
     @discardableResult
-    public nonisolated func apply(
+    public nonisolated(nonsending) func apply(
         _ collection: String, changes: RecordChanges, expecting expected: [String: RecordVersion?]
     ) async throws -> [String: RecordVersion] {
         let input = try ValidatedChanges(collection, changes: changes, operation: "apply")

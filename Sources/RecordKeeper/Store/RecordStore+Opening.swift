@@ -55,7 +55,7 @@ extension RecordStore {
 
     /// Runs a request: inline on the caller's thread when `inline` allows it and the store is
     /// open and idle, otherwise on the store's executor after opening it if needed.
-    nonisolated func execute<T: Sendable>(
+    nonisolated(nonsending) func execute<T: Sendable>(
         inline: Bool, _ body: @Sendable (StoreCore, CoreState) throws -> T
     ) async throws -> T {
         try Task.checkCancellation()
@@ -84,7 +84,7 @@ extension RecordStore {
     }
 
     /// Runs one read request.
-    nonisolated func perform<T: Sendable>(
+    nonisolated(nonsending) func perform<T: Sendable>(
         _ operation: String, collection: String?, inline: Bool = false,
         _ body: @Sendable (RecordEngine) throws -> T
     ) async throws -> T {
@@ -94,7 +94,7 @@ extension RecordStore {
     }
 
     /// Runs one write transaction (see `StoreCore.performWrite`).
-    nonisolated func performWrite<T: Sendable>(
+    nonisolated(nonsending) func performWrite<T: Sendable>(
         _ operation: String, collection: String?, inline: Bool = false,
         _ body: @Sendable (WriteContext) throws -> T
     ) async throws -> T {

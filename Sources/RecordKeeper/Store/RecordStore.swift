@@ -87,16 +87,16 @@ public actor RecordStore {
     ///
     /// Point reads are short: when the store is open and idle they run at once on the
     /// caller's thread instead of hopping to the store's executor.
-    public nonisolated func value(_ collection: String, key: String) async throws -> Data? {
+    public nonisolated(nonsending) func value(_ collection: String, key: String) async throws -> Data? {
         try await record(collection, key: key, operation: "value")?.data
     }
 
     /// One record with its version, or nil when there is none.
-    public nonisolated func record(_ collection: String, key: String) async throws -> StoredRecord? {
+    public nonisolated(nonsending) func record(_ collection: String, key: String) async throws -> StoredRecord? {
         try await record(collection, key: key, operation: "record")
     }
 
-    private nonisolated func record(_ collection: String, key: String, operation: String) async throws -> StoredRecord? {
+    private nonisolated(nonsending) func record(_ collection: String, key: String, operation: String) async throws -> StoredRecord? {
         let name = try RecordNames.collection(collection, operation: operation)
         let key = try RecordNames.key(key, collection: name, operation: operation)
         return try await perform(operation, collection: name, inline: true) { try $0.record(name, key: key) }
@@ -131,7 +131,7 @@ public actor RecordStore {
     // MARK: Writing
 
     /// Inserts or overwrites one record, establishing the collection if needed.
-    public nonisolated func put(_ collection: String, key: String, data: Data) async throws {
+    public nonisolated(nonsending) func put(_ collection: String, key: String, data: Data) async throws {
         var changes = RecordChanges()
         changes[key] = data
         try await apply(changes: try ValidatedChanges(collection, changes: changes, operation: "put"), "put")
@@ -143,11 +143,11 @@ public actor RecordStore {
     ///
     /// - Throws: ``RecordStoreError``; on any failure the transaction is rolled back and
     ///   nothing of the change is stored. A bad key anywhere means nothing is written.
-    public nonisolated func apply(_ collection: String, changes: RecordChanges) async throws {
+    public nonisolated(nonsending) func apply(_ collection: String, changes: RecordChanges) async throws {
         try await apply(changes: try ValidatedChanges(collection, changes: changes, operation: "apply"), "apply")
     }
 
-    private nonisolated func apply(changes: ValidatedChanges, _ operation: String) async throws {
+    private nonisolated(nonsending) func apply(changes: ValidatedChanges, _ operation: String) async throws {
         let inline = mayWriteInline(changes.upserts.count + changes.removals.count)
         _ = try await performWrite(operation, collection: changes.collection, inline: inline) { context in
             try context.apply(changes.collection, upserts: changes.upserts, removals: changes.removals)

@@ -6,7 +6,7 @@ import Foundation
 /// Requests run in one of two places, always with the lock held for the whole request:
 /// - on the store's own serial executor (a dispatch queue): opening, whole-collection reads,
 ///   bulk writes, commits that `fsync`, transactions and snapshots;
-/// - inline, on the caller's thread, for short requests only (point reads; small writes when
+/// - inline, on the caller's executor (the functions are `nonisolated(nonsending)`), for short requests only (point reads; small writes when
 ///   commits do not `fsync`) and only when the lock is free at that moment. They take a few
 ///   microseconds, the time a thread hop to the executor would cost twice over.
 ///

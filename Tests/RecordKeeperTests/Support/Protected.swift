@@ -1,6 +1,6 @@
 import Foundation
 
-/// A value guarded by a lock, for the little state that must be reached from any thread.
+/// A value guarded by a lock, for test state reached from several tasks.
 ///
 /// `@unchecked Sendable` because every access to `value` goes through `lock`, so no two threads
 /// ever touch it at once. (Synchronization's `Mutex` needs macOS 15 / iOS 18; this runs earlier.)

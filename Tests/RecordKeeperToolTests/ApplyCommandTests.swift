@@ -15,12 +15,38 @@ import Testing
                 """)
             let result = try tool.runOnStore(["apply", "users", file])
             #expect(result.status == 0)
-            #expect(result.output == "applied to \"users\": 3 upserted, 2 removed\n")
+            #expect(result.output == "applied to \"users\": added 3, changed 0, removed 1, unchanged 0, already absent 1\n")
             #expect(try tool.runOnStore(["get", "users", "alice", "--raw"]).output == #"{"name":"Alice"}"#)
             #expect(try tool.runOnStore(["get", "users", "bob", "--raw"]).output == #""text""#)
             #expect(try tool.runOnStore(["get", "users", "bin", "--raw"]).stdout == Data([0, 1, 255]))
             #expect(try tool.runOnStore(["get", "users", "old"]).status == 66)
             #expect(try tool.runOnStore(["get", "users", "kept"]).output == "2\n")
+        }
+    }
+
+    @Test func `removing three keys of which one existed reports one removed and two already absent`() throws {
+        try withTool { tool throws in
+            try tool.runOnStore(["put", "c", "b", "1"])
+            let file = try tool.file("changes.json", #"{"removals": ["a", "b", "c"]}"#)
+            let result = try tool.runOnStore(["apply", "c", file])
+            #expect(result.status == 0)
+            #expect(result.output == "applied to \"c\": added 0, changed 0, removed 1, unchanged 0, already absent 2\n")
+        }
+    }
+
+    @Test func `re-applying an identical upsert reports it unchanged and writes nothing`() throws {
+        try withTool { tool throws in
+            let file = try tool.file("changes.json", #"{"upserts": {"k": [1, 2], "n": 3}}"#)
+            let first = try tool.runOnStore(["apply", "c", file])
+            #expect(first.output == "applied to \"c\": added 2, changed 0, removed 0, unchanged 0, already absent 0\n")
+            let again = try tool.runOnStore(["apply", "c", file])
+            #expect(again.status == 0)
+            #expect(again.output == "applied to \"c\": added 0, changed 0, removed 0, unchanged 2, already absent 0; "
+                    + "nothing was written\n")
+            #expect(try tool.runOnStore(["list", "c"]).output == "k\t5\t1\nn\t1\t1\n")
+            let changed = try tool.file("changed.json", #"{"upserts": {"k": [1, 2], "n": 4}}"#)
+            #expect(try tool.runOnStore(["apply", "c", changed]).output
+                    == "applied to \"c\": added 0, changed 1, removed 0, unchanged 1, already absent 0\n")
         }
     }
 

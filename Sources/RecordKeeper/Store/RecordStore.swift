@@ -141,10 +141,17 @@ public actor RecordStore {
     /// only the given payloads (skipping those already stored byte-for-byte), and touches no
     /// other record. Establishes the collection, even when the change is empty.
     ///
+    /// - Returns: what became of each named key (added, changed, unchanged, removed, or not
+    ///   found for removal), counted inside the transaction.
     /// - Throws: ``RecordStoreError``; on any failure the transaction is rolled back and
     ///   nothing of the change is stored. A bad key anywhere means nothing is written.
-    public nonisolated(nonsending) func apply(_ collection: String, changes: RecordChanges) async throws {
-        try await apply(changes: try ValidatedChanges(collection, changes: changes, operation: "apply"), "apply")
+    @discardableResult
+    public nonisolated(nonsending) func apply(_ collection: String, changes: RecordChanges) async throws -> AppliedChanges {
+        let input = try ValidatedChanges(collection, changes: changes, operation: "apply")
+        let inline = mayWriteInline(input.upserts.count + input.removals.count)
+        return try await performWrite("apply", collection: input.collection, inline: inline) { context in
+            try context.applyReporting(input.collection, upserts: input.upserts, removals: input.removals)
+        }
     }
 
     private nonisolated(nonsending) func apply(changes: ValidatedChanges, _ operation: String) async throws {

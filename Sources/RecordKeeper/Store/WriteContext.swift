@@ -96,6 +96,38 @@ final class WriteContext {
         return versions
     }
 
+    /// Removes and upserts like `apply`, and reports what became of each key. Costs one point
+    /// lookup per upserted key (to tell an insert from an overwrite), so only the public
+    /// `RecordStore.apply(_:changes:)` uses it.
+    func applyReporting(
+        _ collection: String, upserts: [(key: String, data: Data)], removals: [String]
+    ) throws -> AppliedChanges {
+        let id = try engine.establish(collection)
+        var applied = AppliedChanges()
+        for key in removals {
+            guard let removedVersion = try engine.remove(id, collection: collection, key: key) else {
+                applied.notFound.append(key)
+                continue
+            }
+            try removed(version: removedVersion)
+            note(collection) { $0[key] = nil }
+            applied.removed.append(key)
+        }
+        guard !upserts.isEmpty else { return applied }
+        let insertVersion = try insertVersion()
+        let isObserved = observed.contains(collection)
+        for (key, data) in upserts {
+            let existed = try engine.version(id, collection: collection, key: key) != nil
+            if try engine.upsert(id, collection: collection, key: key, data: data, insertVersion: insertVersion) {
+                if isObserved { note(collection) { $0[key] = data } }
+                if existed { applied.changed.append(key) } else { applied.added.append(key) }
+            } else {
+                applied.unchanged.append(key)
+            }
+        }
+        return applied
+    }
+
     /// Makes `values` the whole content of `collection`.
     func replace(_ collection: String, values: [(key: String, data: Data)]) throws {
         let id = try engine.establish(collection)

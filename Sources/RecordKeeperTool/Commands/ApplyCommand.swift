@@ -4,7 +4,8 @@ import RecordKeeper
 /// `apply COLLECTION FILE|-`: a JSON change set applied as one transaction.
 ///
 /// The change set is `{"upserts": {"KEY": VALUE, ...}, "removals": ["KEY", ...]}` (both
-/// members optional). It is read and checked completely before the store is touched.
+/// members optional). It is read and checked completely before the store is touched. The
+/// summary reports what the store did, not what the change set asked for.
 enum ApplyCommand {
     static func run(_ context: CommandContext) async throws -> ExitCode {
         let collection = try context.name(0, "collection name")
@@ -18,12 +19,22 @@ enum ApplyCommand {
                             + "\(error.message); nothing was written")
         }
         let store = try context.store.writableStore()
-        try await store.apply(collection, changes: changes)
+        let applied = try await store.apply(collection, changes: changes)
         if !context.quiet {
-            try context.output.write(
-                "applied to \(quoted(collection)): \(changes.upserts.count) upserted, \(changes.removals.count) removed\n")
+            try context.output.write(summary(applied, collection: collection) + "\n")
         }
         return .ok
+    }
+
+    /// One line saying what the apply did, counted by the store inside its transaction (like
+    /// `import`): keys to remove that were not stored count as "already absent", upserts of
+    /// the payload already stored as "unchanged".
+    static func summary(_ applied: AppliedChanges, collection: String) -> String {
+        var line = "applied to \(quoted(collection)): added \(applied.added.count), changed \(applied.changed.count), "
+            + "removed \(applied.removed.count), unchanged \(applied.unchanged.count), "
+            + "already absent \(applied.notFound.count)"
+        if applied.writtenCount == 0 { line += "; nothing was written" }
+        return line
     }
 
     /// Reads a whole change set; every problem is a `JSONSyntaxError` with its position.

@@ -55,7 +55,30 @@ import Testing
     @Test func `an unknown option names the command`() {
         let error = usageError(["list", "users", "--colour"])
         #expect(error == UsageError(message: "unknown option --colour for 'list'", command: "list"))
-        #expect(usageError(["list", "users", "-x"])?.message == "unknown option -x")
+        #expect(usageError(["list", "users", "-x"])?.message
+                == "unknown option -x; a value starting with '-' goes after '--', as in: -- -x")
+        #expect(usageError(["-x"])?.message == "unknown option -x")
+    }
+
+    @Test(arguments: ["-5", "-1.5", "-.5", "-0", "-[1]", "-{}", "-\"x\"", "- x", "-€5"])
+    func `a dash before a non-letter is a value, not an option`(value: String) throws {
+        let parsed = try parse(["put", "notes", "n", value])
+        #expect(parsed.command == "put")
+        #expect(parsed.positionals == ["notes", "n", value])
+        #expect(parsed.flags.isEmpty)
+    }
+
+    @Test func `a negative number is a value wherever it stands`() throws {
+        #expect(try parse(["put", "-q", "notes", "-1", "-2"]).positionals == ["notes", "-1", "-2"])
+        #expect(try parse(["put", "notes", "n", "-5", "--json"]).flags == ["json"])
+        #expect(try parse(["put", "--if-version", "3", "notes", "n", "-5"]).values["if-version"] == "3")
+    }
+
+    @Test func `a value starting with dash and a letter needs the double dash`() throws {
+        #expect(usageError(["put", "notes", "n", "-abc"])?.message
+                == "unknown option -a; a value starting with '-' goes after '--', as in: -- -abc")
+        #expect(try parse(["put", "notes", "n", "--json", "--", "-abc"]).positionals == ["notes", "n", "-abc"])
+        #expect(try parse(["put", "notes", "--", "-n", "--"]).positionals == ["notes", "-n", "--"])
     }
 
     @Test func `a command option before the command is explained`() {

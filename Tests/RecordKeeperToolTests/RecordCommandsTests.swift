@@ -34,6 +34,21 @@ import Testing
         }
     }
 
+    @Test func `values starting with a dash are stored: negative numbers as they are, others after --`() throws {
+        try withTool { tool throws in
+            #expect(try tool.runOnStore(["put", "notes", "n", "-5"]).status == 0)
+            #expect(try tool.runOnStore(["put", "notes", "j", "-1.5e3", "--json"]).status == 0)
+            // Options go before `--`: everything after it is an argument.
+            #expect(try tool.run(["--store", tool.storePath, "put", "notes", "w", "--", "-rf"]).status == 0)
+            #expect(try tool.runOnStore(["get", "notes", "n", "--raw"]).output == "-5")
+            #expect(try tool.runOnStore(["get", "notes", "j"]).output == "-1.5e3\n")
+            #expect(try tool.runOnStore(["get", "notes", "w", "--raw"]).output == "-rf")
+            let refused = try tool.runOnStore(["put", "notes", "x", "-rf"])
+            #expect(refused.status == 64)
+            #expect(refused.stderr.contains("goes after '--'"))
+        }
+    }
+
     @Test func `put refuses bad JSON or base64 with exit 65 and writes nothing`() throws {
         try withTool { tool throws in
             let json = try tool.runOnStore(["put", "c", "k", "--json", "{\"a\":"])

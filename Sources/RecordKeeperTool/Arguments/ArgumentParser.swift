@@ -59,6 +59,10 @@ struct UsageError: Error, Equatable {
 /// A small parser: GNU-style long options (`--name value`, `--name=value`), `-h`, `--` ending
 /// options, `-` as an ordinary argument (standard input). Options of the tool as a whole may
 /// come before or after the command; a command's own options come after it.
+///
+/// A token of one dash followed by something other than a letter (`-5`, `-1.5`, `-[1]`) is
+/// an ordinary argument too, since no option looks like that: `put notes n -5` stores `-5`.
+/// Other values starting with `-` go after `--`.
 enum ArgumentParser {
     static func parse(
         _ arguments: [String], globalOptions: [OptionSpec], commands: [CommandSpec]
@@ -116,11 +120,15 @@ enum ArgumentParser {
                 }
                 continue
             }
-            if !optionsEnded && argument.hasPrefix("-") && argument != "-" {
+            if !optionsEnded && isShortOptionCluster(argument) {
                 let letters = argument.dropFirst()
                 for letter in letters {
                     guard let spec = lookupShort(letter), !spec.takesValue else {
-                        throw UsageError(message: "unknown option -\(letter)", command: result.command)
+                        var message = "unknown option -\(letter)"
+                        if result.command != nil {
+                            message += "; a value starting with '-' goes after '--', as in: -- \(argument)"
+                        }
+                        throw UsageError(message: message, command: result.command)
                     }
                     result.flags.insert(spec.name)
                 }
@@ -141,6 +149,16 @@ enum ArgumentParser {
             try checkArity(result.positionals, spec: commandSpec)
         }
         return result
+    }
+
+    /// Whether `argument` is a cluster of short options such as `-h` or `-qh`: one dash and a
+    /// letter. `-` alone, and a dash before a digit or any other non-letter (a negative
+    /// number, `-.5`, `-[1]`), are values.
+    static func isShortOptionCluster(_ argument: String) -> Bool {
+        guard argument.hasPrefix("-"), !argument.hasPrefix("--") else { return false }
+        let rest = argument.dropFirst()
+        guard let first = rest.first else { return false }
+        return first.isLetter
     }
 
     private static func checkArity(_ positionals: [String], spec: CommandSpec) throws(UsageError) {

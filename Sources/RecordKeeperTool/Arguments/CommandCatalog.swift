@@ -36,6 +36,7 @@ enum CommandCatalog {
             discussion: """
                 Without --json or --base64 the bytes of VALUE (or of standard input) are stored exactly.
                 With --if-version nothing is written, and the exit code is 75, when the record changed meanwhile.
+                A VALUE such as -5 is a value; one starting with '-' and a letter goes after '--' (put c k -- -x).
                 """),
         CommandSpec(
             name: "delete",

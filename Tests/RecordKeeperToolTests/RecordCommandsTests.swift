@@ -108,6 +108,38 @@ import Testing
         }
     }
 
+    @Test func `a conditional write says what it found instead of what it expected`() throws {
+        try withTool { tool throws in
+            try tool.runOnStore(["put", "c", "k", "1"])
+            let exists = try tool.runOnStore(["put", "c", "k", "2", "--if-version", "absent"])
+            #expect(exists.status == 75)
+            #expect(exists.stderr == "recordkeeper: Could not save to collection \"c\": \"k\" already exists, at version 1; "
+                    + "nothing was written.\n")
+            let stale = try tool.runOnStore(["delete", "c", "k", "--if-version", "7"])
+            #expect(stale.status == 75)
+            #expect(stale.stderr.hasPrefix("recordkeeper: Could not save to collection \"c\": \"k\" changed since it was "
+                                           + "loaded (version 7, now 1); nothing was written."))
+        }
+    }
+
+    @Test func `writes to a damaged store name the key, with and without a condition`() throws {
+        try withTool { tool throws in
+            try tool.runOnStore(["put", "c", "first", "1"])
+            let url = URL(fileURLWithPath: tool.storePath)
+            var bytes = try Data(contentsOf: url)
+            try #require(bytes.count > 4096)
+            bytes.replaceSubrange(4096..., with: Data(repeating: 0xFF, count: bytes.count - 4096))
+            try bytes.write(to: url)
+            for arguments in [["put", "c", "k", "2"], ["put", "c", "k", "2", "--if-version", "absent"], ["delete", "c", "k"]] {
+                let result = try tool.runOnStore(arguments)
+                #expect(result.status == 69, "\(arguments)")
+                #expect(result.stderr.hasPrefix("recordkeeper: Could not save to collection \"c\" (key \"k\") in store "),
+                        "\(arguments): \(result.stderr)")
+                #expect(result.stderr.contains("the database file is damaged"), "\(arguments)")
+            }
+        }
+    }
+
     @Test func `missing records and collections exit 66 with one line`() throws {
         try withTool { tool throws in
             try tool.runOnStore(["put", "users", "alice", "1"])

@@ -12,6 +12,9 @@ extension RecordStoreError: LocalizedError {
             if let key { sentence += " (key \(Self.quoted(key)))" }
             if let path { sentence += " in store \(path)" }
         }
+        // A reason may end in a period of its own (Foundation's messages do): one is enough.
+        var reason = reason
+        while reason.hasSuffix(".") { reason.removeLast() }
         sentence += ": " + reason
         if let sqliteMessage, code == .sqlite || code == .ioError || code == .corruptStore {
             sentence += " (SQLite: \(sqliteMessage))"
@@ -57,7 +60,7 @@ extension RecordStoreError: LocalizedError {
         case .newerFormat: return "the store was written by a newer RecordKeeper" + (detail.map { " (\($0))" } ?? "")
         case .corruptStore: return "the database file is damaged"
         case .cannotOpen: return detail ?? "the file or its directory could not be opened"
-        case .readOnly: return "the store is read-only"
+        case .readOnly: return detail ?? "the store is read-only"
         case .storageFull: return "the disk is full"
         case .busy: return "another connection kept the store locked past the busy timeout"
         case .ioError: return "a disk I/O error occurred"

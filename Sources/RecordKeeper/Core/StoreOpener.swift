@@ -59,7 +59,7 @@ enum StoreOpener {
             } catch {
                 throw RecordStoreError(
                     code: .cannotOpen, operation: "open", path: path,
-                    detail: "could not create the directory \(directory.path): \(error.localizedDescription)")
+                    detail: "could not create the directory \(directory.path) (\(systemReason(error)))")
             }
         } else if !isDirectory.boolValue {
             throw RecordStoreError(
@@ -70,10 +70,15 @@ enum StoreOpener {
         if descriptor >= 0 {
             close(descriptor)
         } else if errno != EEXIST {
-            let reason = String(cString: strerror(errno))
+            let number = errno
+            let reason = String(cString: strerror(number))
+            // No store exists yet, so say what is read-only: the directory it would be made in.
+            let notWritable = number == EACCES || number == EPERM || number == EROFS
             throw RecordStoreError(
-                code: errno == EACCES || errno == EROFS ? .readOnly : .cannotOpen, operation: "open",
-                path: path, detail: "could not create the store file: \(reason)")
+                code: notWritable ? .readOnly : .cannotOpen, operation: "open", path: path,
+                detail: notWritable
+                    ? "the store could not be created because the directory \(directory.path) is not writable (\(reason))"
+                    : "could not create the store file: \(reason)")
         }
     }
 
@@ -144,6 +149,17 @@ enum StoreOpener {
             }
         }
     }
+}
+
+/// The system's own words for a failed file operation ("Permission denied"), or
+/// Foundation's description when the error carries no POSIX code.
+private func systemReason(_ error: any Error) -> String {
+    let error = error as NSError
+    if let underlying = error.userInfo[NSUnderlyingErrorKey] as? any Error {
+        let posix = underlying as NSError
+        if posix.domain == NSPOSIXErrorDomain { return String(cString: strerror(Int32(posix.code))) }
+    }
+    return error.localizedDescription
 }
 
 /// `open(2)`, named apart from Foundation's `open` overloads.

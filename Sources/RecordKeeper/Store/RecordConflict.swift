@@ -19,19 +19,48 @@ public struct RecordConflict: Error, Sendable, Equatable, LocalizedError {
     public let keys: [String]
     /// For each conflicting key, the version stored now (nil: the record does not exist).
     public let currentVersions: [String: RecordVersion?]
+    /// For each conflicting key, the version the write expected (nil: that the record does
+    /// not exist), when known.
+    public let expectedVersions: [String: RecordVersion?]
 
     /// Creates a conflict value.
-    public init(collection: String, currentVersions: [String: RecordVersion?]) {
+    public init(
+        collection: String, currentVersions: [String: RecordVersion?],
+        expectedVersions: [String: RecordVersion?] = [:]
+    ) {
         self.collection = collection
         self.currentVersions = currentVersions
+        self.expectedVersions = expectedVersions
         self.keys = currentVersions.keys.sorted()
     }
 
+    /// Says, for up to five keys, what was found instead of what was expected: a record that
+    /// must not exist "already exists, at version 3"; one that was loaded at version 2 "changed
+    /// since it was loaded (version 2, now 3)" or "was removed since it was loaded".
     public var errorDescription: String? {
-        let shown = keys.prefix(5).map(RecordStoreError.quoted).joined(separator: ", ")
-        let more = keys.count > 5 ? " and \(keys.count - 5) more" : ""
+        let shown = keys.prefix(5).map(describe).joined(separator: "; ")
+        let more = keys.count > 5 ? "; and \(keys.count - 5) more" : ""
         return "Could not save to collection \(RecordStoreError.quoted(collection)): "
-            + "\(shown)\(more) changed since they were loaded; nothing was written."
+            + "\(shown)\(more); nothing was written."
+    }
+
+    private func describe(_ key: String) -> String {
+        let name = RecordStoreError.quoted(key)
+        let current = currentVersions[key] ?? nil
+        guard let expectation = expectedVersions[key] else {
+            return current.map { "\(name) changed since it was loaded (now version \($0.rawValue))" }
+                ?? "\(name) was removed since it was loaded"
+        }
+        switch (expectation, current) {
+        case (nil, let current?):
+            return "\(name) already exists, at version \(current.rawValue)"
+        case (let expected?, let current?):
+            return "\(name) changed since it was loaded (version \(expected.rawValue), now \(current.rawValue))"
+        case (let expected?, nil):
+            return "\(name) was removed since it was loaded (at version \(expected.rawValue))"
+        case (nil, nil):
+            return "\(name) is not stored, as expected"  // Not a conflict; never constructed so.
+        }
     }
 
     public var recoverySuggestion: String? {

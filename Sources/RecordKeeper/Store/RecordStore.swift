@@ -131,10 +131,21 @@ public actor RecordStore {
     // MARK: Writing
 
     /// Inserts or overwrites one record, establishing the collection if needed.
+    ///
+    /// - Throws: ``RecordStoreError`` naming the collection and the key, whichever step of the
+    ///   write failed.
     public nonisolated(nonsending) func put(_ collection: String, key: String, data: Data) async throws {
         var changes = RecordChanges()
         changes[key] = data
-        try await apply(changes: try ValidatedChanges(collection, changes: changes, operation: "put"), "put")
+        let input = try ValidatedChanges(collection, changes: changes, operation: "put")
+        do {
+            try await apply(changes: input, "put")
+        } catch var error as RecordStoreError where error.operation == "put" && error.key == nil {
+            // A failure before the record itself (establishing the collection, the commit)
+            // still concerns this one key.
+            error.key = input.upserts.first?.key
+            throw error
+        }
     }
 
     /// Applies a record-level change in one transaction: removes only the named keys, upserts

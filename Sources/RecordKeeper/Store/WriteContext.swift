@@ -61,11 +61,17 @@ final class WriteContext {
         let id = try engine.establish(collection)
         if let expected, !expected.isEmpty {
             var conflicts: [String: RecordVersion?] = [:]
+            var expectations: [String: RecordVersion?] = [:]
             for (key, version) in expected {
                 let current = try engine.version(id, collection: collection, key: key)
-                if current != version { conflicts[key] = .some(current) }
+                if current != version {
+                    conflicts[key] = .some(current)
+                    expectations[key] = .some(version)
+                }
             }
-            if !conflicts.isEmpty { throw RecordConflict(collection: collection, currentVersions: conflicts) }
+            if !conflicts.isEmpty {
+                throw RecordConflict(collection: collection, currentVersions: conflicts, expectedVersions: expectations)
+            }
         }
         for key in removals {
             guard let removedVersion = try engine.remove(id, collection: collection, key: key) else { continue }

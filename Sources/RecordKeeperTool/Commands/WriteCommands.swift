@@ -45,14 +45,29 @@ enum WriteCommands {
             data = Data(bytes)
         }
         let store = try context.store.writableStore()
-        if let expected = try expectedVersion(context, allowAbsent: true) {
-            var changes = RecordChanges()
-            changes[key] = data
-            try await store.apply(collection, changes: changes, expecting: [key: expected])
-        } else {
-            try await store.put(collection, key: key, data: data)
+        let expected = try expectedVersion(context, allowAbsent: true)
+        try await namingKey(key) {
+            if let expected {
+                var changes = RecordChanges()
+                changes[key] = data
+                try await store.apply(collection, changes: changes, expecting: [key: expected])
+            } else {
+                try await store.put(collection, key: key, data: data)
+            }
         }
         return .ok
+    }
+
+    /// Runs a write of the one record `key`, so that its failure names the key even when it
+    /// happened before the record was reached (opening aside, which concerns the whole store).
+    @discardableResult
+    private static func namingKey<T>(_ key: String, _ body: () async throws -> T) async throws -> T {
+        do {
+            return try await body()
+        } catch var error as RecordStoreError where error.key == nil && error.operation != "open" {
+            error.key = key
+            throw error
+        }
     }
 
     /// `--if-version`: nil when not given; `.some(nil)` for `absent` (must not exist).
@@ -76,15 +91,17 @@ enum WriteCommands {
         if let expected = try expectedVersion(context, allowAbsent: false) {
             var changes = RecordChanges()
             changes[key] = nil
-            try await store.apply(collection, changes: changes, expecting: [key: expected])
+            try await namingKey(key) { try await store.apply(collection, changes: changes, expecting: [key: expected]) }
             return .ok
         }
-        let removed = try await store.write { transaction in
-            guard try transaction.value(collection, key: key) != nil else { return false }
-            var changes = RecordChanges()
-            changes[key] = nil
-            try transaction.apply(collection, changes: changes)
-            return true
+        let removed = try await namingKey(key) {
+            try await store.write { transaction in
+                guard try transaction.value(collection, key: key) != nil else { return false }
+                var changes = RecordChanges()
+                changes[key] = nil
+                try transaction.apply(collection, changes: changes)
+                return true
+            }
         }
         guard removed else {
             throw ToolError(.notFound, "no record \(quoted(key)) in collection \(quoted(collection))")

@@ -68,6 +68,7 @@ public enum RecordKeeperTool {
         case "import": return try await ImportCommand.run(context)
         case "check": return try await StoreCommands.check(context)
         case "info": return try await StoreCommands.info(context)
+        case "backup": return try await BackupCommand.run(context)
         default: throw ToolError(.internalError, "command '\(command)' is declared but not implemented")
         }
     }

@@ -6,6 +6,8 @@ extension RecordStoreError: LocalizedError {
         var sentence: String
         if operation == "open" {
             sentence = "Could not open " + (path.map { "the store at \($0)" } ?? "the in-memory store")
+        } else if operation == "backup" {
+            sentence = "Could not back up " + (path.map { "the store at \($0)" } ?? "the in-memory store")
         } else {
             sentence = "Could not \(Self.verb(for: operation, hasCollection: collection != nil))"
             if let collection { sentence += " collection \(Self.quoted(collection))" }
@@ -16,6 +18,9 @@ extension RecordStoreError: LocalizedError {
         var reason = reason
         while reason.hasSuffix(".") { reason.removeLast() }
         sentence += ": " + reason
+        if operation == "backup", let detail, !reason.contains(detail) {
+            sentence += " (\(detail))"  // A backup's detail names the destination.
+        }
         if let sqliteMessage, code == .sqlite || code == .ioError || code == .corruptStore {
             sentence += " (SQLite: \(sqliteMessage))"
         }

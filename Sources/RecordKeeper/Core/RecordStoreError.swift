@@ -40,7 +40,8 @@ public struct RecordStoreError: Error, Sendable, Equatable, CustomStringConverti
         public static let corruptStore = Code("corruptStore")
         /// The store file or its directory could not be created or opened.
         public static let cannotOpen = Code("cannotOpen")
-        /// The store is read-only (file permissions, read-only volume).
+        /// The store is read-only (file permissions, read-only volume), or a new store could
+        /// not be created because its directory is not writable.
         public static let readOnly = Code("readOnly")
         /// The disk (or the database's size limit) is full.
         public static let storageFull = Code("storageFull")

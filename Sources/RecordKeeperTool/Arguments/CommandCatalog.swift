@@ -82,6 +82,15 @@ enum CommandCatalog {
             summary: "Print the store's path, format, SQLite settings and sizes.",
             discussion: ""),
         CommandSpec(
+            name: "backup", arguments: [ArgumentSpec(name: "DEST", isOptional: false)],
+            options: [.flag("overwrite", help: "Replace a file already at DEST (else exit 73, DEST unchanged).")],
+            summary: "Write a consistent copy of the whole store to the new file DEST (mode 0600).",
+            discussion: """
+                Safe while other processes keep writing: the copy is one snapshot, in one complete file
+                (no -wal needed), written next to DEST and moved into place only when complete.
+                Restore by opening the copy, or moving it to the store's path while nothing has the store open.
+                """),
+        CommandSpec(
             name: "help", arguments: [ArgumentSpec(name: "COMMAND", isOptional: true)], options: [],
             summary: "Show help for the tool or for a command.",
             discussion: ""),
@@ -110,7 +119,8 @@ enum CommandCatalog {
         lines.append(contentsOf: optionLines(globalOptions))
         lines.append("")
         lines.append("Reading commands never create a store. Exit codes: 0 ok, 64 usage, 65 bad input data,")
-        lines.append("66 not found, 69 store refused, 70 internal error, 74 I/O error, 75 conflict (store busy or record changed).")
+        lines.append("66 not found, 69 store refused, 70 internal error, 73 cannot create output, 74 I/O error,")
+        lines.append("75 conflict (store busy or record changed).")
         lines.append("Run 'recordkeeper COMMAND --help' for a command's details.")
         return lines.joined(separator: "\n") + "\n"
     }

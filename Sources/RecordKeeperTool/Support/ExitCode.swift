@@ -14,6 +14,9 @@ enum ExitCode: Int32, Sendable {
     case storeRefused = 69
     /// A bug or an unexpected failure inside the tool or the library.
     case internalError = 70
+    /// An output file cannot be created: it exists (without `--overwrite`), or is the store
+    /// itself. It was left unchanged.
+    case cannotCreate = 73
     /// Reading or writing a file failed (permissions, disk full, read-only store).
     case ioError = 74
     /// The store stayed locked by another process past the busy timeout; try again.

@@ -1,0 +1,183 @@
+public import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+extension RecordStore {
+    /// Writes a consistent copy of the whole store to `destination`, as one complete store
+    /// file that opens on its own (no `-wal` or `-shm` file needed).
+    ///
+    /// The copy is one snapshot: every transaction committed before it began, none after.
+    /// Other processes and connections keep writing meanwhile; this store's own requests wait
+    /// for the copy. The copy is first written to a temporary file next to `destination`,
+    /// flushed to disk, then moved into place, so `destination` is never a partial copy. It is
+    /// readable by its owner only (mode 0600). The store's own file is only read. Works for
+    /// in-memory stores too, which makes it a way to save one to a file.
+    ///
+    /// To restore, open the copy (or move it to the store's path while no process has the store
+    /// open, removing any `-wal` and `-shm` files left next to that path).
+    ///
+    /// ```swift
+    /// try await store.backup(to: backups.appending(path: "records-2026-11-30.sqlite"))
+    /// ```
+    /// - Parameter overwrite: replace a file already at `destination`; without it an existing
+    ///   file is an error and left as it is.
+    /// - Throws: ``RecordStoreError`` with operation `"backup"`: ``RecordStoreError/Code/invalidArgument``
+    ///   when `destination` exists (without `overwrite`), is the store's own file, is a
+    ///   directory, or has a write-ahead log next to it; ``RecordStoreError/Code/cannotOpen``
+    ///   when the store file does not exist (nothing is created) or the destination's directory
+    ///   is missing; otherwise the failure of reading the store or writing the copy. On any
+    ///   failure no file is left at `destination` (an existing one is unchanged) and no
+    ///   temporary file is left behind.
+    public nonisolated func backup(to destination: URL, overwrite: Bool = false) async throws {
+        let target = destination.standardizedFileURL.path
+        let storePath = path
+        guard destination.isFileURL else {
+            throw backupError(.invalidArgument, "the destination \(destination) is not a file URL")
+        }
+        try BackupTarget.check(target, storePath: storePath, overwrite: overwrite)
+        if let storePath, !(await isPresentForBackup()) {
+            throw backupError(.cannotOpen, "there is no store at \(storePath); nothing was written")
+        }
+        try await perform("backup", collection: nil) { engine in
+            let temporary = try BackupTarget.createTemporaryFile(next: target, storePath: storePath)
+            do {
+                do {
+                    try engine.run { try engine.connection.backup(into: temporary) }
+                } catch var error as RecordStoreError {
+                    error.detail = error.detail ?? "writing the copy to \(target)"
+                    throw error
+                }
+                try BackupTarget.finish(temporary, at: target, storePath: storePath, overwrite: overwrite)
+            } catch {
+                throw BackupTarget.removing(temporary, after: error, storePath: storePath)
+            }
+        }
+    }
+
+    private nonisolated func backupError(_ code: RecordStoreError.Code, _ detail: String) -> RecordStoreError {
+        RecordStoreError(code: code, operation: "backup", path: path, detail: detail)
+    }
+
+    /// True when the store has data to copy: it is open or opening, or its file exists.
+    private func isPresentForBackup() -> Bool {
+        if opening != nil || core.locked({ $0.connection != nil }) { return true }
+        guard let path else { return true }
+        return FileManager.default.fileExists(atPath: path)
+    }
+}
+
+/// The file-system side of a backup: checks of the destination, the temporary file next to
+/// it, and moving the finished copy into place durably.
+enum BackupTarget {
+    /// Refuses destinations a backup must not write: an existing file (unless `overwrite`),
+    /// the store's own file, a directory, a path with a write-ahead log next to it (an open
+    /// store; SQLite would apply that log to the copy), or a missing directory.
+    static func check(_ target: String, storePath: String?, overwrite: Bool) throws {
+        func refuse(_ detail: String, code: RecordStoreError.Code = .invalidArgument) -> RecordStoreError {
+            RecordStoreError(code: code, operation: "backup", path: storePath, detail: detail)
+        }
+        if let storePath, target == storePath || isSameFile(target, storePath) {
+            throw refuse("the destination \(target) is the store's own file")
+        }
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: target, isDirectory: &isDirectory) {
+            if isDirectory.boolValue { throw refuse("the destination \(target) is a directory") }
+            if !overwrite {
+                throw refuse("a file already exists at \(target); it was left as it is (pass overwrite: true to replace it)")
+            }
+        }
+        for suffix in ["-wal", "-shm"] where FileManager.default.fileExists(atPath: target + suffix) {
+            throw refuse("\(target + suffix) exists: a store may be open at the destination; "
+                         + "close it, or remove that file if no process uses it")
+        }
+        let directory = (target as NSString).deletingLastPathComponent
+        if !FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) || !isDirectory.boolValue {
+            throw refuse("the destination's directory \(directory) does not exist", code: .cannotOpen)
+        }
+    }
+
+    /// Creates an empty file, mode 0600, next to `target` (so that the final rename stays on
+    /// one file system) and returns its path. SQLite writes the copy into it and keeps
+    /// its permissions.
+    static func createTemporaryFile(next target: String, storePath: String?) throws -> String {
+        let directory = (target as NSString).deletingLastPathComponent
+        let name = (target as NSString).lastPathComponent
+        let temporary = (directory as NSString).appendingPathComponent(".\(name).backup-\(UUID().uuidString)")
+        let descriptor = open(temporary, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else {
+            throw systemError(errno, "could not create the temporary file \(temporary)", storePath: storePath)
+        }
+        close(descriptor)
+        return temporary
+    }
+
+    /// Flushes the finished copy to disk, moves it to `target` (atomically; without
+    /// `overwrite` only if nothing appeared there meanwhile) and flushes the directory.
+    static func finish(_ temporary: String, at target: String, storePath: String?, overwrite: Bool) throws {
+        try synchronize(temporary, storePath: storePath)
+        if overwrite {
+            guard rename(temporary, target) == 0 else {
+                throw systemError(errno, "could not move the copy to \(target)", storePath: storePath)
+            }
+        } else {
+            // link(2) fails if `target` exists, so a file created meanwhile is never replaced.
+            guard link(temporary, target) == 0 else {
+                let number = errno
+                if number == EEXIST {
+                    throw RecordStoreError(
+                        code: .invalidArgument, operation: "backup", path: storePath,
+                        detail: "a file already exists at \(target); it was left as it is (pass overwrite: true to replace it)")
+                }
+                throw systemError(number, "could not move the copy to \(target)", storePath: storePath)
+            }
+            guard unlink(temporary) == 0 else {
+                throw systemError(errno, "the copy is at \(target), but the temporary file \(temporary) could not be removed",
+                                  storePath: storePath)
+            }
+        }
+        try synchronize((target as NSString).deletingLastPathComponent, storePath: storePath)
+    }
+
+    /// Removes the temporary file after `error`; a failed removal is added to the error.
+    static func removing(_ temporary: String, after error: any Error, storePath: String?) -> any Error {
+        guard unlink(temporary) != 0, errno != ENOENT else { return error }
+        let reason = String(cString: strerror(errno))
+        guard var storeError = error as? RecordStoreError else { return error }
+        storeError.detail = (storeError.detail.map { $0 + "; " } ?? "")
+            + "the temporary file \(temporary) could not be removed (\(reason))"
+        return storeError
+    }
+
+    private static func synchronize(_ path: String, storePath: String?) throws {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw systemError(errno, "could not open \(path) to flush it", storePath: storePath) }
+        defer { close(descriptor) }
+        guard fsync(descriptor) == 0 else {
+            throw systemError(errno, "could not flush \(path) to disk", storePath: storePath)
+        }
+    }
+
+    private static func isSameFile(_ first: String, _ second: String) -> Bool {
+        var a = stat()
+        var b = stat()
+        guard stat(first, &a) == 0, stat(second, &b) == 0 else { return false }
+        return a.st_dev == b.st_dev && a.st_ino == b.st_ino
+    }
+
+    private static func systemError(_ number: Int32, _ what: String, storePath: String?) -> RecordStoreError {
+        let code: RecordStoreError.Code =
+            switch number {
+            case ENOSPC, EDQUOT: .storageFull
+            case EACCES, EPERM, EROFS: .readOnly
+            default: .ioError
+            }
+        return RecordStoreError(
+            code: code, operation: "backup", path: storePath, detail: "\(what) (\(String(cString: strerror(number))))")
+    }
+}

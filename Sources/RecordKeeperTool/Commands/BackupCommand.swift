@@ -1,0 +1,27 @@
+import Foundation
+import RecordKeeper
+
+/// `backup DEST [--overwrite]`: a consistent copy of the whole store in one file
+/// (`RecordStore.backup(to:overwrite:)`), taken while other processes may keep writing.
+enum BackupCommand {
+    static func run(_ context: CommandContext) async throws -> ExitCode {
+        let destination = try context.name(0, "destination")
+        let overwrite = context.arguments.has("overwrite")
+        if !overwrite, FileManager.default.fileExists(atPath: destination) {
+            throw ToolError(.cannotCreate, "\(destination) already exists; it was left as it is "
+                            + "(give --overwrite to replace it)")
+        }
+        let store = try context.store.existingStore()
+        do {
+            try await store.backup(to: URL(fileURLWithPath: destination), overwrite: overwrite)
+        } catch let error as RecordStoreError where error.operation == "backup" && error.code == .invalidArgument {
+            // The destination is refused: it appeared meanwhile, is the store itself, a
+            // directory, or has a store's write-ahead log next to it.
+            throw ToolError(.cannotCreate, error.errorDescription ?? error.description)
+        }
+        if !context.quiet {
+            try context.output.write("backed up \(context.store.path) to \(destination)\n")
+        }
+        return .ok
+    }
+}

@@ -1,0 +1,139 @@
+import Foundation
+import Testing
+@testable import RecordKeeper
+
+/// `RecordStore.backup(to:overwrite:)`: a consistent, complete, private copy, never over
+/// an existing file unless asked, and nothing at all for a store that does not exist.
+@Suite struct BackupTests {
+    @Test func `a backup taken while another connection keeps writing opens, passes check and is consistent`() async throws {
+        try await withTemporaryDirectory { directory in
+            let url = directory.appendingPathComponent("records.sqlite")
+            let store = RecordStore(url: url)
+            let writer = RecordStore(url: url)  // Another connection to the same file.
+            try await store.put("pair", key: "a", data: Data("0"))
+
+            let stop = Protected(false)
+            let running = Gate()
+            let writing = Task {
+                var round = 0
+                while !stop.withLock({ $0 }) {
+                    round += 1
+                    let value = Data("\(round)")
+                    let logKey = String(format: "%08d", round)
+                    try await writer.write { tx in
+                        try tx.put("pair", key: "a", data: value)
+                        try tx.put("pair", key: "b", data: value)
+                        try tx.put("log", key: logKey, data: value)
+                    }
+                    if round == 3 { await running.open() }
+                }
+                return round
+            }
+            await running.wait()
+            let destination = directory.appendingPathComponent("backup.sqlite")
+            try await store.backup(to: destination)
+            stop.withLock { $0 = true }
+            let rounds = try await writing.value
+
+            // One complete file: the format is in the main file, and no log is needed.
+            #expect(!FileManager.default.fileExists(atPath: destination.path + "-wal"))
+            let header = try contents(of: destination)
+            #expect(header.count >= 100 && header[68..<72] == Data("RKst"))
+            let copy = RecordStore(url: destination)
+            #expect(try await copy.integrityCheck() == ["ok"])
+            let pair = try #require(try await copy.read("pair"))
+            let a = try #require(pair["a"].map { Int(String(decoding: $0, as: UTF8.self)) } ?? nil)
+            #expect(pair["b"].map { String(decoding: $0, as: UTF8.self) } == "\(a)")
+            #expect(a >= 3 && a <= rounds)
+            #expect(try await copy.read("log")?.count == a)
+            await copy.close()
+            await writer.close()
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func `a backup holds the store's records in one private file that opens on its own`(kind: StoreKind) async throws {
+        try await withStore(kind) { store, url in
+            try await store.replace("notes", values: ["a": Data("1"), "b": Data("2")])
+            try await store.apply("empty", changes: RecordChanges())
+            let directory = url.deletingLastPathComponent()
+            let destination = directory.appendingPathComponent("copy.sqlite")
+            try await store.backup(to: destination)
+
+            #expect(try permissions(of: destination) == 0o600)
+            let listing = try FileManager.default.contentsOfDirectory(atPath: directory.path)
+            #expect(!listing.contains { $0.contains(".backup-") }, "a temporary file was left: \(listing)")
+            let copy = RecordStore(url: destination)
+            #expect(try await copy.read("notes") == ["a": Data("1"), "b": Data("2")])
+            #expect(try await copy.read("empty") == [:])
+            let version = try await store.record("notes", key: "a")?.version
+            #expect(try await copy.record("notes", key: "a")?.version == version)
+            // The source still works and is unchanged.
+            #expect(try await store.read("notes")?.count == 2)
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func `a backup refuses an existing file unless asked to overwrite it`(kind: StoreKind) async throws {
+        try await withStore(kind) { store, url in
+            try await store.put("c", key: "k", data: Data("1"))
+            let destination = url.deletingLastPathComponent().appendingPathComponent("existing.sqlite")
+            try Data("keep me").write(to: destination)
+
+            let error = await #expect(throws: RecordStoreError.self) { try await store.backup(to: destination) }
+            #expect(error?.code == .invalidArgument)
+            #expect(error?.operation == "backup")
+            #expect(error?.errorDescription?.contains("a file already exists at \(destination.path)") == true)
+            #expect(try contents(of: destination) == Data("keep me"))
+
+            try await store.backup(to: destination, overwrite: true)
+            #expect(try await RecordStore(url: destination).read("c") == ["k": Data("1")])
+            #expect(try permissions(of: destination) == 0o600)
+        }
+    }
+
+    @Test func `a backup of a store that does not exist is an error that creates nothing`() async throws {
+        try await withTemporaryDirectory { directory in
+            let url = directory.appendingPathComponent("missing.sqlite")
+            let destination = directory.appendingPathComponent("backup.sqlite")
+            let error = await #expect(throws: RecordStoreError.self) { try await RecordStore(url: url).backup(to: destination) }
+            #expect(error?.code == .cannotOpen)
+            #expect(error?.operation == "backup")
+            #expect(error?.errorDescription == "Could not back up the store at \(url.path): there is no store at "
+                    + "\(url.path); nothing was written.")
+            let listing = try FileManager.default.contentsOfDirectory(atPath: directory.path)
+            #expect(listing.isEmpty)
+        }
+    }
+
+    @Test func `a backup never writes over the store's own file or next to an open store`() async throws {
+        try await withTemporaryDirectory { directory in
+            let url = directory.appendingPathComponent("records.sqlite")
+            let store = RecordStore(url: url)
+            try await store.put("c", key: "k", data: Data("1"))
+
+            let own = await #expect(throws: RecordStoreError.self) { try await store.backup(to: url, overwrite: true) }
+            #expect(own?.errorDescription?.contains("is the store's own file") == true)
+
+            // Another store open at the destination has a log SQLite would apply to the copy.
+            let other = directory.appendingPathComponent("other.sqlite")
+            let otherStore = RecordStore(url: other)
+            try await otherStore.put("x", key: "y", data: Data("2"))
+            let open = await #expect(throws: RecordStoreError.self) { try await store.backup(to: other, overwrite: true) }
+            #expect(open?.errorDescription?.contains("\(other.path)-wal exists") == true)
+            #expect(try await otherStore.read("x") == ["y": Data("2")])
+            #expect(try await store.read("c") == ["k": Data("1")])
+        }
+    }
+
+    @Test func `a backup into a missing directory names the directory`() async throws {
+        let store = RecordStore.inMemory()
+        try await withTemporaryDirectory { directory in
+            let destination = directory.appendingPathComponent("no/such/backup.sqlite")
+            let error = await #expect(throws: RecordStoreError.self) { try await store.backup(to: destination) }
+            #expect(error?.code == .cannotOpen)
+            #expect(error?.errorDescription == "Could not back up the in-memory store: the destination's directory "
+                    + "\(directory.path)/no/such does not exist.")
+        }
+    }
+}

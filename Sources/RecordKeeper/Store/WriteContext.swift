@@ -103,12 +103,14 @@ final class WriteContext {
     }
 
     /// Removes and upserts like `apply`, and reports what became of each key. Costs one point
-    /// lookup per upserted key (to tell an insert from an overwrite), so only the public
-    /// `RecordStore.apply(_:changes:)` uses it.
+    /// lookup per upserted key (to tell an insert from an overwrite; an unchanged payload then
+    /// needs no upsert), so only the public `RecordStore.apply(_:changes:)` uses it.
     func applyReporting(
         _ collection: String, upserts: [(key: String, data: Data)], removals: [String]
     ) throws -> AppliedChanges {
-        let id = try engine.establish(collection)
+        // A collection established only now holds nothing: every upsert is an insert.
+        let existingID = try engine.collectionID(collection)
+        let id = try existingID ?? engine.establish(collection)
         var applied = AppliedChanges()
         for key in removals {
             guard let removedVersion = try engine.remove(id, collection: collection, key: key) else {
@@ -123,10 +125,12 @@ final class WriteContext {
         let insertVersion = try insertVersion()
         let isObserved = observed.contains(collection)
         for (key, data) in upserts {
-            let existed = try engine.version(id, collection: collection, key: key) != nil
-            if try engine.upsert(id, collection: collection, key: key, data: data, insertVersion: insertVersion) {
+            let stored = existingID == nil
+                ? nil : try engine.storedPayloadEquals(id, collection: collection, key: key, data: data)
+            if stored != true,
+               try engine.upsert(id, collection: collection, key: key, data: data, insertVersion: insertVersion) {
                 if isObserved { note(collection) { $0[key] = data } }
-                if existed { applied.changed.append(key) } else { applied.added.append(key) }
+                if stored == nil { applied.added.append(key) } else { applied.changed.append(key) }
             } else {
                 applied.unchanged.append(key)
             }

@@ -126,6 +126,25 @@ import Testing
         }
     }
 
+    @Test func `a backup leaves the store's file byte for byte as it was`() async throws {
+        try await withTemporaryDirectory { directory in
+            let url = directory.appendingPathComponent("records.sqlite")
+            let writer = RecordStore(url: url)
+            try await writer.replace("c", values: ["a": Data("1"), "b": Data("2")])
+            await writer.close()
+            let before = try contents(of: url)
+            let listing = try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted()
+
+            let store = RecordStore(url: url)
+            try await store.backup(to: directory.appendingPathComponent("copy.sqlite"))
+            await store.close()
+
+            #expect(try contents(of: url) == before)
+            let after = try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted()
+            #expect(after == (listing + ["copy.sqlite"]).sorted())
+        }
+    }
+
     @Test func `a backup into a missing directory names the directory`() async throws {
         let store = RecordStore.inMemory()
         try await withTemporaryDirectory { directory in

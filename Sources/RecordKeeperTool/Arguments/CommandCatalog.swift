@@ -53,6 +53,7 @@ enum CommandCatalog {
                 The change set is {"upserts": {"KEY": VALUE, ...}, "removals": ["KEY", ...]}.
                 A VALUE is stored as its compact JSON; {"$base64": "..."} stores the decoded bytes.
                 Malformed input is reported with line and column and nothing is written.
+                Prints what the store did: added, changed, removed, unchanged, and keys to remove already absent.
                 """),
         CommandSpec(
             name: "export", arguments: [ArgumentSpec(name: "COLLECTION", isOptional: true)],

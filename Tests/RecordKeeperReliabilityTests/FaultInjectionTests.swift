@@ -1,3 +1,4 @@
+import RecordKeeperTestSupport
 import CSQLite
 import Foundation
 import Testing

@@ -24,6 +24,7 @@ extension RecordStore {
             attempt = OpeningAttempt(id: id, task: Task { try await self.runOpening(id) })
             opening = attempt
         }
+        openingRequests += 1
         try await attempt.task.value
     }
 

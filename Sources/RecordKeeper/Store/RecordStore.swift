@@ -34,6 +34,8 @@ public actor RecordStore {
     nonisolated let core: StoreCore
     var opening: OpeningAttempt?
     var nextAttemptID: UInt64 = 0
+    /// How many requests have waited on an opening attempt (for tests: "all have joined").
+    var openingRequests = 0
 
     /// The serial executor the store's work runs on.
     public nonisolated var unownedExecutor: UnownedSerialExecutor {

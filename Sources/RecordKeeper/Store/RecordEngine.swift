@@ -45,7 +45,7 @@ struct RecordEngine {
                 try statement.bind(name, at: 1)
                 try statement.run()
             }
-            return sqlite3_last_insert_rowid(connection.handle)
+            return connection.lastInsertRowID
         }
     }
 

@@ -1,4 +1,3 @@
-import CSQLite
 import Foundation
 
 #if canImport(Glibc)
@@ -88,7 +87,7 @@ enum StoreOpener {
             do throws(SQLiteFailure) {
                 _ = try connection.enableWriteAheadLog()
                 return
-            } catch let failure where failure.primaryCode == SQLITE_BUSY && ContinuousClock.now < deadline {
+            } catch let failure where failure.kind == .busy && ContinuousClock.now < deadline {
                 usleep(2_000)
             }
         }
@@ -117,31 +116,20 @@ enum StoreOpener {
             detail: "application_id \(applicationID), user_version \(version)")
     }
 
-    /// Runs every migration step newer than `found`, each in one immediate transaction that
-    /// also records the new version, so a crash leaves either the old or the new format.
+    /// Brings the format forward with `StoreFormat`'s steps (see `Migrator`).
     private static func migrate(_ connection: SQLiteConnection, from found: Int, path: String?) throws {
-        for migration in StoreFormat.migrations where migration.version > found {
-            do {
-                try connection.beginImmediate()
-                // Another process may have migrated while this one waited for the lock.
-                if try connection.userVersion() >= migration.version {
-                    try connection.commit()
-                    continue
+        do throws(MigrationFailure) {
+            try Migrator.run(
+                StoreFormat.migrations, on: connection, from: found, applicationID: StoreFormat.applicationID)
+        } catch {
+            var described = RecordStoreError(error.failure, operation: "open", path: path)
+            described.detail =
+                if let rollback = error.rollbackFailure {
+                    "migration to format \(error.step.version) failed; rollback also failed: \(rollback.message)"
+                } else {
+                    "migration to format \(error.step.version) (\(error.step.name)) failed"
                 }
-                try connection.execute(migration.sql)
-                try connection.setFormat(version: migration.version, applicationID: StoreFormat.applicationID)
-                try connection.commit()
-            } catch {
-                let failed = RecordStoreError(error, operation: "open", path: path)
-                do { try connection.rollback() } catch {
-                    var combined = failed
-                    combined.detail = "migration to format \(migration.version) failed; rollback also failed: \(error.message)"
-                    throw combined
-                }
-                var described = failed
-                described.detail = "migration to format \(migration.version) (\(migration.name)) failed"
-                throw described
-            }
+            throw described
         }
     }
 }

@@ -48,7 +48,7 @@ import Testing
             }
             #expect(error?.code == .storageFull)
             #expect(error?.sqliteCode == SQLITE_FULL)
-            #expect(error?.operation == "apply")
+            #expect(error?.operation == .apply)
             #expect(error?.collection == "c")
             #expect(error?.key == "too-big")
             #expect(error?.errorDescription?.contains("disk is full") == true)
@@ -114,7 +114,7 @@ import Testing
 
     @Test func `errors carry context and an actionable description`() async throws {
         let error = RecordStoreError(
-            code: .storageFull, operation: "apply", collection: "notes", key: "a\u{0}b", path: "/tmp/x.sqlite",
+            code: .storageFull, operation: .apply, collection: "notes", key: "a\u{0}b", path: "/tmp/x.sqlite",
             sqliteCode: SQLITE_FULL, sqliteMessage: "database or disk is full")
         let description = try #require(error.errorDescription)
         #expect(description.contains("notes"))
@@ -125,11 +125,11 @@ import Testing
     }
 
     @Test func `descriptions read as sentences with and without a collection`() {
-        let busy = RecordStoreError(code: .busy, operation: "write", path: "/tmp/s.sqlite")
+        let busy = RecordStoreError(code: .busy, operation: .write, path: "/tmp/s.sqlite")
         #expect(busy.errorDescription == "Could not save in store /tmp/s.sqlite: another connection kept the store locked past the busy timeout.")
-        let full = RecordStoreError(code: .storageFull, operation: "apply", collection: "notes", key: "k")
+        let full = RecordStoreError(code: .storageFull, operation: .apply, collection: "notes", key: "k")
         #expect(full.errorDescription == "Could not save to collection \"notes\" (key \"k\"): the disk is full.")
-        let opening = RecordStoreError(code: .notADatabase, operation: "open", path: "/tmp/x")
+        let opening = RecordStoreError(code: .notADatabase, operation: .open, path: "/tmp/x")
         #expect(opening.errorDescription == "Could not open the store at /tmp/x: the file is not an SQLite database.")
     }
 }

@@ -187,7 +187,7 @@ import Testing
             #expect(opened.first?.formatVersionFound == 0)
             #expect(opened.first?.formatVersion == StoreFormat.currentVersion)
             let requests = log.all.filter {
-                if case .request(operation: "put", collection: "c", duration: _, succeeded: true) = $0 { return true }
+                if case .request(operation: .put, collection: "c", duration: _, succeeded: true) = $0 { return true }
                 return false
             }
             #expect(requests.count == 1)

@@ -8,7 +8,7 @@ import Foundation
 struct RecordEngine {
     let connection: SQLiteConnection
     let path: String?
-    let operation: String
+    let operation: StoreOperation
 
     // MARK: Errors
 

@@ -2,7 +2,7 @@ extension RecordStoreError {
     /// Maps a SQLite failure to the store's error, adding the request's context. SQLite's
     /// extended code and message are kept as they are.
     init(
-        _ failure: SQLiteFailure, operation: String, collection: String? = nil, key: String? = nil,
+        _ failure: SQLiteFailure, operation: StoreOperation, collection: String? = nil, key: String? = nil,
         path: String? = nil
     ) {
         let code: Code =

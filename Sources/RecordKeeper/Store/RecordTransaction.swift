@@ -28,12 +28,12 @@ public final class RecordTransaction {
 
     /// One payload as this transaction sees it.
     public func value(_ collection: String, key: String) throws -> Data? {
-        try reads.record(collection, key: key, operation: "value")?.data
+        try reads.record(collection, key: key, operation: .value)?.data
     }
 
     /// One record with its version as this transaction sees it.
     public func record(_ collection: String, key: String) throws -> StoredRecord? {
-        try reads.record(collection, key: key, operation: "record")
+        try reads.record(collection, key: key, operation: .record)
     }
 
     /// Calls `body` for every record of `collection` as this transaction sees it, in key
@@ -53,25 +53,25 @@ public final class RecordTransaction {
 
     /// Applies a record-level change (see ``RecordStore/apply(_:changes:)``).
     public func apply(_ collection: String, changes: RecordChanges) throws {
-        _ = try reads.checked(collection, "apply")
-        let input = try ValidatedChanges(collection, changes: changes, operation: "apply")
+        _ = try reads.checked(collection, .apply)
+        let input = try ValidatedChanges(collection, changes: changes, operation: .apply)
         try context.apply(input.collection, upserts: input.upserts, removals: input.removals)
     }
 
     /// Replaces the whole content of `collection` with `values`.
     public func replace(_ collection: String, values: [String: Data]) throws {
-        _ = try reads.checked(collection, "replace")
-        let input = try ValidatedChanges(collection, values: values, operation: "replace")
+        _ = try reads.checked(collection, .replace)
+        let input = try ValidatedChanges(collection, values: values, operation: .replace)
         try context.replace(input.collection, values: input.upserts)
     }
 
     /// Removes `collection` and all its records.
     public func removeCollection(_ collection: String) throws {
-        let name = try reads.checked(collection, "removeCollection")
+        let name = try reads.checked(collection, .removeCollection)
         try context.removeCollection(name)
     }
 
-    func checkUsable(_ collection: String, _ operation: String) throws {
+    func checkUsable(_ collection: String, _ operation: StoreOperation) throws {
         _ = try reads.checked(collection, operation)
     }
 }
@@ -100,12 +100,12 @@ public final class RecordSnapshot {
 
     /// One payload, or nil.
     public func value(_ collection: String, key: String) throws -> Data? {
-        try reads.record(collection, key: key, operation: "value")?.data
+        try reads.record(collection, key: key, operation: .value)?.data
     }
 
     /// One record with its version, or nil.
     public func record(_ collection: String, key: String) throws -> StoredRecord? {
-        try reads.record(collection, key: key, operation: "record")
+        try reads.record(collection, key: key, operation: .record)
     }
 
     /// Calls `body` for every record of `collection` in key order, one at a time, without
@@ -133,7 +133,7 @@ final class RecordReads {
     }
 
     /// The validated collection name, after checking the handle may still be used.
-    func checked(_ collection: String?, _ operation: String) throws -> String {
+    func checked(_ collection: String?, _ operation: StoreOperation) throws -> String {
         guard isValid else {
             throw RecordStoreError(
                 code: .misuse, operation: operation, collection: collection,
@@ -145,21 +145,21 @@ final class RecordReads {
     }
 
     func collections() throws -> [CollectionSummary] {
-        _ = try checked(nil, "collections")
+        _ = try checked(nil, .collections)
         return try engine.collections()
     }
 
     func read(_ collection: String) throws -> [String: Data]? {
-        try engine.readAll(try checked(collection, "read"))
+        try engine.readAll(try checked(collection, .read))
     }
 
-    func record(_ collection: String, key: String, operation: String) throws -> StoredRecord? {
+    func record(_ collection: String, key: String, operation: StoreOperation) throws -> StoredRecord? {
         let name = try checked(collection, operation)
         return try engine.record(name, key: try RecordNames.key(key, collection: name, operation: operation))
     }
 
     func forEachRecord(in collection: String, _ body: (StoredRecord) throws -> Void) throws -> Bool {
-        let name = try checked(collection, "forEachRecord")
+        let name = try checked(collection, .forEachRecord)
         return try engine.forEachRecord(name) { record in
             try Task.checkCancellation()
             try body(record)

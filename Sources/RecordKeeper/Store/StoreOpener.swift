@@ -31,7 +31,7 @@ enum StoreOpener {
             if path != nil { try enableWriteAheadLog(connection, busyTimeout: options.busyTimeout) }
             try connection.setSynchronous(full: options.durability == .full)
         } catch let failure as SQLiteFailure {
-            throw RecordStoreError(failure, operation: "open", path: path)
+            throw RecordStoreError(failure, operation: .open, path: path)
         }
         let opened = clock.now
 
@@ -57,12 +57,12 @@ enum StoreOpener {
                     attributes: [.posixPermissions: 0o700])
             } catch {
                 throw RecordStoreError(
-                    code: .cannotOpen, operation: "open", path: path,
+                    code: .cannotOpen, operation: .open, path: path,
                     detail: "could not create the directory \(directory.path): \(error.localizedDescription)")
             }
         } else if !isDirectory.boolValue {
             throw RecordStoreError(
-                code: .cannotOpen, operation: "open", path: path,
+                code: .cannotOpen, operation: .open, path: path,
                 detail: "\(directory.path) is a file, not a directory; it was left as it is")
         }
         let descriptor = Glibc_open(path, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0o600)
@@ -71,7 +71,7 @@ enum StoreOpener {
         } else if errno != EEXIST {
             let reason = String(cString: strerror(errno))
             throw RecordStoreError(
-                code: errno == EACCES || errno == EROFS ? .readOnly : .cannotOpen, operation: "open",
+                code: errno == EACCES || errno == EROFS ? .readOnly : .cannotOpen, operation: .open,
                 path: path, detail: "could not create the store file: \(reason)")
         }
     }
@@ -103,7 +103,7 @@ enum StoreOpener {
         if applicationID == StoreFormat.applicationID {
             guard version <= StoreFormat.currentVersion else {
                 throw RecordStoreError(
-                    code: .newerFormat, operation: "open", path: path,
+                    code: .newerFormat, operation: .open, path: path,
                     detail: "format \(version); this version reads up to format \(StoreFormat.currentVersion)")
             }
             return version
@@ -112,7 +112,7 @@ enum StoreOpener {
             return 0  // a new, empty database
         }
         throw RecordStoreError(
-            code: .foreignDatabase, operation: "open", path: path,
+            code: .foreignDatabase, operation: .open, path: path,
             detail: "application_id \(applicationID), user_version \(version)")
     }
 
@@ -122,7 +122,7 @@ enum StoreOpener {
             try Migrator.run(
                 StoreFormat.migrations, on: connection, from: found, applicationID: StoreFormat.applicationID)
         } catch {
-            var described = RecordStoreError(error.failure, operation: "open", path: path)
+            var described = RecordStoreError(error.failure, operation: .open, path: path)
             described.detail =
                 if let rollback = error.rollbackFailure {
                     "migration to format \(error.step.version) failed; rollback also failed: \(rollback.message)"

@@ -1,3 +1,4 @@
+import RecordKeeperTestSupport
 import Foundation
 import Testing
 @testable import RecordKeeper
@@ -82,7 +83,7 @@ import Testing
 
             let error = await #expect(throws: RecordStoreError.self) { try await store.backup(to: destination) }
             #expect(error?.code == .invalidArgument)
-            #expect(error?.operation == "backup")
+            #expect(error?.operation == .backup)
             #expect(error?.errorDescription?.contains("a file already exists at \(destination.path)") == true)
             #expect(try contents(of: destination) == Data("keep me"))
 
@@ -98,7 +99,7 @@ import Testing
             let destination = directory.appendingPathComponent("backup.sqlite")
             let error = await #expect(throws: RecordStoreError.self) { try await RecordStore(url: url).backup(to: destination) }
             #expect(error?.code == .cannotOpen)
-            #expect(error?.operation == "backup")
+            #expect(error?.operation == .backup)
             #expect(error?.errorDescription == "Could not back up the store at \(url.path): there is no store at "
                     + "\(url.path); nothing was written.")
             let listing = try FileManager.default.contentsOfDirectory(atPath: directory.path)

@@ -1,3 +1,4 @@
+import RecordKeeperTestSupport
 import Foundation
 import Testing
 @testable import RecordKeeper
@@ -7,7 +8,7 @@ import Testing
 @Suite struct ErrorWordingTests {
     @Test func `a reason ending in its own period gets no second one`() {
         let error = RecordStoreError(
-            code: .cannotOpen, operation: "open", path: "/tmp/ro/sub/s.sqlite",
+            code: .cannotOpen, operation: .open, path: "/tmp/ro/sub/s.sqlite",
             detail: "could not create the directory /tmp/ro/sub: You don’t have permission.")
         #expect(error.errorDescription == "Could not open the store at /tmp/ro/sub/s.sqlite: "
                 + "could not create the directory /tmp/ro/sub: You don’t have permission.")
@@ -15,11 +16,11 @@ import Testing
 
     @Test func `a read-only error with a detail says what is not writable`() {
         let error = RecordStoreError(
-            code: .readOnly, operation: "open", path: "/tmp/ro/s.sqlite",
+            code: .readOnly, operation: .open, path: "/tmp/ro/s.sqlite",
             detail: "the store could not be created because the directory /tmp/ro is not writable (Permission denied)")
         #expect(error.errorDescription == "Could not open the store at /tmp/ro/s.sqlite: the store could not be "
                 + "created because the directory /tmp/ro is not writable (Permission denied).")
-        let plain = RecordStoreError(code: .readOnly, operation: "put", collection: "c", key: "k", path: "/tmp/s.sqlite")
+        let plain = RecordStoreError(code: .readOnly, operation: .put, collection: "c", key: "k", path: "/tmp/s.sqlite")
         #expect(plain.errorDescription == "Could not save to collection \"c\" (key \"k\") in store /tmp/s.sqlite: the store is read-only.")
     }
 

@@ -27,7 +27,7 @@ extension RecordStore {
     /// ```
     /// - Parameter overwrite: replace a file already at `destination`; without it an existing
     ///   file is an error and left as it is.
-    /// - Throws: ``RecordStoreError`` with operation `"backup"`: ``RecordStoreError/Code/invalidArgument``
+    /// - Throws: ``RecordStoreError`` with operation ``StoreOperation/backup``: ``RecordStoreError/Code/invalidArgument``
     ///   when `destination` exists (without `overwrite`), is the store's own file, is a
     ///   directory, or has a write-ahead log next to it; ``RecordStoreError/Code/cannotOpen``
     ///   when the store file does not exist (nothing is created) or the destination's directory
@@ -44,7 +44,7 @@ extension RecordStore {
         if let storePath, !(await isPresentForBackup()) {
             throw backupError(.cannotOpen, "there is no store at \(storePath); nothing was written")
         }
-        try await perform("backup", collection: nil) { engine in
+        try await perform(.backup, collection: nil) { engine in
             let temporary = try BackupTarget.createTemporaryFile(next: target, storePath: storePath)
             do {
                 do {
@@ -61,7 +61,7 @@ extension RecordStore {
     }
 
     private nonisolated func backupError(_ code: RecordStoreError.Code, _ detail: String) -> RecordStoreError {
-        RecordStoreError(code: code, operation: "backup", path: path, detail: detail)
+        RecordStoreError(code: code, operation: .backup, path: path, detail: detail)
     }
 
     /// True when the store has data to copy: it is open or opening, or its file exists.
@@ -80,7 +80,7 @@ enum BackupTarget {
     /// store; SQLite would apply that log to the copy), or a missing directory.
     static func check(_ target: String, storePath: String?, overwrite: Bool) throws {
         func refuse(_ detail: String, code: RecordStoreError.Code = .invalidArgument) -> RecordStoreError {
-            RecordStoreError(code: code, operation: "backup", path: storePath, detail: detail)
+            RecordStoreError(code: code, operation: .backup, path: storePath, detail: detail)
         }
         if let storePath, target == storePath || isSameFile(target, storePath) {
             throw refuse("the destination \(target) is the store's own file")
@@ -131,7 +131,7 @@ enum BackupTarget {
                 let number = errno
                 if number == EEXIST {
                     throw RecordStoreError(
-                        code: .invalidArgument, operation: "backup", path: storePath,
+                        code: .invalidArgument, operation: .backup, path: storePath,
                         detail: "a file already exists at \(target); it was left as it is (pass overwrite: true to replace it)")
                 }
                 throw systemError(number, "could not move the copy to \(target)", storePath: storePath)
@@ -178,6 +178,6 @@ enum BackupTarget {
             default: .ioError
             }
         return RecordStoreError(
-            code: code, operation: "backup", path: storePath, detail: "\(what) (\(String(cString: strerror(number))))")
+            code: code, operation: .backup, path: storePath, detail: "\(what) (\(String(cString: strerror(number))))")
     }
 }

@@ -14,7 +14,7 @@ enum BackupCommand {
         let store = try context.store.existingStore()
         do {
             try await store.backup(to: URL(fileURLWithPath: destination), overwrite: overwrite)
-        } catch let error as RecordStoreError where error.operation == "backup" && error.code == .invalidArgument {
+        } catch let error as RecordStoreError where error.operation == .backup && error.code == .invalidArgument {
             // The destination is refused: it appeared meanwhile, is the store itself, a
             // directory, or has a store's write-ahead log next to it.
             throw ToolError(.cannotCreate, error.errorDescription ?? error.description)

@@ -64,7 +64,7 @@ enum WriteCommands {
     private static func namingKey<T>(_ key: String, _ body: () async throws -> T) async throws -> T {
         do {
             return try await body()
-        } catch var error as RecordStoreError where error.key == nil && error.operation != "open" {
+        } catch var error as RecordStoreError where error.key == nil && error.operation != .open {
             error.key = key
             throw error
         }

@@ -1,0 +1,114 @@
+import Foundation
+import Observation
+import Testing
+@testable import RecordKeeper
+
+/// Where a test's store lives; core behaviour runs against both.
+enum StoreKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
+    case onDisk
+    case inMemory
+
+    var testDescription: String { rawValue }
+}
+
+/// A fresh temporary directory for one test, removed when the test's closure returns.
+func withTemporaryDirectory(
+    isolation: isolated (any Actor)? = #isolation, _ body: (URL) async throws -> Void
+) async throws {
+    let directory = FileManager.default.temporaryDirectory
+        .appendingPathComponent("RecordKeeperFeaturesTests-\(UUID().uuidString)", isDirectory: true)
+    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    defer {
+        do { try FileManager.default.removeItem(at: directory) } catch {
+            Issue.record("could not remove the temporary directory \(directory.path): \(error)")
+        }
+    }
+    try await body(directory)
+}
+
+/// Runs `body` with a new store of the given kind in a fresh directory.
+func withStore(
+    _ kind: StoreKind, isolation: isolated (any Actor)? = #isolation,
+    _ body: (RecordStore, URL) async throws -> Void
+) async throws {
+    try await withTemporaryDirectory { directory in
+        let url = directory.appendingPathComponent("records.sqlite")
+        let store = kind == .onDisk ? RecordStore(url: url) : RecordStore.inMemory()
+        try await body(store, url)
+    }
+}
+
+struct Book: Codable, Identifiable, Equatable, Sendable {
+    var id: String
+    var title: String
+}
+
+extension Data {
+    init(_ string: String) { self = Data(string.utf8) }
+}
+
+/// A one-shot gate a test opens to let a suspended operation go on.
+actor Gate {
+    private var isOpen = false
+    private var waiters: [CheckedContinuation<Void, Never>] = []
+
+    func wait() async {
+        if isOpen { return }
+        await withCheckedContinuation { waiters.append($0) }
+    }
+
+    func open() {
+        isOpen = true
+        for waiter in waiters { waiter.resume() }
+        waiters.removeAll()
+    }
+}
+
+/// What happened, in order, from any task.
+actor EventLog {
+    private(set) var events: [String] = []
+    func append(_ event: String) { events.append(event) }
+}
+
+/// Suspends until `condition` holds, re-checking whenever an observed property it reads
+/// changes. A handshake on the model's own state: no sleeping, no polling.
+@MainActor
+func waitUntil(_ condition: @escaping @MainActor () -> Bool) async {
+    while !condition() {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            withObservationTracking {
+                _ = condition()
+            } onChange: {
+                continuation.resume()
+            }
+        }
+    }
+}
+
+/// A sequence that passes `base` through and opens `ended` when its iteration ends (the base
+/// finished, threw, or the reading task was cancelled).
+struct SignallingSequence<Base: AsyncSequence & Sendable>: AsyncSequence, Sendable where Base.Element: Sendable {
+    typealias Element = Base.Element
+    let base: Base
+    let ended: Gate
+
+    func makeAsyncIterator() -> Iterator { Iterator(base: base.makeAsyncIterator(), ended: ended) }
+
+    struct Iterator: AsyncIteratorProtocol {
+        var base: Base.AsyncIterator
+        let ended: Gate
+
+        mutating func next() async throws -> Base.Element? {
+            do {
+                guard let element = try await base.next() else {
+                    await ended.open()
+                    return nil
+                }
+                return element
+            } catch {
+                await ended.open()
+                throw error
+            }
+        }
+    }
+}

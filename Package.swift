@@ -75,7 +75,7 @@ let package = Package(
         ),
         .testTarget(
             name: "LearnerTests",
-            dependencies: ["LearnerKit", "RecordKeeperFeatures", "RecordKeeper", "learner"],
+            dependencies: ["LearnerKit", "RecordKeeperFeatures", "RecordKeeper", "CSQLite", "learner"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -178,14 +178,15 @@ public struct ActionFailure: Sendable, CustomStringConvertible {
         "Could not \(action): \(FeatureModelText.describe(error))"
     }
 
+    /// The same as ``message``.
     public var description: String { message }
 }
 
 /// Text helpers shared by the feature layer.
-public enum FeatureModelText {
+enum FeatureModelText {
     /// A person-readable description of `error`: its `LocalizedError` description when it has
     /// one, otherwise `String(describing:)`.
-    public static func describe(_ error: any Error) -> String {
+    static func describe(_ error: any Error) -> String {
         if let localized = error as? any LocalizedError, let text = localized.errorDescription {
             return text
         }

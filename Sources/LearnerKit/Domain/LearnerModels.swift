@@ -7,6 +7,7 @@ public struct Book: Codable, Identifiable, Equatable, Sendable {
     /// The title shown; by default made from the slug (`moby-dick` → "Moby Dick").
     public var title: String
 
+    /// A book; without a title, the title is made from the slug.
     public init(id: String, title: String? = nil) {
         self.id = id
         self.title = title ?? Book.title(fromSlug: id)
@@ -29,6 +30,7 @@ public struct ReadingPosition: Codable, Identifiable, Equatable, Sendable {
     /// When the page was recorded.
     public var updatedAt: Date
 
+    /// The position `page` in the book `bookID`, recorded at `updatedAt`.
     public init(bookID: String, page: Int, updatedAt: Date) {
         self.id = bookID
         self.page = page
@@ -39,12 +41,18 @@ public struct ReadingPosition: Codable, Identifiable, Equatable, Sendable {
 /// A word being learned, with its translation and review history. Its ID is the word in
 /// lower case.
 public struct Word: Codable, Identifiable, Equatable, Sendable {
+    /// The word, in lower case.
     public var id: String
+    /// What it means.
     public var translation: String
+    /// When it was first added.
     public var addedAt: Date
+    /// How many reviews showed it.
     public var reviewCount: Int
+    /// When a review last showed it; nil if never.
     public var lastReviewedAt: Date?
 
+    /// A word as added, by default never reviewed.
     public init(id: String, translation: String, addedAt: Date, reviewCount: Int = 0, lastReviewedAt: Date? = nil) {
         self.id = id
         self.translation = translation
@@ -70,10 +78,15 @@ public struct Word: Codable, Identifiable, Equatable, Sendable {
 
 /// Everything `learner status` shows.
 public struct LearnerStatus: Equatable, Sendable {
+    /// Every book.
     public var books: [Book]
+    /// Every reading position.
     public var positions: [ReadingPosition]
+    /// Every word.
     public var words: [Word]
 
+    /// True when nothing was saved yet (which is not the same as "could not be read": that
+    /// throws).
     public var isEmpty: Bool { books.isEmpty && positions.isEmpty && words.isEmpty }
 
     /// Reads the status from `repository`.

@@ -8,6 +8,7 @@ public actor InMemoryLearnerRepository: LearnerRepository {
     /// How many times each word was written, to show that saves are narrow.
     public private(set) var wordWrites: [Word.ID: Int] = [:]
 
+    /// An empty repository.
     public init() {}
 
     /// Makes every later call throw `error` (nil: work again).

@@ -17,6 +17,7 @@ import Foundation
 /// Reading a store file that does not exist yet gives empty answers and creates nothing; any
 /// other problem (a file that is not a store, a path that cannot be opened) is thrown.
 public struct RecordKeeperLearnerRepository: LearnerRepository {
+    /// The store holding the learner's records.
     public let store: RecordStore
     let bookRecords: RecordRepository<Book>
     let positionRecords: RecordRepository<ReadingPosition>

@@ -62,25 +62,31 @@ let package = Package(
             dependencies: ["RecordKeeper", "CSQLite"],
             swiftSettings: swiftSettings
         ),
+        // What the test targets share: temporary directories, gates, locked test state.
+        .target(
+            name: "RecordKeeperTestSupport",
+            path: "Tests/RecordKeeperTestSupport",
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "RecordKeeperTests",
-            dependencies: ["RecordKeeper", "CSQLite"],
+            dependencies: ["RecordKeeper", "CSQLite", "RecordKeeperTestSupport"],
             resources: [.copy("Fixtures")],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "RecordKeeperFeaturesTests",
-            dependencies: ["RecordKeeperFeatures", "RecordKeeper"],
+            dependencies: ["RecordKeeperFeatures", "RecordKeeper", "RecordKeeperTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "LearnerTests",
-            dependencies: ["LearnerKit", "RecordKeeperFeatures", "RecordKeeper", "CSQLite", "learner"],
+            dependencies: ["LearnerKit", "RecordKeeperFeatures", "RecordKeeper", "CSQLite", "learner", "RecordKeeperTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "RecordKeeperToolTests",
-            dependencies: ["RecordKeeperTool", "RecordKeeper", "recordkeeper"],
+            dependencies: ["RecordKeeperTool", "RecordKeeper", "recordkeeper", "RecordKeeperTestSupport"],
             swiftSettings: swiftSettings
         ),
         // A helper process for the crash and multi-process tests: performs record-level
@@ -92,7 +98,7 @@ let package = Package(
         ),
         .testTarget(
             name: "RecordKeeperReliabilityTests",
-            dependencies: ["RecordKeeper", "CSQLite", "recordkeeper-crashtest"],
+            dependencies: ["RecordKeeper", "CSQLite", "recordkeeper-crashtest", "RecordKeeperTestSupport"],
             swiftSettings: swiftSettings
         ),
     ]

@@ -1,5 +1,6 @@
 import CSQLite
 import Foundation
+import RecordKeeperTestSupport
 import Testing
 
 /// The built `learner` binary, run end to end in subprocesses.

@@ -3,6 +3,7 @@ import Observation
 import Testing
 @testable import RecordKeeper
 @testable import RecordKeeperFeatures
+import RecordKeeperTestSupport
 
 @Suite(.timeLimit(.minutes(1)))
 struct FeatureModelTests {
@@ -110,7 +111,7 @@ struct FeatureModelTests {
             }
             await saving.wait()
             let refresh = Task.detached { await model.refresh() }
-            await waitUntil { model.pendingOperations == 2 }
+            await waitUntilObserved { model.pendingOperations == 2 }
             #expect(await log.events == ["save started"])  // the refresh is waiting its turn
             await release.open()
             #expect(await save.value)
@@ -136,7 +137,7 @@ struct FeatureModelTests {
                     await log.append("end \(index)")
                 }
             })
-            await waitUntil { model.pendingOperations == index + 1 }
+            await waitUntilObserved { model.pendingOperations == index + 1 }
         }
         await release.open()
         for task in tasks { #expect(await task.value) }
@@ -156,19 +157,19 @@ struct FeatureModelTests {
             // Another repository on the same store, and the store itself, write.
             let other = RecordRepository<Book>(store: store, collection: "books")
             try await other.save(Book(id: "a", title: "A"))
-            await waitUntil { model.state.content?.count == 1 }
+            await waitUntilObserved { model.state.content?.count == 1 }
             try await store.put("books", key: "b", data: RecordCoding.encode(Book(id: "b", title: "B")))
-            await waitUntil { model.state.content?.count == 2 }
+            await waitUntilObserved { model.state.content?.count == 2 }
             #expect(model.state.content == [Book(id: "a", title: "A"), Book(id: "b", title: "B")])
 
             // A record that does not decode is shown as a failure beside the list, not skipped;
             // following goes on, and repairing it shows the list again.
             try await store.put("books", key: "c", data: Data("garbage"))
-            await waitUntil { model.state.error != nil }
+            await waitUntilObserved { model.state.error != nil }
             #expect((model.state.error as? RepositoryError)?.key == "c")
             #expect(model.state.content?.count == 2)
             try await store.put("books", key: "c", data: RecordCoding.encode(Book(id: "c", title: "C")))
-            await waitUntil { model.state.content?.count == 3 && model.state.error == nil }
+            await waitUntilObserved { model.state.content?.count == 3 && model.state.error == nil }
         }
     }
 
@@ -183,7 +184,7 @@ struct FeatureModelTests {
         #expect(store.observerCount("books") == 1)
 
         try await books.save(Book(id: "a", title: "A"))
-        await waitUntil { weakModel?.state.content?.count == 1 && weakModel?.pendingOperations == 0 }
+        await waitUntilObserved { weakModel?.state.content?.count == 1 && weakModel?.pendingOperations == 0 }
 
         model = nil
         #expect(weakModel == nil)
@@ -201,7 +202,7 @@ struct FeatureModelTests {
         weak let weakModel = model
         await model?.follow(books)
         try await books.save(Book(id: "a", title: "A"))
-        await waitUntil { weakModel?.state.content?.count == 1 && weakModel?.pendingOperations == 0 }
+        await waitUntilObserved { weakModel?.state.content?.count == 1 && weakModel?.pendingOperations == 0 }
         model = nil
         #expect(weakModel == nil)
     }

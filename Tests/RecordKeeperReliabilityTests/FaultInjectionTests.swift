@@ -1,3 +1,4 @@
+import RecordKeeperTestSupport
 import CSQLite
 import Foundation
 import Testing
@@ -42,7 +43,7 @@ import Testing
             let error = try #require(failure, "the 2 MB filesystem never filled up")
             FaultTally.shared.add("full disk (tmpfs ENOSPC)")
             #expect(error.code == .storageFull, "\(error)")
-            #expect(error.operation == "put")
+            #expect(error.operation == .put)
             // ENOSPC may strike while a statement spills pages (the key is named) or at the
             // commit, when the log is written (no single key to name).
             #expect(error.key == failedKey || error.key == nil)

@@ -1,3 +1,4 @@
+import RecordKeeperTestSupport
 import Foundation
 import Testing
 import RecordKeeper
@@ -27,7 +28,7 @@ import RecordKeeper
             }
             FaultTally.shared.add("store file deleted while open")
             #expect(error?.code == .fileReplaced)
-            #expect(error?.operation == "put")
+            #expect(error?.operation == .put)
             #expect(error?.errorDescription?.contains("deleted, moved or replaced") == true)
             #expect(error?.errorDescription?.contains("nothing was written") == true)
 

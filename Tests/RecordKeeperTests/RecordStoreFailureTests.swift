@@ -1,3 +1,4 @@
+import RecordKeeperTestSupport
 import CSQLite
 import Foundation
 import Testing
@@ -47,7 +48,7 @@ import Testing
             }
             #expect(error?.code == .storageFull)
             #expect(error?.sqliteCode == SQLITE_FULL)
-            #expect(error?.operation == "apply")
+            #expect(error?.operation == .apply)
             #expect(error?.collection == "c")
             #expect(error?.key == "too-big")
             #expect(error?.errorDescription?.contains("disk is full") == true)
@@ -61,18 +62,18 @@ import Testing
     @Test(arguments: StoreKind.allCases)
     func `a cancelled write stops, rolls back and throws CancellationError`(kind: StoreKind) async throws {
         try await withStore(kind) { store, _ in
-            let written = Counter()
+            let hundredWritten = BlockingGate()
             let task = Task {
                 try await store.write { tx in
                     var index = 0
                     while true {
                         try tx.put("c", key: "k\(index)", data: Data("v"))
                         index += 1
-                        _ = written.increment()
+                        if index == 100 { hundredWritten.arrive() }
                     }
                 }
             }
-            while written.count < 100 { try await Task.sleep(for: .milliseconds(1)) }
+            await hundredWritten.arrival()
             task.cancel()
             await #expect(throws: CancellationError.self) { try await task.value }
             #expect(try await store.read("c") == nil)
@@ -86,15 +87,17 @@ import Testing
         try await withStore(kind) { store, _ in
             let values = Dictionary(uniqueKeysWithValues: (0..<20_000).map { ("k\($0)", Data("v\($0)")) })
             try await store.replace("c", values: values)
+            let running = BlockingGate()
             let task = Task {
                 try await store.write { tx in
+                    running.arrive()
                     while !Task.isCancelled {}
                     // Cancellation arrived while the body ran. Go straight to SQLite (past the
                     // request-level checks): its progress handler stops the long statement.
                     return try tx.context.engine.readAll("c")?.count ?? 0
                 }
             }
-            try await Task.sleep(for: .milliseconds(20))
+            await running.arrival()
             task.cancel()
             await #expect(throws: CancellationError.self) { try await task.value }
             #expect(try await store.read("c")?.count == 20_000)
@@ -103,15 +106,15 @@ import Testing
 
     @Test func `a transaction used after its body returned throws misuse`() async throws {
         let store = RecordStore.inMemory()
-        let escaped = Protected<RecordTransaction?>(nil)
-        try await store.write { tx in escaped.withLock { $0 = tx } }
-        let transaction = try #require(escaped.withLock { $0 })
+        let escaped = EscapedTransaction()
+        try await store.write { tx in escaped.transaction = tx }
+        let transaction = try #require(escaped.transaction)
         #expect(throws: RecordStoreError.self) { try transaction.put("c", key: "k", data: Data()) }
     }
 
     @Test func `errors carry context and an actionable description`() async throws {
         let error = RecordStoreError(
-            code: .storageFull, operation: "apply", collection: "notes", key: "a\u{0}b", path: "/tmp/x.sqlite",
+            code: .storageFull, operation: .apply, collection: "notes", key: "a\u{0}b", path: "/tmp/x.sqlite",
             sqliteCode: SQLITE_FULL, sqliteMessage: "database or disk is full")
         let description = try #require(error.errorDescription)
         #expect(description.contains("notes"))
@@ -122,11 +125,20 @@ import Testing
     }
 
     @Test func `descriptions read as sentences with and without a collection`() {
-        let busy = RecordStoreError(code: .busy, operation: "write", path: "/tmp/s.sqlite")
+        let busy = RecordStoreError(code: .busy, operation: .write, path: "/tmp/s.sqlite")
         #expect(busy.errorDescription == "Could not save in store /tmp/s.sqlite: another connection kept the store locked past the busy timeout.")
-        let full = RecordStoreError(code: .storageFull, operation: "apply", collection: "notes", key: "k")
+        let full = RecordStoreError(code: .storageFull, operation: .apply, collection: "notes", key: "k")
         #expect(full.errorDescription == "Could not save to collection \"notes\" (key \"k\"): the disk is full.")
-        let opening = RecordStoreError(code: .notADatabase, operation: "open", path: "/tmp/x")
+        let opening = RecordStoreError(code: .notADatabase, operation: .open, path: "/tmp/x")
         #expect(opening.errorDescription == "Could not open the store at /tmp/x: the file is not an SQLite database.")
     }
+}
+
+/// Carries a transaction out of its body, which the API forbids, to prove the misuse is caught.
+///
+/// `@unchecked Sendable`: the one write happens inside `write`'s body and the one read after
+/// `write` returned, so the two never overlap; the test escapes a non-`Sendable` object on
+/// purpose, and nothing else ever touches it.
+private final class EscapedTransaction: @unchecked Sendable {
+    var transaction: RecordTransaction?
 }

@@ -1,3 +1,4 @@
+import RecordKeeperTestSupport
 import CSQLite
 import Foundation
 import Testing
@@ -133,7 +134,7 @@ import Testing
         async let first = store.read("c")
         async let second = store.value("c", key: "k")
         async let third: Void = store.put("c", key: "k", data: Data("v"))
-        try await Task.sleep(for: .milliseconds(50))
+        await waitUntil { await store.openingRequests == 3 }
         await gate.open()
         _ = try await (first, second, third)
         #expect(attempts.count == 1)
@@ -154,8 +155,7 @@ import Testing
         }
         // Three requests wait on the first attempt.
         let waiters = (0..<3).map { _ in Task { try await store.read("c") } }
-        while attempts.count < 1 { await Task.yield() }
-        try await Task.sleep(for: .milliseconds(20))
+        await waitUntil { await store.openingRequests == 3 && attempts.count == 1 }
         await firstGate.open()
         for waiter in waiters {
             await #expect(throws: Refused.self) { try await waiter.value }
@@ -165,7 +165,7 @@ import Testing
         let retry = Task { try await store.put("c", key: "k", data: Data("v")) }
         while attempts.count < 2 { await Task.yield() }
         let joiner = Task { try await store.read("c") }
-        try await Task.sleep(for: .milliseconds(20))
+        await waitUntil { await store.openingRequests == 5 }
         #expect(attempts.count == 2)
         await secondGate.open()
         try await retry.value
@@ -187,7 +187,7 @@ import Testing
             #expect(opened.first?.formatVersionFound == 0)
             #expect(opened.first?.formatVersion == StoreFormat.currentVersion)
             let requests = log.all.filter {
-                if case .request(operation: "put", collection: "c", duration: _, succeeded: true) = $0 { return true }
+                if case .request(operation: .put, collection: "c", duration: _, succeeded: true) = $0 { return true }
                 return false
             }
             #expect(requests.count == 1)

@@ -1,3 +1,4 @@
+import RecordKeeperTestSupport
 import Foundation
 import Testing
 @testable import RecordKeeper
@@ -254,20 +255,22 @@ import Testing
         try await withStore(kind, options: options) { store, _ in
             try await store.put("c", key: "k", data: Data("committed"))
             struct Abort: Error {}
-            let started = Counter()
+            let gate = BlockingGate()
             let writer = Task {
                 try await store.write { tx in
                     try tx.put("c", key: "k", data: Data("uncommitted"))
-                    _ = started.increment()
-                    Thread.sleep(forTimeInterval: 0.2)
+                    gate.arriveAndWait()
                     throw Abort()
                 }
             }
-            while started.count == 0 { try await Task.sleep(for: .milliseconds(1)) }
-            // The writer holds the connection: these must wait for it, not run inside it.
-            let seen = try await store.value("c", key: "k")
-            try await store.put("c", key: "other", data: Data("mine"))
+            await gate.arrival()
+            // The write transaction is open: these must never run inside it.
+            let reader = Task { try await store.value("c", key: "k") }
+            let other = Task { try await store.put("c", key: "other", data: Data("mine")) }
+            gate.open()
             await #expect(throws: Abort.self) { try await writer.value }
+            let seen = try await reader.value
+            try await other.value
             #expect(seen == Data("committed"))
             #expect(try await store.read("c") == ["k": Data("committed"), "other": Data("mine")])
         }

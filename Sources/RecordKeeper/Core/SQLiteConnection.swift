@@ -3,9 +3,9 @@ import Foundation
 
 /// One SQLite connection: the raw handle, its statement cache and its transactions.
 ///
-/// Every `sqlite3_*` call of the library lives in this file, `Statement.swift` and
-/// `SQLiteConnection+Pragmas.swift`. A connection is created and used on its store's serial
-/// executor only, so it is deliberately not `Sendable`.
+/// Every `sqlite3_*` call of the library lives in `Core/`: this file, `Statement.swift`,
+/// `SQLiteConnection+Pragmas.swift` and `SQLiteFailure.swift`. A connection is used by one
+/// thread at a time (whoever holds its store's lock), so it is deliberately not `Sendable`.
 final class SQLiteConnection {
     /// The raw handle.
     let handle: OpaquePointer
@@ -77,6 +77,9 @@ final class SQLiteConnection {
             throw SQLiteFailure(code: sqlite3_extended_errcode(handle), message: text)
         }
     }
+
+    /// The rowid of the most recent successful INSERT on this connection.
+    var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
 
     /// Rows changed by the most recent INSERT, UPDATE or DELETE.
     var changes: Int { Int(sqlite3_changes(handle)) }

@@ -1,7 +1,7 @@
 import CSQLite
 
 /// A failure reported by SQLite, before the store adds which operation, collection and key it
-/// belonged to (see `RecordStoreError.init(_:operation:collection:key:path:)`).
+/// belonged to (`RecordStoreError+SQLite.swift` in `Store/` maps it).
 struct SQLiteFailure: Error {
     /// The extended result code.
     let code: Int32
@@ -10,6 +10,27 @@ struct SQLiteFailure: Error {
 
     /// The primary result code (the low byte of the extended code).
     var primaryCode: Int32 { code & 0xFF }
+
+    /// What kind of failure this is, for layers above that must not depend on SQLite's codes.
+    enum Kind: Equatable {
+        case notADatabase, corrupt, cannotOpen, readOnly, full, busy, ioError, tooBig, interrupted
+        case other
+    }
+
+    var kind: Kind {
+        switch primaryCode {
+        case SQLITE_NOTADB: .notADatabase
+        case SQLITE_CORRUPT: .corrupt
+        case SQLITE_CANTOPEN: .cannotOpen
+        case SQLITE_READONLY: .readOnly
+        case SQLITE_FULL: .full
+        case SQLITE_BUSY, SQLITE_LOCKED: .busy
+        case SQLITE_IOERR: .ioError
+        case SQLITE_TOOBIG: .tooBig
+        case SQLITE_INTERRUPT: .interrupted
+        default: .other
+        }
+    }
 
     init(code: Int32, message: String) {
         self.code = code
@@ -28,29 +49,5 @@ struct SQLiteFailure: Error {
         self.init(
             code: extended & 0xFF == code & 0xFF ? extended : code,
             message: String(cString: sqlite3_errmsg(handle)))
-    }
-}
-
-extension RecordStoreError {
-    /// Maps a SQLite failure to the store's error, adding the request's context.
-    init(
-        _ failure: SQLiteFailure, operation: String, collection: String? = nil, key: String? = nil,
-        path: String? = nil
-    ) {
-        let code: Code =
-            switch failure.primaryCode {
-            case SQLITE_NOTADB: .notADatabase
-            case SQLITE_CORRUPT: .corruptStore
-            case SQLITE_CANTOPEN: .cannotOpen
-            case SQLITE_READONLY: .readOnly
-            case SQLITE_FULL: .storageFull
-            case SQLITE_BUSY, SQLITE_LOCKED: .busy
-            case SQLITE_IOERR: .ioError
-            case SQLITE_TOOBIG: .tooBig
-            default: .sqlite
-            }
-        self.init(
-            code: code, operation: operation, collection: collection, key: key, path: path,
-            sqliteCode: failure.code, sqliteMessage: failure.message)
     }
 }

@@ -3,8 +3,11 @@ import Foundation
 
 /// A prepared SQLite statement, owned by one `SQLiteConnection` and used only on its thread.
 ///
-/// Statements are prepared once with `SQLITE_PREPARE_PERSISTENT`, cached by their SQL text, and
-/// reset after each use. Not `Sendable`: it never leaves the store's serial executor.
+/// Cached statements are prepared once with `SQLITE_PREPARE_PERSISTENT`, kept by their
+/// connection under the address of their `StaticString` SQL (see
+/// `SQLiteConnection.statement(_:)`), and reset after each use; others (pragmas, one-off
+/// scans) are prepared without that flag and finalized when released. Not `Sendable`: a
+/// statement is only used by whoever holds its connection.
 final class Statement {
     let handle: OpaquePointer
     let sql: String

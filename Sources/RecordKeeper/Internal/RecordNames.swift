@@ -8,7 +8,7 @@ import Foundation
 /// a dictionary. ASCII (the common case) is already in that form and is not copied.
 enum RecordNames {
     /// The stored form of a collection name; throws for an empty name.
-    static func collection(_ name: String, operation: String) throws -> String {
+    static func collection(_ name: String, operation: StoreOperation) throws -> String {
         guard !name.isEmpty else {
             throw RecordStoreError(code: .invalidCollectionName, operation: operation, collection: name)
         }
@@ -16,7 +16,7 @@ enum RecordNames {
     }
 
     /// The stored form of a key; throws for an empty key.
-    static func key(_ key: String, collection: String, operation: String) throws -> String {
+    static func key(_ key: String, collection: String, operation: StoreOperation) throws -> String {
         guard !key.isEmpty else {
             throw RecordStoreError(code: .invalidKey, operation: operation, collection: collection, key: key)
         }

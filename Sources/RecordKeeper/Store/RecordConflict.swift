@@ -51,10 +51,10 @@ extension RecordStore {
     public nonisolated(nonsending) func apply(
         _ collection: String, changes: RecordChanges, expecting expected: [String: RecordVersion?]
     ) async throws -> [String: RecordVersion] {
-        let input = try ValidatedChanges(collection, changes: changes, operation: "apply")
-        let expected = try ValidatedChanges.normalizedVersions(expected, collection: input.collection, operation: "apply")
+        let input = try ValidatedChanges(collection, changes: changes, operation: .apply)
+        let expected = try ValidatedChanges.normalizedVersions(expected, collection: input.collection, operation: .apply)
         let inline = mayWriteInline(input.upserts.count + input.removals.count)
-        return try await performWrite("apply", collection: input.collection, inline: inline) { context in
+        return try await performWrite(.apply, collection: input.collection, inline: inline) { context in
             try context.apply(
                 input.collection, upserts: input.upserts, removals: input.removals, expecting: expected)
         }
@@ -63,8 +63,8 @@ extension RecordStore {
     /// Every record of `collection` with its version, in key order (UTF-8 bytes), or nil when
     /// the collection is not established.
     public nonisolated func allRecords(_ collection: String) async throws -> [StoredRecord]? {
-        let name = try RecordNames.collection(collection, operation: "allRecords")
-        return try await perform("allRecords", collection: name) { engine in
+        let name = try RecordNames.collection(collection, operation: .allRecords)
+        return try await perform(.allRecords, collection: name) { engine in
             var records: [StoredRecord] = []
             let exists = try engine.forEachRecord(name) { records.append($0) }
             return exists ? records : nil
@@ -73,8 +73,8 @@ extension RecordStore {
 
     /// Every record of `collection` with its version, by key, or nil when not established.
     public nonisolated func versionedRecords(_ collection: String) async throws -> [String: StoredRecord]? {
-        let name = try RecordNames.collection(collection, operation: "versionedRecords")
-        return try await perform("versionedRecords", collection: name) { engine in
+        let name = try RecordNames.collection(collection, operation: .versionedRecords)
+        return try await perform(.versionedRecords, collection: name) { engine in
             var records: [String: StoredRecord] = [:]
             let exists = try engine.forEachRecord(name) { records[$0.key] = $0 }
             return exists ? records : nil
@@ -89,9 +89,9 @@ extension RecordTransaction {
     public func apply(
         _ collection: String, changes: RecordChanges, expecting expected: [String: RecordVersion?]
     ) throws -> [String: RecordVersion] {
-        let input = try ValidatedChanges(collection, changes: changes, operation: "apply")
-        let expected = try ValidatedChanges.normalizedVersions(expected, collection: input.collection, operation: "apply")
-        try checkUsable(input.collection, "apply")
+        let input = try ValidatedChanges(collection, changes: changes, operation: .apply)
+        let expected = try ValidatedChanges.normalizedVersions(expected, collection: input.collection, operation: .apply)
+        try checkUsable(input.collection, .apply)
         return try context.apply(input.collection, upserts: input.upserts, removals: input.removals, expecting: expected)
     }
 }

@@ -1,4 +1,3 @@
-import CSQLite
 import Foundation
 
 /// The record operations of format 1, as SQL on one connection.
@@ -9,7 +8,7 @@ import Foundation
 struct RecordEngine {
     let connection: SQLiteConnection
     let path: String?
-    let operation: String
+    let operation: StoreOperation
 
     // MARK: Errors
 
@@ -17,7 +16,7 @@ struct RecordEngine {
     /// was cancelled, otherwise the store error with its context.
     func error(_ failure: any Error, collection: String? = nil, key: String? = nil) -> any Error {
         guard let failure = failure as? SQLiteFailure else { return failure }
-        if failure.primaryCode == SQLITE_INTERRUPT, Task.isCancelled { return CancellationError() }
+        if failure.kind == .interrupted, Task.isCancelled { return CancellationError() }
         return RecordStoreError(failure, operation: operation, collection: collection, key: key, path: path)
     }
 
@@ -45,7 +44,7 @@ struct RecordEngine {
                 try statement.bind(name, at: 1)
                 try statement.run()
             }
-            return sqlite3_last_insert_rowid(connection.handle)
+            return connection.lastInsertRowID
         }
     }
 

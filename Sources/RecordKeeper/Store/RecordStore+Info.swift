@@ -24,7 +24,7 @@ public struct StoreInfo: Sendable, Equatable {
 extension RecordStore {
     /// The store's format version, SQLite version, journal mode and sizes.
     public nonisolated func info() async throws -> StoreInfo {
-        try await perform("info", collection: nil) { engine in
+        try await perform(.info, collection: nil) { engine in
             try engine.run {
                 let connection = engine.connection
                 return StoreInfo(
@@ -40,14 +40,14 @@ extension RecordStore {
     /// SQLite's integrity check: `["ok"]` when the database is healthy, else one line per
     /// problem found.
     public nonisolated func integrityCheck() async throws -> [String] {
-        try await perform("integrityCheck", collection: nil) { engine in
+        try await perform(.integrityCheck, collection: nil) { engine in
             try engine.run { try engine.connection.integrityCheck() }
         }
     }
 
     /// Limits the database to `pages` pages, so tests can make writes fail as on a full disk.
     nonisolated func setMaxPageCountForTesting(_ pages: Int) async throws {
-        try await perform("setMaxPageCount", collection: nil) { engine in
+        try await perform(.setMaxPageCount, collection: nil) { engine in
             try engine.run { try engine.connection.setMaxPageCount(pages) }
         }
     }
@@ -60,7 +60,7 @@ extension RecordStore {
             return (attributes[.size] as? NSNumber)?.int64Value
         } catch {
             throw RecordStoreError(
-                code: .ioError, operation: "info", path: path,
+                code: .ioError, operation: .info, path: path,
                 detail: "could not read the file's size: \(error.localizedDescription)")
         }
     }

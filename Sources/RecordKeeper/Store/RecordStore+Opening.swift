@@ -24,6 +24,7 @@ extension RecordStore {
             attempt = OpeningAttempt(id: id, task: Task { try await self.runOpening(id) })
             opening = attempt
         }
+        openingRequests += 1
         try await attempt.task.value
     }
 
@@ -85,7 +86,7 @@ extension RecordStore {
 
     /// Runs one read request.
     nonisolated(nonsending) func perform<T: Sendable>(
-        _ operation: String, collection: String?, inline: Bool = false,
+        _ operation: StoreOperation, collection: String?, inline: Bool = false,
         _ body: @Sendable (RecordEngine) throws -> T
     ) async throws -> T {
         try await execute(inline: inline) { core, state in
@@ -95,7 +96,7 @@ extension RecordStore {
 
     /// Runs one write transaction (see `StoreCore.performWrite`).
     nonisolated(nonsending) func performWrite<T: Sendable>(
-        _ operation: String, collection: String?, inline: Bool = false,
+        _ operation: StoreOperation, collection: String?, inline: Bool = false,
         _ body: @Sendable (WriteContext) throws -> T
     ) async throws -> T {
         try await execute(inline: inline) { core, state in

@@ -42,7 +42,7 @@ public enum RecordStoreEvent: Sendable {
     /// Opening failed with this error. A later request will try again.
     case openingFailed(RecordStoreError)
     /// A request finished (successfully or not) after `duration` on the store's executor.
-    case request(operation: String, collection: String?, duration: Duration, succeeded: Bool)
+    case request(operation: StoreOperation, collection: String?, duration: Duration, succeeded: Bool)
 }
 
 /// How long the phases of opening a store took.

@@ -34,6 +34,8 @@ public actor RecordStore {
     nonisolated let core: StoreCore
     var opening: OpeningAttempt?
     var nextAttemptID: UInt64 = 0
+    /// How many requests have waited on an opening attempt (for tests: "all have joined").
+    var openingRequests = 0
 
     /// The serial executor the store's work runs on.
     public nonisolated var unownedExecutor: UnownedSerialExecutor {
@@ -71,16 +73,16 @@ public actor RecordStore {
     /// - Throws: ``RecordStoreError`` when the store cannot be opened or read; never an
     ///   empty answer in place of a failure.
     public nonisolated func read(_ collection: String) async throws -> [String: Data]? {
-        let name = try RecordNames.collection(collection, operation: "read")
-        return try await perform("read", collection: name) { try $0.readAll(name) }
+        let name = try RecordNames.collection(collection, operation: .read)
+        return try await perform(.read, collection: name) { try $0.readAll(name) }
     }
 
     /// Like ``read(_:)``, but when the store file does not exist (and no opening has begun)
     /// it returns nil and creates nothing: no file, no directory.
     public nonisolated func readIfPresent(_ collection: String) async throws -> [String: Data]? {
-        let name = try RecordNames.collection(collection, operation: "readIfPresent")
+        let name = try RecordNames.collection(collection, operation: .readIfPresent)
         guard await isPresent() else { return nil }
-        return try await perform("readIfPresent", collection: name) { try $0.readAll(name) }
+        return try await perform(.readIfPresent, collection: name) { try $0.readAll(name) }
     }
 
     /// The payload of one record, or nil when there is none.
@@ -88,15 +90,15 @@ public actor RecordStore {
     /// Point reads are short: when the store is open and idle they run at once on the
     /// caller's thread instead of hopping to the store's executor.
     public nonisolated(nonsending) func value(_ collection: String, key: String) async throws -> Data? {
-        try await record(collection, key: key, operation: "value")?.data
+        try await record(collection, key: key, operation: .value)?.data
     }
 
     /// One record with its version, or nil when there is none.
     public nonisolated(nonsending) func record(_ collection: String, key: String) async throws -> StoredRecord? {
-        try await record(collection, key: key, operation: "record")
+        try await record(collection, key: key, operation: .record)
     }
 
-    private nonisolated(nonsending) func record(_ collection: String, key: String, operation: String) async throws -> StoredRecord? {
+    private nonisolated(nonsending) func record(_ collection: String, key: String, operation: StoreOperation) async throws -> StoredRecord? {
         let name = try RecordNames.collection(collection, operation: operation)
         let key = try RecordNames.key(key, collection: name, operation: operation)
         return try await perform(operation, collection: name, inline: true) { try $0.record(name, key: key) }
@@ -104,7 +106,7 @@ public actor RecordStore {
 
     /// The established collections, sorted by name, with their record counts.
     public nonisolated func collections() async throws -> [CollectionSummary] {
-        try await perform("collections", collection: nil) { try $0.collections() }
+        try await perform(.collections, collection: nil) { try $0.collections() }
     }
 
     /// One page of `collection`'s records in key order (by UTF-8 bytes), the keys strictly
@@ -118,14 +120,14 @@ public actor RecordStore {
     /// }
     /// ```
     public nonisolated func records(_ collection: String, after: String? = nil, limit: Int = 1000) async throws -> [StoredRecord]? {
-        let name = try RecordNames.collection(collection, operation: "records")
+        let name = try RecordNames.collection(collection, operation: .records)
         guard limit > 0 else {
             throw RecordStoreError(
-                code: .invalidArgument, operation: "records", collection: name,
+                code: .invalidArgument, operation: .records, collection: name,
                 detail: "the page limit must be positive, not \(limit)")
         }
         let after = after.map(RecordNames.normalized)
-        return try await perform("records", collection: name) { try $0.page(name, after: after, limit: limit) }
+        return try await perform(.records, collection: name) { try $0.page(name, after: after, limit: limit) }
     }
 
     // MARK: Writing
@@ -134,7 +136,7 @@ public actor RecordStore {
     public nonisolated(nonsending) func put(_ collection: String, key: String, data: Data) async throws {
         var changes = RecordChanges()
         changes[key] = data
-        try await apply(changes: try ValidatedChanges(collection, changes: changes, operation: "put"), "put")
+        try await apply(changes: try ValidatedChanges(collection, changes: changes, operation: .put), .put)
     }
 
     /// Applies a record-level change in one transaction: removes only the named keys, upserts
@@ -144,10 +146,10 @@ public actor RecordStore {
     /// - Throws: ``RecordStoreError``; on any failure the transaction is rolled back and
     ///   nothing of the change is stored. A bad key anywhere means nothing is written.
     public nonisolated(nonsending) func apply(_ collection: String, changes: RecordChanges) async throws {
-        try await apply(changes: try ValidatedChanges(collection, changes: changes, operation: "apply"), "apply")
+        try await apply(changes: try ValidatedChanges(collection, changes: changes, operation: .apply), .apply)
     }
 
-    private nonisolated(nonsending) func apply(changes: ValidatedChanges, _ operation: String) async throws {
+    private nonisolated(nonsending) func apply(changes: ValidatedChanges, _ operation: StoreOperation) async throws {
         let inline = mayWriteInline(changes.upserts.count + changes.removals.count)
         _ = try await performWrite(operation, collection: changes.collection, inline: inline) { context in
             try context.apply(changes.collection, upserts: changes.upserts, removals: changes.removals)
@@ -163,8 +165,8 @@ public actor RecordStore {
     public nonisolated func replace(
         _ collection: String, values: [String: Data], onlyIfAbsent: Bool = false
     ) async throws -> [String: Data] {
-        let input = try ValidatedChanges(collection, values: values, operation: "replace")
-        return try await performWrite("replace", collection: input.collection) { context in
+        let input = try ValidatedChanges(collection, values: values, operation: .replace)
+        return try await performWrite(.replace, collection: input.collection) { context in
             if onlyIfAbsent, let existing = try context.engine.readAll(input.collection) {
                 return existing
             }
@@ -180,13 +182,24 @@ public actor RecordStore {
     /// When the store file does not exist (and no opening has begun) it does nothing and
     /// creates nothing.
     public nonisolated func removeCollection(_ collection: String) async throws {
-        let name = try RecordNames.collection(collection, operation: "removeCollection")
+        let name = try RecordNames.collection(collection, operation: .removeCollection)
         guard await isPresent() else { return }
-        try await performWrite("removeCollection", collection: name) { try $0.removeCollection(name) }
+        try await performWrite(.removeCollection, collection: name) { try $0.removeCollection(name) }
     }
 
     /// Makes the next write transaction fail at its commit and roll back, as a real commit
-    /// failure would. For tests of failure handling; the store works normally afterwards.
+    /// failure (a full disk, an I/O error) would.
+    ///
+    /// A tool for apps to test their own failure handling: that a screen shows the error, that
+    /// nothing half-saved appears, that a retry works. The failing write throws
+    /// ``RecordStoreError`` with code ``RecordStoreError/Code/injectedFailure``, nothing of it is
+    /// stored, and the store works normally afterwards.
+    ///
+    /// ```swift
+    /// try await store.failNextCommitForTesting()
+    /// await model.save(draft)            // must surface the error and keep the draft
+    /// #expect(model.errorMessage != nil)
+    /// ```
     public nonisolated func failNextCommitForTesting() async throws {
         core.locked { $0.failNextCommit = true }
     }
@@ -202,7 +215,7 @@ public actor RecordStore {
     /// }
     /// ```
     public nonisolated func write<T: Sendable>(_ body: @Sendable (RecordTransaction) throws -> T) async throws -> T {
-        try await performWrite("write", collection: nil) { context in
+        try await performWrite(.write, collection: nil) { context in
             let transaction = RecordTransaction(context: context)
             defer { transaction.invalidate() }
             return try body(transaction)
@@ -212,7 +225,7 @@ public actor RecordStore {
     /// Runs `body` in one read transaction: everything it reads is one consistent snapshot,
     /// even while other connections write. For exports and reports.
     public nonisolated func snapshot<T: Sendable>(_ body: @Sendable (RecordSnapshot) throws -> T) async throws -> T {
-        try await perform("snapshot", collection: nil) { engine in
+        try await perform(.snapshot, collection: nil) { engine in
             try engine.begin(immediate: false)
             let snapshot = RecordSnapshot(engine: engine)
             do {

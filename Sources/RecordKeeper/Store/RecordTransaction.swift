@@ -7,32 +7,33 @@ public import Foundation
 /// running it; using it afterwards throws ``RecordStoreError/Code/misuse``.
 public final class RecordTransaction {
     let context: WriteContext
-    private var isValid = true
+    private let reads: RecordReads
 
     init(context: WriteContext) {
         self.context = context
+        self.reads = RecordReads(engine: context.engine, handle: "RecordTransaction", body: "write")
     }
 
-    func invalidate() { isValid = false }
+    func invalidate() { reads.isValid = false }
+
+    /// The established collections with their sizes, sorted by name, as this transaction sees them.
+    public func collections() throws -> [CollectionSummary] {
+        try reads.collections()
+    }
 
     /// All records of `collection` as this transaction sees them, or nil if not established.
     public func read(_ collection: String) throws -> [String: Data]? {
-        let name = try checked(collection, "read")
-        return try context.engine.readAll(name)
+        try reads.read(collection)
     }
 
     /// One payload as this transaction sees it.
     public func value(_ collection: String, key: String) throws -> Data? {
-        let name = try checked(collection, "value")
-        let key = try RecordNames.key(key, collection: name, operation: "value")
-        return try context.engine.record(name, key: key)?.data
+        try reads.record(collection, key: key, operation: .value)?.data
     }
 
     /// One record with its version as this transaction sees it.
     public func record(_ collection: String, key: String) throws -> StoredRecord? {
-        let name = try checked(collection, "record")
-        let key = try RecordNames.key(key, collection: name, operation: "record")
-        return try context.engine.record(name, key: key)
+        try reads.record(collection, key: key, operation: .record)
     }
 
     /// Calls `body` for every record of `collection` as this transaction sees it, in key
@@ -40,8 +41,7 @@ public final class RecordTransaction {
     /// established.
     @discardableResult
     public func forEachRecord(in collection: String, _ body: (StoredRecord) throws -> Void) throws -> Bool {
-        let name = try checked(collection, "forEachRecord")
-        return try context.engine.forEachRecord(name, body)
+        try reads.forEachRecord(in: collection, body)
     }
 
     /// Inserts or overwrites one record.
@@ -53,36 +53,26 @@ public final class RecordTransaction {
 
     /// Applies a record-level change (see ``RecordStore/apply(_:changes:)``).
     public func apply(_ collection: String, changes: RecordChanges) throws {
-        _ = try checked(collection, "apply")
-        let input = try ValidatedChanges(collection, changes: changes, operation: "apply")
+        _ = try reads.checked(collection, .apply)
+        let input = try ValidatedChanges(collection, changes: changes, operation: .apply)
         try context.apply(input.collection, upserts: input.upserts, removals: input.removals)
     }
 
     /// Replaces the whole content of `collection` with `values`.
     public func replace(_ collection: String, values: [String: Data]) throws {
-        _ = try checked(collection, "replace")
-        let input = try ValidatedChanges(collection, values: values, operation: "replace")
+        _ = try reads.checked(collection, .replace)
+        let input = try ValidatedChanges(collection, values: values, operation: .replace)
         try context.replace(input.collection, values: input.upserts)
     }
 
     /// Removes `collection` and all its records.
     public func removeCollection(_ collection: String) throws {
-        let name = try checked(collection, "removeCollection")
+        let name = try reads.checked(collection, .removeCollection)
         try context.removeCollection(name)
     }
 
-    func checkUsable(_ collection: String, _ operation: String) throws {
-        _ = try checked(collection, operation)
-    }
-
-    private func checked(_ collection: String, _ operation: String) throws -> String {
-        guard isValid else {
-            throw RecordStoreError(
-                code: .misuse, operation: operation, collection: collection,
-                detail: "a RecordTransaction was used after its write body returned")
-        }
-        try Task.checkCancellation()
-        return try RecordNames.collection(collection, operation: operation)
+    func checkUsable(_ collection: String, _ operation: StoreOperation) throws {
+        _ = try reads.checked(collection, operation)
     }
 }
 
@@ -90,37 +80,32 @@ public final class RecordTransaction {
 ///
 /// Valid only inside that body; using it afterwards throws ``RecordStoreError/Code/misuse``.
 public final class RecordSnapshot {
-    private let engine: RecordEngine
-    private var isValid = true
+    private let reads: RecordReads
 
     init(engine: RecordEngine) {
-        self.engine = engine
+        self.reads = RecordReads(engine: engine, handle: "RecordSnapshot", body: "snapshot")
     }
 
-    func invalidate() { isValid = false }
+    func invalidate() { reads.isValid = false }
 
     /// The established collections with their sizes, sorted by name.
     public func collections() throws -> [CollectionSummary] {
-        try checkValid("collections")
-        return try engine.collections()
+        try reads.collections()
     }
 
     /// All records of `collection`, or nil if not established.
     public func read(_ collection: String) throws -> [String: Data]? {
-        try checkValid("read")
-        return try engine.readAll(try RecordNames.collection(collection, operation: "read"))
+        try reads.read(collection)
     }
 
     /// One payload, or nil.
     public func value(_ collection: String, key: String) throws -> Data? {
-        try record(collection, key: key)?.data
+        try reads.record(collection, key: key, operation: .value)?.data
     }
 
     /// One record with its version, or nil.
     public func record(_ collection: String, key: String) throws -> StoredRecord? {
-        try checkValid("record")
-        let name = try RecordNames.collection(collection, operation: "record")
-        return try engine.record(name, key: try RecordNames.key(key, collection: name, operation: "record"))
+        try reads.record(collection, key: key, operation: .record)
     }
 
     /// Calls `body` for every record of `collection` in key order, one at a time, without
@@ -128,19 +113,56 @@ public final class RecordSnapshot {
     /// is not established.
     @discardableResult
     public func forEachRecord(in collection: String, _ body: (StoredRecord) throws -> Void) throws -> Bool {
-        try checkValid("forEachRecord")
-        let name = try RecordNames.collection(collection, operation: "forEachRecord")
+        try reads.forEachRecord(in: collection, body)
+    }
+}
+
+/// The reads a transaction and a snapshot share: one implementation, with the check that the
+/// handle is still inside its body and the task not cancelled.
+final class RecordReads {
+    let engine: RecordEngine
+    /// The public handle's type name and the body it belongs to, for misuse errors.
+    private let handle: String
+    private let body: String
+    var isValid = true
+
+    init(engine: RecordEngine, handle: String, body: String) {
+        self.engine = engine
+        self.handle = handle
+        self.body = body
+    }
+
+    /// The validated collection name, after checking the handle may still be used.
+    func checked(_ collection: String?, _ operation: StoreOperation) throws -> String {
+        guard isValid else {
+            throw RecordStoreError(
+                code: .misuse, operation: operation, collection: collection,
+                detail: "a \(handle) was used after its \(body) body returned")
+        }
+        try Task.checkCancellation()
+        guard let collection else { return "" }
+        return try RecordNames.collection(collection, operation: operation)
+    }
+
+    func collections() throws -> [CollectionSummary] {
+        _ = try checked(nil, .collections)
+        return try engine.collections()
+    }
+
+    func read(_ collection: String) throws -> [String: Data]? {
+        try engine.readAll(try checked(collection, .read))
+    }
+
+    func record(_ collection: String, key: String, operation: StoreOperation) throws -> StoredRecord? {
+        let name = try checked(collection, operation)
+        return try engine.record(name, key: try RecordNames.key(key, collection: name, operation: operation))
+    }
+
+    func forEachRecord(in collection: String, _ body: (StoredRecord) throws -> Void) throws -> Bool {
+        let name = try checked(collection, .forEachRecord)
         return try engine.forEachRecord(name) { record in
             try Task.checkCancellation()
             try body(record)
-        }
-    }
-
-    private func checkValid(_ operation: String) throws {
-        guard isValid else {
-            throw RecordStoreError(
-                code: .misuse, operation: operation,
-                detail: "a RecordSnapshot was used after its snapshot body returned")
         }
     }
 }

@@ -57,7 +57,7 @@ final class CoreState {
 extension StoreCore {
     /// Runs one request on the open connection, with tracing. Call with the lock held.
     func perform<T>(
-        _ state: CoreState, _ operation: String, collection: String?, _ body: (RecordEngine) throws -> T
+        _ state: CoreState, _ operation: StoreOperation, collection: String?, _ body: (RecordEngine) throws -> T
     ) throws -> T {
         guard let connection = state.connection else {
             throw RecordStoreError(
@@ -83,7 +83,7 @@ extension StoreCore {
     /// Observers hear about the changes only after the commit, in commit order.
     /// Call with the lock held.
     func performWrite<T>(
-        _ state: CoreState, _ operation: String, collection: String?, _ body: (WriteContext) throws -> T
+        _ state: CoreState, _ operation: StoreOperation, collection: String?, _ body: (WriteContext) throws -> T
     ) throws -> T {
         do {
             let (result, changes) = try perform(state, operation, collection: collection) {
@@ -127,7 +127,7 @@ extension StoreCore {
     /// Throws `fileReplaced` (and drops the connection, so the next request opens the file now
     /// at the path) when the store file is no longer the one the connection opened: a commit
     /// would go to a deleted or replaced file and be lost.
-    private func checkFileIdentity(_ state: CoreState, _ operation: String, collection: String?) throws {
+    private func checkFileIdentity(_ state: CoreState, _ operation: StoreOperation, collection: String?) throws {
         guard let path, let opened = state.fileIdentity else { return }
         let current = StoreFileIdentity.lookup(path)
         guard current != .file(opened), current != .unknown else { return }

@@ -134,7 +134,7 @@ struct ValidatedChanges {
     /// True when normalization changed a key, so the stored keys differ from the input's bytes.
     let renamedKeys: Bool
 
-    init(_ collection: String, changes: RecordChanges, operation: String) throws {
+    init(_ collection: String, changes: RecordChanges, operation: StoreOperation) throws {
         self.collection = try RecordNames.collection(collection, operation: operation)
         (upserts, renamedKeys) = try Self.validate(changes.upserts, collection: collection, operation: operation)
         removals = try changes.removals.map {
@@ -142,7 +142,7 @@ struct ValidatedChanges {
         }
     }
 
-    init(_ collection: String, values: [String: Data], operation: String) throws {
+    init(_ collection: String, values: [String: Data], operation: StoreOperation) throws {
         self.collection = try RecordNames.collection(collection, operation: operation)
         (upserts, renamedKeys) = try Self.validate(values, collection: collection, operation: operation)
         removals = []
@@ -150,7 +150,7 @@ struct ValidatedChanges {
 
     /// Expected versions with their keys checked and normalized.
     static func normalizedVersions(
-        _ versions: [String: RecordVersion?], collection: String, operation: String
+        _ versions: [String: RecordVersion?], collection: String, operation: StoreOperation
     ) throws -> [String: RecordVersion?] {
         var result: [String: RecordVersion?] = [:]
         for (key, version) in versions {
@@ -164,7 +164,7 @@ struct ValidatedChanges {
     /// is code-point order, which is the UTF-8 byte order SQLite uses, with a fast path for
     /// ASCII.) `renamed` tells whether normalization changed any key.
     private static func validate(
-        _ values: [String: Data], collection: String, operation: String
+        _ values: [String: Data], collection: String, operation: StoreOperation
     ) throws -> (entries: [(key: String, data: Data)], renamed: Bool) {
         var result: [(key: String, data: Data)] = []
         result.reserveCapacity(values.count)

@@ -1,6 +1,8 @@
 /// Progress of a long import or export on stderr ("exported 120000 records, 48000/s"), shown
-/// only when stderr is a terminal and `--quiet` was not given. Checks the clock every 1024
-/// records, redraws at most four times a second, and clears its line when done.
+/// only when stderr is a terminal and `--quiet` was not given. Draws at the 1024th record,
+/// then checks the clock every 1024 records and redraws at most four times a second; clears
+/// its line when done. (Drawing first after a delay instead would make whether a line
+/// appears at all depend on the machine's speed.)
 final class ProgressReporter {
     private let verb: String
     private let isEnabled: Bool
@@ -27,7 +29,7 @@ final class ProgressReporter {
         count += 1
         guard isEnabled, count & 0x3FF == 0 else { return }
         let now = clock.now
-        guard now - lastDrawn >= .milliseconds(250) else { return }
+        guard !hasDrawn || now - lastDrawn >= .milliseconds(250) else { return }
         lastDrawn = now
         draw(now: now)
     }

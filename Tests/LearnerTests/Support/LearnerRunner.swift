@@ -100,21 +100,6 @@ struct LearnerRunner {
     }
 }
 
-/// Runs `body` with a fresh temporary directory that is removed afterwards.
-func withTemporaryDirectory<T>(_ body: (URL) async throws -> T) async throws -> T {
-    let url = FileManager.default.temporaryDirectory
-        .appendingPathComponent("learner-tests-\(UUID().uuidString)", isDirectory: true)
-    try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    defer {
-        do {
-            try FileManager.default.removeItem(at: url)
-        } catch {
-            Issue.record("could not remove the temporary directory \(url.path): \(error)")
-        }
-    }
-    return try await body(url)
-}
-
 /// POSIX permission bits of a file.
 func permissions(of url: URL) throws -> Int {
     let attributes = try FileManager.default.attributesOfItem(atPath: url.path)

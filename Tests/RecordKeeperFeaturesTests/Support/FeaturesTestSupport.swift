@@ -2,6 +2,7 @@ import Foundation
 import Observation
 import Testing
 @testable import RecordKeeper
+import RecordKeeperTestSupport
 
 /// Where a test's store lives; core behaviour runs against both.
 enum StoreKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
@@ -9,21 +10,6 @@ enum StoreKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
     case inMemory
 
     var testDescription: String { rawValue }
-}
-
-/// A fresh temporary directory for one test, removed when the test's closure returns.
-func withTemporaryDirectory(
-    isolation: isolated (any Actor)? = #isolation, _ body: (URL) async throws -> Void
-) async throws {
-    let directory = FileManager.default.temporaryDirectory
-        .appendingPathComponent("RecordKeeperFeaturesTests-\(UUID().uuidString)", isDirectory: true)
-    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-    defer {
-        do { try FileManager.default.removeItem(at: directory) } catch {
-            Issue.record("could not remove the temporary directory \(directory.path): \(error)")
-        }
-    }
-    try await body(directory)
 }
 
 /// Runs `body` with a new store of the given kind in a fresh directory.
@@ -47,23 +33,6 @@ extension Data {
     init(_ string: String) { self = Data(string.utf8) }
 }
 
-/// A one-shot gate a test opens to let a suspended operation go on.
-actor Gate {
-    private var isOpen = false
-    private var waiters: [CheckedContinuation<Void, Never>] = []
-
-    func wait() async {
-        if isOpen { return }
-        await withCheckedContinuation { waiters.append($0) }
-    }
-
-    func open() {
-        isOpen = true
-        for waiter in waiters { waiter.resume() }
-        waiters.removeAll()
-    }
-}
-
 /// What happened, in order, from any task.
 actor EventLog {
     private(set) var events: [String] = []
@@ -73,7 +42,7 @@ actor EventLog {
 /// Suspends until `condition` holds, re-checking whenever an observed property it reads
 /// changes. A handshake on the model's own state: no sleeping, no polling.
 @MainActor
-func waitUntil(_ condition: @escaping @MainActor () -> Bool) async {
+func waitUntilObserved(_ condition: @escaping @MainActor () -> Bool) async {
     while !condition() {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             withObservationTracking {

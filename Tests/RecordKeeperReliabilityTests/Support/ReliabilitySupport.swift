@@ -18,29 +18,6 @@ func environmentInteger(_ name: String) -> UInt64? {
     ProcessInfo.processInfo.environment[name].flatMap { UInt64($0) }
 }
 
-/// A fresh temporary directory for one test, removed when `body` returns (after making
-/// everything writable and mutable again, so cleanup works after permission tests).
-func withTemporaryDirectory<T>(_ body: (URL) async throws -> T) async throws -> T {
-    let directory = FileManager.default.temporaryDirectory
-        .appendingPathComponent("RecordKeeperReliability-\(UUID().uuidString)", isDirectory: true)
-    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-    defer {
-        restoreWritable(directory)
-        do { try FileManager.default.removeItem(at: directory) } catch {
-            Issue.record("could not remove the temporary directory \(directory.path): \(error)")
-        }
-    }
-    return try await body(directory)
-}
-
-private func restoreWritable(_ url: URL) {
-    chmod(url.path, 0o700)
-    guard let enumerator = FileManager.default.enumerator(atPath: url.path) else { return }
-    for case let item as String in enumerator {
-        chmod(url.appendingPathComponent(item).path, 0o700)
-    }
-}
-
 /// A small deterministic generator (SplitMix64): the same seed gives the same run.
 struct SplitMix64: RandomNumberGenerator {
     private var state: UInt64

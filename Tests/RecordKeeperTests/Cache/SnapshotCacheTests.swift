@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import RecordKeeper
+import RecordKeeperTestSupport
 
 private struct Feed: Codable, Equatable, Sendable {
     var title: String

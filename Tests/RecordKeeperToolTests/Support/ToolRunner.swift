@@ -1,3 +1,4 @@
+import RecordKeeperTestSupport
 import Foundation
 import Testing
 
@@ -123,21 +124,6 @@ struct ToolRunner {
         try Data(contents.utf8).write(to: url)
         return url.path
     }
-}
-
-/// Runs `body` with a fresh temporary directory that is removed afterwards, whatever happens.
-func withTemporaryDirectory<T>(_ body: (URL) throws -> T) throws -> T {
-    let url = FileManager.default.temporaryDirectory
-        .appendingPathComponent("recordkeeper-tool-tests-\(UUID().uuidString)", isDirectory: true)
-    try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    defer {
-        do {
-            try FileManager.default.removeItem(at: url)
-        } catch {
-            Issue.record("could not remove the temporary directory \(url.path): \(error)")
-        }
-    }
-    return try body(url)
 }
 
 /// Runs `body` with a runner in a fresh temporary directory.

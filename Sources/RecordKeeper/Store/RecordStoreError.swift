@@ -65,8 +65,8 @@ public struct RecordStoreError: Error, Sendable, Equatable, CustomStringConverti
 
     /// What kind of failure this is.
     public var code: Code
-    /// The operation that failed: `"open"`, `"read"`, `"apply"`, `"replace"`, …
-    public var operation: String
+    /// The operation that failed: `.open`, `.read`, `.apply`, `.replace`, …
+    public var operation: StoreOperation
     /// The collection concerned, if any.
     public var collection: String?
     /// The record key concerned, if any.
@@ -82,7 +82,7 @@ public struct RecordStoreError: Error, Sendable, Equatable, CustomStringConverti
 
     /// Creates an error. Library code fills in the context it knows.
     public init(
-        code: Code, operation: String, collection: String? = nil, key: String? = nil,
+        code: Code, operation: StoreOperation, collection: String? = nil, key: String? = nil,
         path: String? = nil, sqliteCode: Int32? = nil, sqliteMessage: String? = nil,
         detail: String? = nil
     ) {

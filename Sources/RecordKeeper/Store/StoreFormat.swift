@@ -37,13 +37,3 @@ enum StoreFormat {
         )
     ]
 }
-
-/// One step of the migration plan.
-struct Migration: Sendable {
-    /// The format version the store has after this step.
-    let version: Int
-    /// What the step does, for timings and errors.
-    let name: String
-    /// Constant SQL written in this library (never built from input).
-    let sql: String
-}

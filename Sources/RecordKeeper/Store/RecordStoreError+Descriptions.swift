@@ -4,7 +4,7 @@ extension RecordStoreError: LocalizedError {
     /// A sentence a person can act on: what failed, where, and why.
     public var errorDescription: String? {
         var sentence: String
-        if operation == "open" {
+        if operation == .open {
             sentence = "Could not open " + (path.map { "the store at \($0)" } ?? "the in-memory store")
         } else {
             sentence = "Could not \(Self.verb(for: operation, hasCollection: collection != nil))"
@@ -71,16 +71,16 @@ extension RecordStoreError: LocalizedError {
         }
     }
 
-    private static func verb(for operation: String, hasCollection: Bool) -> String {
-        switch operation {
-        case "read", "readIfPresent", "value", "record", "records", "snapshot", "versionedRecords", "forEachRecord":
-            return "read"
-        case "put", "apply", "write": return hasCollection ? "save to" : "save"
-        case "replace": return "replace"
-        case "removeCollection": return "remove"
-        case "collections": return "list the collections"
-        case "info", "integrityCheck": return "inspect the store"
-        default: return hasCollection ? "complete \(operation) on" : "complete \(operation)"
+    private static func verb(for operation: StoreOperation, hasCollection: Bool) -> String {
+        switch operation.purpose {
+        case .open: return "open"
+        case .read: return "read"
+        case .save: return hasCollection ? "save to" : "save"
+        case .replace: return "replace"
+        case .remove: return "remove"
+        case .list: return "list the collections"
+        case .inspect: return "inspect the store"
+        case .backUp: return hasCollection ? "back up" : "back up the store"
         }
     }
 }

@@ -1,4 +1,3 @@
-import CSQLite
 import Foundation
 
 #if canImport(Glibc)
@@ -32,7 +31,7 @@ enum StoreOpener {
             if path != nil { try enableWriteAheadLog(connection, busyTimeout: options.busyTimeout) }
             try connection.setSynchronous(full: options.durability == .full)
         } catch let failure as SQLiteFailure {
-            throw RecordStoreError(failure, operation: "open", path: path)
+            throw RecordStoreError(failure, operation: .open, path: path)
         }
         let opened = clock.now
 
@@ -58,12 +57,12 @@ enum StoreOpener {
                     attributes: [.posixPermissions: 0o700])
             } catch {
                 throw RecordStoreError(
-                    code: .cannotOpen, operation: "open", path: path,
+                    code: .cannotOpen, operation: .open, path: path,
                     detail: "could not create the directory \(directory.path): \(error.localizedDescription)")
             }
         } else if !isDirectory.boolValue {
             throw RecordStoreError(
-                code: .cannotOpen, operation: "open", path: path,
+                code: .cannotOpen, operation: .open, path: path,
                 detail: "\(directory.path) is a file, not a directory; it was left as it is")
         }
         let descriptor = Glibc_open(path, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0o600)
@@ -72,7 +71,7 @@ enum StoreOpener {
         } else if errno != EEXIST {
             let reason = String(cString: strerror(errno))
             throw RecordStoreError(
-                code: errno == EACCES || errno == EROFS ? .readOnly : .cannotOpen, operation: "open",
+                code: errno == EACCES || errno == EROFS ? .readOnly : .cannotOpen, operation: .open,
                 path: path, detail: "could not create the store file: \(reason)")
         }
     }
@@ -88,7 +87,7 @@ enum StoreOpener {
             do throws(SQLiteFailure) {
                 _ = try connection.enableWriteAheadLog()
                 return
-            } catch let failure where failure.primaryCode == SQLITE_BUSY && ContinuousClock.now < deadline {
+            } catch let failure where failure.kind == .busy && ContinuousClock.now < deadline {
                 usleep(2_000)
             }
         }
@@ -104,7 +103,7 @@ enum StoreOpener {
         if applicationID == StoreFormat.applicationID {
             guard version <= StoreFormat.currentVersion else {
                 throw RecordStoreError(
-                    code: .newerFormat, operation: "open", path: path,
+                    code: .newerFormat, operation: .open, path: path,
                     detail: "format \(version); this version reads up to format \(StoreFormat.currentVersion)")
             }
             return version
@@ -113,35 +112,24 @@ enum StoreOpener {
             return 0  // a new, empty database
         }
         throw RecordStoreError(
-            code: .foreignDatabase, operation: "open", path: path,
+            code: .foreignDatabase, operation: .open, path: path,
             detail: "application_id \(applicationID), user_version \(version)")
     }
 
-    /// Runs every migration step newer than `found`, each in one immediate transaction that
-    /// also records the new version, so a crash leaves either the old or the new format.
+    /// Brings the format forward with `StoreFormat`'s steps (see `Migrator`).
     private static func migrate(_ connection: SQLiteConnection, from found: Int, path: String?) throws {
-        for migration in StoreFormat.migrations where migration.version > found {
-            do {
-                try connection.beginImmediate()
-                // Another process may have migrated while this one waited for the lock.
-                if try connection.userVersion() >= migration.version {
-                    try connection.commit()
-                    continue
+        do throws(MigrationFailure) {
+            try Migrator.run(
+                StoreFormat.migrations, on: connection, from: found, applicationID: StoreFormat.applicationID)
+        } catch {
+            var described = RecordStoreError(error.failure, operation: .open, path: path)
+            described.detail =
+                if let rollback = error.rollbackFailure {
+                    "migration to format \(error.step.version) failed; rollback also failed: \(rollback.message)"
+                } else {
+                    "migration to format \(error.step.version) (\(error.step.name)) failed"
                 }
-                try connection.execute(migration.sql)
-                try connection.setFormat(version: migration.version, applicationID: StoreFormat.applicationID)
-                try connection.commit()
-            } catch {
-                let failed = RecordStoreError(error, operation: "open", path: path)
-                do { try connection.rollback() } catch {
-                    var combined = failed
-                    combined.detail = "migration to format \(migration.version) failed; rollback also failed: \(error.message)"
-                    throw combined
-                }
-                var described = failed
-                described.detail = "migration to format \(migration.version) (\(migration.name)) failed"
-                throw described
-            }
+            throw described
         }
     }
 }

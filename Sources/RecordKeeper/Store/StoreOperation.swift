@@ -1,0 +1,67 @@
+/// A kind of store request, as errors and events name it: `.open`, `.read`, `.apply`, …
+///
+/// ```swift
+/// catch let error as RecordStoreError where error.operation == .open { … }
+/// ```
+public struct StoreOperation: Hashable, Sendable, CustomStringConvertible {
+    /// A stable name, such as `"apply"`.
+    public let name: String
+    /// How a sentence about a failure names what was being done.
+    let purpose: Purpose
+
+    init(_ name: String, _ purpose: Purpose) {
+        self.name = name
+        self.purpose = purpose
+    }
+
+    public var description: String { name }
+
+    public static func == (lhs: StoreOperation, rhs: StoreOperation) -> Bool { lhs.name == rhs.name }
+    public func hash(into hasher: inout Hasher) { hasher.combine(name) }
+
+    /// What an operation does, for error sentences ("Could not save to collection …").
+    enum Purpose: Sendable {
+        case open, read, save, replace, remove, list, inspect, backUp
+    }
+
+    /// Opening the store file (creating it, checking and migrating its format).
+    public static let open = StoreOperation("open", .open)
+    /// ``RecordStore/read(_:)``.
+    public static let read = StoreOperation("read", .read)
+    /// ``RecordStore/readIfPresent(_:)``.
+    public static let readIfPresent = StoreOperation("readIfPresent", .read)
+    /// ``RecordStore/value(_:key:)``.
+    public static let value = StoreOperation("value", .read)
+    /// ``RecordStore/record(_:key:)``.
+    public static let record = StoreOperation("record", .read)
+    /// ``RecordStore/records(_:after:limit:)``.
+    public static let records = StoreOperation("records", .read)
+    /// Reading a collection with versions (``RecordStore/versionedRecords(_:)``).
+    public static let versionedRecords = StoreOperation("versionedRecords", .read)
+    /// Reading every record of a collection with its version.
+    public static let allRecords = StoreOperation("allRecords", .read)
+    /// Iterating records one at a time in a transaction or snapshot.
+    public static let forEachRecord = StoreOperation("forEachRecord", .read)
+    /// ``RecordStore/snapshot(_:)``.
+    public static let snapshot = StoreOperation("snapshot", .read)
+    /// ``RecordStore/collections()``.
+    public static let collections = StoreOperation("collections", .list)
+    /// ``RecordStore/put(_:key:data:)``.
+    public static let put = StoreOperation("put", .save)
+    /// ``RecordStore/apply(_:changes:)``.
+    public static let apply = StoreOperation("apply", .save)
+    /// ``RecordStore/write(_:)``.
+    public static let write = StoreOperation("write", .save)
+    /// ``RecordStore/replace(_:values:onlyIfAbsent:)``.
+    public static let replace = StoreOperation("replace", .replace)
+    /// ``RecordStore/removeCollection(_:)``.
+    public static let removeCollection = StoreOperation("removeCollection", .remove)
+    /// ``RecordStore/info()``.
+    public static let info = StoreOperation("info", .inspect)
+    /// ``RecordStore/integrityCheck()``.
+    public static let integrityCheck = StoreOperation("integrityCheck", .inspect)
+    /// ``RecordStore/backup(to:overwrite:)``.
+    public static let backup = StoreOperation("backup", .backUp)
+    /// Limiting the database's size (tests that simulate a full disk).
+    static let setMaxPageCount = StoreOperation("setMaxPageCount", .inspect)
+}

@@ -62,6 +62,39 @@ struct FeatureModelTests {
         }
     }
 
+    @Test @MainActor
+    func `a refresh in progress shows loading beside the confirmed content`() async throws {
+        struct Offline: Error {}
+        let loading = Gate()
+        let release = Gate()
+        let answers = Answers([.success([1, 2]), .failure(Offline()), .success([3])])
+        let model = FeatureModel<[Int]>(load: {
+            let answer = await answers.next()
+            if await answers.served == 2 {
+                await loading.open()
+                await release.wait()
+            }
+            return try answer.get()
+        })
+        #expect(!model.state.isLoading && model.state.content == nil)
+        await model.refresh()
+        #expect(model.state.content == [1, 2])
+
+        let refresh = Task { await model.refresh() }
+        await loading.wait()
+        #expect(model.state.isLoading)
+        #expect(model.state.content == [1, 2])
+        await release.open()
+        await refresh.value
+        #expect(!model.state.isLoading)
+        #expect(model.state.error is Offline)
+        #expect(model.state.content == [1, 2])
+
+        await model.refresh()
+        #expect(model.state.content == [3])
+        #expect(model.state.error == nil)
+    }
+
     @Test(arguments: StoreKind.allCases) @MainActor
     func `a failed action becomes a message and the content stays`(kind: StoreKind) async throws {
         try await withStore(kind) { store, _ in

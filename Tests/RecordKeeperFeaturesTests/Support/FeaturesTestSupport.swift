@@ -39,6 +39,19 @@ actor EventLog {
     func append(_ event: String) { events.append(event) }
 }
 
+/// Hands out prepared results of a loading function, one per call, in order.
+actor Answers<Value: Sendable> {
+    private var results: [Result<Value, any Error>]
+    private(set) var served = 0
+
+    init(_ results: [Result<Value, any Error>]) { self.results = results }
+
+    func next() -> Result<Value, any Error> {
+        served += 1
+        return results.removeFirst()
+    }
+}
+
 /// Suspends until `condition` holds, re-checking whenever an observed property it reads
 /// changes. A handshake on the model's own state: no sleeping, no polling.
 @MainActor

@@ -207,6 +207,24 @@ struct FeatureModelTests {
     }
 
     @Test @MainActor
+    func `a change stream that fails makes one more refresh and is no longer followed`() async throws {
+        struct StreamBroke: Error {}
+        let loads = Answers<Int>((1...3).map { .success($0) })
+        let model = FeatureModel<Int>(load: { try await loads.next().get() })
+        let (changes, continuation) = AsyncThrowingStream<Void, any Error>.makeStream()
+        let ended = Gate()
+        model.follow(SignallingSequence(base: changes, ended: ended))
+
+        continuation.yield()
+        continuation.finish(throwing: StreamBroke())
+        await ended.wait()
+        await waitUntilObserved { model.content == 2 && model.pendingOperations == 0 }
+        #expect(await loads.served == 2)
+        await model.refresh()
+        #expect(model.content == 3)
+    }
+
+    @Test @MainActor
     func `a released model stops following and is not kept alive by its stream`() async throws {
         let store = RecordStore.inMemory()
         let books = RecordRepository<Book>(store: store, collection: "books")

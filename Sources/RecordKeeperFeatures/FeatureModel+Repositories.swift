@@ -14,6 +14,10 @@ extension FeatureModel {
     /// Refreshes after every change committed to `repository`'s collection through its store
     /// (``RecordRepository/changes()``), until the model is released or ``stopFollowing()``.
     ///
+    /// The store reports the commits made through it (by any repository on it, or by the store
+    /// itself); a change made through another `RecordStore` instance or by another process
+    /// shows at the next ``refresh()``.
+    ///
     /// Following starts before this returns: a change committed after it is seen. When the
     /// stream ends with an error (a changed record that does not decode), the model refreshes,
     /// which shows the error in ``state``, and follows a new stream from then on.

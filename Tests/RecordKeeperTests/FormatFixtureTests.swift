@@ -26,7 +26,7 @@ import Testing
             #expect(notes == ["empty": Data(), "binary": Data([0x00, 0xFF, 0x10, 0x80]), "nul\u{0}key": Data("nul".utf8)])
             #expect(try await store.record("progress", key: "positions/moby-dick")?.version == RecordVersion(2))
             #expect(try await store.record("notes", key: "binary")?.version == RecordVersion(3))
-            #expect(try await store.info().formatVersion == 1)
+            #expect(try await store.info().formatVersion == StoreFormat.currentVersion)
             #expect(try await store.integrityCheck() == ["ok"])
         }
     }
@@ -48,7 +48,9 @@ import Testing
 
     @Test func `the migration plan is ordered and ends at the current format`() {
         let versions = StoreFormat.migrations.map(\.version)
-        #expect(versions == Array(1...versions.count))
+        // Strictly increasing; gaps are allowed while format steps are developed on branches.
+        #expect(versions.first == 1)
+        #expect(zip(versions, versions.dropFirst()).allSatisfy { $0 < $1 })
         #expect(StoreFormat.currentVersion == versions.last)
     }
 }

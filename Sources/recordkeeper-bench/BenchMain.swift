@@ -9,6 +9,12 @@ enum BenchMain {
         if arguments.first == "__child" {
             exit(await Child.main(Array(arguments.dropFirst())))
         }
+        if let first = arguments.first, first.hasPrefix("__observe-") {
+            exit(await ObserveBench.child(first, Array(arguments.dropFirst())))
+        }
+        if arguments.first == "observe" {
+            exit(await ObserveBench.main(Array(arguments.dropFirst())))
+        }
         if arguments.first == "cli-roundtrip" {
             exit(CLIRoundTrip.main(Array(arguments.dropFirst())))
         }

@@ -1,0 +1,186 @@
+import Foundation
+import RecordKeeper
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// `recordkeeper-bench observe [--samples S] [--n N] [--repeat R]`: the change-stream rows.
+///
+/// - **W9**: the delay from another process's commit to this process's stream yielding it.
+///   A child process (`__observe-writer`) puts S records, one commit each at random intervals
+///   of 5–15 ms, each payload holding `CLOCK_MONOTONIC` (system-wide on Linux) read just before
+///   the `put`, so each delay includes the child's commit; this process observes the collection
+///   and takes, for each record, the clock when its element arrives. Reports p50 and p99.
+/// - **M1**: peak resident memory (VmHWM) of a child process (`__observe-import`) that imports
+///   N records in one `replace`, unobserved, and observed by a stream whose consumer reads its
+///   first element and then stops reading (the slow consumer of issue 12). Alternating, R
+///   repeats each, medians.
+enum ObserveBench {
+    static func main(_ arguments: [String]) async -> Int32 {
+        var values: [String: String] = [:]
+        var index = 0
+        while index + 1 < arguments.count {
+            values[arguments[index]] = arguments[index + 1]
+            index += 2
+        }
+        let samples = values["--samples"].flatMap { Int($0) } ?? 300
+        let n = values["--n"].flatMap { Int($0) } ?? 1_000_000
+        let repeats = values["--repeat"].flatMap { Int($0) } ?? 2
+        let directory = FileManager.default.temporaryDirectory
+            .appendingPathComponent("recordkeeper-bench-observe-\(UUID().uuidString)")
+        do {
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            defer { removeScratch(directory) }
+            if samples > 0 {
+                let delays = try await latency(samples: samples, directory: directory)
+                print(String(
+                    format: "W9 | other-process commit → stream yield | samples %d | p50_ms %.2f | p99_ms %.2f | max_ms %.2f",
+                    delays.count, Stats.percentile(delays, 0.5), Stats.percentile(delays, 0.99), delays.max() ?? .nan))
+            }
+            if n > 0 {
+                var plain: [Double] = []
+                var observed: [Double] = []
+                for round in 0..<repeats {
+                    plain.append(try importPeak(n: n, observe: false, directory: directory, round: round))
+                    observed.append(try importPeak(n: n, observe: true, directory: directory, round: round))
+                }
+                let a = Stats.median(plain), b = Stats.median(observed)
+                print(String(
+                    format: "M1 | import of %d records, peak RSS | unobserved_mb %.1f | observed_not_consuming_mb %.1f | ratio %.3f",
+                    n, a, b, b / a))
+            }
+            return 0
+        } catch {
+            progress("recordkeeper-bench observe: \(error)")
+            return 1
+        }
+    }
+
+    private static func removeScratch(_ directory: URL) {
+        do { try FileManager.default.removeItem(at: directory) } catch {
+            progress("recordkeeper-bench observe: could not remove \(directory.path): \(error)")
+        }
+    }
+
+    static func monotonicNanoseconds() -> UInt64 {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
+    }
+
+    // MARK: W9
+
+    private static func latency(samples: Int, directory: URL) async throws -> [Double] {
+        let url = directory.appendingPathComponent("latency.sqlite")
+        let store = RecordStore(url: url, options: .init(durability: .normal))
+        try await store.put("setup", key: "open", data: Data())
+        var iterator = await store.changes(in: "latency").makeAsyncIterator()
+        let child = try spawn(["__observe-writer", "--path", url.path, "--samples", String(samples)])
+        var delays: [Double] = []
+        while delays.count < samples, let change = await iterator.next() {
+            let now = monotonicNanoseconds()
+            for payload in change.upserts.values where payload.count == 8 {
+                let sent = payload.withUnsafeBytes { $0.loadUnaligned(as: UInt64.self) }
+                delays.append(Double(now &- sent) / 1e6)
+            }
+        }
+        child.waitUntilExit()
+        guard child.terminationStatus == 0 else { throw BenchFailure("observe writer exited with \(child.terminationStatus)") }
+        return delays
+    }
+
+    /// The child of W9: `samples` puts at random intervals, each payload the clock before it.
+    static func writer(path: String, samples: Int) async throws {
+        let store = RecordStore(url: URL(fileURLWithPath: path), options: .init(durability: .normal))
+        var random = SeededGenerator(seed: 9)
+        for number in 0..<samples {
+            try await Task.sleep(for: .microseconds(5_000 + Int.random(in: 0..<10_000, using: &random)))
+            var stamp = monotonicNanoseconds()
+            try await store.put("latency", key: "s\(number)", data: Data(bytes: &stamp, count: 8))
+        }
+    }
+
+    // MARK: M1
+
+    private static func importPeak(n: Int, observe: Bool, directory: URL, round: Int) throws -> Double {
+        let url = directory.appendingPathComponent("import-\(observe)-\(round).sqlite")
+        let process = try spawn(["__observe-import", "--path", url.path, "--n", String(n), "--observe", observe ? "1" : "0"],
+                                output: true)
+        let data = (process.standardOutput as? Pipe)?.fileHandleForReading.readDataToEndOfFile() ?? Data()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0,
+              let text = String(data: data, encoding: .utf8)?.trimmingCharacters(in: .whitespacesAndNewlines),
+              let bytes = Double(text) else {
+            throw BenchFailure("observe import child exited with \(process.terminationStatus)")
+        }
+        return bytes / 1_048_576
+    }
+
+    /// The child of M1: imports `n` records; prints its peak RSS in bytes.
+    static func importer(path: String, n: Int, observe: Bool) async throws {
+        let store = RecordStore(url: URL(fileURLWithPath: path), options: .init(durability: .normal))
+        try await store.put("setup", key: "open", data: Data())
+        var consumer: Task<Int, Never>?
+        if observe {
+            let stream = await store.changes(in: "items")
+            consumer = Task {
+                // Reads one element, then keeps the stream without reading it.
+                var iterator = stream.makeAsyncIterator()
+                let first = await iterator.next()?.count ?? 0
+                while !Task.isCancelled {
+                    do { try await Task.sleep(for: .milliseconds(20)) } catch { break }
+                }
+                withExtendedLifetime(iterator) {}
+                return first
+            }
+        }
+        try await store.replace("items", values: try Dataset.payloads(count: n))
+        try await store.put("items", key: "after-import", data: Data("1".utf8))
+        if let consumer {
+            // Give the watcher time to deliver the first element and hear of the later commit.
+            try await Task.sleep(for: .milliseconds(300))
+            consumer.cancel()
+            let first = await consumer.value
+            guard first > 0 else { throw BenchFailure("the observer received nothing") }
+        }
+        print(ProcessMemory.peakResident ?? 0)
+    }
+
+    private static func spawn(_ arguments: [String], output: Bool = false) throws -> Process {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: BenchRunner.executablePath)
+        process.arguments = arguments
+        if output { process.standardOutput = Pipe() }
+        try process.run()
+        return process
+    }
+
+    /// Entry of the `__observe-*` children; returns the exit code.
+    static func child(_ mode: String, _ arguments: [String]) async -> Int32 {
+        var values: [String: String] = [:]
+        var index = 0
+        while index + 1 < arguments.count {
+            values[arguments[index]] = arguments[index + 1]
+            index += 2
+        }
+        do {
+            guard let path = values["--path"] else { throw BenchFailure("\(mode): --path is required") }
+            switch mode {
+            case "__observe-writer":
+                try await writer(path: path, samples: values["--samples"].flatMap { Int($0) } ?? 300)
+            case "__observe-import":
+                try await importer(path: path, n: values["--n"].flatMap { Int($0) } ?? 1_000_000,
+                                   observe: values["--observe"] == "1")
+            default:
+                throw BenchFailure("unknown mode \(mode)")
+            }
+            return 0
+        } catch {
+            progress("recordkeeper-bench \(mode): \(error)")
+            return 1
+        }
+    }
+}

@@ -1,0 +1,148 @@
+import Foundation
+import Testing
+@testable import RecordKeeper
+
+/// Change streams hear every writer of the file, merge what a slow consumer missed, and end
+/// when released or cancelled.
+@Suite struct ChangeStreamSourcesTests {
+    @Test func `a second store on the same file is observed, removals as removals`() async throws {
+        try await withTemporaryDirectory { directory in
+            let url = directory.appendingPathComponent("shared.sqlite")
+            let observer = RecordStore(url: url)
+            let writer = RecordStore(url: url)
+            try await writer.put("c", key: "old", data: Data("0"))
+            let stream = await observer.changes(in: "c")
+            try await writer.apply("c", changes: RecordChanges(upserts: ["a": Data("1"), "b": Data("2")], removals: ["old"]))
+            let first = try await changes(of: stream, until: { $0.count >= 3 })
+            #expect(first == RecordChanges(upserts: ["a": Data("1"), "b": Data("2")], removals: ["old"]))
+            try await writer.removeCollection("c")
+            let second = try await changes(of: stream, until: { $0.count >= 2 })
+            #expect(second == RecordChanges(upserts: [:], removals: ["a", "b"]))
+        }
+    }
+
+    @Test func `a stream hears another store's commits made before its consumer first reads`() async throws {
+        try await withTemporaryDirectory { directory in
+            let url = directory.appendingPathComponent("shared.sqlite")
+            let observer = RecordStore(url: url)
+            // Registered before anything opened the store: positioned when this returns.
+            let stream = await observer.changes(in: "c")
+            try await RecordStore(url: url).put("c", key: "a", data: Data("1"))
+            #expect(try await changes(of: stream, until: { !$0.isEmpty }) == RecordChanges(upserts: ["a": Data("1")]))
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func `a stream only delivers changes committed after it was created`(kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ in
+            try await store.put("c", key: "before", data: Data("0"))
+            var iterator = await store.changes(in: "c").makeAsyncIterator()
+            try await store.put("c", key: "after", data: Data("1"))
+            #expect(await iterator.next() == RecordChanges(upserts: ["after": Data("1")]))
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func `a large commit arrives in parts that together name every key once`(kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ in
+            let count = ChangeWatcher.batchLimit * 2 + 10
+            var iterator = await store.changes(in: "c").makeAsyncIterator()
+            var values: [String: Data] = [:]
+            for number in 0..<count { values["k\(number)"] = Data("\(number)") }
+            try await store.replace("c", values: values)
+            var merged = RecordChanges()
+            var parts = 0
+            while merged.count < count, let part = await iterator.next() {
+                #expect(part.count <= ChangeWatcher.batchLimit)
+                merged.merge(part)
+                parts += 1
+            }
+            #expect(merged == RecordChanges(upserts: values))
+            #expect(parts == 3)
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func `a released stream stops observing at once`(kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ in
+            do {
+                let stream = await store.changes(in: "c")
+                var iterator = stream.makeAsyncIterator()
+                try await store.put("c", key: "a", data: Data("1"))
+                #expect(await iterator.next() == RecordChanges(upserts: ["a": Data("1")]))
+                #expect(store.observerCount("c") == 1)
+            }
+            #expect(store.observerCount("c") == 0)
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func `cancelling a waiting consumer ends its stream`(kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ in
+            let stream = await store.changes(in: "c")
+            let consumer = Task {
+                var iterator = stream.makeAsyncIterator()
+                return await iterator.next()
+            }
+            consumer.cancel()
+            #expect(await consumer.value == nil)
+            try await store.put("c", key: "a", data: Data("1"))
+        }
+    }
+
+    @Test func `the log keeps its newest entries and a trimming point is crossed rarely`() {
+        #expect(ChangeLog.trimBound(first: 1, last: 10) == nil)
+        let interval = ChangeLog.trimInterval
+        let retained = ChangeLog.retainedEntries
+        #expect(ChangeLog.trimBound(first: retained, last: retained + interval) == interval)
+        #expect(ChangeLog.trimBound(first: 20 * interval + 1, last: 21 * interval - 1) == nil, "no multiple crossed")
+        #expect(ChangeLog.trimBound(first: 1, last: interval) == nil, "nothing beyond the retained entries yet")
+    }
+
+    @Test func `a stream that fell behind the trimmed log gets every record again`() async throws {
+        try await withTemporaryDirectory { directory in
+            let url = directory.appendingPathComponent("records.sqlite")
+            let store = RecordStore(url: url)
+            try await store.put("c", key: "gone", data: Data("0"))
+            var iterator = await store.changes(in: "c").makeAsyncIterator()
+            try await store.put("c", key: "a", data: Data("1"))
+            try await store.put("c", key: "b", data: Data("2"))
+            try await store.apply("c", changes: RecordChanges(upserts: [:], removals: ["gone"]))
+            // Trim every entry but the newest, as the writers' trimming would after 100,000 more.
+            try await store.write { transaction in
+                let engine = transaction.context.engine
+                try engine.trimChangeLog(through: try engine.changeLogBounds().last - 1)
+            }
+            // A complete resync: every record, as upserts.
+            #expect(await iterator.next() == RecordChanges(upserts: ["a": Data("1"), "b": Data("2")]))
+            try await store.put("c", key: "c", data: Data("3"))
+            #expect(await iterator.next() == RecordChanges(upserts: ["c": Data("3")]))
+        }
+    }
+}
+
+/// Reads `stream` until the merged elements satisfy `done`, failing after `timeout`.
+/// (A guard against a hang, not a timing: the handshake is the element itself.)
+func changes(
+    of stream: AsyncStream<RecordChanges>, timeout: Duration = .seconds(20),
+    until done: @escaping @Sendable (RecordChanges) -> Bool
+) async throws -> RecordChanges {
+    try await withThrowingTaskGroup(of: RecordChanges?.self) { group in
+        group.addTask {
+            var merged = RecordChanges()
+            var iterator = stream.makeAsyncIterator()
+            while !done(merged), let next = await iterator.next() { merged.merge(next) }
+            return merged
+        }
+        group.addTask {
+            try await Task.sleep(for: timeout)
+            return nil
+        }
+        defer { group.cancelAll() }
+        guard let first = try await group.next(), let merged = first else {
+            Issue.record("no change arrived within \(timeout)")
+            throw CancellationError()
+        }
+        return merged
+    }
+}

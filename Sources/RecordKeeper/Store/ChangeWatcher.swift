@@ -112,6 +112,18 @@ final class ChangeWatcher: @unchecked Sendable {
         }
     }
 
+    /// The store was released. In memory nothing can write any more: every stream ends. A file
+    /// may still be written by others, so its streams go on.
+    func storeReleased() {
+        guard path == nil else { return }
+        let waiting = locked { () -> [CheckedContinuation<RecordChanges?, Never>] in
+            let waiting = subscribers.values.compactMap(\.waiting)
+            subscribers.removeAll()
+            return waiting
+        }
+        for continuation in waiting { continuation.resume(returning: nil) }
+    }
+
     func count(_ collection: String) -> Int {
         locked { subscribers.values.count { $0.collection == collection } }
     }

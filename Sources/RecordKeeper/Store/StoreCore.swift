@@ -28,6 +28,10 @@ final class StoreCore: @unchecked Sendable {
         watcher.core = self
     }
 
+    deinit {
+        watcher.storeReleased()
+    }
+
     /// Runs `body` with the state, waiting for the lock.
     func locked<T>(_ body: (CoreState) throws -> T) rethrows -> T {
         lock.lock()

@@ -146,3 +146,27 @@ func changes(
         return merged
     }
 }
+
+/// Writers pay for the change log only while a stream observes the file.
+@Suite struct ChangeLogCostTests {
+    @Test func `writes log nothing while no stream observes, and everything while one does`() async throws {
+        try await withTemporaryDirectory { directory in
+            let url = directory.appendingPathComponent("records.sqlite")
+            let writer = RecordStore(url: url)
+            try await writer.put("c", key: "unobserved", data: Data("0"))
+            #expect(try changeLog(at: url).isEmpty)
+            let observer = RecordStore(url: url)
+            do {
+                // Another store observes: the writer sees its lock and logs.
+                let stream = await observer.changes(in: "c")
+                try await writer.put("c", key: "observed", data: Data("1"))
+                #expect(try changeLog(at: url).map(\.key) == ["observed"])
+                #expect(try await changes(of: stream, until: { !$0.isEmpty }) == RecordChanges(upserts: ["observed": Data("1")]))
+            }
+            // The stream is gone; the watcher releases the lock on its queue: wait for that.
+            observer.core.watcher.waitUntilIdleForTesting()
+            try await writer.put("c", key: "later", data: Data("2"))
+            #expect(try changeLog(at: url).map(\.key) == ["observed"], "no logging after the last stream ended")
+        }
+    }
+}

@@ -105,10 +105,12 @@ import Testing
     func writeFormat3Fixture() async throws {
         let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures")
         let url = fixtures.appendingPathComponent("format-3.sqlite")
-        for suffix in ["", "-wal", "-shm"] where FileManager.default.fileExists(atPath: url.path + suffix) {
+        for suffix in ["", "-wal", "-shm", "-observers"] where FileManager.default.fileExists(atPath: url.path + suffix) {
             try FileManager.default.removeItem(atPath: url.path + suffix)
         }
         let store = RecordStore(url: url)
+        // Writers log only while a stream observes the store.
+        var stream: AsyncStream<RecordChanges>? = await store.changes(in: "progress")
         try await store.put("progress", key: "positions/moby-dick", data: Data(#"{"chapter":12,"offset":3400}"#.utf8))
         try await store.put("progress", key: "positions/don-quijote", data: Data(#"{"chapter":1,"offset":0}"#.utf8))
         try await store.put("progress", key: "vocabulary/ballena", data: Data(#"{"meaning":"whale","seen":3}"#.utf8))
@@ -118,7 +120,12 @@ import Testing
         try await store.put("notes", key: "empty", data: Data())
         try await store.put("notes", key: "binary", data: Data([0x00, 0xFF, 0x10, 0x80]))
         try await store.apply("progress", changes: RecordChanges(upserts: [:], removals: ["vocabulary/ballena"]))
-        await store.close()
+        #expect(stream != nil)
+        stream = nil
+        store.core.watcher.waitUntilIdleForTesting()  // its connection closed
+        await store.close()  // the last connection: the WAL is checkpointed into the file
+        try FileManager.default.removeItem(atPath: url.path + "-observers")
+        for suffix in ["-wal", "-shm"] { #expect(!FileManager.default.fileExists(atPath: url.path + suffix)) }
         #expect(try changeLog(at: url) == Self.format3Log)
     }
 

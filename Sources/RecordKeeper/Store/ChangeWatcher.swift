@@ -21,8 +21,11 @@ import Foundation
 /// collection as an upsert, in key order and in elements of at most ``batchLimit`` records,
 /// then the log from where the resync began.
 ///
+/// Writers log only while some stream observes the file (`ObserverLock`): a watcher holds the
+/// observers' lock, shared, from before it first reads the log until its last stream ends.
+///
 /// `@unchecked Sendable`: `subscribers` and the flags beside it are reached only with `lock`
-/// held; `connection`, `lastDataVersion`, `timer` and `failing` only on `queue`.
+/// held; `connection`, `observerLock`, `lastDataVersion`, `timer` and `failing` only on `queue`.
 final class ChangeWatcher: @unchecked Sendable {
     /// How often a parked consumer's file is checked for commits of other connections.
     static let pollInterval: DispatchTimeInterval = .milliseconds(5)
@@ -49,6 +52,9 @@ final class ChangeWatcher: @unchecked Sendable {
     private var hasUnpositioned = false
 
     private var connection: SQLiteConnection?
+    /// The observers' lock, held shared while this watcher has streams (file stores only).
+    private var observerLock: ObserverLock?
+    private var observerLockFailed = false
     private var lastDataVersion: Int64?
     private var timer: (any DispatchSourceTimer)?
     private var failing = false
@@ -108,6 +114,8 @@ final class ChangeWatcher: @unchecked Sendable {
                 stopTimer()
                 connection = nil
                 lastDataVersion = nil
+                observerLock?.release()
+                observerLock = nil
             }
         }
     }
@@ -123,6 +131,14 @@ final class ChangeWatcher: @unchecked Sendable {
         }
         for continuation in waiting { continuation.resume(returning: nil) }
     }
+
+    /// Returns once the work queued so far on the watcher's queue is done (for tests).
+    func waitUntilIdleForTesting() {
+        queue.sync {}
+    }
+
+    /// True while any stream is registered (in memory, writes log only then).
+    var hasSubscribers: Bool { locked { !subscribers.isEmpty } }
 
     func count(_ collection: String) -> Int {
         locked { subscribers.values.count { $0.collection == collection } }
@@ -265,8 +281,23 @@ final class ChangeWatcher: @unchecked Sendable {
                 return try body(RecordEngine(connection: connection, path: nil, operation: "changes"))
             }
         }
+        claimObserverLock()
         let connection = try openConnection()
         return try body(RecordEngine(connection: connection, path: path, operation: "changes"))
+    }
+
+    /// Takes the observers' lock (shared) before reading the log, so that from now on every
+    /// writer logs. A failure is reported; the stream then sees writers that log anyway.
+    private func claimObserverLock() {
+        guard observerLock == nil, !observerLockFailed, let path else { return }
+        do {
+            let lock = try ObserverLock(storePath: path)
+            try lock.lockShared()
+            observerLock = lock
+        } catch {
+            observerLockFailed = true
+            options.eventHandler?(.changeObservationFailed(error.storeError))
+        }
     }
 
     private func openConnection() throws -> SQLiteConnection {

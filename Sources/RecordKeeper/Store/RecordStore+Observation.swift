@@ -39,17 +39,19 @@ extension RecordStore {
         let watcher = core.watcher
         let id: UUID
         if path == nil {
-            // In memory only this store writes: the end of the log as its connection sees it,
-            // or, not open yet, positioned by its first write.
-            let end = core.locked { state -> Int64? in
-                guard let connection = state.connection else { return nil }
+            // In memory only this store writes, and logs only while a stream is registered:
+            // register under the store's lock, at the end of the log as its connection sees
+            // it, or, not open yet, to be positioned by its first write.
+            id = core.locked { state -> UUID in
+                guard let connection = state.connection else { return watcher.register(name, cursor: nil) }
                 let engine = RecordEngine(connection: connection, path: nil, operation: "changes")
-                do { return try engine.changeLogBounds().last } catch {
+                do {
+                    return watcher.register(name, cursor: try engine.changeLogBounds().last)
+                } catch {
                     options.eventHandler?(.changeObservationFailed(ChangeWatcher.storeError(error, path: nil)))
-                    return nil
+                    return watcher.register(name, cursor: nil)
                 }
             }
-            id = watcher.register(name, cursor: end)
         } else {
             id = watcher.register(name, cursor: nil)
             // Blocks this store's executor (not a cooperative thread) for one short read.

@@ -53,6 +53,9 @@ final class CoreState {
     /// The identity of the store file when the connection opened it (nil in memory).
     var fileIdentity: StoreFileIdentity?
     var failNextCommit = false
+    /// The observers' lock of a file store (see `ObserverLock`), opened by the first write.
+    var observerLock: ObserverLock?
+    var observerLockUnavailable = false
 
     /// Forgets the connection (closing it); the next request opens the store again.
     func dropConnection() {
@@ -95,7 +98,9 @@ extension StoreCore {
         do {
             let result = try perform(state, operation, collection: collection) { engine -> T in
                 try engine.begin(immediate: true)
-                let context = WriteContext(engine: engine)
+                let unobserved = claimUnobserved(state)
+                defer { if unobserved { state.observerLock?.release() } }
+                let context = WriteContext(engine: engine, logsChanges: !unobserved)
                 do {
                     try watcher.positionNewStreams(engine)
                     let result = try body(context)
@@ -129,6 +134,22 @@ extension StoreCore {
             state.dropConnection()
             throw error
         }
+    }
+
+    /// True when no change stream of any connection observes the store, holding the observers'
+    /// lock exclusively until the transaction ends (see `ObserverLock`); false when the
+    /// transaction must log its changes. Call with the lock held, inside the write transaction.
+    private func claimUnobserved(_ state: CoreState) -> Bool {
+        guard let path else { return !watcher.hasSubscribers }  // in memory, only this store
+        if state.observerLock == nil, !state.observerLockUnavailable {
+            do {
+                state.observerLock = try ObserverLock(storePath: path)
+            } catch {
+                // Not a failure of the write: without the lock file it logs every change.
+                state.observerLockUnavailable = true
+            }
+        }
+        return state.observerLock?.lockIfUnobserved() ?? false
     }
 
     /// Throws `fileReplaced` (and drops the connection, so the next request opens the file now

@@ -11,6 +11,8 @@ import Foundation
 /// transaction that only updates writes nothing but the records themselves.
 final class WriteContext {
     let engine: RecordEngine
+    /// False when no change stream observes the store: nothing is logged (see `ObserverLock`).
+    private let logsChanges: Bool
     /// The first and last change-log seq this transaction wrote.
     private var firstLogged: Int64?
     private var lastLogged: Int64 = 0
@@ -19,8 +21,9 @@ final class WriteContext {
     /// The floor including the versions this transaction removed.
     private var floor: Int64?
 
-    init(engine: RecordEngine) {
+    init(engine: RecordEngine, logsChanges: Bool) {
         self.engine = engine
+        self.logsChanges = logsChanges
     }
 
     /// The version a record inserted now gets.
@@ -114,13 +117,16 @@ final class WriteContext {
     func removeCollection(_ collection: String) throws {
         guard let id = try engine.collectionID(collection) else { return }
         // Every key, so that streams deliver the removal of each.
-        for key in try engine.versions(id, collection: collection).keys { try log(collection, key) }
+        if logsChanges {
+            for key in try engine.versions(id, collection: collection).keys { try log(collection, key) }
+        }
         if let highest = try engine.highestVersion(id, collection: collection) { try removed(version: highest) }
         try engine.removeCollection(id, name: collection)
     }
 
     /// Logs that `key` of `collection` changed (inserted, updated or removed).
     private func log(_ collection: String, _ key: String) throws {
+        guard logsChanges else { return }
         let seq = try engine.logChange(collection, key: key)
         if firstLogged == nil { firstLogged = seq }
         lastLogged = seq

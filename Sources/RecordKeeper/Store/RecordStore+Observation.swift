@@ -16,6 +16,10 @@ extension RecordStore {
     /// Memory: a stream holds only its position in the store's change log, never pending
     /// changes, so a consumer that does not read costs nothing while a large import runs.
     ///
+    /// Cost: writers, in every process, log their changes only while some stream observes the
+    /// file (a shared lock on `<store>-observers` says so). Creating a stream may wait, on the
+    /// store's executor, for a write that runs unobserved at that moment to commit.
+    ///
     /// Latency: commits of this store wake a waiting consumer at once. Commits of other
     /// connections are noticed within about 5 ms (the watcher checks `PRAGMA data_version`
     /// every 5 ms on its own thread, only while a consumer waits), plus the time to read them.

@@ -41,16 +41,20 @@ enum ObserveBench {
                     delays.count, Stats.percentile(delays, 0.5), Stats.percentile(delays, 0.99), delays.max() ?? .nan))
             }
             if n > 0 {
-                var plain: [Double] = []
-                var observed: [Double] = []
+                var plain: [(mb: Double, s: Double)] = []
+                var observed: [(mb: Double, s: Double)] = []
                 for round in 0..<repeats {
                     plain.append(try importPeak(n: n, observe: false, directory: directory, round: round))
                     observed.append(try importPeak(n: n, observe: true, directory: directory, round: round))
                 }
-                let a = Stats.median(plain), b = Stats.median(observed)
+                let a = Stats.median(plain.map(\.mb)), b = Stats.median(observed.map(\.mb))
                 print(String(
                     format: "M1 | import of %d records, peak RSS | unobserved_mb %.1f | observed_not_consuming_mb %.1f | ratio %.3f",
                     n, a, b, b / a))
+                let ta = Stats.median(plain.map(\.s)), tb = Stats.median(observed.map(\.s))
+                print(String(
+                    format: "M1 | import of %d records, time of the replace | unobserved_s %.2f | observed_s %.2f | ratio %.3f",
+                    n, ta, tb, tb / ta))
             }
             return 0
         } catch {
@@ -73,7 +77,7 @@ enum ObserveBench {
 
     // MARK: W9
 
-    private static func latency(samples: Int, directory: URL) async throws -> [Double] {
+    static func latency(samples: Int, directory: URL) async throws -> [Double] {
         let url = directory.appendingPathComponent("latency.sqlite")
         let store = RecordStore(url: url, options: .init(durability: .normal))
         try await store.put("setup", key: "open", data: Data())
@@ -105,18 +109,18 @@ enum ObserveBench {
 
     // MARK: M1
 
-    private static func importPeak(n: Int, observe: Bool, directory: URL, round: Int) throws -> Double {
+    private static func importPeak(n: Int, observe: Bool, directory: URL, round: Int) throws -> (mb: Double, s: Double) {
         let url = directory.appendingPathComponent("import-\(observe)-\(round).sqlite")
         let process = try spawn(["__observe-import", "--path", url.path, "--n", String(n), "--observe", observe ? "1" : "0"],
                                 output: true)
         let data = (process.standardOutput as? Pipe)?.fileHandleForReading.readDataToEndOfFile() ?? Data()
         process.waitUntilExit()
         guard process.terminationStatus == 0,
-              let text = String(data: data, encoding: .utf8)?.trimmingCharacters(in: .whitespacesAndNewlines),
-              let bytes = Double(text) else {
+              let fields = String(data: data, encoding: .utf8)?.split(whereSeparator: \.isWhitespace),
+              fields.count == 2, let bytes = Double(fields[0]), let seconds = Double(fields[1]) else {
             throw BenchFailure("observe import child exited with \(process.terminationStatus)")
         }
-        return bytes / 1_048_576
+        return (bytes / 1_048_576, seconds)
     }
 
     /// The child of M1: imports `n` records; prints its peak RSS in bytes.
@@ -137,7 +141,10 @@ enum ObserveBench {
                 return first
             }
         }
-        try await store.replace("items", values: try Dataset.payloads(count: n))
+        let values = try Dataset.payloads(count: n)
+        let start = ContinuousClock.now
+        try await store.replace("items", values: values)
+        let seconds = (ContinuousClock.now - start).seconds
         try await store.put("items", key: "after-import", data: Data("1".utf8))
         if let consumer {
             // Give the watcher time to deliver the first element and hear of the later commit.
@@ -146,7 +153,7 @@ enum ObserveBench {
             let first = await consumer.value
             guard first > 0 else { throw BenchFailure("the observer received nothing") }
         }
-        print(ProcessMemory.peakResident ?? 0)
+        print(ProcessMemory.peakResident ?? 0, seconds)
     }
 
     private static func spawn(_ arguments: [String], output: Bool = false) throws -> Process {
@@ -181,6 +188,23 @@ enum ObserveBench {
         } catch {
             progress("recordkeeper-bench \(mode): \(error)")
             return 1
+        }
+    }
+}
+
+extension BenchRunner {
+    /// W9: p50 and p99 of the delay from another process's commit to the stream's element
+    /// (RecordKeeper only: raw SQLite has no change streams).
+    func runObserveLatency() async throws {
+        let samples = options.quick ? 50 : 300
+        log("W9 change-stream latency from another process, \(samples) commits")
+        let delays = try await ObserveBench.latency(samples: samples, directory: directory)
+        let note = "child process puts one record per commit every 5-15 ms; delay includes its commit"
+        for (metric, fraction) in [("p50_ms", 0.5), ("p99_ms", 0.99)] {
+            appendRows([ResultRow(
+                workload: "W9", variant: "", n: samples, implementation: Implementation.recordKeeper.rawValue,
+                metric: metric, value: Stats.percentile(delays, fraction), ratioToRaw: nil,
+                samples: delays.count, note: note)])
         }
     }
 }

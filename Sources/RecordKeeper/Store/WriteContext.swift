@@ -16,6 +16,8 @@ final class WriteContext {
     /// The first and last change-log seq this transaction wrote.
     private var firstLogged: Int64?
     private var lastLogged: Int64 = 0
+    /// True once this transaction logged more rows than the log keeps (see `log`).
+    private var overflowed = false
     /// The stored floor, read on first need.
     private var storedFloor: Int64?
     /// The floor including the versions this transaction removed.
@@ -49,7 +51,11 @@ final class WriteContext {
     /// transaction's entries crossed a trimming point. Call before committing.
     func finish() throws {
         if let floor, let storedFloor, floor > storedFloor { try engine.setLastVersion(floor) }
-        if let firstLogged, let bound = ChangeLog.trimBound(first: firstLogged, last: lastLogged) {
+        if overflowed {
+            // Keep only the newest row (a seq is never given out twice): every stream is now
+            // behind the log and resyncs from the records.
+            try engine.trimChangeLog(through: lastLogged - 1)
+        } else if let firstLogged, let bound = ChangeLog.trimBound(first: firstLogged, last: lastLogged) {
             try engine.trimChangeLog(through: bound)
         }
     }
@@ -117,7 +123,7 @@ final class WriteContext {
     func removeCollection(_ collection: String) throws {
         guard let id = try engine.collectionID(collection) else { return }
         // Every key, so that streams deliver the removal of each.
-        if logsChanges {
+        if logsChanges, !overflowed {
             for key in try engine.versions(id, collection: collection).keys { try log(collection, key) }
         }
         if let highest = try engine.highestVersion(id, collection: collection) { try removed(version: highest) }
@@ -126,10 +132,14 @@ final class WriteContext {
 
     /// Logs that `key` of `collection` changed (inserted, updated or removed).
     private func log(_ collection: String, _ key: String) throws {
-        guard logsChanges else { return }
+        // A transaction that changes more records than the log keeps would push every stream
+        // behind the log anyway (each is positioned before it), so they all resync from the
+        // records: the rows past that point would only be trimmed again at commit.
+        guard logsChanges, !overflowed else { return }
         let seq = try engine.logChange(collection, key: key)
         if firstLogged == nil { firstLogged = seq }
         lastLogged = seq
+        if seq - (firstLogged ?? seq) >= ChangeLog.retainedEntries { overflowed = true }
     }
 }
 

@@ -29,6 +29,7 @@ enum ObserveBench {
         let samples = values["--samples"].flatMap { Int($0) } ?? 300
         let n = values["--n"].flatMap { Int($0) } ?? 1_000_000
         let repeats = values["--repeat"].flatMap { Int($0) } ?? 2
+        let puts = values["--puts"].flatMap { Int($0) } ?? 1_000
         let directory = FileManager.default.temporaryDirectory
             .appendingPathComponent("recordkeeper-bench-observe-\(UUID().uuidString)")
         do {
@@ -39,6 +40,12 @@ enum ObserveBench {
                 print(String(
                     format: "W9 | other-process commit → stream yield | samples %d | p50_ms %.2f | p99_ms %.2f | max_ms %.2f",
                     delays.count, Stats.percentile(delays, 0.5), Stats.percentile(delays, 0.99), delays.max() ?? .nan))
+            }
+            if puts > 0 {
+                let (plain, observed) = try await writeCost(puts: puts, directory: directory)
+                print(String(
+                    format: "O2 | single puts (normal) into 10,000 records, p50 | unobserved_us %.1f | observed_us %.1f | ratio %.3f",
+                    plain, observed, observed / plain))
             }
             if n > 0 {
                 var plain: [(mb: Double, s: Double)] = []
@@ -105,6 +112,37 @@ enum ObserveBench {
             var stamp = monotonicNanoseconds()
             try await store.put("latency", key: "s\(number)", data: Data(bytes: &stamp, count: 8))
         }
+    }
+
+    // MARK: O2
+
+    /// p50 of single puts with no stream anywhere, and while another store on the file has a
+    /// stream (so every put logs); 3 alternating rounds of `puts` each, medians of the p50s.
+    private static func writeCost(puts: Int, directory: URL) async throws -> (Double, Double) {
+        let url = directory.appendingPathComponent("write-cost.sqlite")
+        let store = RecordStore(url: url, options: .init(durability: .normal))
+        try await store.replace("items", values: try Dataset.payloads(count: 10_000))
+        var plain: [Double] = []
+        var observed: [Double] = []
+        var revision = 0
+        for _ in 0..<3 {
+            for observe in [false, true] {
+                let observer = RecordStore(url: url)
+                let stream: AsyncStream<RecordChanges>? = observe ? await observer.changes(in: "items") : nil
+                var times: [Double] = []
+                let clock = ContinuousClock()
+                for index in 0..<puts {
+                    revision += 1
+                    let data = Data("{\"revision\":\(revision)}".utf8)
+                    let start = clock.now
+                    try await store.put("items", key: Dataset.key(index * 7 % 10_000), data: data)
+                    times.append((clock.now - start).seconds * 1e6)
+                }
+                withExtendedLifetime(stream) {}
+                if observe { observed.append(Stats.median(times)) } else { plain.append(Stats.median(times)) }
+            }
+        }
+        return (Stats.median(plain), Stats.median(observed))
     }
 
     // MARK: M1

@@ -25,7 +25,8 @@ extension RecordStore {
     /// every 5 ms on its own thread, only while a consumer waits), plus the time to read them.
     ///
     /// A stream that falls more than 100,000 logged changes behind (its next changes were
-    /// trimmed from the log) gets a complete resync: every record of the collection as an
+    /// trimmed from the log, or one commit changed more records than that) gets a complete
+    /// resync: every record of the collection as an
     /// upsert, then changes as before; removals made while it was that far behind are not
     /// reported. A failure to read the log is reported to ``Options/eventHandler`` as
     /// ``RecordStoreEvent/changeObservationFailed(_:)``, and the stream retries at the next

@@ -32,6 +32,25 @@ import Testing
         }
     }
 
+    @Test func `a stream that cannot read the store reports it to the event handler`() async throws {
+        try await withTemporaryDirectory { directory in
+            let file = directory.appendingPathComponent("not-a-directory")
+            try Data("x".utf8).write(to: file)
+            let events = EventLog()
+            let store = RecordStore(
+                url: file.appendingPathComponent("records.sqlite"), options: .init(eventHandler: events.append))
+            _ = await store.changes(in: "c")
+            let failures = events.all.compactMap { event -> RecordStoreError? in
+                if case .changeObservationFailed(let error) = event { return error }
+                return nil
+            }
+            // The observers' lock file and the store itself could not be opened: both said.
+            #expect(failures.map(\.code) == [.cannotOpen, .cannotOpen])
+            #expect(failures.first?.path?.hasSuffix("records.sqlite-observers") == true)
+            #expect(failures.last?.detail?.contains("is a file, not a directory") == true)
+        }
+    }
+
     @Test(arguments: StoreKind.allCases)
     func `a stream only delivers changes committed after it was created`(kind: StoreKind) async throws {
         try await withStore(kind) { store, _ in

@@ -9,6 +9,12 @@ enum BenchMain {
         if arguments.first == "__child" {
             exit(await Child.main(Array(arguments.dropFirst())))
         }
+        if let first = arguments.first, first.hasPrefix("__observe-") {
+            exit(await ObserveBench.child(first, Array(arguments.dropFirst())))
+        }
+        if arguments.first == "observe" {
+            exit(await ObserveBench.main(Array(arguments.dropFirst())))
+        }
         if arguments.first == "cli-roundtrip" {
             exit(CLIRoundTrip.main(Array(arguments.dropFirst())))
         }
@@ -58,6 +64,7 @@ func runBench(_ options: BenchOptions) async -> Int32 {
             case .w5: try await runner.runColdOpen()
             case .w6: try await runner.runPeakMemory()
             case .w7: try await runner.runScaling()
+            case .w9: try await runner.runObserveLatency()
             case .t1, .t2, .t3, .t4:
                 try await runner.runTypedWorkload(workload)
             case .c1: try await runner.runCodecCost()

@@ -15,6 +15,9 @@ import RecordKeeper
 ///     recordkeeper-crashtest writer --store PATH --prefix P --count N
 ///         Puts N records "P-0" … in collection "shared" (alternating put, apply and write) and
 ///         prints "done"; any error goes to stderr with exit status 1.
+///     recordkeeper-crashtest remover --store PATH --prefix P --count N
+///         Removes the even-numbered records "P-0", "P-2" … below N from collection "shared" in
+///         one transaction and prints "done" (for the change-stream tests).
 ///
 /// Output is written with write(2) directly, so nothing confirmed sits in a buffer when the
 /// process is killed.
@@ -29,7 +32,7 @@ func say(_ line: String) {
 }
 
 let arguments = Array(CommandLine.arguments.dropFirst())
-guard let mode = arguments.first else { fail("usage: recordkeeper-crashtest batches|writer --store PATH …") }
+guard let mode = arguments.first else { fail("usage: recordkeeper-crashtest batches|writer|remover --store PATH …") }
 var options: [String: String] = [:]
 var index = 1
 while index < arguments.count {
@@ -58,6 +61,14 @@ do {
             fail("writer needs --prefix P --count N")
         }
         try await runWriter(prefix: prefix, count: count)
+        say("done")
+    case "remover":
+        guard let prefix = options["prefix"], let count = options["count"].flatMap(Int.init) else {
+            fail("remover needs --prefix P --count N")
+        }
+        var changes = RecordChanges()
+        for number in stride(from: 0, to: count, by: 2) { changes["\(prefix)-\(number)"] = nil }
+        try await store.apply("shared", changes: changes)
         say("done")
     default:
         fail("unknown mode \(mode)")

@@ -27,7 +27,7 @@ import Testing
             #expect(notes == ["empty": Data(), "binary": Data([0x00, 0xFF, 0x10, 0x80]), "nul\u{0}key": Data("nul".utf8)])
             #expect(try await store.record("progress", key: "positions/moby-dick")?.version == RecordVersion(2))
             #expect(try await store.record("notes", key: "binary")?.version == RecordVersion(3))
-            #expect(try await store.info().formatVersion == 1)
+            #expect(try await store.info().formatVersion == StoreFormat.currentVersion)
             #expect(try await store.integrityCheck() == ["ok"])
         }
     }
@@ -47,9 +47,113 @@ import Testing
         }
     }
 
+    @Test func `a format 1 store migrates to format 3 with every record kept and an empty change log`() async throws {
+        try await withTemporaryDirectory { directory in
+            let url = try fixtureCopy("format-1.sqlite", into: directory)
+            let store = RecordStore(url: url)
+            #expect(try await store.info().formatVersion == StoreFormat.currentVersion)
+            #expect(try await store.read("progress")?.count == 4)
+            #expect(try await store.read("notes")?.count == 3)
+            #expect(try await store.read("settings") == [:])
+            #expect(try await store.record("notes", key: "binary")?.version == RecordVersion(3))
+            #expect(try changeLog(at: url).isEmpty)
+            // Streams work on the migrated store.
+            var changes = await store.changes(in: "progress").makeAsyncIterator()
+            try await store.apply("progress", changes: RecordChanges(upserts: [:], removals: ["vocabulary/café"]))
+            #expect(await changes.next() == RecordChanges(upserts: [:], removals: ["vocabulary/café"]))
+            #expect(try changeLog(at: url) == [ChangeLogRow(seq: 1, collection: "progress", key: "vocabulary/café")])
+            #expect(try await store.integrityCheck() == ["ok"])
+        }
+    }
+
+    @Test func `a format 3 store opens, reads as written and keeps its change log`() async throws {
+        try await withTemporaryDirectory { directory in
+            let url = try fixtureCopy("format-3.sqlite", into: directory)
+            #expect(try changeLog(at: url) == Self.format3Log)
+            let store = RecordStore(url: url)
+            #expect(try await store.info().formatVersion == 3)
+            let progress = try #require(try await store.read("progress"))
+            #expect(progress.count == 3)
+            #expect(progress["positions/moby-dick"] == Data(#"{"chapter":13,"offset":120}"#.utf8))
+            #expect(progress["vocabulary/ballena"] == nil)
+            #expect(try await store.read("notes") == ["empty": Data(), "binary": Data([0x00, 0xFF, 0x10, 0x80])])
+            #expect(try await store.read("settings") == [:])
+            #expect(try await store.record("progress", key: "positions/moby-dick")?.version == RecordVersion(2))
+            // New entries continue the sequence.
+            var changes = await store.changes(in: "notes").makeAsyncIterator()
+            try await store.put("notes", key: "later", data: Data("x".utf8))
+            #expect(await changes.next() == RecordChanges(upserts: ["later": Data("x".utf8)]))
+            #expect(try changeLog(at: url).last == ChangeLogRow(seq: 9, collection: "notes", key: "later"))
+            #expect(try await store.integrityCheck() == ["ok"])
+        }
+    }
+
+    /// The change log `format-3.sqlite` holds (see `writeFormat3Fixture`).
+    static let format3Log: [ChangeLogRow] = [
+        .init(seq: 1, collection: "progress", key: "positions/moby-dick"),
+        .init(seq: 2, collection: "progress", key: "positions/don-quijote"),
+        .init(seq: 3, collection: "progress", key: "vocabulary/ballena"),
+        .init(seq: 4, collection: "progress", key: "vocabulary/café"),
+        .init(seq: 5, collection: "progress", key: "positions/moby-dick"),
+        .init(seq: 6, collection: "notes", key: "empty"),
+        .init(seq: 7, collection: "notes", key: "binary"),
+        .init(seq: 8, collection: "progress", key: "vocabulary/ballena"),
+    ]
+
+    /// Writes `Fixtures/format-3.sqlite` (the generator documented in Fixtures/README.md).
+    /// Runs only when asked: `RECORDKEEPER_WRITE_FIXTURE=format-3 swift test --filter writeFormat3Fixture`.
+    @Test(.enabled(if: ProcessInfo.processInfo.environment["RECORDKEEPER_WRITE_FIXTURE"] == "format-3"))
+    func writeFormat3Fixture() async throws {
+        let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures")
+        let url = fixtures.appendingPathComponent("format-3.sqlite")
+        for suffix in ["", "-wal", "-shm", "-observers"] where FileManager.default.fileExists(atPath: url.path + suffix) {
+            try FileManager.default.removeItem(atPath: url.path + suffix)
+        }
+        let store = RecordStore(url: url)
+        // Writers log only while a stream observes the store.
+        var stream: AsyncStream<RecordChanges>? = await store.changes(in: "progress")
+        try await store.put("progress", key: "positions/moby-dick", data: Data(#"{"chapter":12,"offset":3400}"#.utf8))
+        try await store.put("progress", key: "positions/don-quijote", data: Data(#"{"chapter":1,"offset":0}"#.utf8))
+        try await store.put("progress", key: "vocabulary/ballena", data: Data(#"{"meaning":"whale","seen":3}"#.utf8))
+        try await store.put("progress", key: "vocabulary/café", data: Data(#"{"meaning":"coffee","seen":1}"#.utf8))
+        try await store.put("progress", key: "positions/moby-dick", data: Data(#"{"chapter":13,"offset":120}"#.utf8))
+        try await store.replace("settings", values: [:])
+        try await store.put("notes", key: "empty", data: Data())
+        try await store.put("notes", key: "binary", data: Data([0x00, 0xFF, 0x10, 0x80]))
+        try await store.apply("progress", changes: RecordChanges(upserts: [:], removals: ["vocabulary/ballena"]))
+        #expect(stream != nil)
+        stream = nil
+        store.core.watcher.waitUntilIdleForTesting()  // its connection closed
+        await store.close()  // the last connection: the WAL is checkpointed into the file
+        try FileManager.default.removeItem(atPath: url.path + "-observers")
+        for suffix in ["-wal", "-shm"] { #expect(!FileManager.default.fileExists(atPath: url.path + suffix)) }
+        #expect(try changeLog(at: url) == Self.format3Log)
+    }
+
     @Test func `the migration plan is ordered and ends at the current format`() {
         let versions = StoreFormat.migrations.map(\.version)
-        #expect(versions == Array(1...versions.count))
+        // Strictly increasing; gaps are allowed while format steps are developed on branches.
+        #expect(versions.first == 1)
+        #expect(zip(versions, versions.dropFirst()).allSatisfy { $0 < $1 })
         #expect(StoreFormat.currentVersion == versions.last)
+    }
+}
+
+/// One row of a store's change log.
+struct ChangeLogRow: Equatable {
+    let seq: Int64
+    let collection: String
+    let key: String
+}
+
+/// The change log of the store at `url`, read through a connection of its own.
+func changeLog(at url: URL) throws -> [ChangeLogRow] {
+    let connection = try SQLiteConnection(path: url.path, busyTimeout: .seconds(5))
+    return try connection.withStatement("SELECT seq, collection, key FROM change_log ORDER BY seq") { statement in
+        var rows: [ChangeLogRow] = []
+        while try statement.step() {
+            rows.append(ChangeLogRow(seq: statement.int64(at: 0), collection: statement.string(at: 1), key: statement.string(at: 2)))
+        }
+        return rows
     }
 }

@@ -209,7 +209,9 @@ public actor DocumentRepository<Document: RecordDocument> {
 extension DocumentRepository {
     /// The stored document after each committed transaction that changed the collection, in
     /// commit order, so a feature can refresh: nil when the document is absent (never saved,
-    /// or removed).
+    /// or removed). Commits by other stores on the file and by other processes count too; a
+    /// consumer that falls behind gets one element for the commits it missed (see
+    /// ``RecordStore/changes(in:)``).
     ///
     /// Each element is the document read again after that commit (so it may already include
     /// later commits). The stream does not change the base of this repository's next save:

@@ -20,9 +20,11 @@ extension RecordRepository {
     /// What each committed transaction changes in the collection, decoded, in commit order.
     ///
     /// The stream is registered when this returns and follows ``RecordStore/changes(in:)``:
-    /// one element per committed transaction that changed the collection, with only what
-    /// actually changed (an item saved unchanged is left out); failed, rolled-back and empty
-    /// writes yield nothing. Writes from every repository and from the store itself are
+    /// one element per committed transaction that changed the collection while the consumer
+    /// keeps up, the missed commits merged into one element (each item once, its latest state)
+    /// when it falls behind, with only what actually changed (an item saved unchanged is left
+    /// out); failed, rolled-back and empty writes yield nothing. Writes from every repository,
+    /// from the store itself, from other stores on the same file and from other processes are
     /// included, not only this repository's.
     ///
     /// A changed record that does not decode, or a removed key that is no item ID, ends the

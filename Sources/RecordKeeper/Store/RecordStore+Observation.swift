@@ -1,35 +1,92 @@
 import Foundation
 
 extension RecordStore {
-    /// What each committed transaction changed in `collection`, in commit order.
+    /// What changed in `collection` after this call: every commit by this store, by other
+    /// `RecordStore` instances on the same file and by other processes (an app extension, the
+    /// `recordkeeper` tool), with the keys and payloads that changed and removals as removals.
     ///
-    /// The stream is registered when this returns. It yields once per committed transaction
-    /// that changed the collection, with only what actually changed: payloads written unchanged
-    /// are left out, a transaction that changed nothing yields nothing, and a rolled-back or
-    /// failed write yields nothing. Removing the collection yields the removal of every key.
-    /// Changes made by other connections (another process) are not observed. No collection
-    /// can have an empty name, so the stream for `""` finishes at once.
+    /// The stream is registered and positioned when this returns. Each element holds changes
+    /// of one or more commits (never of a failed or rolled-back write) with the latest payload
+    /// of each changed key, read when the element is produced: a consumer that keeps up gets one
+    /// element per commit, a slower one gets the commits it missed merged (several changes to a
+    /// key become one, the latest wins: a key removed last arrives as a removal). Payloads
+    /// written unchanged are left out. Removing the collection yields the removal of every key.
+    /// A very large commit arrives in parts of at most 4,096 changed keys.
+    ///
+    /// Memory: a stream holds only its position in the store's change log, never pending
+    /// changes, so a consumer that does not read costs nothing while a large import runs.
+    ///
+    /// Cost: writers, in every process, log their changes only while some stream observes the
+    /// file (a shared lock on `<store>-observers` says so). Creating a stream may wait, on the
+    /// store's executor, for a write that runs unobserved at that moment to commit.
+    ///
+    /// Latency: commits of this store wake a waiting consumer at once. Commits of other
+    /// connections are noticed within about 5 ms (the watcher checks `PRAGMA data_version`
+    /// every 5 ms on its own thread, only while a consumer waits), plus the time to read them.
+    ///
+    /// A stream that falls more than 100,000 logged changes behind (its next changes were
+    /// trimmed from the log, or one commit changed more records than that) gets a complete
+    /// resync: every record of the collection as an
+    /// upsert, then changes as before; removals made while it was that far behind are not
+    /// reported. A failure to read the log is reported to ``Options/eventHandler`` as
+    /// ``RecordStoreEvent/changeObservationFailed(_:)``, and the stream retries at the next
+    /// change. No collection can have an empty name, so the stream for `""` finishes at once.
+    ///
+    /// ```swift
+    /// for await change in await store.changes(in: "notes") {
+    ///     for (key, payload) in change.upserts { notes[key] = payload }
+    ///     for key in change.removals { notes[key] = nil }
+    /// }
+    /// ```
     public func changes(in collection: String) -> AsyncStream<RecordChanges> {
-        let (stream, continuation) = AsyncStream<RecordChanges>.makeStream()
-        guard !collection.isEmpty else {
-            continuation.finish()
-            return stream
-        }
+        guard !collection.isEmpty else { return AsyncStream { $0.finish() } }
         let name = RecordNames.normalized(collection)
-        let id = UUID()
-        let core = core
-        core.locked { $0.observers[name, default: [:]][id] = continuation }
-        continuation.onTermination = { _ in
-            core.locked { state in
-                state.observers[name]?[id] = nil
-                if state.observers[name]?.isEmpty == true { state.observers[name] = nil }
+        let watcher = core.watcher
+        let id: UUID
+        if path == nil {
+            // In memory only this store writes, and logs only while a stream is registered:
+            // register under the store's lock, at the end of the log as its connection sees
+            // it, or, not open yet, to be positioned by its first write.
+            id = core.locked { state -> UUID in
+                guard let connection = state.connection else { return watcher.register(name, cursor: nil) }
+                let engine = RecordEngine(connection: connection, path: nil, operation: .changes)
+                do {
+                    return watcher.register(name, cursor: try engine.changeLogBounds().last)
+                } catch {
+                    options.eventHandler?(.changeObservationFailed(ChangeWatcher.storeError(error, path: nil)))
+                    return watcher.register(name, cursor: nil)
+                }
             }
+        } else {
+            id = watcher.register(name, cursor: nil)
+            // Blocks this store's executor (not a cooperative thread) for one short read.
+            watcher.positionNow(id)
         }
-        return stream
+        let subscription = Subscription(watcher: watcher, id: id)
+        return AsyncStream(
+            unfolding: { await subscription.next() },
+            onCancel: { subscription.end() })
     }
 
     /// How many change streams observe `collection` (for tests).
     nonisolated func observerCount(_ collection: String) -> Int {
-        core.locked { $0.observers[RecordNames.normalized(collection)]?.count ?? 0 }
+        core.watcher.count(RecordNames.normalized(collection))
     }
+}
+
+/// One stream's registration: it ends when the stream's consumer task is cancelled or when the
+/// stream and its iterators are released (this object's `deinit`).
+private final class Subscription: Sendable {
+    let watcher: ChangeWatcher
+    let id: UUID
+
+    init(watcher: ChangeWatcher, id: UUID) {
+        self.watcher = watcher
+        self.id = id
+    }
+
+    func next() async -> RecordChanges? { await watcher.next(id) }
+    func end() { watcher.unregister(id) }
+
+    deinit { watcher.unregister(id) }
 }

@@ -43,6 +43,10 @@ public enum RecordStoreEvent: Sendable {
     case openingFailed(RecordStoreError)
     /// A request finished (successfully or not) after `duration` on the store's executor.
     case request(operation: StoreOperation, collection: String?, duration: Duration, succeeded: Bool)
+    /// A change stream could not read the store's change log (for example the file became
+    /// unreadable). The stream keeps its position and tries again at the next change it is
+    /// told of; this is reported once per run of failures.
+    case changeObservationFailed(RecordStoreError)
 }
 
 /// How long the phases of opening a store took.

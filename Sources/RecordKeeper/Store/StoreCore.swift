@@ -18,10 +18,18 @@ final class StoreCore: @unchecked Sendable {
     let options: RecordStore.Options
     private let lock = NSLock()
     private let state = CoreState()
+    /// Delivers the change log to this store's change streams.
+    let watcher: ChangeWatcher
 
     init(path: String?, options: RecordStore.Options) {
         self.path = path
         self.options = options
+        watcher = ChangeWatcher(path: path, options: options)
+        watcher.core = self
+    }
+
+    deinit {
+        watcher.storeReleased()
     }
 
     /// Runs `body` with the state, waiting for the lock.
@@ -45,7 +53,9 @@ final class CoreState {
     /// The identity of the store file when the connection opened it (nil in memory).
     var fileIdentity: StoreFileIdentity?
     var failNextCommit = false
-    var observers: [String: [UUID: AsyncStream<RecordChanges>.Continuation]] = [:]
+    /// The observers' lock of a file store (see `ObserverLock`), opened by the first write.
+    var observerLock: ObserverLock?
+    var observerLockUnavailable = false
 
     /// Forgets the connection (closing it); the next request opens the store again.
     func dropConnection() {
@@ -80,17 +90,19 @@ extension StoreCore {
 
     /// Runs `body` in one immediate write transaction: commit on success; on any error,
     /// cancellation or injected failure, roll back and rethrow so nothing of it persists.
-    /// Observers hear about the changes only after the commit, in commit order.
+    /// Its changes go to the change log in the same transaction; streams are told after the commit.
     /// Call with the lock held.
     func performWrite<T>(
         _ state: CoreState, _ operation: StoreOperation, collection: String?, _ body: (WriteContext) throws -> T
     ) throws -> T {
         do {
-            let (result, changes) = try perform(state, operation, collection: collection) {
-                engine -> (T, [String: RecordChanges]) in
+            let result = try perform(state, operation, collection: collection) { engine -> T in
                 try engine.begin(immediate: true)
-                let context = WriteContext(engine: engine, observed: Set(state.observers.keys))
+                let unobserved = claimUnobserved(state)
+                defer { if unobserved { state.observerLock?.release() } }
+                let context = WriteContext(engine: engine, logsChanges: !unobserved)
                 do {
+                    try watcher.positionNewStreams(engine)
                     let result = try body(context)
                     try context.finish()
                     try Task.checkCancellation()
@@ -101,7 +113,7 @@ extension StoreCore {
                     }
                     try checkFileIdentity(state, operation, collection: collection)
                     try engine.commit()
-                    return (result, context.changes)
+                    return result
                 } catch {
                     do {
                         try engine.rollback(after: error)
@@ -113,7 +125,7 @@ extension StoreCore {
                     throw error
                 }
             }
-            publish(state, changes)
+            watcher.committed()
             return result
         } catch let error as RecordStoreError where error.code == .readOnly {
             // SQLite opens a file it cannot write read-only instead of failing. Drop that
@@ -122,6 +134,22 @@ extension StoreCore {
             state.dropConnection()
             throw error
         }
+    }
+
+    /// True when no change stream of any connection observes the store, holding the observers'
+    /// lock exclusively until the transaction ends (see `ObserverLock`); false when the
+    /// transaction must log its changes. Call with the lock held, inside the write transaction.
+    private func claimUnobserved(_ state: CoreState) -> Bool {
+        guard let path else { return !watcher.hasSubscribers }  // in memory, only this store
+        if state.observerLock == nil, !state.observerLockUnavailable {
+            do {
+                state.observerLock = try ObserverLock(storePath: path)
+            } catch {
+                // Not a failure of the write: without the lock file it logs every change.
+                state.observerLockUnavailable = true
+            }
+        }
+        return state.observerLock?.lockIfUnobserved() ?? false
     }
 
     /// Throws `fileReplaced` (and drops the connection, so the next request opens the file now
@@ -135,14 +163,5 @@ extension StoreCore {
         throw RecordStoreError(
             code: .fileReplaced, operation: operation, collection: collection, path: path,
             detail: current == .missing ? "the file is gone" : "another file is at the path now")
-    }
-
-    /// Yields committed changes to the observers of each collection.
-    private func publish(_ state: CoreState, _ changes: [String: RecordChanges]) {
-        for (collection, change) in changes where !change.isEmpty {
-            for continuation in state.observers[collection, default: [:]].values {
-                continuation.yield(change)
-            }
-        }
     }
 }

@@ -34,6 +34,19 @@ enum StoreFormat {
                 ) WITHOUT ROWID;
                 INSERT INTO store_meta (name, value) VALUES ('last_version', 0);
                 """
-        )
+        ),
+        // Version 2 is taken by another change in flight (the outbox); steps run in order of
+        // version and only those newer than the store's, so a gap is harmless.
+        Migration(
+            version: 3,
+            name: "the change log that change streams of every connection read",
+            sql: """
+                CREATE TABLE change_log (
+                    seq INTEGER PRIMARY KEY,
+                    collection TEXT NOT NULL,
+                    key TEXT NOT NULL
+                );
+                """
+        ),
     ]
 }

@@ -60,6 +60,8 @@ public struct StoreOperation: Hashable, Sendable, CustomStringConvertible {
     public static let info = StoreOperation("info", .inspect)
     /// ``RecordStore/integrityCheck()``.
     public static let integrityCheck = StoreOperation("integrityCheck", .inspect)
+    /// Following a collection's changes (``RecordStore/changes(in:)``).
+    public static let changes = StoreOperation("changes", .read)
     /// ``RecordStore/backup(to:overwrite:)``.
     public static let backup = StoreOperation("backup", .backUp)
     /// Limiting the database's size (tests that simulate a full disk).

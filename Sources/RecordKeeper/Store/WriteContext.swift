@@ -1,7 +1,8 @@
 import Foundation
 
 /// The state of one write transaction: the versions it gives the records it inserts, and
-/// what it actually changed (for change streams).
+/// what it actually changed, written to the change log (format 3, `ChangeLog`) for the
+/// change streams of every connection.
 ///
 /// Versions (format 1, see docs/FORMAT.md): an update gives a record its previous version + 1;
 /// an insert gives it `floor + 1`, where the floor (`store_meta.last_version`) is at least every
@@ -10,18 +11,21 @@ import Foundation
 /// transaction that only updates writes nothing but the records themselves.
 final class WriteContext {
     let engine: RecordEngine
-    /// Collections whose changes someone observes; others are not collected.
-    private let observed: Set<String>
-    /// What the transaction changed, per observed collection.
-    private(set) var changes: [String: RecordChanges] = [:]
+    /// False when no change stream observes the store: nothing is logged (see `ObserverLock`).
+    private let logsChanges: Bool
+    /// The first and last change-log seq this transaction wrote.
+    private var firstLogged: Int64?
+    private var lastLogged: Int64 = 0
+    /// True once this transaction logged more rows than the log keeps (see `log`).
+    private var overflowed = false
     /// The stored floor, read on first need.
     private var storedFloor: Int64?
     /// The floor including the versions this transaction removed.
     private var floor: Int64?
 
-    init(engine: RecordEngine, observed: Set<String>) {
+    init(engine: RecordEngine, logsChanges: Bool) {
         self.engine = engine
-        self.observed = observed
+        self.logsChanges = logsChanges
     }
 
     /// The version a record inserted now gets.
@@ -43,9 +47,17 @@ final class WriteContext {
         if version > current { floor = version }
     }
 
-    /// Stores the raised floor, if removals raised it. Call before committing.
+    /// Stores the raised floor, if removals raised it, and trims the change log when this
+    /// transaction's entries crossed a trimming point. Call before committing.
     func finish() throws {
         if let floor, let storedFloor, floor > storedFloor { try engine.setLastVersion(floor) }
+        if overflowed {
+            // Keep only the newest row (a seq is never given out twice): every stream is now
+            // behind the log and resyncs from the records.
+            try engine.trimChangeLog(through: lastLogged - 1)
+        } else if let firstLogged, let bound = ChangeLog.trimBound(first: firstLogged, last: lastLogged) {
+            try engine.trimChangeLog(through: bound)
+        }
     }
 
     // MARK: Operations (names already validated and normalized)
@@ -76,14 +88,13 @@ final class WriteContext {
         for key in removals {
             guard let removedVersion = try engine.remove(id, collection: collection, key: key) else { continue }
             try removed(version: removedVersion)
-            note(collection) { $0[key] = nil }
+            try log(collection, key)
         }
         let insertVersion = upserts.isEmpty ? 0 : try insertVersion()
-        let isObserved = observed.contains(collection)
         guard expected != nil else {
             for (key, data) in upserts
             where try engine.upsert(id, collection: collection, key: key, data: data, insertVersion: insertVersion) {
-                if isObserved { note(collection) { $0[key] = data } }
+                try log(collection, key)
             }
             return [:]
         }
@@ -93,7 +104,7 @@ final class WriteContext {
             let written = try engine.upsertReturningVersion(
                 id, collection: collection, key: key, data: data, insertVersion: insertVersion)
             if let written {
-                if isObserved { note(collection) { $0[key] = data } }
+                try log(collection, key)
                 versions[key] = RecordVersion(written)
             } else if let unchanged = try engine.version(id, collection: collection, key: key) {
                 versions[key] = unchanged
@@ -118,18 +129,17 @@ final class WriteContext {
                 continue
             }
             try removed(version: removedVersion)
-            note(collection) { $0[key] = nil }
+            try log(collection, key)
             applied.removed.append(key)
         }
         guard !upserts.isEmpty else { return applied }
         let insertVersion = try insertVersion()
-        let isObserved = observed.contains(collection)
         for (key, data) in upserts {
             let stored = existingID == nil
                 ? nil : try engine.storedPayloadEquals(id, collection: collection, key: key, data: data)
             if stored != true,
                try engine.upsert(id, collection: collection, key: key, data: data, insertVersion: insertVersion) {
-                if isObserved { note(collection) { $0[key] = data } }
+                try log(collection, key)
                 if stored == nil { applied.added.append(key) } else { applied.changed.append(key) }
             } else {
                 applied.unchanged.append(key)
@@ -153,17 +163,24 @@ final class WriteContext {
 
     func removeCollection(_ collection: String) throws {
         guard let id = try engine.collectionID(collection) else { return }
-        if observed.contains(collection) {
-            let keys = try engine.versions(id, collection: collection).keys
-            note(collection) { changes in for key in keys { changes[key] = nil } }
+        // Every key, so that streams deliver the removal of each.
+        if logsChanges, !overflowed {
+            for key in try engine.versions(id, collection: collection).keys { try log(collection, key) }
         }
         if let highest = try engine.highestVersion(id, collection: collection) { try removed(version: highest) }
         try engine.removeCollection(id, name: collection)
     }
 
-    private func note(_ collection: String, _ change: (inout RecordChanges) -> Void) {
-        guard observed.contains(collection) else { return }
-        change(&changes[collection, default: RecordChanges()])
+    /// Logs that `key` of `collection` changed (inserted, updated or removed).
+    private func log(_ collection: String, _ key: String) throws {
+        // A transaction that changes more records than the log keeps would push every stream
+        // behind the log anyway (each is positioned before it), so they all resync from the
+        // records: the rows past that point would only be trimmed again at commit.
+        guard logsChanges, !overflowed else { return }
+        let seq = try engine.logChange(collection, key: key)
+        if firstLogged == nil { firstLogged = seq }
+        lastLogged = seq
+        if seq - (firstLogged ?? seq) >= ChangeLog.retainedEntries { overflowed = true }
     }
 }
 

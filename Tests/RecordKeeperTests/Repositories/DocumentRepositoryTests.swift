@@ -48,16 +48,15 @@ import Testing
             next.vocabulary["ballena"] = nil
             next.vocabulary["arpón"] = Word(translation: "harpoon")
             try await progress.save(next)
-            try await progress.save(next)  // unchanged: writes nothing
-            next.vocabulary["arpón"]?.reviews = 1
-            try await progress.save(next)
-
             #expect(await changes.next() == RecordChanges(
                 upserts: [
                     "positions/moby-dick": Data(#"{"chapter":3,"offset":480}"#),
                     "vocabulary/arpón": Data(#"{"reviews":0,"translation":"harpoon"}"#),
                 ],
                 removals: ["vocabulary/ballena"]))
+            try await progress.save(next)  // unchanged: writes nothing
+            next.vocabulary["arpón"]?.reviews = 1
+            try await progress.save(next)
             #expect(await changes.next() == RecordChanges(upserts: ["vocabulary/arpón": Data(#"{"reviews":1,"translation":"harpoon"}"#)]))
             let after = try await RecordVersion.all(in: store, "progress")
             #expect(after["positions/quijote"] == before["positions/quijote"])

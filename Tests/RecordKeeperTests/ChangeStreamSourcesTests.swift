@@ -1,0 +1,138 @@
+import RecordKeeperTestSupport
+import Foundation
+import Testing
+@testable import RecordKeeper
+
+/// Change streams hear every writer of the file, merge what a slow consumer missed, and end
+/// when released or cancelled.
+@Suite struct ChangeStreamSourcesTests {
+    @Test func `a second store on the same file is observed, removals as removals`() async throws {
+        try await withTemporaryDirectory { directory in
+            let url = directory.appendingPathComponent("shared.sqlite")
+            let observer = RecordStore(url: url)
+            let writer = RecordStore(url: url)
+            try await writer.put("c", key: "old", data: Data("0"))
+            let stream = await observer.changes(in: "c")
+            try await writer.apply("c", changes: RecordChanges(upserts: ["a": Data("1"), "b": Data("2")], removals: ["old"]))
+            let first = try await changes(of: stream, until: { $0.count >= 3 })
+            #expect(first == RecordChanges(upserts: ["a": Data("1"), "b": Data("2")], removals: ["old"]))
+            try await writer.removeCollection("c")
+            let second = try await changes(of: stream, until: { $0.count >= 2 })
+            #expect(second == RecordChanges(upserts: [:], removals: ["a", "b"]))
+        }
+    }
+
+    @Test func `a stream hears another store's commits made before its consumer first reads`() async throws {
+        try await withTemporaryDirectory { directory in
+            let url = directory.appendingPathComponent("shared.sqlite")
+            let observer = RecordStore(url: url)
+            // Registered before anything opened the store: positioned when this returns.
+            let stream = await observer.changes(in: "c")
+            try await RecordStore(url: url).put("c", key: "a", data: Data("1"))
+            #expect(try await changes(of: stream, until: { !$0.isEmpty }) == RecordChanges(upserts: ["a": Data("1")]))
+        }
+    }
+
+    @Test func `a stream that cannot read the store reports it to the event handler`() async throws {
+        try await withTemporaryDirectory { directory in
+            let file = directory.appendingPathComponent("not-a-directory")
+            try Data("x".utf8).write(to: file)
+            let events = EventLog()
+            let store = RecordStore(
+                url: file.appendingPathComponent("records.sqlite"), options: .init(eventHandler: events.append))
+            _ = await store.changes(in: "c")
+            let failures = events.all.compactMap { event -> RecordStoreError? in
+                if case .changeObservationFailed(let error) = event { return error }
+                return nil
+            }
+            // The observers' lock file and the store itself could not be opened: both said.
+            #expect(failures.map(\.code) == [.cannotOpen, .cannotOpen])
+            #expect(failures.first?.path?.hasSuffix("records.sqlite-observers") == true)
+            #expect(failures.last?.detail?.contains("is a file, not a directory") == true)
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func `a stream only delivers changes committed after it was created`(kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ in
+            try await store.put("c", key: "before", data: Data("0"))
+            var iterator = await store.changes(in: "c").makeAsyncIterator()
+            try await store.put("c", key: "after", data: Data("1"))
+            #expect(await iterator.next() == RecordChanges(upserts: ["after": Data("1")]))
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func `a large commit arrives in parts that together name every key once`(kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ in
+            let count = ChangeWatcher.batchLimit * 2 + 10
+            var iterator = await store.changes(in: "c").makeAsyncIterator()
+            var values: [String: Data] = [:]
+            for number in 0..<count { values["k\(number)"] = Data("\(number)") }
+            try await store.replace("c", values: values)
+            var merged = RecordChanges()
+            var parts = 0
+            while merged.count < count, let part = await iterator.next() {
+                #expect(part.count <= ChangeWatcher.batchLimit)
+                merged.merge(part)
+                parts += 1
+            }
+            #expect(merged == RecordChanges(upserts: values))
+            #expect(parts == 3)
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func `a released stream stops observing at once`(kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ in
+            do {
+                let stream = await store.changes(in: "c")
+                var iterator = stream.makeAsyncIterator()
+                try await store.put("c", key: "a", data: Data("1"))
+                #expect(await iterator.next() == RecordChanges(upserts: ["a": Data("1")]))
+                #expect(store.observerCount("c") == 1)
+            }
+            #expect(store.observerCount("c") == 0)
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func `cancelling a waiting consumer ends its stream`(kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ in
+            let stream = await store.changes(in: "c")
+            let consumer = Task {
+                var iterator = stream.makeAsyncIterator()
+                return await iterator.next()
+            }
+            consumer.cancel()
+            #expect(await consumer.value == nil)
+            try await store.put("c", key: "a", data: Data("1"))
+        }
+    }
+}
+
+/// Reads `stream` until the merged elements satisfy `done`, failing after `timeout`.
+/// (A guard against a hang, not a timing: the handshake is the element itself.)
+func changes(
+    of stream: AsyncStream<RecordChanges>, timeout: Duration = .seconds(20),
+    until done: @escaping @Sendable (RecordChanges) -> Bool
+) async throws -> RecordChanges {
+    try await withThrowingTaskGroup(of: RecordChanges?.self) { group in
+        group.addTask {
+            var merged = RecordChanges()
+            var iterator = stream.makeAsyncIterator()
+            while !done(merged), let next = await iterator.next() { merged.merge(next) }
+            return merged
+        }
+        group.addTask {
+            try await Task.sleep(for: timeout)
+            return nil
+        }
+        defer { group.cancelAll() }
+        guard let first = try await group.next(), let merged = first else {
+            Issue.record("no change arrived within \(timeout)")
+            throw CancellationError()
+        }
+        return merged
+    }
+}

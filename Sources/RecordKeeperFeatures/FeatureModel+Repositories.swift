@@ -14,9 +14,10 @@ extension FeatureModel {
     /// Refreshes after every change committed to `repository`'s collection through its store
     /// (``RecordRepository/changes()``), until the model is released or ``stopFollowing()``.
     ///
-    /// The store reports the commits made through it (by any repository on it, or by the store
-    /// itself); a change made through another `RecordStore` instance or by another process
-    /// shows at the next ``refresh()``.
+    /// The store reports every commit to the collection: made through it (by any repository on
+    /// it, or by the store itself), through another `RecordStore` on the same file, or by
+    /// another process (the `recordkeeper` tool, an app extension), the latter within a few
+    /// milliseconds (see RecordKeeper's Observation article).
     ///
     /// Following starts before this returns: a change committed after it is seen. When the
     /// stream ends with an error (a changed record that does not decode), the model refreshes,

@@ -207,6 +207,25 @@ struct FeatureModelTests {
     }
 
     @Test @MainActor
+    func `a followed repository refreshes the model when another store on the same file writes`() async throws {
+        try await withTemporaryDirectory { directory in
+            let url = directory.appendingPathComponent("records.sqlite")
+            let store = RecordStore(url: url)
+            let books = RecordRepository<Book>(store: store, collection: "books")
+            let model = FeatureModel(repository: books)
+            await model.follow(books)
+            await model.refresh()
+            #expect(model.state.content == [])
+
+            // A second RecordStore on the file: another part of the app, or an app extension.
+            let elsewhere = RecordRepository<Book>(store: RecordStore(url: url), collection: "books")
+            try await elsewhere.save(Book(id: "a", title: "A"))
+            await waitUntilObserved { model.state.content?.count == 1 }
+            #expect(model.state.content == [Book(id: "a", title: "A")])
+        }
+    }
+
+    @Test @MainActor
     func `a change stream that fails makes one more refresh and is no longer followed`() async throws {
         struct StreamBroke: Error {}
         let loads = Answers<Int>((1...3).map { .success($0) })

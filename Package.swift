@@ -14,6 +14,8 @@ let package = Package(
     platforms: [.macOS(.v14), .iOS(.v17), .tvOS(.v17), .watchOS(.v10), .visionOS(.v1)],
     products: [
         .library(name: "RecordKeeper", targets: ["RecordKeeper"]),
+        .library(name: "RecordKeeperFeatures", targets: ["RecordKeeperFeatures"]),
+        .executable(name: "learner", targets: ["learner"]),
         .executable(name: "recordkeeper", targets: ["recordkeeper"]),
         .executable(name: "recordkeeper-bench", targets: ["recordkeeper-bench"]),
     ],
@@ -25,6 +27,24 @@ let package = Package(
         .target(
             name: "RecordKeeper",
             dependencies: ["CSQLite"],
+            swiftSettings: swiftSettings
+        ),
+        // What features build on: LoadState and the observable model over a loading function.
+        .target(
+            name: "RecordKeeperFeatures",
+            dependencies: ["RecordKeeper"],
+            swiftSettings: swiftSettings
+        ),
+        // The example app `learner`: its domain, repositories and commands, as a library so
+        // tests can reach them; `learner` itself only calls `Learner.run`.
+        .target(
+            name: "LearnerKit",
+            dependencies: ["RecordKeeper", "RecordKeeperFeatures"],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "learner",
+            dependencies: ["LearnerKit"],
             swiftSettings: swiftSettings
         ),
         .target(
@@ -52,6 +72,16 @@ let package = Package(
             name: "RecordKeeperTests",
             dependencies: ["RecordKeeper", "CSQLite", "RecordKeeperTestSupport"],
             resources: [.copy("Fixtures")],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "RecordKeeperFeaturesTests",
+            dependencies: ["RecordKeeperFeatures", "RecordKeeper", "RecordKeeperTestSupport"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "LearnerTests",
+            dependencies: ["LearnerKit", "RecordKeeperFeatures", "RecordKeeper", "CSQLite", "learner", "RecordKeeperTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

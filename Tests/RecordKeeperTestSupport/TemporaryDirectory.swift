@@ -12,7 +12,12 @@ import Testing
 /// Before removing it, everything inside is made writable again (0700), so tests that take
 /// permissions away still clean up. A directory that cannot be removed is recorded as a test
 /// issue, never ignored.
-public func withTemporaryDirectory<T>(_ body: (URL) async throws -> T) async throws -> T {
+///
+/// It runs `body` on the caller's actor (`isolation`), so a `@MainActor` test can pass a body
+/// that touches main-actor state.
+public func withTemporaryDirectory<T>(
+    isolation: isolated (any Actor)? = #isolation, _ body: (URL) async throws -> T
+) async throws -> T {
     let directory = try TemporaryDirectory()
     defer { directory.remove() }
     return try await body(directory.url)

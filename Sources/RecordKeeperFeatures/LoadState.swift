@@ -4,6 +4,9 @@
 /// A failed refresh does not throw away what the user was looking at: ``content`` still gives
 /// the last loaded value, and ``error`` says why the refresh failed, so a screen can show both.
 ///
+/// ``FeatureModel`` publishes a `LoadState` for you; the example below shows the transitions a
+/// hand-written model makes.
+///
 /// ```swift
 /// @Observable @MainActor final class BooksModel {
 ///     private(set) var state: LoadState<[Book]> = .idle

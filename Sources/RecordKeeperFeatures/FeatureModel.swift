@@ -1,0 +1,195 @@
+import Foundation
+public import Observation
+
+/// The observable model of one feature's content: a ``LoadState`` filled by a loading
+/// function, actions that change the content, and (optionally) a change stream that makes it
+/// refresh itself.
+///
+/// - A failed refresh keeps the last confirmed content beside the error (``LoadState/failed(_:previous:)``);
+///   it never turns into an empty value.
+/// - Operations (refreshes and actions) run one at a time, in the order they were asked for:
+///   a refresh asked for while a save runs waits for the save and then sees the saved state.
+/// - A failed action becomes ``actionFailure`` (with a message a screen can show); the content
+///   stays as it was.
+/// - ``follow(_:)`` refreshes on every element of a change stream; the model stops following
+///   when it is released (the stream's task holds it weakly).
+///
+/// The model is isolated to the main actor, where a screen reads it; its loading function and
+/// actions are `@Sendable` and run off the main actor. Call it from any task with `await`.
+///
+/// ```swift
+/// let books = RecordRepository<Book>(store: store, collection: "books")
+/// let model = FeatureModel(repository: books)
+/// await model.follow(books)                     // refreshes after every committed change
+/// await model.refresh()                         // model.state: .loaded([…])
+/// await model.perform("save the book") { try await books.save(book) }
+/// if let failure = model.actionFailure { show(failure.message) }
+/// ```
+@MainActor
+@Observable
+public final class FeatureModel<Value: Sendable> {
+    /// What the screen shows: nothing yet, loading, loaded, or failed beside the last
+    /// confirmed content.
+    public private(set) var state: LoadState<Value> = .idle
+
+    /// The last action that failed, until ``dismissActionFailure()`` or an action succeeds.
+    public private(set) var actionFailure: ActionFailure?
+
+    /// How many operations (refreshes and actions) are running or waiting for their turn.
+    public private(set) var pendingOperations = 0
+
+    /// The last confirmed content, whatever happened since.
+    public var content: Value? { state.content }
+
+    @ObservationIgnored private let load: @Sendable () async throws -> Value
+    @ObservationIgnored private var turns = FeatureTurns()
+    /// Refreshes asked for by change streams that have not started yet: a change arriving
+    /// while one waits needs no second refresh, since the waiting one will see it.
+    @ObservationIgnored private var waitingFollowRefreshes = 0
+    /// The tasks following change streams; cancelled when the model is released.
+    @ObservationIgnored private let followers = FollowerTasks()
+
+    /// Creates a model whose content comes from `load`. Does no work until ``refresh()``.
+    /// - Parameter load: Reads the content; a thrown error is shown beside the last confirmed
+    ///   content. It runs off the main actor.
+    public init(load: @escaping @Sendable () async throws -> Value) {
+        self.load = load
+    }
+
+    // MARK: Operations
+
+    /// Loads the content after every operation asked for before it has finished.
+    ///
+    /// While it runs the state is `.loading(previous:)`; then `.loaded` with the new content,
+    /// or `.failed` with the error beside the content confirmed before.
+    public func refresh() async {
+        await takeTurn()
+        defer { releaseTurn() }
+        await runRefresh()
+    }
+
+    /// Runs `action` in its turn, then refreshes so the state shows its effect.
+    ///
+    /// When the action throws, nothing is refreshed and the content stays as it was;
+    /// ``actionFailure`` names the action and the error. A successful action clears an
+    /// earlier failure.
+    ///
+    /// - Parameters:
+    ///   - name: What the action does, in words a person reads after "Could not", such as
+    ///     `"delete the word ballena"`.
+    ///   - action: The change to make; it runs off the main actor.
+    /// - Returns: Whether the action succeeded (the refresh after it may still fail, which the
+    ///   state shows).
+    @discardableResult
+    public func perform(_ name: String, _ action: @escaping @Sendable () async throws -> Void) async -> Bool {
+        await takeTurn()
+        defer { releaseTurn() }
+        do {
+            try await action()
+        } catch {
+            actionFailure = ActionFailure(action: name, error: error)
+            return false
+        }
+        actionFailure = nil
+        await runRefresh()
+        return true
+    }
+
+    /// Forgets the last action failure, once the screen has shown it.
+    public func dismissActionFailure() {
+        actionFailure = nil
+    }
+
+    // MARK: Following changes
+
+    /// Refreshes after every element of `changes`, until the sequence ends, throws, or the
+    /// model is released.
+    ///
+    /// A thrown error is not hidden: the model refreshes once more (so a failure to read shows
+    /// in ``state``) and stops following that sequence. Changes that arrive while a refresh
+    /// they asked for is still waiting share that refresh.
+    ///
+    /// The task that reads `changes` holds the model weakly, and is cancelled when the model
+    /// is released, which ends the iteration of a cancellable sequence such as an
+    /// `AsyncStream`.
+    public func follow<Changes>(_ changes: Changes)
+    where Changes: AsyncSequence & Sendable, Changes.Element: Sendable {
+        let task = Task { [weak self] in
+            do {
+                for try await _ in changes {
+                    guard let model = self else { return }
+                    await model.refreshForChange()
+                }
+            } catch {
+                guard let model = self else { return }
+                await model.refreshForChange()
+            }
+        }
+        followers.add(task)
+    }
+
+    /// Stops following every change stream this model follows.
+    public func stopFollowing() {
+        followers.cancelAll()
+    }
+
+    // MARK: Turns
+
+    private func runRefresh() async {
+        state.startLoading()
+        do {
+            let value = try await load()
+            state.finish(.success(value))
+        } catch {
+            state.finish(.failure(error))
+        }
+    }
+
+    private func refreshForChange() async {
+        guard waitingFollowRefreshes == 0 else { return }
+        waitingFollowRefreshes += 1
+        await takeTurn()
+        waitingFollowRefreshes -= 1
+        defer { releaseTurn() }
+        await runRefresh()
+    }
+
+    private func takeTurn() async {
+        pendingOperations += 1
+        if turns.takeIfFree() { return }
+        await withCheckedContinuation { turns.enqueue($0) }
+    }
+
+    private func releaseTurn() {
+        pendingOperations -= 1
+        turns.release()
+    }
+}
+
+/// An action of a ``FeatureModel`` that failed: what it was, why, and a message to show.
+public struct ActionFailure: Sendable, CustomStringConvertible {
+    /// What the action does, as given to ``FeatureModel/perform(_:_:)``.
+    public let action: String
+    /// The error the action threw.
+    public let error: any Error
+
+    /// "Could not <action>: <the error's description>".
+    public var message: String {
+        "Could not \(action): \(FeatureModelText.describe(error))"
+    }
+
+    /// The same as ``message``.
+    public var description: String { message }
+}
+
+/// Text helpers shared by the feature layer.
+enum FeatureModelText {
+    /// A person-readable description of `error`: its `LocalizedError` description when it has
+    /// one, otherwise `String(describing:)`.
+    static func describe(_ error: any Error) -> String {
+        if let localized = error as? any LocalizedError, let text = localized.errorDescription {
+            return text
+        }
+        return String(describing: error)
+    }
+}

@@ -1,0 +1,107 @@
+import Foundation
+import Testing
+
+/// The output of one run of the `learner` binary.
+struct LearnerResult {
+    let status: Int32
+    let output: String
+    let errors: String
+}
+
+/// Runs the built `learner` executable as a subprocess in a working directory, with its own
+/// environment: no inherited `LEARNER_STORE` or `XDG_DATA_HOME`, and `HOME` inside the test's
+/// directory, so a test never touches the real per-user store. Output goes through files.
+struct LearnerRunner {
+    let directory: URL
+    var environment: [String: String] = [:]
+
+    /// The executable in the build products directory, found the way `ToolRunner` finds
+    /// `recordkeeper`: up from the test process's path, then the bundles, then `.build/debug`.
+    static let executable: URL? = {
+        if let override = ProcessInfo.processInfo.environment["LEARNER_EXECUTABLE"] {
+            return URL(fileURLWithPath: override)
+        }
+        var seeds: [URL] = [
+            URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath(),
+            Bundle.main.bundleURL,
+            Bundle.main.executableURL,
+        ].compactMap { $0 }
+        seeds += Bundle.allBundles.map(\.bundleURL)
+        for seed in seeds {
+            var directory = seed.deletingLastPathComponent()
+            for _ in 0..<5 {
+                let candidate = directory.appendingPathComponent("learner")
+                if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+                directory = directory.deletingLastPathComponent()
+            }
+        }
+        let packageRoot = URL(fileURLWithPath: #filePath)
+            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        let fallback = packageRoot.appendingPathComponent(".build/debug/learner")
+        return FileManager.default.isExecutableFile(atPath: fallback.path) ? fallback : nil
+    }()
+
+    /// The home directory the subprocess sees (not created).
+    var home: URL { directory.appendingPathComponent("home") }
+
+    @discardableResult
+    func run(_ arguments: [String], environment extra: [String: String] = [:], sourceLocation: SourceLocation = #_sourceLocation)
+        throws -> LearnerResult
+    {
+        let executable = try #require(Self.executable, "learner executable not found; build it first",
+                                      sourceLocation: sourceLocation)
+        let id = UUID().uuidString
+        let outputURL = directory.appendingPathComponent(".stdout-\(id)")
+        let errorURL = directory.appendingPathComponent(".stderr-\(id)")
+        try Data().write(to: outputURL)
+        try Data().write(to: errorURL)
+        defer {
+            for url in [outputURL, errorURL] {
+                do {
+                    try FileManager.default.removeItem(at: url)
+                } catch {
+                    Issue.record("could not remove \(url.path): \(error)")
+                }
+            }
+        }
+        let outputHandle = try FileHandle(forWritingTo: outputURL)
+        let errorHandle = try FileHandle(forWritingTo: errorURL)
+        defer {
+            for handle in [outputHandle, errorHandle] {
+                do {
+                    try handle.close()
+                } catch {
+                    Issue.record("could not close a handle: \(error)")
+                }
+            }
+        }
+
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        process.currentDirectoryURL = directory
+        var environment = ProcessInfo.processInfo.environment
+        environment["LEARNER_STORE"] = nil
+        environment["XDG_DATA_HOME"] = nil
+        environment["HOME"] = home.path
+        environment.merge(self.environment) { _, new in new }
+        environment.merge(extra) { _, new in new }
+        process.environment = environment
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = outputHandle
+        process.standardError = errorHandle
+        try process.run()
+        process.waitUntilExit()
+        return LearnerResult(
+            status: process.terminationStatus,
+            output: String(decoding: try Data(contentsOf: outputURL), as: UTF8.self),
+            errors: String(decoding: try Data(contentsOf: errorURL), as: UTF8.self))
+    }
+}
+
+/// POSIX permission bits of a file.
+func permissions(of url: URL) throws -> Int {
+    let attributes = try FileManager.default.attributesOfItem(atPath: url.path)
+    return (attributes[.posixPermissions] as? NSNumber)?.intValue ?? -1
+}

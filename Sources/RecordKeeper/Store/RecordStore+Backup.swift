@@ -127,18 +127,26 @@ enum BackupTarget {
             }
         } else {
             // link(2) fails if `target` exists, so a file created meanwhile is never replaced.
-            guard link(temporary, target) == 0 else {
+            if link(temporary, target) == 0 {
+                guard unlink(temporary) == 0 else {
+                    throw systemError(errno, "the copy is at \(target), but the temporary file \(temporary) could not be removed",
+                                      storePath: storePath)
+                }
+            } else {
                 let number = errno
-                if number == EEXIST {
+                let exists = number == EEXIST || FileManager.default.fileExists(atPath: target)
+                if exists {
                     throw RecordStoreError(
                         code: .invalidArgument, operation: .backup, path: storePath,
                         detail: "a file already exists at \(target); it was left as it is (pass overwrite: true to replace it)")
                 }
-                throw systemError(number, "could not move the copy to \(target)", storePath: storePath)
-            }
-            guard unlink(temporary) == 0 else {
-                throw systemError(errno, "the copy is at \(target), but the temporary file \(temporary) could not be removed",
-                                  storePath: storePath)
+                // A file system without hard links: rename, after the check just made.
+                guard [EPERM, ENOTSUP, EOPNOTSUPP, ENOSYS].contains(number) else {
+                    throw systemError(number, "could not move the copy to \(target)", storePath: storePath)
+                }
+                guard rename(temporary, target) == 0 else {
+                    throw systemError(errno, "could not move the copy to \(target)", storePath: storePath)
+                }
             }
         }
         try synchronize((target as NSString).deletingLastPathComponent, storePath: storePath)

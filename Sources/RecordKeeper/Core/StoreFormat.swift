@@ -34,7 +34,29 @@ enum StoreFormat {
                 ) WITHOUT ROWID;
                 INSERT INTO store_meta (name, value) VALUES ('last_version', 0);
                 """
-        )
+        ),
+        Migration(
+            version: 2,
+            name: "the outbox of operations for a server",
+            sql: """
+                CREATE TABLE outbox (
+                    sequence INTEGER PRIMARY KEY,
+                    id TEXT NOT NULL UNIQUE,
+                    kind TEXT NOT NULL,
+                    payload BLOB NOT NULL,
+                    ordering_key TEXT,
+                    attempts INTEGER NOT NULL DEFAULT 0,
+                    created_at INTEGER NOT NULL,
+                    next_attempt_at INTEGER NOT NULL,
+                    last_error TEXT,
+                    dead INTEGER NOT NULL DEFAULT 0,
+                    claimed_by TEXT,
+                    claimed_until INTEGER
+                );
+                CREATE INDEX outbox_due ON outbox (dead, next_attempt_at);
+                CREATE INDEX outbox_ordering ON outbox (ordering_key, sequence) WHERE ordering_key IS NOT NULL;
+                """
+        ),
     ]
 }
 

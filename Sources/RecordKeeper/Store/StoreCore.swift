@@ -18,6 +18,8 @@ final class StoreCore: @unchecked Sendable {
     let options: RecordStore.Options
     private let lock = NSLock()
     private let state = CoreState()
+    /// Wakes outbox processors after a commit that enqueued operations.
+    let outboxSignal = OutboxSignal()
 
     init(path: String?, options: RecordStore.Options) {
         self.path = path
@@ -101,6 +103,7 @@ extension StoreCore {
                     }
                     try checkFileIdentity(state, operation, collection: collection)
                     try engine.commit()
+                    if context.enqueuedOperations { outboxSignal.notify() }
                     return (result, context.changes)
                 } catch {
                     do {

@@ -1,0 +1,48 @@
+import Foundation
+import Synchronization
+
+/// Tells waiting outbox processors that an enqueue committed on this store.
+///
+/// `StoreCore.performWrite` calls ``notify()`` after the commit of every write transaction
+/// that enqueued something. A processor reads ``generation`` before it looks for work and then
+/// waits for a newer generation, so a commit between the two is never missed.
+final class OutboxSignal: Sendable {
+    private struct State {
+        var generation: UInt64 = 0
+        var waiters: [UUID: (after: UInt64, continuation: CheckedContinuation<Void, Never>)] = [:]
+    }
+
+    private let state = Mutex(State())
+
+    /// The number of enqueue commits so far.
+    var generation: UInt64 { state.withLock { $0.generation } }
+
+    /// Records one enqueue commit and wakes every waiter.
+    func notify() {
+        let woken = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.generation &+= 1
+            let waiters = state.waiters.values.map(\.continuation)
+            state.waiters.removeAll()
+            return waiters
+        }
+        for continuation in woken { continuation.resume() }
+    }
+
+    /// Returns once the generation is past `generation`, or when the task is cancelled.
+    func wait(after generation: UInt64) async {
+        let id = UUID()
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let resumeNow = state.withLock { state -> Bool in
+                    if state.generation != generation || Task.isCancelled { return true }
+                    state.waiters[id] = (generation, continuation)
+                    return false
+                }
+                if resumeNow { continuation.resume() }
+            }
+        } onCancel: {
+            let waiter = state.withLock { $0.waiters.removeValue(forKey: id) }
+            waiter?.continuation.resume()
+        }
+    }
+}

@@ -195,7 +195,7 @@ public actor OutboxProcessor {
 
     /// When the next attempt is due after `attempts` failed attempts: backoff with jitter,
     /// never before `retryAfter`.
-    func nextAttempt(after attempts: Int, retryAfter: Duration?) -> Date {
+    nonisolated func nextAttempt(after attempts: Int, retryAfter: Duration?) -> Date {
         let delay = retryPolicy.delay(afterAttempts: attempts).seconds
         let jittered = delay > 0 ? random(delay / 2...delay) : 0
         let wait = max(jittered, retryAfter?.seconds ?? 0)

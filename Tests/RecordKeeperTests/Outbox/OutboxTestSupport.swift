@@ -20,7 +20,7 @@ final class ScriptedTransport: OutboxTransport {
         case reject(String)
     }
 
-    private let state = Protected<(answers: [String: [Answer]], log: [OutboxOperation], inFlightKeys: Set<String>, overlaps: Int)>(
+    fileprivate let state = Protected<(answers: [String: [Answer]], log: [OutboxOperation], inFlightKeys: Set<String>, overlaps: Int)>(
         ([:], [], [], 0))
     /// Runs before each answer (a handshake point for tests).
     let hook: (@Sendable (OutboxOperation) async -> Void)?
@@ -73,4 +73,9 @@ extension OutboxProcessor {
 
 func message(_ kind: String = "test.op", _ text: String, key: String? = nil) -> OutboxMessage {
     OutboxMessage(kind: kind, payload: Data(text.utf8), orderingKey: key)
+}
+
+extension ScriptedTransport {
+    /// Drops the remaining scripted answers: everything is delivered from now on.
+    func answerEverythingForTesting() { state.withLock { $0.answers = [:] } }
 }

@@ -87,7 +87,10 @@ public actor OutboxProcessor {
             var running = 0
             while true {
                 let free = Self.maximumConcurrentDeliveries - running
-                let started = free > 0 ? try await claim(due: due, limit: free, excluding: attempted, report: &report) : []
+                // Once cancelled, start nothing new but record the outcome of what is under way.
+                let started =
+                    free > 0 && !Task.isCancelled
+                    ? try await claim(due: due, limit: free, excluding: attempted, report: &report) : []
                 for operation in started {
                     attempted.insert(operation.id)
                     running += 1
@@ -106,6 +109,7 @@ public actor OutboxProcessor {
                 try await finish(operation, failure: failure, report: &report)
             }
         }
+        try Task.checkCancellation()
         return report
     }
 
@@ -158,9 +162,7 @@ public actor OutboxProcessor {
     /// Records the outcome of one delivery in its own transaction.
     private func finish(_ operation: OutboxOperation, failure: (any Error)?, report: inout OutboxDeliveryReport) async throws {
         guard let failure else {
-            try await store.performWrite("outbox.delivered", collection: nil) { context in
-                try OutboxEngine(engine: context.engine).remove(operation.id)
-            }
+            try await record("outbox.delivered") { try $0.remove(operation.id) }
             report.delivered += 1
             return
         }
@@ -172,9 +174,10 @@ public actor OutboxProcessor {
         case OutboxDeliveryFailure.retryable(let message, let retryAfter):
             description = message
             next = nextAttempt(after: operation.attempts, retryAfter: retryAfter)
-        case is CancellationError:
+        case is CancellationError where Task.isCancelled:
+            // The processor stopped: the operation is due again at once, for any processor.
             description = "the delivery was cancelled"
-            next = nextAttempt(after: operation.attempts, retryAfter: nil)
+            next = now()
         default:
             description = String(describing: failure)
             next = nextAttempt(after: operation.attempts, retryAfter: nil)
@@ -187,10 +190,19 @@ public actor OutboxProcessor {
         let error = recorded
         let identity = identity
         let release = next
-        try await store.performWrite("outbox.failed", collection: nil) { context in
-            try OutboxEngine(engine: context.engine).release(operation.id, processor: identity, error: error, next: release)
-        }
+        try await record("outbox.failed") { try $0.release(operation.id, processor: identity, error: error, next: release) }
         if next == nil { report.deadLettered += 1 } else { report.retried += 1 }
+    }
+
+    /// Records a delivery's outcome in one transaction; also when the processor's task was
+    /// cancelled meanwhile (in a task of its own then), so a delivered operation is not sent
+    /// again and a failed one does not wait for its lease to end.
+    private func record(_ operation: String, _ body: @escaping @Sendable (OutboxEngine) throws -> Void) async throws {
+        let store = store
+        let write: @Sendable () async throws -> Void = {
+            try await store.performWrite(operation, collection: nil) { context in try body(OutboxEngine(engine: context.engine)) }
+        }
+        if Task.isCancelled { try await Task { try await write() }.value } else { try await write() }
     }
 
     /// When the next attempt is due after `attempts` failed attempts: backoff with jitter,

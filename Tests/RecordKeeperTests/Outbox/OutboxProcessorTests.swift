@@ -199,29 +199,33 @@ import Testing
         try await withStore(.inMemory) { store, _ in
             let clock = TestClock()
             let policy = RetryPolicy(maximumAttempts: 2)
-            let hangs = ScriptedTransport(hook: { _ in
-                do { try await Task.sleep(for: .seconds(3600)) } catch {}  // ends only by cancellation
-            })
             try await store.enqueue([message("crashes", "x")])
+            // Two processors in turn start a delivery that never ends (as if each process died
+            // in it); each time the lease runs out.
+            var stuck: [(Task<OutboxDeliveryReport, any Error>, Gate)] = []
             for _ in 0..<2 {
+                let entered = Gate(), release = Gate()
+                let hangs = ScriptedTransport(hook: { _ in
+                    await entered.open()
+                    await release.wait()
+                })
                 let processor = OutboxProcessor.testing(store, hangs, clock: clock, policy: policy, lease: .seconds(10))
-                let task = Task { try await processor.deliverDue() }
-                while true {
-                    let started = try await store.outbox.pending().first?.attempts ?? 0
-                    if hangs.attempts.count >= 1, started > 0 { break }
-                    await Task.yield()
-                }
-                // The "process" dies: its outcome is never recorded.
-                clock.advance(.seconds(11))
-                task.cancel()
-                _ = await task.result
+                stuck.append((Task { try await processor.deliverDue() }, release))
+                await entered.wait()
                 clock.advance(.seconds(11))
             }
             let collector = OutboxProcessor.testing(store, ScriptedTransport(), clock: clock, policy: policy)
-            #expect(try await collector.deliverDue().deadLettered == 1)
+            #expect(try await collector.deliverDue() == OutboxDeliveryReport(delivered: 0, retried: 0, deadLettered: 1))
             let dead = try #require(try await store.outbox.deadLetters().first)
             #expect(dead.attempts == 2)
             #expect(dead.lastError?.contains("2 delivery attempts were started") == true)
+            // The stuck deliveries end late: the dead letter stays as it is.
+            for (task, release) in stuck {
+                await release.open()
+                _ = try await task.value
+            }
+            #expect(try await store.outbox.deadLetters().map(\.attempts) == [2])
+            #expect(try await store.outbox.pending().isEmpty)
         }
     }
 }

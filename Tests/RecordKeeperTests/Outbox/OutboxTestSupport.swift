@@ -23,9 +23,9 @@ final class ScriptedTransport: OutboxTransport {
     fileprivate let state = Protected<(answers: [String: [Answer]], log: [OutboxOperation], inFlightKeys: Set<String>, overlaps: Int)>(
         ([:], [], [], 0))
     /// Runs before each answer (a handshake point for tests).
-    let hook: (@Sendable (OutboxOperation) async -> Void)?
+    let hook: (@Sendable (OutboxOperation) async throws -> Void)?
 
-    init(_ answers: [String: [Answer]] = [:], hook: (@Sendable (OutboxOperation) async -> Void)? = nil) {
+    init(_ answers: [String: [Answer]] = [:], hook: (@Sendable (OutboxOperation) async throws -> Void)? = nil) {
         self.hook = hook
         state.withLock { $0.answers = answers }
     }
@@ -45,10 +45,12 @@ final class ScriptedTransport: OutboxTransport {
             return first
         }
         await Task.yield()
-        if let hook { await hook(operation) }
-        state.withLock { state in
-            if let key = operation.orderingKey { state.inFlightKeys.remove(key) }
+        defer {
+            state.withLock { state in
+                if let key = operation.orderingKey { state.inFlightKeys.remove(key) }
+            }
         }
+        if let hook { try await hook(operation) }
         switch answer {
         case .deliver: return
         case .retry(let message, let after): throw OutboxDeliveryFailure.retryable(message, retryAfter: after)

@@ -15,6 +15,8 @@ import RecordKeeper
 ///     recordkeeper-crashtest writer --store PATH --prefix P --count N
 ///         Puts N records "P-0" … in collection "shared" (alternating put, apply and write) and
 ///         prints "done"; any error goes to stderr with exit status 1.
+///     recordkeeper-crashtest outbox|deliver …
+///         Enqueues and delivers outbox operations (see OutboxMode.swift).
 ///
 /// Output is written with write(2) directly, so nothing confirmed sits in a buffer when the
 /// process is killed.
@@ -59,6 +61,10 @@ do {
         }
         try await runWriter(prefix: prefix, count: count)
         say("done")
+    case "outbox":
+        try await OutboxMode.enqueueAndDeliver(store: store, options: options)
+    case "deliver":
+        try await OutboxMode.deliverOnly(store: store, options: options)
     default:
         fail("unknown mode \(mode)")
     }

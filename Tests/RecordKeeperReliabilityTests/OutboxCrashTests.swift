@@ -124,14 +124,22 @@ import Testing
     }
 }
 
-/// Appends "ID PID" lines, like the helper's transport.
-struct FileLogTransport: OutboxTransport {
+/// Appends "ID PID" lines, like the helper's transport; one delivery at a time appends, so
+/// concurrent deliveries never write over each other's line.
+///
+/// `@unchecked Sendable`: the file is only written inside `lock`.
+final class FileLogTransport: OutboxTransport, @unchecked Sendable {
     let url: URL
+    private let lock = NSLock()
+
+    init(url: URL) { self.url = url }
 
     func deliver(_ operation: OutboxOperation) async throws {
-        let handle = try FileHandle(forWritingTo: url)
-        try handle.seekToEnd()
-        try handle.write(contentsOf: Data("\(operation.id.uuidString) \(getpid())\n".utf8))
-        try handle.close()
+        try lock.withLock {
+            let handle = try FileHandle(forWritingTo: url)
+            try handle.seekToEnd()
+            try handle.write(contentsOf: Data("\(operation.id.uuidString) \(getpid())\n".utf8))
+            try handle.close()
+        }
     }
 }

@@ -53,8 +53,6 @@ enum StoreFormat {
                     claimed_by TEXT,
                     claimed_until INTEGER
                 );
-                CREATE INDEX outbox_due ON outbox (dead, next_attempt_at);
-                CREATE INDEX outbox_ordering ON outbox (ordering_key, sequence) WHERE ordering_key IS NOT NULL;
                 """
         ),
     ]

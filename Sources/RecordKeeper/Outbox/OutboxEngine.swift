@@ -5,7 +5,10 @@ import Foundation
 /// connection of one request. Every SQLite failure leaves as a `RecordStoreError` naming the
 /// operation and, where there is one, the message id (as its key).
 ///
-/// Times are stored as integer milliseconds since 1970. Rows with `dead = 0` are pending,
+/// Times are stored as integer milliseconds since 1970. The table has no index besides its
+/// primary key and the unique id: every index is one more page an enqueue writes, and the
+/// queries that scan (claims, the next due time) read only what is queued, which delivery
+/// keeps small. Rows with `dead = 0` are pending,
 /// `dead = 1` are dead letters. A pending row with `claimed_until` in the future is being
 /// delivered by the processor `claimed_by`.
 struct OutboxEngine {
@@ -156,9 +159,9 @@ struct OutboxEngine {
                 FROM outbox o
                 WHERE o.dead = 0 AND o.next_attempt_at <= ?1
                     AND (o.claimed_until IS NULL OR o.claimed_until <= ?2)
-                    AND (o.ordering_key IS NULL OR NOT EXISTS (
-                        SELECT 1 FROM outbox p
-                        WHERE p.ordering_key = o.ordering_key AND p.dead = 0 AND p.sequence < o.sequence))
+                    AND (o.ordering_key IS NULL OR o.sequence IN (
+                        SELECT min(sequence) FROM outbox
+                        WHERE dead = 0 AND ordering_key IS NOT NULL GROUP BY ordering_key))
                 ORDER BY o.sequence LIMIT ?3
                 """
             ) { statement in

@@ -1,25 +1,34 @@
 import Foundation
-import Synchronization
 
 /// Tells waiting outbox processors that an enqueue committed on this store.
 ///
 /// `StoreCore.performWrite` calls ``notify()`` after the commit of every write transaction
 /// that enqueued something. A processor reads ``generation`` before it looks for work and then
 /// waits for a newer generation, so a commit between the two is never missed.
-final class OutboxSignal: Sendable {
+///
+/// `@unchecked Sendable`: `state` is only touched inside `withLock`, under `lock`.
+/// (Synchronization's `Mutex` would need macOS 15 / iOS 18; the package supports earlier.)
+final class OutboxSignal: @unchecked Sendable {
     private struct State {
         var generation: UInt64 = 0
         var waiters: [UUID: (after: UInt64, continuation: CheckedContinuation<Void, Never>)] = [:]
     }
 
-    private let state = Mutex(State())
+    private let lock = NSLock()
+    private var state = State()
+
+    private func withLock<T>(_ body: (inout State) -> T) -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return body(&state)
+    }
 
     /// The number of enqueue commits so far.
-    var generation: UInt64 { state.withLock { $0.generation } }
+    var generation: UInt64 { withLock { $0.generation } }
 
     /// Records one enqueue commit and wakes every waiter.
     func notify() {
-        let woken = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+        let woken = withLock { state -> [CheckedContinuation<Void, Never>] in
             state.generation &+= 1
             let waiters = state.waiters.values.map(\.continuation)
             state.waiters.removeAll()
@@ -33,7 +42,7 @@ final class OutboxSignal: Sendable {
         let id = UUID()
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let resumeNow = state.withLock { state -> Bool in
+                let resumeNow = withLock { state -> Bool in
                     if state.generation != generation || Task.isCancelled { return true }
                     state.waiters[id] = (generation, continuation)
                     return false
@@ -41,7 +50,7 @@ final class OutboxSignal: Sendable {
                 if resumeNow { continuation.resume() }
             }
         } onCancel: {
-            let waiter = state.withLock { $0.waiters.removeValue(forKey: id) }
+            let waiter = withLock { $0.waiters.removeValue(forKey: id) }
             waiter?.continuation.resume()
         }
     }

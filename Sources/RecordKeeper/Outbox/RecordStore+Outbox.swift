@@ -14,7 +14,7 @@ extension RecordTransaction {
     ///   queued; like every error thrown in the body, it rolls back the whole transaction when
     ///   rethrown.
     public func enqueue(_ message: OutboxMessage) throws {
-        try checkUsable("outbox", "enqueue")
+        try checkUsable("enqueue")
         let input = try ValidatedMessages([message], operation: "enqueue")
         try context.enqueue(input)
     }

@@ -75,6 +75,17 @@ public final class RecordTransaction {
         _ = try checked(collection, operation)
     }
 
+    /// Throws `misuse` after the body returned, or `CancellationError`; for requests that
+    /// name no collection (the outbox's `enqueue`).
+    func checkUsable(_ operation: String) throws {
+        guard isValid else {
+            throw RecordStoreError(
+                code: .misuse, operation: operation,
+                detail: "a RecordTransaction was used after its write body returned")
+        }
+        try Task.checkCancellation()
+    }
+
     private func checked(_ collection: String, _ operation: String) throws -> String {
         guard isValid else {
             throw RecordStoreError(

@@ -162,3 +162,17 @@ import Testing
         }
     }
 }
+
+extension OutboxStorageTests {
+    @Test func `enqueue through a transaction used after its body returned is misuse`() async throws {
+        try await withStore(.inMemory) { store, _ in
+            let escaped = Protected<RecordTransaction?>(nil)
+            try await store.write { tx in escaped.withLock { $0 = tx } }
+            let error = #expect(throws: RecordStoreError.self) {
+                try escaped.withLock { $0 }?.enqueue(message("a", "1"))
+            }
+            #expect(error?.code == .misuse && error?.collection == nil)
+            #expect(try await store.outbox.pending().isEmpty)
+        }
+    }
+}

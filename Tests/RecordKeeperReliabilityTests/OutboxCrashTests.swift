@@ -27,12 +27,14 @@ import Testing
                     executable: helper,
                     arguments: [
                         "outbox", "--store", storeURL.path, "--received", received.path, "--run", "\(run)",
-                        "--count", "40", "--clock-offset", "\(run * 600)",
+                        "--count", "150", "--clock-offset", "\(run * 600)",
                     ],
                     in: directory)
                 try child.start()
                 try await child.waitForOutput(timeout: .seconds(20))
-                try await Task.sleep(for: .milliseconds(timing.below(25)))
+                // Killed 0–40 ms after its first confirmed enqueue: far before its 150 enqueues
+                // (each an fsync'd commit) and deliveries are done.
+                try await Task.sleep(for: .milliseconds(timing.below(40)))
                 child.kill()
                 await child.waitForExit()
                 let lines = try child.output().split(separator: "\n").map(String.init)

@@ -80,13 +80,17 @@ struct OutboxEngine {
         }
     }
 
-    /// The earliest time a pending operation becomes deliverable (its due time, or the end of
-    /// a claim on it), or nil when nothing is pending.
+    /// The earliest time a pending operation may become deliverable (its due time, or the end
+    /// of a claim on it), or nil when nothing is pending. Only the first pending operation of
+    /// each ordering key counts: the ones behind it wait for it, however overdue they are.
     func earliestDue() throws -> Date? {
         try engine.run {
             try connection.withStatement(
                 """
-                SELECT min(max(next_attempt_at, coalesce(claimed_until, 0))) FROM outbox WHERE dead = 0
+                SELECT min(max(next_attempt_at, coalesce(claimed_until, 0))) FROM outbox
+                WHERE dead = 0 AND (ordering_key IS NULL OR sequence IN (
+                    SELECT min(sequence) FROM outbox
+                    WHERE dead = 0 AND ordering_key IS NOT NULL GROUP BY ordering_key))
                 """
             ) { statement in
                 guard try statement.step(), !statement.isNull(at: 0) else { return nil }

@@ -51,6 +51,25 @@ import Testing
         }
     }
 
+    @Test func `operations waiting behind a failed one on their key do not make run spin`() async throws {
+        try await withStore(.inMemory) { store, _ in
+            let clock = TestClock()
+            let sleeper = Sleeper(clock: clock)
+            let transport = ScriptedTransport(["first": [.retry("503", after: .seconds(5))]])
+            let processor = OutboxProcessor.testing(store, transport, clock: clock, sleep: sleeper.hook)
+            let first = message("first", "1", key: "k"), second = message("second", "2", key: "k")
+            try await store.enqueue([first, second])
+            let run = Task { try await processor.run() }
+            var idle = sleeper.idle.makeAsyncIterator()
+            _ = await idle.next()
+            // It slept until the failed one was due (the overdue one behind it does not count).
+            #expect(sleeper.requested.withLock { $0 }.first == .seconds(5))
+            #expect(transport.attempts.map(\.id) == [first.id, first.id, second.id])
+            run.cancel()
+            await #expect(throws: CancellationError.self) { try await run.value }
+        }
+    }
+
     @Test(arguments: StoreKind.allCases)
     func `an enqueue commit wakes a waiting run at once`(kind: StoreKind) async throws {
         try await withStore(kind) { store, _ in

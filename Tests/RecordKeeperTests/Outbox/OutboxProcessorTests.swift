@@ -229,3 +229,18 @@ import Testing
         }
     }
 }
+
+extension OutboxProcessorTests {
+    @Test func `different ordering keys are delivered concurrently`() async throws {
+        try await withStore(.inMemory) { store, _ in
+            let otherStarted = Gate()
+            // The delivery on key "a" returns only once the one on key "b" has started: run one
+            // after the other, this would never finish.
+            let transport = ScriptedTransport(hook: { operation in
+                if operation.orderingKey == "a" { await otherStarted.wait() } else { await otherStarted.open() }
+            })
+            try await store.enqueue([message("op", "1", key: "a"), message("op", "2", key: "b")])
+            #expect(try await OutboxProcessor.testing(store, transport, clock: TestClock()).deliverDue().delivered == 2)
+        }
+    }
+}

@@ -26,6 +26,8 @@ public struct HTTPOutboxTransport: OutboxTransport {
     let headers: @Sendable () async throws -> [String: String]
     /// The request timeout: well under ``OutboxProcessor/leaseDuration``.
     public static let requestTimeout: TimeInterval = 60
+    /// This transport's timeout (tests shorten it).
+    let timeout: TimeInterval
 
     /// Creates a transport posting to `endpoint`.
     ///
@@ -38,14 +40,22 @@ public struct HTTPOutboxTransport: OutboxTransport {
         endpoint: URL, session: URLSession = .shared,
         headers: @escaping @Sendable () async throws -> [String: String] = { [:] }
     ) {
+        self.init(endpoint: endpoint, session: session, timeout: Self.requestTimeout, headers: headers)
+    }
+
+    init(
+        endpoint: URL, session: URLSession, timeout: TimeInterval,
+        headers: @escaping @Sendable () async throws -> [String: String]
+    ) {
         self.endpoint = endpoint
         self.session = session
+        self.timeout = timeout
         self.headers = headers
     }
 
     /// Posts `operation`; see the type's table for what each response means.
     public func deliver(_ operation: OutboxOperation) async throws {
-        var request = URLRequest(url: endpoint, timeoutInterval: Self.requestTimeout)
+        var request = URLRequest(url: endpoint, timeoutInterval: timeout)
         request.httpMethod = "POST"
         request.httpBody = operation.payload
         request.setValue("application/json", forHTTPHeaderField: "Content-Type")

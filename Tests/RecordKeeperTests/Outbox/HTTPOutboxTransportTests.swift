@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 import Testing
 @testable import RecordKeeper
 
@@ -69,6 +72,33 @@ import Testing
                 #expect(order == messages.filter { $0.orderingKey == key }.map(\.id.uuidString))
             }
             #expect(FileManager.default.fileExists(atPath: receiver.log.path + ".crashed"), "the server died mid-run and came back")
+        }
+    }
+
+    @Test func `a request that timed out after the server applied it is sent again and deduped`() async throws {
+        try await withTemporaryDirectory { directory in
+            let receiver = try LoopbackReceiver(directory: directory)
+            try await receiver.start()
+            defer { receiver.stop() }
+            let store = RecordStore.inMemory()
+            let configuration = URLSessionConfiguration.ephemeral
+            // Whole seconds: on Linux, FoundationNetworking timed out at once with 0.5 s.
+            configuration.timeoutIntervalForRequest = 1
+            let session = URLSession(configuration: configuration)
+            let transport = HTTPOutboxTransport(endpoint: receiver.endpoint, session: session, timeout: 1) { [:] }
+            let clock = TestClock()
+            let processor = OutboxProcessor.testing(store, transport, clock: clock)
+            let slow = OutboxMessage(kind: "slow", payload: Data("{}".utf8))
+            try await store.enqueue([slow])
+            #expect(try await processor.deliverDue().retried == 1, "the outcome of a timed-out request is unknown")
+            let pending = try #require(try await store.outbox.pending().first)
+            #expect(pending.lastError?.contains("URLError \(URLError.timedOut.rawValue)") == true, "\(pending.lastError ?? "")")
+            clock.advance(.seconds(2))
+            let second = try await processor.deliverDue()
+            let after = try await store.outbox.pending().first?.lastError
+            #expect(second.delivered == 1, "\(second), \(after ?? "")")
+            #expect(try receiver.applied().map(\.key) == [slow.id.uuidString], "applied once")
+            #expect(try receiver.duplicates() == [slow.id.uuidString], "sent again with the same key")
         }
     }
 

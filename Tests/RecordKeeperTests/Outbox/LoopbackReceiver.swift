@@ -6,11 +6,12 @@ import Foundation
 /// counted as a duplicate, not applied again), appends every applied operation to a log file
 /// that outlives the server process, and misbehaves by operation kind:
 /// `fail500` (500 twice), `throttle` (429 with `Retry-After: 30` once), `reject` (422 always),
-/// `auth` (401 unless `Authorization: Bearer fresh`), `crash` (applies it, then the server
-/// process dies without answering, once per log).
+/// `auth` (401 unless `Authorization: Bearer fresh`), `slow` (applies it, then answers only
+/// after 3 s the first time), `crash` (applies it, then the server process dies without
+/// answering, once per log).
 final class LoopbackReceiver {
     static let script = #"""
-        import json, os, sys, threading
+        import json, os, sys, threading, time
         from http.server import ThreadingHTTPServer, BaseHTTPRequestHandler
 
         port, log = int(sys.argv[1]), sys.argv[2]
@@ -56,6 +57,8 @@ final class LoopbackReceiver {
                         if kind == "crash" and not os.path.exists(log + ".crashed"):
                             open(log + ".crashed", "w").close()
                             os._exit(1)
+                if kind == "slow" and attempt == 1:
+                    time.sleep(3)  # applied, but the answer comes after the client gave up
                 self.send_response(status)
                 for name, value in extra.items():
                     self.send_header(name, value)

@@ -244,3 +244,41 @@ extension OutboxProcessorTests {
         }
     }
 }
+
+extension OutboxProcessorTests {
+    /// Counts deliveries per operation and notices two at the same time.
+    final class CountingTransport: OutboxTransport {
+        private let state = Protected<(inFlight: Set<UUID>, counts: [UUID: Int], overlaps: Int)>(([], [:], 0))
+        var counts: [UUID: Int] { state.withLock { $0.counts } }
+        var overlaps: Int { state.withLock { $0.overlaps } }
+
+        func deliver(_ operation: OutboxOperation) async throws {
+            state.withLock { state in
+                if !state.inFlight.insert(operation.id).inserted { state.overlaps += 1 }
+                state.counts[operation.id, default: 0] += 1
+            }
+            await Task.yield()
+            state.withLock { _ = $0.inFlight.remove(operation.id) }
+        }
+    }
+
+    @Test func `two processors on one file, in one process, deliver each operation once`() async throws {
+        try await withStore(.onDisk) { store, url in
+            let messages = (0..<200).map { message("op", "\($0)", key: $0 % 3 == 0 ? nil : "key-\($0 % 5)") }
+            try await store.enqueue(messages)
+            let transport = CountingTransport()
+            let clock = TestClock()
+            // Two connections to the file, as two parts of an app might have.
+            let processors = [store, RecordStore(url: url)].map { OutboxProcessor.testing($0, transport, clock: clock) }
+            let reports = try await withThrowingTaskGroup(of: OutboxDeliveryReport.self) { group in
+                for processor in processors { group.addTask { try await processor.deliverDue() } }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(reports.map(\.delivered).reduce(0, +) == messages.count)
+            #expect(transport.counts.count == messages.count)
+            #expect(transport.counts.values.allSatisfy { $0 == 1 })
+            #expect(transport.overlaps == 0)
+            #expect(try await store.outbox.pending().isEmpty)
+        }
+    }
+}

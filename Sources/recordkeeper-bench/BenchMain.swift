@@ -68,6 +68,7 @@ func runBench(_ options: BenchOptions) async -> Int32 {
             case .t1, .t2, .t3, .t4:
                 try await runner.runTypedWorkload(workload)
             case .c1: try await runner.runCodecCost()
+            case .o1: try await runner.runOutboxEnqueue()
             }
         }
     } catch {

@@ -18,6 +18,8 @@ import RecordKeeper
 ///     recordkeeper-crashtest remover --store PATH --prefix P --count N
 ///         Removes the even-numbered records "P-0", "P-2" … below N from collection "shared" in
 ///         one transaction and prints "done" (for the change-stream tests).
+///     recordkeeper-crashtest outbox|deliver …
+///         Enqueues and delivers outbox operations (see OutboxMode.swift).
 ///
 /// Output is written with write(2) directly, so nothing confirmed sits in a buffer when the
 /// process is killed.
@@ -70,6 +72,10 @@ do {
         for number in stride(from: 0, to: count, by: 2) { changes["\(prefix)-\(number)"] = nil }
         try await store.apply("shared", changes: changes)
         say("done")
+    case "outbox":
+        try await OutboxMode.enqueueAndDeliver(store: store, options: options)
+    case "deliver":
+        try await OutboxMode.deliverOnly(store: store, options: options)
     default:
         fail("unknown mode \(mode)")
     }

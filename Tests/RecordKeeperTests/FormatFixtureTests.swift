@@ -27,9 +27,55 @@ import Testing
             #expect(notes == ["empty": Data(), "binary": Data([0x00, 0xFF, 0x10, 0x80]), "nul\u{0}key": Data("nul".utf8)])
             #expect(try await store.record("progress", key: "positions/moby-dick")?.version == RecordVersion(2))
             #expect(try await store.record("notes", key: "binary")?.version == RecordVersion(3))
+            #expect(try await store.info().formatVersion == StoreFormat.currentVersion, "opening migrated it forward")
+            #expect(try await store.integrityCheck() == ["ok"])
+            #expect(try await store.outbox.pending().isEmpty)
+        }
+    }
+
+    @Test func `a format 1 store migrates forward keeping every record and gains an outbox`() async throws {
+        try await withTemporaryDirectory { directory in
+            let url = try fixtureCopy("format-1.sqlite", into: directory)
+            let store = RecordStore(url: url)
+            let collections = try await store.collections()
+            #expect(collections.map(\.name) == ["notes", "progress", "settings"])
+            #expect(collections.map(\.recordCount) == [3, 4, 0])
+            #expect(try await store.read("progress")?["vocabulary/ballena"] == Data(#"{"meaning":"whale","seen":3}"#.utf8))
             #expect(try await store.info().formatVersion == StoreFormat.currentVersion)
+            try await store.apply(
+                "progress", changes: RecordChanges(upserts: ["positions/moby-dick": Data("{}".utf8)]),
+                enqueue: [OutboxMessage(kind: "progress.save", payload: Data("{}".utf8))])
+            #expect(try await store.outbox.pending().count == 1)
+            #expect(try await store.record("progress", key: "positions/moby-dick")?.version == RecordVersion(3))
+        }
+    }
+
+    @Test func `a format 2 store opens with its records, pending operations and dead letters`() async throws {
+        try await withTemporaryDirectory { directory in
+            let url = try fixtureCopy("format-2.sqlite", into: directory)
+            let store = RecordStore(url: url)
+            #expect(try await store.info().formatVersion == StoreFormat.currentVersion)
+            #expect(try await store.read("carts") == FormatTwoFixture.carts)
+            #expect(try await store.collections().map(\.name) == ["carts"])
+            let pending = try await store.outbox.pending()
+            #expect(pending.map(\.id) == FormatTwoFixture.pending.map(\.id))
+            #expect(pending.map(\.payload) == FormatTwoFixture.pending.map(\.payload))
+            #expect(pending.map(\.orderingKey) == FormatTwoFixture.pending.map(\.orderingKey))
+            #expect(pending.allSatisfy { $0.attempts == 0 && $0.lastError == nil })
+            let dead = try #require(try await store.outbox.deadLetters().first)
+            #expect(dead.id == FormatTwoFixture.deadLetter.id && dead.kind == "cart.checkout")
+            #expect(dead.attempts == 1 && dead.lastError == "422 the cart is empty")
             #expect(try await store.integrityCheck() == ["ok"])
         }
+    }
+
+    /// Regenerates `Fixtures/format-2.sqlite` (see Fixtures/README.md): runs only with
+    /// `RECORDKEEPER_WRITE_FIXTURE=/path/to/format-2.sqlite swift test --filter FormatFixtureTests`.
+    @Test(.enabled(if: ProcessInfo.processInfo.environment["RECORDKEEPER_WRITE_FIXTURE"] != nil))
+    func `write the format 2 fixture`() async throws {
+        let path = try #require(ProcessInfo.processInfo.environment["RECORDKEEPER_WRITE_FIXTURE"])
+        #expect(!FileManager.default.fileExists(atPath: path), "refusing to overwrite \(path)")
+        try await FormatTwoFixture.write(to: URL(fileURLWithPath: path))
     }
 
     @Test func `a format 1 store takes new writes after the versions it holds`() async throws {
@@ -71,7 +117,7 @@ import Testing
             let url = try fixtureCopy("format-3.sqlite", into: directory)
             #expect(try changeLog(at: url) == Self.format3Log)
             let store = RecordStore(url: url)
-            #expect(try await store.info().formatVersion == 3)
+            #expect(try await store.info().formatVersion == StoreFormat.currentVersion)
             let progress = try #require(try await store.read("progress"))
             #expect(progress.count == 3)
             #expect(progress["positions/moby-dick"] == Data(#"{"chapter":13,"offset":120}"#.utf8))
@@ -155,5 +201,50 @@ func changeLog(at url: URL) throws -> [ChangeLogRow] {
             rows.append(ChangeLogRow(seq: statement.int64(at: 0), collection: statement.string(at: 1), key: statement.string(at: 2)))
         }
         return rows
+    }
+}
+
+/// What `Fixtures/format-2.sqlite` holds, and the program that wrote it.
+enum FormatTwoFixture {
+    static let carts = [
+        "ana": Data(#"{"items":[{"sku":"tea","qty":2}],"version":2}"#.utf8),
+        "bob": Data(#"{"items":[],"version":1}"#.utf8),
+    ]
+    static let pending = [
+        OutboxMessage(
+            id: UUID(uuidString: "00000000-0000-4000-8000-000000000001")!, kind: "cart.add-item",
+            payload: Data(#"{"sku":"tea","qty":1}"#.utf8), orderingKey: "cart/ana"),
+        OutboxMessage(
+            id: UUID(uuidString: "00000000-0000-4000-8000-000000000002")!, kind: "cart.set-quantity",
+            payload: Data(#"{"sku":"tea","qty":2}"#.utf8), orderingKey: "cart/ana"),
+        OutboxMessage(
+            id: UUID(uuidString: "00000000-0000-4000-8000-000000000003")!, kind: "cart.created",
+            payload: Data(), orderingKey: nil),
+    ]
+    static let deadLetter = OutboxMessage(
+        id: UUID(uuidString: "00000000-0000-4000-8000-000000000004")!, kind: "cart.checkout",
+        payload: Data(#"{"cart":"bob"}"#.utf8), orderingKey: "cart/bob")
+
+    /// Rejects every operation (only the checkout is queued when it runs).
+    struct RejectEverything: OutboxTransport {
+        func deliver(_ operation: OutboxOperation) async throws {
+            throw OutboxDeliveryFailure.permanent("422 the cart is empty")
+        }
+    }
+
+    static func write(to url: URL) async throws {
+        let store = RecordStore(url: url)
+        try await store.put("carts", key: "bob", data: carts["bob"]!)
+        try await store.enqueue([deadLetter])
+        try await OutboxProcessor(store: store, transport: RejectEverything()).deliverDue()
+        try await store.apply(
+            "carts", changes: RecordChanges(upserts: ["ana": Data(#"{"items":[{"sku":"tea","qty":1}],"version":1}"#.utf8)]),
+            enqueue: [pending[0]])
+        try await store.write { tx in
+            try tx.put("carts", key: "ana", data: carts["ana"]!)
+            try tx.enqueue(pending[1])
+            try tx.enqueue(pending[2])
+        }
+        await store.close()
     }
 }

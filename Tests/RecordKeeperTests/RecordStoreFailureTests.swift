@@ -139,6 +139,6 @@ import Testing
 /// `@unchecked Sendable`: the one write happens inside `write`'s body and the one read after
 /// `write` returned, so the two never overlap; the test escapes a non-`Sendable` object on
 /// purpose, and nothing else ever touches it.
-private final class EscapedTransaction: @unchecked Sendable {
+final class EscapedTransaction: @unchecked Sendable {
     var transaction: RecordTransaction?
 }

@@ -74,6 +74,12 @@ public final class RecordTransaction {
     func checkUsable(_ collection: String, _ operation: StoreOperation) throws {
         _ = try reads.checked(collection, operation)
     }
+
+    /// Throws `misuse` after the body returned, or `CancellationError`; for requests that
+    /// name no collection (the outbox's `enqueue`).
+    func checkUsable(_ operation: StoreOperation) throws {
+        _ = try reads.checked(nil, operation)
+    }
 }
 
 /// A consistent read snapshot, given to the body of ``RecordStore/snapshot(_:)``.

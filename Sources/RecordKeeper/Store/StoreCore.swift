@@ -20,6 +20,8 @@ final class StoreCore: @unchecked Sendable {
     private let state = CoreState()
     /// Delivers the change log to this store's change streams.
     let watcher: ChangeWatcher
+    /// Wakes outbox processors after a commit that enqueued operations.
+    let outboxSignal = OutboxSignal()
 
     init(path: String?, options: RecordStore.Options) {
         self.path = path
@@ -113,6 +115,7 @@ extension StoreCore {
                     }
                     try checkFileIdentity(state, operation, collection: collection)
                     try engine.commit()
+                    if context.enqueuedOperations { outboxSignal.notify() }
                     return result
                 } catch {
                     do {

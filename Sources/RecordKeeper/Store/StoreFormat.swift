@@ -35,8 +35,26 @@ enum StoreFormat {
                 INSERT INTO store_meta (name, value) VALUES ('last_version', 0);
                 """
         ),
-        // Version 2 is taken by another change in flight (the outbox); steps run in order of
-        // version and only those newer than the store's, so a gap is harmless.
+        Migration(
+            version: 2,
+            name: "the outbox of operations for a server",
+            sql: """
+                CREATE TABLE outbox (
+                    sequence INTEGER PRIMARY KEY,
+                    id TEXT NOT NULL UNIQUE,
+                    kind TEXT NOT NULL,
+                    payload BLOB NOT NULL,
+                    ordering_key TEXT,
+                    attempts INTEGER NOT NULL DEFAULT 0,
+                    created_at INTEGER NOT NULL,
+                    next_attempt_at INTEGER NOT NULL,
+                    last_error TEXT,
+                    dead INTEGER NOT NULL DEFAULT 0,
+                    claimed_by TEXT,
+                    claimed_until INTEGER
+                );
+                """
+        ),
         Migration(
             version: 3,
             name: "the change log that change streams of every connection read",

@@ -64,6 +64,24 @@ public struct StoreOperation: Hashable, Sendable, CustomStringConvertible {
     public static let changes = StoreOperation("changes", .read)
     /// ``RecordStore/backup(to:overwrite:)``.
     public static let backup = StoreOperation("backup", .backUp)
+    /// Queuing outbox operations (``RecordStore/enqueue(_:)``, ``RecordTransaction/enqueue(_:)``).
+    public static let enqueue = StoreOperation("enqueue", .save)
+    /// ``Outbox/pending()``.
+    public static let outboxPending = StoreOperation("outbox.pending", .read)
+    /// ``Outbox/deadLetters()``.
+    public static let outboxDeadLetters = StoreOperation("outbox.deadLetters", .read)
+    /// ``Outbox/requeue(_:)``.
+    public static let outboxRequeue = StoreOperation("outbox.requeue", .save)
+    /// ``Outbox/discard(_:)``.
+    public static let outboxDiscard = StoreOperation("outbox.discard", .remove)
+    /// An outbox processor claiming due operations.
+    public static let outboxClaim = StoreOperation("outbox.claim", .save)
+    /// An outbox processor recording a delivery.
+    public static let outboxDelivered = StoreOperation("outbox.delivered", .save)
+    /// An outbox processor recording a failed attempt.
+    public static let outboxFailed = StoreOperation("outbox.failed", .save)
+    /// An outbox processor reading when the next operation is due.
+    public static let outboxSchedule = StoreOperation("outbox.schedule", .read)
     /// Limiting the database's size (tests that simulate a full disk).
     static let setMaxPageCount = StoreOperation("setMaxPageCount", .inspect)
 }

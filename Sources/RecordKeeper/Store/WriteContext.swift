@@ -22,6 +22,8 @@ final class WriteContext {
     private var storedFloor: Int64?
     /// The floor including the versions this transaction removed.
     private var floor: Int64?
+    /// True once the transaction queued outbox operations (see `RecordStore+Outbox.swift`).
+    var enqueuedOperations = false
 
     init(engine: RecordEngine, logsChanges: Bool) {
         self.engine = engine

@@ -1,0 +1,108 @@
+public import Foundation
+#if canImport(FoundationNetworking)
+    public import FoundationNetworking
+#endif
+
+/// Delivers outbox operations as HTTP POST requests with Foundation's `URLSession`.
+///
+/// Each request carries the operation's payload as its body and the headers
+/// `Idempotency-Key: <id>` (the UUID string), `RecordKeeper-Operation-Kind: <kind>`,
+/// `Content-Type: application/json`, plus whatever ``init(endpoint:session:headers:)``'s
+/// `headers` returns at that moment (for tokens that refresh).
+///
+/// | response | outcome |
+/// | --- | --- |
+/// | 2xx | delivered |
+/// | connection failure, timeout, 408, 429, 5xx | retried, not before `Retry-After` (seconds or an HTTP date) |
+/// | 401 | retried (the token may have been refreshed by then) |
+/// | any other status | permanent: dead letter, with the status and the start of the body |
+///
+/// The receiver must dedupe by `Idempotency-Key`: an operation whose outcome was unknown (a
+/// timeout, a lost connection, a process that died) is sent again with the same key.
+public struct HTTPOutboxTransport: OutboxTransport {
+    /// Where operations are posted.
+    public let endpoint: URL
+    let session: URLSession
+    let headers: @Sendable () async throws -> [String: String]
+    /// The request timeout: well under ``OutboxProcessor/leaseDuration``.
+    public static let requestTimeout: TimeInterval = 60
+    /// This transport's timeout (tests shorten it).
+    let timeout: TimeInterval
+
+    /// Creates a transport posting to `endpoint`.
+    ///
+    /// ```swift
+    /// let transport = HTTPOutboxTransport(endpoint: URL(string: "https://api.example.com/ops")!) {
+    ///     ["Authorization": "Bearer \(try await tokens.current())"]
+    /// }
+    /// ```
+    public init(
+        endpoint: URL, session: URLSession = .shared,
+        headers: @escaping @Sendable () async throws -> [String: String] = { [:] }
+    ) {
+        self.init(endpoint: endpoint, session: session, timeout: Self.requestTimeout, headers: headers)
+    }
+
+    init(
+        endpoint: URL, session: URLSession, timeout: TimeInterval,
+        headers: @escaping @Sendable () async throws -> [String: String]
+    ) {
+        self.endpoint = endpoint
+        self.session = session
+        self.timeout = timeout
+        self.headers = headers
+    }
+
+    /// Posts `operation`; see the type's table for what each response means.
+    public func deliver(_ operation: OutboxOperation) async throws {
+        var request = URLRequest(url: endpoint, timeoutInterval: timeout)
+        request.httpMethod = "POST"
+        request.httpBody = operation.payload
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        for (name, value) in try await headers() { request.setValue(value, forHTTPHeaderField: name) }
+        request.setValue(operation.id.uuidString, forHTTPHeaderField: "Idempotency-Key")
+        request.setValue(operation.kind, forHTTPHeaderField: "RecordKeeper-Operation-Kind")
+
+        let data: Data
+        let response: URLResponse
+        do {
+            (data, response) = try await session.data(for: request)
+        } catch let error as URLError {
+            throw OutboxDeliveryFailure.retryable("\(endpoint.absoluteString): \(error.localizedDescription) (URLError \(error.code.rawValue))")
+        }
+        guard let http = response as? HTTPURLResponse else {
+            throw OutboxDeliveryFailure.retryable("\(endpoint.absoluteString): the response was not HTTP")
+        }
+        let status = http.statusCode
+        if (200..<300).contains(status) { return }
+        let description = "HTTP \(status) from \(endpoint.absoluteString)" + Self.bodyExcerpt(data)
+        switch status {
+        case 408, 429, 500..<600:
+            let retryAfter = http.value(forHTTPHeaderField: "Retry-After").flatMap { Self.retryAfter($0, now: Date()) }
+            throw OutboxDeliveryFailure.retryable(description, retryAfter: retryAfter)
+        case 401:
+            throw OutboxDeliveryFailure.retryable(description)
+        default:
+            throw OutboxDeliveryFailure.permanent(description)
+        }
+    }
+
+    /// The first 200 characters of a response body, for `lastError`.
+    static func bodyExcerpt(_ data: Data) -> String {
+        guard !data.isEmpty else { return "" }
+        let text = String(decoding: data.prefix(200), as: UTF8.self)
+        return ": " + text + (data.count > 200 ? "…" : "")
+    }
+
+    /// A `Retry-After` value: delay seconds, or an HTTP date (RFC 9110 IMF-fixdate).
+    static func retryAfter(_ value: String, now: Date) -> Duration? {
+        let trimmed = value.trimmingCharacters(in: .whitespaces)
+        if let seconds = Int(trimmed), seconds >= 0 { return .seconds(seconds) }
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
+        guard let date = formatter.date(from: trimmed) else { return nil }
+        return .milliseconds(Int64(max(0, date.timeIntervalSince(now)) * 1000))
+    }
+}

@@ -1,0 +1,247 @@
+import CSQLite
+import Foundation
+
+/// The outbox operations of format 2 (the `outbox` table, see docs/FORMAT.md), as SQL on the
+/// connection of one request. Every SQLite failure leaves as a `RecordStoreError` naming the
+/// operation and, where there is one, the message id (as its key).
+///
+/// Times are stored as integer milliseconds since 1970. The table has no index besides its
+/// primary key and the unique id: every index is one more page an enqueue writes, and the
+/// queries that scan (claims, the next due time) read only what is queued, which delivery
+/// keeps small. Rows with `dead = 0` are pending,
+/// `dead = 1` are dead letters. A pending row with `claimed_until` in the future is being
+/// delivered by the processor `claimed_by`.
+struct OutboxEngine {
+    let engine: RecordEngine
+
+    private var connection: SQLiteConnection { engine.connection }
+
+    static func milliseconds(_ date: Date) -> Int64 {
+        Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
+    }
+
+    static func millisecondsRoundingUp(_ date: Date) -> Int64 {
+        Int64((date.timeIntervalSince1970 * 1000).rounded(.up))
+    }
+
+    static func date(_ milliseconds: Int64) -> Date {
+        Date(timeIntervalSince1970: Double(milliseconds) / 1000)
+    }
+
+    // MARK: Enqueueing
+
+    /// Inserts `messages` in order (each gets the next sequence number), due at `now`.
+    /// A message whose id is already queued throws `invalidArgument` (SQLite's code kept).
+    func insert(_ messages: [OutboxMessage], now: Date) throws {
+        let time = Self.milliseconds(now)
+        for message in messages {
+            let id = message.id.uuidString
+            do {
+                try connection.withStatement(
+                    """
+                    INSERT INTO outbox (id, kind, payload, ordering_key, created_at, next_attempt_at)
+                    VALUES (?1, ?2, ?3, ?4, ?5, ?5)
+                    """
+                ) { statement in
+                    try statement.bind(id, at: 1)
+                    try statement.bind(message.kind, at: 2)
+                    try statement.bind(message.payload, at: 3)
+                    if let key = message.orderingKey { try statement.bind(key, at: 4) } else { try statement.bindNull(at: 4) }
+                    try statement.bind(time, at: 5)
+                    try statement.run()
+                }
+            } catch let failure as SQLiteFailure where failure.code == SQLITE_CONSTRAINT | (8 << 8) {
+                var error = RecordStoreError(failure, operation: engine.operation, key: id, path: engine.path)
+                error.code = .invalidArgument
+                error.detail = "an outbox operation with id \(id) is already queued"
+                throw error
+            } catch {
+                throw engine.error(error, key: id)
+            }
+        }
+    }
+
+    // MARK: Reading
+
+    /// Pending (`dead: false`) or dead operations, in enqueue order.
+    func operations(dead: Bool) throws -> [OutboxOperation] {
+        try engine.run {
+            try connection.withStatement(
+                """
+                SELECT id, kind, payload, ordering_key, attempts, created_at, next_attempt_at, last_error
+                FROM outbox WHERE dead = ?1 ORDER BY sequence
+                """
+            ) { statement in
+                try statement.bind(dead ? 1 : 0, at: 1)
+                var result: [OutboxOperation] = []
+                while try statement.step() { result.append(try operation(statement)) }
+                return result
+            }
+        }
+    }
+
+    /// The earliest time a pending operation may become deliverable (its due time, or the end
+    /// of a claim on it), or nil when nothing is pending. Only the first pending operation of
+    /// each ordering key counts: the ones behind it wait for it, however overdue they are.
+    func earliestDue() throws -> Date? {
+        try engine.run {
+            try connection.withStatement(
+                """
+                SELECT min(max(next_attempt_at, coalesce(claimed_until, 0))) FROM outbox
+                WHERE dead = 0 AND (ordering_key IS NULL OR sequence IN (
+                    SELECT min(sequence) FROM outbox
+                    WHERE dead = 0 AND ordering_key IS NOT NULL GROUP BY ordering_key))
+                """
+            ) { statement in
+                guard try statement.step(), !statement.isNull(at: 0) else { return nil }
+                return Self.date(statement.int64(at: 0))
+            }
+        }
+    }
+
+    /// Decodes the columns id, kind, payload, ordering_key, attempts, created_at,
+    /// next_attempt_at, last_error.
+    private func operation(_ statement: Statement) throws -> OutboxOperation {
+        let text = statement.string(at: 0)
+        guard let id = UUID(uuidString: text) else {
+            throw RecordStoreError(
+                code: .malformedRecord, operation: engine.operation, key: text, path: engine.path,
+                detail: "an outbox row's id is not a UUID")
+        }
+        return OutboxOperation(
+            id: id, kind: statement.string(at: 1), payload: statement.data(at: 2),
+            orderingKey: statement.isNull(at: 3) ? nil : statement.string(at: 3),
+            attempts: Int(statement.int64(at: 4)), createdAt: Self.date(statement.int64(at: 5)),
+            nextAttemptAt: Self.date(statement.int64(at: 6)),
+            lastError: statement.isNull(at: 7) ? nil : statement.string(at: 7))
+    }
+
+    // MARK: Dead letters
+
+    /// Makes a dead letter pending again, due at `now`, with no attempts. False when `id` is
+    /// not a dead letter.
+    func requeue(_ id: UUID, now: Date) throws -> Bool {
+        try engine.run(key: id.uuidString) {
+            try connection.withStatement(
+                """
+                UPDATE outbox SET dead = 0, attempts = 0, next_attempt_at = ?2,
+                    claimed_by = NULL, claimed_until = NULL
+                WHERE id = ?1 AND dead = 1
+                """
+            ) { statement in
+                try statement.bind(id.uuidString, at: 1)
+                try statement.bind(Self.milliseconds(now), at: 2)
+                try statement.run()
+                return connection.changes > 0
+            }
+        }
+    }
+
+    /// Removes one dead letter. False when `id` is not a dead letter.
+    func discard(_ id: UUID) throws -> Bool {
+        try engine.run(key: id.uuidString) {
+            try connection.withStatement("DELETE FROM outbox WHERE id = ?1 AND dead = 1") { statement in
+                try statement.bind(id.uuidString, at: 1)
+                try statement.run()
+                return connection.changes > 0
+            }
+        }
+    }
+
+    // MARK: Delivery
+
+    /// Pending operations a processor may start now, in enqueue order, at most `limit`: due by
+    /// `due`, not under a live claim at `now`, and first of their ordering key among pending
+    /// operations (an earlier pending operation of the key, claimed or waiting, holds the
+    /// later ones back; dead letters do not).
+    func deliverable(due: Date, now: Date, limit: Int) throws -> [OutboxOperation] {
+        try engine.run {
+            try connection.withStatement(
+                """
+                SELECT o.id, o.kind, o.payload, o.ordering_key, o.attempts, o.created_at,
+                    o.next_attempt_at, o.last_error
+                FROM outbox o
+                WHERE o.dead = 0 AND o.next_attempt_at <= ?1
+                    AND (o.claimed_until IS NULL OR o.claimed_until <= ?2)
+                    AND (o.ordering_key IS NULL OR o.sequence IN (
+                        SELECT min(sequence) FROM outbox
+                        WHERE dead = 0 AND ordering_key IS NOT NULL GROUP BY ordering_key))
+                ORDER BY o.sequence LIMIT ?3
+                """
+            ) { statement in
+                try statement.bind(Self.milliseconds(due), at: 1)
+                try statement.bind(Self.milliseconds(now), at: 2)
+                try statement.bind(Int64(limit), at: 3)
+                var result: [OutboxOperation] = []
+                while try statement.step() { result.append(try operation(statement)) }
+                return result
+            }
+        }
+    }
+
+    /// Records that `processor` starts delivering `id`: counts the attempt and claims the
+    /// operation until `until`.
+    func claim(_ id: UUID, processor: String, until: Date) throws {
+        try engine.run(key: id.uuidString) {
+            try connection.withStatement(
+                """
+                UPDATE outbox SET attempts = attempts + 1, claimed_by = ?2, claimed_until = ?3
+                WHERE id = ?1 AND dead = 0
+                """
+            ) { statement in
+                try statement.bind(id.uuidString, at: 1)
+                try statement.bind(processor, at: 2)
+                try statement.bind(Self.millisecondsRoundingUp(until), at: 3)
+                try statement.run()
+            }
+        }
+    }
+
+    /// Removes a delivered operation.
+    func remove(_ id: UUID) throws {
+        try engine.run(key: id.uuidString) {
+            try connection.withStatement("DELETE FROM outbox WHERE id = ?1 AND dead = 0") { statement in
+                try statement.bind(id.uuidString, at: 1)
+                try statement.run()
+            }
+        }
+    }
+
+    /// Releases `processor`'s claim on `id` after a failure: schedules the next attempt at
+    /// `next`, or moves the operation to the dead letters. Does nothing when the claim is no
+    /// longer this processor's (it expired and another processor took the operation).
+    func release(_ id: UUID, processor: String, error: String, next: Date?) throws {
+        try engine.run(key: id.uuidString) {
+            try connection.withStatement(
+                """
+                UPDATE outbox SET last_error = ?3, claimed_by = NULL, claimed_until = NULL,
+                    dead = CASE WHEN ?4 IS NULL THEN 1 ELSE 0 END,
+                    next_attempt_at = coalesce(?4, next_attempt_at)
+                WHERE id = ?1 AND claimed_by = ?2 AND dead = 0
+                """
+            ) { statement in
+                try statement.bind(id.uuidString, at: 1)
+                try statement.bind(processor, at: 2)
+                try statement.bind(error, at: 3)
+                if let next { try statement.bind(Self.millisecondsRoundingUp(next), at: 4) } else { try statement.bindNull(at: 4) }
+                try statement.run()
+            }
+        }
+    }
+
+    /// Moves an operation that has used up its attempts to the dead letters.
+    func bury(_ id: UUID, error: String) throws {
+        try engine.run(key: id.uuidString) {
+            try connection.withStatement(
+                """
+                UPDATE outbox SET dead = 1, last_error = ?2, claimed_by = NULL, claimed_until = NULL
+                WHERE id = ?1 AND dead = 0
+                """
+            ) { statement in
+                try statement.bind(id.uuidString, at: 1)
+                try statement.bind(error, at: 2)
+                try statement.run()
+            }
+        }
+    }
+}

@@ -1,0 +1,79 @@
+import Foundation
+
+/// Why a delivery failed, as a transport reports it.
+///
+/// Any other error a transport throws (a timeout, a lost connection) counts as
+/// ``retryable(_:retryAfter:)``: the outcome of such a request is unknown, so the operation is
+/// sent again with the same idempotency key.
+public enum OutboxDeliveryFailure: Error, Sendable {
+    /// Try again later; not before `retryAfter` when the server said so.
+    case retryable(String, retryAfter: Duration? = nil)
+    /// The server refused the operation for good: it moves to the dead letters.
+    case permanent(String)
+}
+
+/// Sends outbox operations to a server.
+///
+/// Delivery is at least once: an operation whose delivery was under way when the process
+/// died, or whose outcome is unknown, is delivered again with the same ``OutboxOperation/id``.
+/// The receiver must dedupe by that id.
+public protocol OutboxTransport: Sendable {
+    /// Delivers one operation. Returning means the server accepted it; throwing
+    /// ``OutboxDeliveryFailure/permanent(_:)`` dead-letters it; any other error retries it.
+    func deliver(_ operation: OutboxOperation) async throws
+}
+
+/// How an ``OutboxProcessor`` spaces out the attempts of an operation that keeps failing.
+///
+/// After the *n*-th failed attempt the next one is due after
+/// `d = min(maximumDelay, initialDelay × 2^(n-1))`, jittered uniformly into `[d/2, d]`, and
+/// never before a server's `Retry-After`. An operation that reaches ``maximumAttempts``
+/// attempts without success moves to the dead letters.
+public struct RetryPolicy: Sendable {
+    /// The delay after the first failure (default 1 s).
+    public var initialDelay: Duration
+    /// The longest delay between attempts (default 5 min).
+    public var maximumDelay: Duration
+    /// Attempts after which an operation is dead-lettered (default 20).
+    public var maximumAttempts: Int
+
+    /// Creates a policy.
+    public init(
+        initialDelay: Duration = .seconds(1), maximumDelay: Duration = .seconds(300), maximumAttempts: Int = 20
+    ) {
+        self.initialDelay = initialDelay
+        self.maximumDelay = maximumDelay
+        self.maximumAttempts = maximumAttempts
+    }
+
+    /// The delay before the next attempt after `attempts` attempts, before jitter.
+    func delay(afterAttempts attempts: Int) -> Duration {
+        let doublings = max(0, min(attempts - 1, 62))
+        let seconds = initialDelay.seconds * pow(2, Double(doublings))
+        return .seconds(min(maximumDelay.seconds, seconds))
+    }
+}
+
+/// What one ``OutboxProcessor/deliverDue()`` call did.
+public struct OutboxDeliveryReport: Sendable, Equatable {
+    /// Operations delivered and removed from the outbox.
+    public var delivered: Int
+    /// Operations that failed and were scheduled again.
+    public var retried: Int
+    /// Operations moved to the dead letters.
+    public var deadLettered: Int
+
+    /// Creates a report.
+    public init(delivered: Int = 0, retried: Int = 0, deadLettered: Int = 0) {
+        self.delivered = delivered
+        self.retried = retried
+        self.deadLettered = deadLettered
+    }
+}
+
+extension Duration {
+    /// The duration in seconds, as a `Double`.
+    var seconds: Double {
+        Double(components.seconds) + Double(components.attoseconds) / 1e18
+    }
+}

@@ -1,0 +1,117 @@
+public import Foundation
+
+extension RecordTransaction {
+    /// Queues `message` in the outbox; it commits with the rest of this transaction, or not at
+    /// all when the body or the commit throws.
+    ///
+    /// ```swift
+    /// try await store.write { tx in
+    ///     try tx.put("carts", key: owner, data: cartData)
+    ///     try tx.enqueue(OutboxMessage(kind: "cart.add-item", payload: body, orderingKey: owner))
+    /// }
+    /// ```
+    /// - Throws: ``RecordStoreError/Code/invalidArgument`` for an empty kind or an id already
+    ///   queued; like every error thrown in the body, it rolls back the whole transaction when
+    ///   rethrown.
+    public func enqueue(_ message: OutboxMessage) throws {
+        try checkUsable(.enqueue)
+        let input = try ValidatedMessages([message], operation: .enqueue)
+        try context.enqueue(input)
+    }
+}
+
+extension WriteContext {
+    /// Inserts validated messages and notes that this transaction enqueued, so the store
+    /// signals waiting processors after the commit.
+    func enqueue(_ input: ValidatedMessages) throws {
+        guard !input.messages.isEmpty else { return }
+        try OutboxEngine(engine: engine).insert(input.messages, now: Date())
+        enqueuedOperations = true
+    }
+}
+
+extension RecordStore {
+    /// Applies a record-level change and queues `messages` in the outbox, in one transaction:
+    /// both commit, or neither (a failed commit, a bad key, an empty kind, a duplicate message
+    /// id, cancellation).
+    ///
+    /// ```swift
+    /// var changes = RecordChanges()
+    /// changes[owner] = try JSONEncoder().encode(cart)
+    /// try await store.apply("carts", changes: changes, enqueue: [
+    ///     OutboxMessage(kind: "cart.add-item", payload: body, orderingKey: owner),
+    /// ])
+    /// ```
+    /// - Throws: ``RecordStoreError``; nothing of the change and none of the messages is
+    ///   stored then.
+    public nonisolated func apply(
+        _ collection: String, changes: RecordChanges, enqueue messages: [OutboxMessage]
+    ) async throws {
+        let input = try ValidatedChanges(collection, changes: changes, operation: .apply)
+        let queued = try ValidatedMessages(messages, operation: .apply)
+        let inline = mayWriteInline(input.upserts.count + input.removals.count + queued.messages.count)
+        _ = try await performWrite(.apply, collection: input.collection, inline: inline) { context in
+            try context.apply(input.collection, upserts: input.upserts, removals: input.removals)
+            try context.enqueue(queued)
+        }
+    }
+
+    /// Queues `messages` in the outbox in one transaction, without changing any record.
+    /// - Throws: ``RecordStoreError`` (an empty kind, a duplicate id): nothing is queued then.
+    public nonisolated func enqueue(_ messages: [OutboxMessage]) async throws {
+        let queued = try ValidatedMessages(messages, operation: .enqueue)
+        _ = try await performWrite(.enqueue, collection: nil, inline: mayWriteInline(queued.messages.count)) {
+            context in
+            try context.enqueue(queued)
+        }
+    }
+
+    /// The store's outbox: its pending operations and dead letters.
+    public nonisolated var outbox: Outbox { Outbox(store: self) }
+}
+
+/// The operations a store holds for a server: pending ones and dead letters.
+///
+/// Operations are added with the writes that make the local change
+/// (``RecordTransaction/enqueue(_:)``, ``RecordStore/apply(_:changes:enqueue:)``) and
+/// delivered by an ``OutboxProcessor``. Dead letters stay until ``requeue(_:)`` or
+/// ``discard(_:)``: the outbox never drops an operation by itself.
+public struct Outbox: Sendable {
+    let store: RecordStore
+
+    /// Operations not delivered and not dead, in enqueue order.
+    public func pending() async throws -> [OutboxOperation] {
+        try await store.perform(.outboxPending, collection: nil) { try OutboxEngine(engine: $0).operations(dead: false) }
+    }
+
+    /// Operations that failed permanently or used up their attempts, in enqueue order, each
+    /// with its last error.
+    public func deadLetters() async throws -> [OutboxOperation] {
+        try await store.perform(.outboxDeadLetters, collection: nil) { try OutboxEngine(engine: $0).operations(dead: true) }
+    }
+
+    /// Makes a dead letter pending again: due now, with no attempts counted. It keeps its
+    /// place in enqueue order, so it goes before later operations of its ordering key.
+    /// - Throws: ``RecordStoreError/Code/invalidArgument`` when `id` is not a dead letter.
+    public func requeue(_ id: UUID) async throws {
+        let found = try await store.performWrite(.outboxRequeue, collection: nil) { context in
+            try OutboxEngine(engine: context.engine).requeue(id, now: Date())
+        }
+        if found { store.core.outboxSignal.notify() } else { throw Self.notDead(id, .outboxRequeue) }
+    }
+
+    /// Removes one dead letter, explicitly and for good.
+    /// - Throws: ``RecordStoreError/Code/invalidArgument`` when `id` is not a dead letter.
+    public func discard(_ id: UUID) async throws {
+        let found = try await store.performWrite(.outboxDiscard, collection: nil) { context in
+            try OutboxEngine(engine: context.engine).discard(id)
+        }
+        if !found { throw Self.notDead(id, .outboxDiscard) }
+    }
+
+    private static func notDead(_ id: UUID, _ operation: StoreOperation) -> RecordStoreError {
+        RecordStoreError(
+            code: .invalidArgument, operation: operation, key: id.uuidString,
+            detail: "there is no dead letter with this id")
+    }
+}

@@ -1,0 +1,97 @@
+import Foundation
+import RecordKeeper
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// The outbox modes of the helper.
+///
+///     recordkeeper-crashtest outbox --store PATH --received PATH --run R --count N [--clock-offset S]
+///         Enqueues N operations, each with a record in collection "carts" (key = the operation
+///         id) in one `apply`, payload "R-i", ordering key "key-(i % 3)", printing
+///         "enqueued ID" after each commit; then delivers until nothing is due, printing
+///         "drained". The transport appends "ID PID" to the received file. The processor's
+///         clock runs S seconds ahead, so leases left by earlier (killed) runs have ended.
+///     recordkeeper-crashtest deliver --store PATH --received PATH [--go PATH] [--clock-offset S]
+///         Only delivers (for two processes on one store): prints "ready" once the store is
+///         open, waits until the file --go exists, delivers, and prints "drained" at the end.
+///         The transport logs "start ID PID" and "end ID PID" around a 2 ms pause.
+enum OutboxMode {
+    /// Appends lines to a file with one write(2) each (O_APPEND: lines from several processes
+    /// never interleave), so a line written is on its way to disk even if the process is killed.
+    struct Log: @unchecked Sendable {  // a file descriptor: write(2) is safe from any thread
+        let descriptor: Int32
+
+        init(path: String) {
+            descriptor = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o600)
+            if descriptor < 0 { fail("could not open \(path)") }
+        }
+
+        func write(_ line: String) {
+            let bytes = Array((line + "\n").utf8)
+            let written = bytes.withUnsafeBytes { Glibc_write(descriptor, $0.baseAddress, $0.count) }
+            if written != bytes.count { fail("could not append to the log") }
+        }
+    }
+
+    struct LoggingTransport: OutboxTransport {
+        let log: Log
+        let bracketed: Bool
+
+        func deliver(_ operation: OutboxOperation) async throws {
+            if bracketed {
+                log.write("start \(operation.id.uuidString) \(getpid())")
+                try await Task.sleep(for: .milliseconds(2))
+                log.write("end \(operation.id.uuidString) \(getpid())")
+            } else {
+                log.write("\(operation.id.uuidString) \(getpid())")
+            }
+        }
+    }
+
+    static func enqueueAndDeliver(store: RecordStore, options: [String: String]) async throws {
+        guard let received = options["received"], let run = options["run"], let count = options["count"].flatMap(Int.init) else {
+            fail("outbox needs --received PATH --run R --count N")
+        }
+        let offset = options["clock-offset"].flatMap(Double.init) ?? 0
+        let processor = OutboxProcessor(
+            store: store, transport: LoggingTransport(log: Log(path: received), bracketed: false),
+            now: { Date().addingTimeInterval(offset) })
+        for number in 0..<count {
+            let message = OutboxMessage(kind: "crash.op", payload: Data("\(run)-\(number)".utf8), orderingKey: "key-\(number % 3)")
+            try await store.apply(
+                "carts", changes: RecordChanges(upserts: [message.id.uuidString: Data("\(run)-\(number)".utf8)]),
+                enqueue: [message])
+            say("enqueued \(message.id.uuidString)")
+            // Deliver as we go, so kills land in enqueues and in deliveries alike.
+            if number % 5 == 4 { try await processor.deliverDue() }
+        }
+        while try await processor.deliverDue().delivered > 0 {}
+        say("drained")
+    }
+
+    static func deliverOnly(store: RecordStore, options: [String: String]) async throws {
+        guard let received = options["received"] else { fail("deliver needs --received PATH") }
+        let offset = options["clock-offset"].flatMap(Double.init) ?? 0
+        let processor = OutboxProcessor(
+            store: store, transport: LoggingTransport(log: Log(path: received), bracketed: true),
+            now: { Date().addingTimeInterval(offset) })
+        // Opened and ready: wait for the test's go, so that both processes start together.
+        _ = try await store.outbox.pending()
+        say("ready")
+        if let go = options["go"] {
+            while !FileManager.default.fileExists(atPath: go) { try await Task.sleep(for: .milliseconds(1)) }
+        }
+        while try await !store.outbox.pending().isEmpty {
+            try await processor.deliverDue()
+        }
+        say("drained")
+    }
+}
+
+private func Glibc_write(_ descriptor: Int32, _ buffer: UnsafeRawPointer?, _ count: Int) -> Int {
+    write(descriptor, buffer, count)
+}

@@ -1,0 +1,127 @@
+import RecordKeeperTestSupport
+import Foundation
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+import Testing
+@testable import RecordKeeper
+
+/// The HTTP transport against a receiver on loopback that fails in every way it may.
+@Suite struct HTTPOutboxTransportTests {
+    @Test func `every operation is applied exactly once or dead-lettered through 500, 429, 401, 422 and a server that dies`() async throws {
+        try await withTemporaryDirectory { directory in
+            let receiver = try LoopbackReceiver(directory: directory)
+            try await receiver.start()
+            defer { receiver.stop() }
+            let store = RecordStore(url: directory.appendingPathComponent("records.sqlite"))
+            let token = Protected("stale")
+            let transport = HTTPOutboxTransport(endpoint: receiver.endpoint) {
+                ["Authorization": "Bearer \(token.withLock { $0 })", "X-Client": "tests"]
+            }
+            let clock = TestClock()
+            let processor = OutboxProcessor.testing(store, transport, clock: clock, policy: RetryPolicy(maximumAttempts: 10))
+
+            let plan: [(String, String?)] = [
+                ("ok", "cart/a"), ("fail500", "cart/a"), ("ok", "cart/a"),
+                ("throttle", "cart/b"), ("ok", "cart/b"),
+                ("reject", "cart/c"), ("ok", "cart/c"),
+                ("crash", "cart/d"), ("ok", "cart/d"),
+                ("auth", nil), ("ok", nil), ("ok", nil),
+            ]
+            let messages = plan.enumerated().map { index, entry in
+                OutboxMessage(kind: entry.0, payload: Data(#"{"n":\#(index)}"#.utf8), orderingKey: entry.1)
+            }
+            // The server's crash comes after the first round, whose answers the test checks.
+            for message in messages where message.orderingKey != "cart/d" {
+                try await store.apply("carts", changes: RecordChanges(upserts: [message.id.uuidString: Data()]), enqueue: [message])
+            }
+
+            let first = try await processor.deliverDue()
+            #expect(first.deadLettered == 1)
+            let throttled = try #require(try await store.outbox.pending().first { $0.kind == "throttle" })
+            #expect(throttled.nextAttemptAt >= clock.now.addingTimeInterval(30), "Retry-After: 30 is honoured")
+            #expect(throttled.lastError?.contains("HTTP 429") == true)
+            token.withLock { $0 = "fresh" }
+            for message in messages where message.orderingKey == "cart/d" {
+                try await store.apply("carts", changes: RecordChanges(upserts: [message.id.uuidString: Data()]), enqueue: [message])
+            }
+
+            var rounds = 1
+            while try await !store.outbox.pending().isEmpty, rounds < 30 {
+                if !receiver.isRunning { try await receiver.start() }  // it comes back on its port
+                clock.advance(.seconds(60))
+                try await processor.deliverDue()
+                rounds += 1
+            }
+            #expect(try await store.outbox.pending().isEmpty, "delivered within \(rounds) rounds")
+            let dead = try await store.outbox.deadLetters()
+            #expect(dead.map(\.kind) == ["reject"])
+            #expect(dead.first?.lastError?.contains("HTTP 422") == true)
+            #expect(dead.first?.lastError?.contains("unknown sku") == true)
+
+            let applied = try receiver.applied()
+            let expected = messages.filter { $0.kind != "reject" }
+            #expect(applied.count == expected.count, "each applied once: \(applied.map(\.kind))")
+            #expect(Set(applied.map(\.key)) == Set(expected.map(\.id.uuidString)))
+            #expect(try receiver.duplicates().contains(messages[7].id.uuidString), "the crashed request was sent again with its key")
+            #expect(applied.allSatisfy { $0.type == "application/json" && $0.client == "tests" })
+            let byKey = Dictionary(uniqueKeysWithValues: messages.map { ($0.id.uuidString, $0) })
+            #expect(applied.allSatisfy { Data($0.body.utf8) == byKey[$0.key]?.payload })
+            // Per ordering key, applied in enqueue order.
+            for key in ["cart/a", "cart/b", "cart/d"] {
+                let order = applied.filter { byKey[$0.key]?.orderingKey == key }.map(\.key)
+                #expect(order == messages.filter { $0.orderingKey == key }.map(\.id.uuidString))
+            }
+            #expect(FileManager.default.fileExists(atPath: receiver.log.path + ".crashed"), "the server died mid-run and came back")
+        }
+    }
+
+    @Test func `a request that timed out after the server applied it is sent again and deduped`() async throws {
+        try await withTemporaryDirectory { directory in
+            let receiver = try LoopbackReceiver(directory: directory)
+            try await receiver.start()
+            defer { receiver.stop() }
+            let store = RecordStore.inMemory()
+            let configuration = URLSessionConfiguration.ephemeral
+            // Whole seconds: on Linux, FoundationNetworking timed out at once with 0.5 s.
+            configuration.timeoutIntervalForRequest = 1
+            let session = URLSession(configuration: configuration)
+            let transport = HTTPOutboxTransport(endpoint: receiver.endpoint, session: session, timeout: 1) { [:] }
+            let clock = TestClock()
+            let processor = OutboxProcessor.testing(store, transport, clock: clock)
+            let slow = OutboxMessage(kind: "slow", payload: Data("{}".utf8))
+            try await store.enqueue([slow])
+            #expect(try await processor.deliverDue().retried == 1, "the outcome of a timed-out request is unknown")
+            let pending = try #require(try await store.outbox.pending().first)
+            #expect(pending.lastError?.contains("URLError \(URLError.timedOut.rawValue)") == true, "\(pending.lastError ?? "")")
+            clock.advance(.seconds(2))
+            let second = try await processor.deliverDue()
+            let after = try await store.outbox.pending().first?.lastError
+            #expect(second.delivered == 1, "\(second), \(after ?? "")")
+            #expect(try receiver.applied().map(\.key) == [slow.id.uuidString], "applied once")
+            #expect(try receiver.duplicates() == [slow.id.uuidString], "sent again with the same key")
+        }
+    }
+
+    @Test func `a server that is not there is a retryable failure`() async throws {
+        // Port 9 (discard) on loopback: nothing listens there in the test environment.
+        let transport = HTTPOutboxTransport(endpoint: URL(string: "http://127.0.0.1:9/")!)
+        let operation = OutboxOperation(
+            id: UUID(), kind: "k", payload: Data(), orderingKey: nil, attempts: 1, createdAt: Date(),
+            nextAttemptAt: Date(), lastError: nil)
+        await #expect {
+            try await transport.deliver(operation)
+        } throws: { error in
+            guard case OutboxDeliveryFailure.retryable = error else { return false }
+            return true
+        }
+    }
+
+    @Test func `Retry-After is read as seconds or as an HTTP date`() {
+        let now = Date(timeIntervalSince1970: 1_800_000_000)  // Fri, 15 Jan 2027 08:00:00 GMT
+        #expect(HTTPOutboxTransport.retryAfter("120", now: now) == .seconds(120))
+        #expect(HTTPOutboxTransport.retryAfter("Fri, 15 Jan 2027 08:02:00 GMT", now: now) == .seconds(120))
+        #expect(HTTPOutboxTransport.retryAfter("Fri, 15 Jan 2027 07:00:00 GMT", now: now) == .zero)
+        #expect(HTTPOutboxTransport.retryAfter("soon", now: now) == nil)
+    }
+}

@@ -1,0 +1,180 @@
+import RecordKeeperTestSupport
+import Foundation
+import Testing
+@testable import RecordKeeper
+
+/// The outbox is stored with the records: operations commit with the change they describe,
+/// or not at all.
+@Suite struct OutboxStorageTests {
+    @Test(arguments: StoreKind.allCases)
+    func `an enqueue inside write commits with the records, in enqueue order`(kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ in
+            let first = message("cart.add-item", "1", key: "cart/ana")
+            let second = message("cart.remove-item", "2", key: "cart/ana")
+            try await store.write { tx in
+                try tx.put("carts", key: "ana", data: Data("{}"))
+                try tx.enqueue(first)
+                try tx.enqueue(second)
+            }
+            let pending = try await store.outbox.pending()
+            #expect(pending.map(\.id) == [first.id, second.id])
+            #expect(pending[0].kind == "cart.add-item" && pending[0].payload == Data("1"))
+            #expect(pending[0].orderingKey == "cart/ana" && pending[0].attempts == 0 && pending[0].lastError == nil)
+            #expect(pending[0].nextAttemptAt == pending[0].createdAt)
+            #expect(try await store.value("carts", key: "ana") == Data("{}"))
+            #expect(try await store.outbox.deadLetters().isEmpty)
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func `apply with enqueue commits the change and the operations together`(kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ in
+            var changes = RecordChanges()
+            changes["ana"] = Data("v1")
+            let ops = [message("a", "1"), message("b", "2", key: "k")]
+            try await store.apply("carts", changes: changes, enqueue: ops)
+            try await store.enqueue([message("c", "3")])
+            #expect(try await store.read("carts") == ["ana": Data("v1")])
+            #expect(try await store.outbox.pending().map(\.kind) == ["a", "b", "c"])
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func `a failed commit, a thrown body, a bad key or cancellation store neither records nor operations`(kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ in
+            let changes = RecordChanges(upserts: ["ana": Data("v1")])
+            struct BodyFailed: Error {}
+
+            try await store.failNextCommitForTesting()
+            await #expect(throws: RecordStoreError.self) {
+                try await store.apply("carts", changes: changes, enqueue: [message("a", "1")])
+            }
+            await #expect(throws: BodyFailed.self) {
+                try await store.write { tx in
+                    try tx.apply("carts", changes: changes)
+                    try tx.enqueue(message("a", "2"))
+                    throw BodyFailed()
+                }
+            }
+            let badKey = RecordChanges(upserts: ["ana": Data("v1"), "": Data("x")])
+            let keyError = await #expect(throws: RecordStoreError.self) {
+                try await store.apply("carts", changes: badKey, enqueue: [message("a", "3")])
+            }
+            #expect(keyError?.code == .invalidKey)
+            let cancelled = Task {
+                try await store.write { tx in
+                    try tx.apply("carts", changes: changes)
+                    try tx.enqueue(message("a", "4"))
+                    withUnsafeCurrentTask { $0?.cancel() }
+                }
+            }
+            await #expect(throws: CancellationError.self) { try await cancelled.value }
+
+            #expect(try await store.read("carts") == nil)
+            #expect(try await store.outbox.pending().isEmpty)
+            #expect(try await store.collections().isEmpty)
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func `an empty kind or a duplicate id is an error that writes nothing`(kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ in
+            let queued = message("a", "1")
+            try await store.enqueue([queued])
+            let changes = RecordChanges(upserts: ["ana": Data("v1")])
+
+            let empty = await #expect(throws: RecordStoreError.self) {
+                try await store.apply("carts", changes: changes, enqueue: [message("", "x")])
+            }
+            #expect(empty?.code == .invalidArgument)
+            #expect(empty?.description.contains("kind") == true)
+
+            let again = await #expect(throws: RecordStoreError.self) {
+                try await store.apply("carts", changes: changes, enqueue: [message("b", "2"), queued])
+            }
+            #expect(again?.code == .invalidArgument)
+            #expect(again?.key == queued.id.uuidString)
+            #expect(again?.sqliteCode != nil, "SQLite's constraint code is kept")
+
+            let twice = message("c", "3")
+            await #expect(throws: RecordStoreError.self) { try await store.enqueue([twice, twice]) }
+            await #expect(throws: RecordStoreError.self) {
+                try await store.write { tx in
+                    try tx.put("carts", key: "bob", data: Data("v"))
+                    try tx.enqueue(twice)
+                    try tx.enqueue(twice)
+                }
+            }
+
+            #expect(try await store.read("carts") == nil)
+            #expect(try await store.outbox.pending().map(\.id) == [queued.id])
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func `the outbox is not a collection`(kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ in
+            try await store.enqueue([message("a", "1")])
+            #expect(try await store.collections().isEmpty)
+            #expect(try await store.read("outbox") == nil)
+            try await store.put("outbox", key: "mine", data: Data("a collection of the app's own"))
+            #expect(try await store.collections().map(\.name) == ["outbox"])
+            #expect(try await store.outbox.pending().count == 1)
+        }
+    }
+
+    @Test func `pending operations are there after reopening`() async throws {
+        try await withStore(.onDisk) { store, url in
+            let ops = (0..<3).map { message("a", "\($0)", key: "k") }
+            try await store.enqueue(ops)
+            await store.close()
+            let reopened = RecordStore(url: url)
+            #expect(try await reopened.outbox.pending().map(\.id) == ops.map(\.id))
+            #expect(try await reopened.info().formatVersion == StoreFormat.currentVersion)
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func `dead letters are kept until requeued or discarded explicitly`(kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ in
+            let clock = TestClock()
+            let transport = ScriptedTransport(["bad": [.reject("422 no such item"), .reject("422 still bad")]])
+            let processor = OutboxProcessor.testing(store, transport, clock: clock)
+            let bad1 = message("bad", "1"), bad2 = message("bad", "2")
+            try await store.enqueue([bad1, bad2])
+            #expect(try await processor.deliverDue() == OutboxDeliveryReport(delivered: 0, retried: 0, deadLettered: 2))
+            let dead = try await store.outbox.deadLetters()
+            #expect(dead.map(\.id) == [bad1.id, bad2.id])
+            #expect(Set(dead.compactMap(\.lastError)) == ["422 no such item", "422 still bad"])
+            #expect(try await store.outbox.pending().isEmpty)
+
+            try await store.outbox.requeue(bad1.id)
+            let requeued = try #require(try await store.outbox.pending().first)
+            #expect(requeued.id == bad1.id && requeued.attempts == 0)
+            try await store.outbox.discard(bad2.id)
+            #expect(try await store.outbox.deadLetters().isEmpty)
+
+            let notDead = await #expect(throws: RecordStoreError.self) { try await store.outbox.discard(bad1.id) }
+            #expect(notDead?.code == .invalidArgument)
+            await #expect(throws: RecordStoreError.self) { try await store.outbox.requeue(UUID()) }
+
+            #expect(try await processor.deliverDue().delivered == 1)
+            #expect(try await store.outbox.pending().isEmpty)
+        }
+    }
+}
+
+extension OutboxStorageTests {
+    @Test func `enqueue through a transaction used after its body returned is misuse`() async throws {
+        try await withStore(.inMemory) { store, _ in
+            let escaped = EscapedTransaction()
+            try await store.write { tx in escaped.transaction = tx }
+            let transaction = try #require(escaped.transaction)
+            let error = #expect(throws: RecordStoreError.self) {
+                try transaction.enqueue(message("a", "1"))
+            }
+            #expect(error?.code == .misuse && error?.collection == nil)
+            #expect(try await store.outbox.pending().isEmpty)
+        }
+    }
+}

@@ -6,15 +6,29 @@ struct RecordKeyedDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProto
     let core: RecordDecoderCore
     let object: Int
     let depth: Int
-    let extra: [any CodingKey]
-    private let index: MemberIndex?
+    /// Nil for the common case (a record's own object): copying the container then retains
+    /// only `core`.
+    private let more: More?
+
+    /// What nested and large objects need.
+    final class More {
+        let extra: [any CodingKey]
+        let index: MemberIndex?
+        init(extra: [any CodingKey], index: MemberIndex?) {
+            self.extra = extra
+            self.index = index
+        }
+    }
+
+    var extra: [any CodingKey] { more?.extra ?? [] }
+    private var index: MemberIndex? { more?.index }
 
     init(core: RecordDecoderCore, object: Int, depth: Int, extra: [any CodingKey]) {
         self.core = core
         self.object = object
         self.depth = depth
-        self.extra = extra
-        self.index = core.tape[object].count > 16 ? MemberIndex(core: core, object: object) : nil
+        let index = core.tape[object].count > 16 ? MemberIndex(core: core, object: object) : nil
+        self.more = extra.isEmpty && index == nil ? nil : More(extra: extra, index: index)
     }
 
     var codingPath: [any CodingKey] { core.state.path(depth: depth, extra: extra, key: nil) }
@@ -33,7 +47,7 @@ struct RecordKeyedDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProto
     private func find(_ key: Key) throws -> Int? {
         try core.checkLive()
         let name = key.stringValue
-        if let index { return index.entries[name] }
+        if let index = more?.index { return index.entries[name] }
         let tape = core.tape
         var entry = object + 1
         for _ in 0..<tape[object].count {
@@ -62,7 +76,7 @@ struct RecordKeyedDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProto
     func decode(_ type: String.Type, forKey key: Key) throws -> String { try core.string(at: try require(key), path: path(key)) }
     func decode(_ type: Double.Type, forKey key: Key) throws -> Double { try core.double(at: try require(key), path: path(key)) }
     func decode(_ type: Float.Type, forKey key: Key) throws -> Float { try core.float(at: try require(key), path: path(key)) }
-    func decode(_ type: Int.Type, forKey key: Key) throws -> Int { try integer(key) }
+    func decode(_ type: Int.Type, forKey key: Key) throws -> Int { try core.int(at: try require(key), path: path(key)) }
     func decode(_ type: Int8.Type, forKey key: Key) throws -> Int8 { try integer(key) }
     func decode(_ type: Int16.Type, forKey key: Key) throws -> Int16 { try integer(key) }
     func decode(_ type: Int32.Type, forKey key: Key) throws -> Int32 { try integer(key) }
@@ -99,7 +113,9 @@ struct RecordKeyedDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProto
     func decodeIfPresent(_ type: Float.Type, forKey key: Key) throws -> Float? {
         try present(key).map { try core.float(at: $0, path: path(key)) }
     }
-    func decodeIfPresent(_ type: Int.Type, forKey key: Key) throws -> Int? { try integerIfPresent(key) }
+    func decodeIfPresent(_ type: Int.Type, forKey key: Key) throws -> Int? {
+        try present(key).map { try core.int(at: $0, path: path(key)) }
+    }
     func decodeIfPresent(_ type: Int8.Type, forKey key: Key) throws -> Int8? { try integerIfPresent(key) }
     func decodeIfPresent(_ type: Int16.Type, forKey key: Key) throws -> Int16? { try integerIfPresent(key) }
     func decodeIfPresent(_ type: Int32.Type, forKey key: Key) throws -> Int32? { try integerIfPresent(key) }

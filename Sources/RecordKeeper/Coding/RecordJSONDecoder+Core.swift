@@ -116,12 +116,28 @@ final class RecordDecoderCore: Decoder {
         }
     }
 
+    func int(at entry: Int, path: @autoclosure () -> [any CodingKey]) throws -> Int {
+        let value = tape[entry]
+        if value.kind == .number, !value.flag, let result = JSONNumbers.int64(text(value)) {
+            return Int(result)
+        }
+        return try integer(Int.self, at: entry, path: path())
+    }
+
     func integer<T: FixedWidthInteger>(_ type: T.Type, at entry: Int, path: @autoclosure () -> [any CodingKey]) throws -> T {
         let value = tape[entry]
         guard value.kind == .number else { throw mismatch(T.self, value.kind, path()) }
         let raw = text(value)
-        if !value.flag, let result = JSONNumbers.integer(raw, as: T.self) { return result }
-        if value.flag, let double = JSONNumbers.double(raw), let result = T(exactly: double) { return result }
+        if !value.flag {
+            if T.isSigned {
+                if let wide = JSONNumbers.int64(raw), let result = T(exactly: wide) { return result }
+            } else {
+                if let wide = JSONNumbers.uint64(raw), let result = T(exactly: wide) { return result }
+            }
+            if T.bitWidth > 64, let result = T(String(decoding: raw, as: UTF8.self)) { return result }
+        } else if let double = JSONNumbers.double(raw), let result = T(exactly: double) {
+            return result
+        }
         throw notRepresentable(raw, T.self, path())
     }
 
@@ -176,7 +192,7 @@ final class RecordDecoderCore: Decoder {
         if T.self == String.self {
             return unsafeBitCast(try string(at: entry, path: path()), to: T.self)
         } else if T.self == Int.self {
-            return unsafeBitCast(try integer(Int.self, at: entry, path: path()), to: T.self)
+            return unsafeBitCast(try int(at: entry, path: path()), to: T.self)
         } else if T.self == Double.self {
             return unsafeBitCast(try double(at: entry, path: path()), to: T.self)
         } else if T.self == Bool.self {

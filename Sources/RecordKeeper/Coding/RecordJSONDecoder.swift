@@ -44,16 +44,17 @@ public final class RecordJSONDecoder {
     /// - Throws: `DecodingError` (with the coding path) when `data` is not valid JSON or not
     ///   a valid `T`; any error `T`'s own `init(from:)` throws.
     public func decode<T: Decodable>(_ type: T.Type, from data: Data) throws -> T {
-        if let first = data.first, first == 0 || first == 0xFE || first == 0xFF || (data.count > 1 && data[data.startIndex + 1] == 0) {
-            return try foundation.decode(type, from: data)  // UTF-16 or UTF-32
-        }
         if state.isBusy {
             return try RecordJSONDecoder(userInfo: userInfo).decode(type, from: data)
         }
         state.isBusy = true
         defer { state.isBusy = false }
         return try data.withUnsafeBytes { raw in
-            try decode(type, bytes: raw.bindMemory(to: UInt8.self))
+            let bytes = raw.bindMemory(to: UInt8.self)
+            if bytes.count >= 2, bytes[0] == 0 || bytes[1] == 0 || bytes[0] == 0xFE || bytes[0] == 0xFF {
+                return try foundation.decode(type, from: data)  // UTF-16 or UTF-32
+            }
+            return try decode(type, bytes: bytes)
         }
     }
 

@@ -28,67 +28,51 @@ struct RecordKeyedEncodingContainer<Key: CodingKey>: KeyedEncodingContainerProto
 
     var codingPath: [any CodingKey] { core.state.path(depth: depth, extra: extra, key: nil) }
 
-    private func check() throws {
+    private func add(_ value: EncodedValue, _ key: Key) throws {
         guard core.state.generation == generation, node.kind == .object else {
             core.state.unsupported = true
             throw RecordFastPathUnsupported()
         }
+        node.members.append(EncodingMember(key: key.stringValue, value: value))
     }
 
-    private func appendScalar(_ key: Key, _ write: (inout [UInt8]) throws -> Void) throws {
-        try check()
-        let state = core.state
-        let start = state.arena.count
-        try write(&state.arena)
-        node.keys.append(key.stringValue)
-        node.values.append(.bytes(start: start, end: state.arena.count))
-    }
+    private func path(_ key: Key) -> [any CodingKey] { core.state.path(depth: depth, extra: extra, key: key) }
 
-    mutating func encodeNil(forKey key: Key) throws { try appendScalar(key) { JSONWriter.appendASCII("null", to: &$0) } }
-    mutating func encode(_ value: Bool, forKey key: Key) throws {
-        try appendScalar(key) { JSONWriter.appendASCII(value ? "true" : "false", to: &$0) }
-    }
-    mutating func encode(_ value: String, forKey key: Key) throws { try appendScalar(key) { JSONWriter.appendString(value, to: &$0) } }
-    mutating func encode(_ value: Double, forKey key: Key) throws {
-        guard value.isFinite else { throw EncodingState.nonConforming(value, core.state.path(depth: depth, extra: extra, key: key)) }
-        try appendScalar(key) { JSONWriter.appendDouble(value, to: &$0) }
-    }
-    mutating func encode(_ value: Float, forKey key: Key) throws {
-        guard value.isFinite else { throw EncodingState.nonConforming(value, core.state.path(depth: depth, extra: extra, key: key)) }
-        try appendScalar(key) { JSONWriter.appendFloat(value, to: &$0) }
-    }
-    mutating func encode(_ value: Int, forKey key: Key) throws { try appendScalar(key) { JSONWriter.appendInteger(value, to: &$0) } }
-    mutating func encode(_ value: Int8, forKey key: Key) throws { try appendScalar(key) { JSONWriter.appendInteger(value, to: &$0) } }
-    mutating func encode(_ value: Int16, forKey key: Key) throws { try appendScalar(key) { JSONWriter.appendInteger(value, to: &$0) } }
-    mutating func encode(_ value: Int32, forKey key: Key) throws { try appendScalar(key) { JSONWriter.appendInteger(value, to: &$0) } }
-    mutating func encode(_ value: Int64, forKey key: Key) throws { try appendScalar(key) { JSONWriter.appendInteger(value, to: &$0) } }
-    mutating func encode(_ value: UInt, forKey key: Key) throws { try appendScalar(key) { JSONWriter.appendInteger(value, to: &$0) } }
-    mutating func encode(_ value: UInt8, forKey key: Key) throws { try appendScalar(key) { JSONWriter.appendInteger(value, to: &$0) } }
-    mutating func encode(_ value: UInt16, forKey key: Key) throws { try appendScalar(key) { JSONWriter.appendInteger(value, to: &$0) } }
-    mutating func encode(_ value: UInt32, forKey key: Key) throws { try appendScalar(key) { JSONWriter.appendInteger(value, to: &$0) } }
-    mutating func encode(_ value: UInt64, forKey key: Key) throws { try appendScalar(key) { JSONWriter.appendInteger(value, to: &$0) } }
+    mutating func encodeNil(forKey key: Key) throws { try add(.null, key) }
+    mutating func encode(_ value: Bool, forKey key: Key) throws { try add(.bool(value), key) }
+    mutating func encode(_ value: String, forKey key: Key) throws { try add(.string(value), key) }
+    mutating func encode(_ value: Double, forKey key: Key) throws { try add(try EncodingState.double(value, path: path(key)), key) }
+    mutating func encode(_ value: Float, forKey key: Key) throws { try add(try EncodingState.float(value, path: path(key)), key) }
+    mutating func encode(_ value: Int, forKey key: Key) throws { try add(.signed(Int64(value)), key) }
+    mutating func encode(_ value: Int8, forKey key: Key) throws { try add(.signed(Int64(value)), key) }
+    mutating func encode(_ value: Int16, forKey key: Key) throws { try add(.signed(Int64(value)), key) }
+    mutating func encode(_ value: Int32, forKey key: Key) throws { try add(.signed(Int64(value)), key) }
+    mutating func encode(_ value: Int64, forKey key: Key) throws { try add(.signed(value), key) }
+    mutating func encode(_ value: UInt, forKey key: Key) throws { try add(.unsigned(UInt64(value)), key) }
+    mutating func encode(_ value: UInt8, forKey key: Key) throws { try add(.unsigned(UInt64(value)), key) }
+    mutating func encode(_ value: UInt16, forKey key: Key) throws { try add(.unsigned(UInt64(value)), key) }
+    mutating func encode(_ value: UInt32, forKey key: Key) throws { try add(.unsigned(UInt64(value)), key) }
+    mutating func encode(_ value: UInt64, forKey key: Key) throws { try add(.unsigned(value), key) }
 
     mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws {
-        try check()
+        guard core.state.generation == generation, node.kind == .object else {
+            core.state.unsupported = true
+            throw RecordFastPathUnsupported()
+        }
         let encoded = try core.state.encodeValue(value, core: core, depth: depth, extra: extra, key: key)
-        node.keys.append(key.stringValue)
-        node.values.append(encoded)
+        node.members.append(EncodingMember(key: key.stringValue, value: encoded))
     }
 
     mutating func nestedContainer<NestedKey: CodingKey>(
         keyedBy keyType: NestedKey.Type, forKey key: Key
     ) -> KeyedEncodingContainer<NestedKey> {
-        let child = core.state.makeNode()
-        child.kind = .object
-        attach(child, key.stringValue)
+        let child = attach(.object, key.stringValue)
         return KeyedEncodingContainer(RecordKeyedEncodingContainer<NestedKey>(
             core: core, node: child, generation: core.state.generation, depth: depth, extra: extra + [key]))
     }
 
     mutating func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer {
-        let child = core.state.makeNode()
-        child.kind = .array
-        attach(child, key.stringValue)
+        let child = attach(.array, key.stringValue)
         return RecordUnkeyedEncodingContainer(core: core, node: child, generation: core.state.generation, depth: depth, extra: extra + [key])
     }
 
@@ -96,18 +80,20 @@ struct RecordKeyedEncodingContainer<Key: CodingKey>: KeyedEncodingContainerProto
     mutating func superEncoder(forKey key: Key) -> any Encoder { superEncoder(key: key) }
 
     private func superEncoder(key: any CodingKey) -> any Encoder {
-        let child = core.state.makeNode()
-        attach(child, key.stringValue)
+        let child = attach(.empty, key.stringValue)
         return RecordEncoderCore(state: core.state, node: child, depth: depth, extra: extra + [key])
     }
 
-    private func attach(_ child: EncodingNode, _ key: String) {
-        guard core.state.generation == generation, node.kind == .object else {
+    /// A new node of `kind` as the member `key`.
+    private func attach(_ kind: EncodingNode.Kind, _ key: String) -> EncodingNode {
+        let child = core.state.makeNode()
+        child.kind = kind
+        if core.state.generation == generation, node.kind == .object {
+            node.members.append(EncodingMember(key: key, value: .node(child)))
+        } else {
             core.state.unsupported = true
-            return
         }
-        node.keys.append(key)
-        node.values.append(.node(child))
+        return child
     }
 }
 
@@ -119,85 +105,74 @@ struct RecordUnkeyedEncodingContainer: UnkeyedEncodingContainer {
     let extra: [any CodingKey]
 
     var codingPath: [any CodingKey] { core.state.path(depth: depth, extra: extra, key: nil) }
-    var count: Int { node.values.count }
+    var count: Int { node.members.count }
 
-    private func check() throws {
+    private func add(_ value: EncodedValue) throws {
         guard core.state.generation == generation, node.kind == .array else {
             core.state.unsupported = true
             throw RecordFastPathUnsupported()
         }
-    }
-
-    private func appendScalar(_ write: (inout [UInt8]) throws -> Void) throws {
-        try check()
-        let state = core.state
-        let start = state.arena.count
-        try write(&state.arena)
-        node.values.append(.bytes(start: start, end: state.arena.count))
-    }
-
-    mutating func encodeNil() throws { try appendScalar { JSONWriter.appendASCII("null", to: &$0) } }
-    mutating func encode(_ value: Bool) throws { try appendScalar { JSONWriter.appendASCII(value ? "true" : "false", to: &$0) } }
-    mutating func encode(_ value: String) throws { try appendScalar { JSONWriter.appendString(value, to: &$0) } }
-    mutating func encode(_ value: Double) throws {
-        guard value.isFinite else { throw EncodingState.nonConforming(value, indexPath()) }
-        try appendScalar { JSONWriter.appendDouble(value, to: &$0) }
-    }
-    mutating func encode(_ value: Float) throws {
-        guard value.isFinite else { throw EncodingState.nonConforming(value, indexPath()) }
-        try appendScalar { JSONWriter.appendFloat(value, to: &$0) }
-    }
-    mutating func encode(_ value: Int) throws { try appendScalar { JSONWriter.appendInteger(value, to: &$0) } }
-    mutating func encode(_ value: Int8) throws { try appendScalar { JSONWriter.appendInteger(value, to: &$0) } }
-    mutating func encode(_ value: Int16) throws { try appendScalar { JSONWriter.appendInteger(value, to: &$0) } }
-    mutating func encode(_ value: Int32) throws { try appendScalar { JSONWriter.appendInteger(value, to: &$0) } }
-    mutating func encode(_ value: Int64) throws { try appendScalar { JSONWriter.appendInteger(value, to: &$0) } }
-    mutating func encode(_ value: UInt) throws { try appendScalar { JSONWriter.appendInteger(value, to: &$0) } }
-    mutating func encode(_ value: UInt8) throws { try appendScalar { JSONWriter.appendInteger(value, to: &$0) } }
-    mutating func encode(_ value: UInt16) throws { try appendScalar { JSONWriter.appendInteger(value, to: &$0) } }
-    mutating func encode(_ value: UInt32) throws { try appendScalar { JSONWriter.appendInteger(value, to: &$0) } }
-    mutating func encode(_ value: UInt64) throws { try appendScalar { JSONWriter.appendInteger(value, to: &$0) } }
-
-    mutating func encode<T: Encodable>(_ value: T) throws {
-        try check()
-        let encoded = try core.state.encodeValue(value, core: core, depth: depth, extra: extra, key: RecordIndexKey(node.values.count))
-        node.values.append(encoded)
+        node.members.append(EncodingMember(key: "", value: value))
     }
 
     private func indexPath() -> [any CodingKey] {
-        core.state.path(depth: depth, extra: extra, key: RecordIndexKey(node.values.count))
+        core.state.path(depth: depth, extra: extra, key: RecordIndexKey(node.members.count))
+    }
+
+    mutating func encodeNil() throws { try add(.null) }
+    mutating func encode(_ value: Bool) throws { try add(.bool(value)) }
+    mutating func encode(_ value: String) throws { try add(.string(value)) }
+    mutating func encode(_ value: Double) throws { try add(try EncodingState.double(value, path: indexPath())) }
+    mutating func encode(_ value: Float) throws { try add(try EncodingState.float(value, path: indexPath())) }
+    mutating func encode(_ value: Int) throws { try add(.signed(Int64(value))) }
+    mutating func encode(_ value: Int8) throws { try add(.signed(Int64(value))) }
+    mutating func encode(_ value: Int16) throws { try add(.signed(Int64(value))) }
+    mutating func encode(_ value: Int32) throws { try add(.signed(Int64(value))) }
+    mutating func encode(_ value: Int64) throws { try add(.signed(value)) }
+    mutating func encode(_ value: UInt) throws { try add(.unsigned(UInt64(value))) }
+    mutating func encode(_ value: UInt8) throws { try add(.unsigned(UInt64(value))) }
+    mutating func encode(_ value: UInt16) throws { try add(.unsigned(UInt64(value))) }
+    mutating func encode(_ value: UInt32) throws { try add(.unsigned(UInt64(value))) }
+    mutating func encode(_ value: UInt64) throws { try add(.unsigned(value)) }
+
+    mutating func encode<T: Encodable>(_ value: T) throws {
+        guard core.state.generation == generation, node.kind == .array else {
+            core.state.unsupported = true
+            throw RecordFastPathUnsupported()
+        }
+        let key = RecordIndexKey(node.members.count)
+        let encoded = try core.state.encodeValue(value, core: core, depth: depth, extra: extra, key: key)
+        node.members.append(EncodingMember(key: "", value: encoded))
     }
 
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type) -> KeyedEncodingContainer<NestedKey> {
-        let key = RecordIndexKey(node.values.count)
-        let child = core.state.makeNode()
-        child.kind = .object
-        attach(child)
+        let key = RecordIndexKey(node.members.count)
+        let child = attach(.object)
         return KeyedEncodingContainer(RecordKeyedEncodingContainer<NestedKey>(
             core: core, node: child, generation: core.state.generation, depth: depth, extra: extra + [key]))
     }
 
     mutating func nestedUnkeyedContainer() -> any UnkeyedEncodingContainer {
-        let key = RecordIndexKey(node.values.count)
-        let child = core.state.makeNode()
-        child.kind = .array
-        attach(child)
+        let key = RecordIndexKey(node.members.count)
+        let child = attach(.array)
         return RecordUnkeyedEncodingContainer(core: core, node: child, generation: core.state.generation, depth: depth, extra: extra + [key])
     }
 
     mutating func superEncoder() -> any Encoder {
-        let key = RecordIndexKey(node.values.count)
-        let child = core.state.makeNode()
-        attach(child)
+        let key = RecordIndexKey(node.members.count)
+        let child = attach(.empty)
         return RecordEncoderCore(state: core.state, node: child, depth: depth, extra: extra + [key])
     }
 
-    private func attach(_ child: EncodingNode) {
-        guard core.state.generation == generation, node.kind == .array else {
+    private func attach(_ kind: EncodingNode.Kind) -> EncodingNode {
+        let child = core.state.makeNode()
+        child.kind = kind
+        if core.state.generation == generation, node.kind == .array {
+            node.members.append(EncodingMember(key: "", value: .node(child)))
+        } else {
             core.state.unsupported = true
-            return
         }
-        node.values.append(.node(child))
+        return child
     }
 }
 
@@ -210,52 +185,40 @@ struct RecordSingleValueEncodingContainer: SingleValueEncodingContainer {
 
     var codingPath: [any CodingKey] { core.state.path(depth: depth, extra: extra, key: nil) }
 
-    private func appendScalar(_ write: (inout [UInt8]) throws -> Void) throws {
+    private func check() throws {
         guard core.state.generation == generation, node.kind == .empty else {
             core.state.unsupported = true
             throw RecordFastPathUnsupported()
         }
-        let state = core.state
-        let start = state.arena.count
-        try write(&state.arena)
-        node.kind = .scalar
-        node.scalarStart = start
-        node.scalarEnd = state.arena.count
     }
 
-    mutating func encodeNil() throws { try appendScalar { JSONWriter.appendASCII("null", to: &$0) } }
-    mutating func encode(_ value: Bool) throws { try appendScalar { JSONWriter.appendASCII(value ? "true" : "false", to: &$0) } }
-    mutating func encode(_ value: String) throws { try appendScalar { JSONWriter.appendString(value, to: &$0) } }
-    mutating func encode(_ value: Double) throws {
-        guard value.isFinite else { throw EncodingState.nonConforming(value, codingPath) }
-        try appendScalar { JSONWriter.appendDouble(value, to: &$0) }
+    private func add(_ value: EncodedValue) throws {
+        try check()
+        node.kind = .scalar
+        node.scalar = value
     }
-    mutating func encode(_ value: Float) throws {
-        guard value.isFinite else { throw EncodingState.nonConforming(value, codingPath) }
-        try appendScalar { JSONWriter.appendFloat(value, to: &$0) }
-    }
-    mutating func encode(_ value: Int) throws { try appendScalar { JSONWriter.appendInteger(value, to: &$0) } }
-    mutating func encode(_ value: Int8) throws { try appendScalar { JSONWriter.appendInteger(value, to: &$0) } }
-    mutating func encode(_ value: Int16) throws { try appendScalar { JSONWriter.appendInteger(value, to: &$0) } }
-    mutating func encode(_ value: Int32) throws { try appendScalar { JSONWriter.appendInteger(value, to: &$0) } }
-    mutating func encode(_ value: Int64) throws { try appendScalar { JSONWriter.appendInteger(value, to: &$0) } }
-    mutating func encode(_ value: UInt) throws { try appendScalar { JSONWriter.appendInteger(value, to: &$0) } }
-    mutating func encode(_ value: UInt8) throws { try appendScalar { JSONWriter.appendInteger(value, to: &$0) } }
-    mutating func encode(_ value: UInt16) throws { try appendScalar { JSONWriter.appendInteger(value, to: &$0) } }
-    mutating func encode(_ value: UInt32) throws { try appendScalar { JSONWriter.appendInteger(value, to: &$0) } }
-    mutating func encode(_ value: UInt64) throws { try appendScalar { JSONWriter.appendInteger(value, to: &$0) } }
+
+    mutating func encodeNil() throws { try add(.null) }
+    mutating func encode(_ value: Bool) throws { try add(.bool(value)) }
+    mutating func encode(_ value: String) throws { try add(.string(value)) }
+    mutating func encode(_ value: Double) throws { try add(try EncodingState.double(value, path: codingPath)) }
+    mutating func encode(_ value: Float) throws { try add(try EncodingState.float(value, path: codingPath)) }
+    mutating func encode(_ value: Int) throws { try add(.signed(Int64(value))) }
+    mutating func encode(_ value: Int8) throws { try add(.signed(Int64(value))) }
+    mutating func encode(_ value: Int16) throws { try add(.signed(Int64(value))) }
+    mutating func encode(_ value: Int32) throws { try add(.signed(Int64(value))) }
+    mutating func encode(_ value: Int64) throws { try add(.signed(value)) }
+    mutating func encode(_ value: UInt) throws { try add(.unsigned(UInt64(value))) }
+    mutating func encode(_ value: UInt8) throws { try add(.unsigned(UInt64(value))) }
+    mutating func encode(_ value: UInt16) throws { try add(.unsigned(UInt64(value))) }
+    mutating func encode(_ value: UInt32) throws { try add(.unsigned(UInt64(value))) }
+    mutating func encode(_ value: UInt64) throws { try add(.unsigned(value)) }
 
     mutating func encode<T: Encodable>(_ value: T) throws {
-        guard core.state.generation == generation, node.kind == .empty else {
-            core.state.unsupported = true
-            throw RecordFastPathUnsupported()
-        }
-        let state = core.state
-        let start = state.arena.count
-        if try state.appendScalar(value, path: codingPath) {
+        try check()
+        if let scalar = try core.state.scalar(value, path: codingPath) {
             node.kind = .scalar
-            node.scalarStart = start
-            node.scalarEnd = state.arena.count
+            node.scalar = scalar
             return
         }
         // The value's own encoding becomes this node's (a wrapper type's single value).
@@ -269,8 +232,6 @@ struct RecordSingleValueEncodingContainer: SingleValueEncodingContainer {
             core.extra = savedExtra
         }
         try value.encode(to: core)
-        // A value that encoded nothing through a single value container is `{}`.
-        if node.kind == .empty { node.kind = .object }
     }
 }
 

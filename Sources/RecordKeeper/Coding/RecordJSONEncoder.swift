@@ -49,8 +49,8 @@ public final class RecordJSONEncoder {
             state.finish()
         }
         state.reset()
-        if try state.appendScalar(value, path: []) {
-            return Data(state.arena)
+        if let scalar = try state.scalar(value, path: []) {
+            return state.serialize(scalar)
         }
         let root = state.makeNode()
         let core = encoder
@@ -71,57 +71,53 @@ public final class RecordJSONEncoder {
             throw EncodingError.invalidValue(value, EncodingError.Context(
                 codingPath: [], debugDescription: "Top-level \(T.self) did not encode any values."))
         }
-        state.write(root)
-        return Data(state.output)
+        return state.serialize(.node(root))
     }
 }
 
 extension EncodingState {
-    /// Writes `value` to the arena when it is one of the types with a fixed JSON form, and
-    /// returns false (writing nothing) for any other type.
-    func appendScalar<T: Encodable>(_ value: T, path: @autoclosure () -> [any CodingKey]) throws -> Bool {
+    /// The value when it is one of the types with a fixed JSON form, else nil.
+    func scalar<T: Encodable>(_ value: T, path: @autoclosure () -> [any CodingKey]) throws -> EncodedValue? {
         if T.self == String.self {
-            JSONWriter.appendString(unsafeBitCast(value, to: String.self), to: &arena)
+            return .string(unsafeBitCast(value, to: String.self))
         } else if T.self == Int.self {
-            JSONWriter.appendInteger(unsafeBitCast(value, to: Int.self), to: &arena)
+            return .signed(Int64(unsafeBitCast(value, to: Int.self)))
         } else if T.self == Double.self {
-            try appendDouble(unsafeBitCast(value, to: Double.self), path: path())
+            return try Self.double(unsafeBitCast(value, to: Double.self), path: path())
         } else if T.self == Bool.self {
-            JSONWriter.appendASCII(unsafeBitCast(value, to: Bool.self) ? "true" : "false", to: &arena)
+            return .bool(unsafeBitCast(value, to: Bool.self))
         } else if T.self == Date.self {
-            try appendDouble(unsafeBitCast(value, to: Date.self).timeIntervalSinceReferenceDate, path: path())
+            return try Self.double(unsafeBitCast(value, to: Date.self).timeIntervalSinceReferenceDate, path: path())
         } else if T.self == Data.self {
-            JSONWriter.appendString(unsafeBitCast(value, to: Data.self).base64EncodedString(), to: &arena)
+            return .string(unsafeBitCast(value, to: Data.self).base64EncodedString())
         } else if T.self == Decimal.self {
-            JSONWriter.appendDecimal(unsafeBitCast(value, to: Decimal.self), to: &arena)
+            return .decimal(unsafeBitCast(value, to: Decimal.self))
         } else if T.self == URL.self {
-            JSONWriter.appendString(unsafeBitCast(value, to: URL.self).absoluteString, to: &arena)
+            return .string(unsafeBitCast(value, to: URL.self).absoluteString)
         } else if T.self == UUID.self {
-            JSONWriter.appendString(unsafeBitCast(value, to: UUID.self).uuidString, to: &arena)
+            return .string(unsafeBitCast(value, to: UUID.self).uuidString)
         } else if T.self == Float.self {
-            try appendFloat(unsafeBitCast(value, to: Float.self), path: path())
+            return try Self.float(unsafeBitCast(value, to: Float.self), path: path())
         } else if T.self == Int64.self {
-            JSONWriter.appendInteger(unsafeBitCast(value, to: Int64.self), to: &arena)
+            return .signed(unsafeBitCast(value, to: Int64.self))
         } else if T.self == Int32.self {
-            JSONWriter.appendInteger(unsafeBitCast(value, to: Int32.self), to: &arena)
+            return .signed(Int64(unsafeBitCast(value, to: Int32.self)))
         } else if T.self == UInt64.self {
-            JSONWriter.appendInteger(unsafeBitCast(value, to: UInt64.self), to: &arena)
+            return .unsigned(unsafeBitCast(value, to: UInt64.self))
         } else if T.self == UInt.self {
-            JSONWriter.appendInteger(unsafeBitCast(value, to: UInt.self), to: &arena)
-        } else {
-            return false
+            return .unsigned(UInt64(unsafeBitCast(value, to: UInt.self)))
         }
-        return true
+        return nil
     }
 
-    func appendDouble(_ value: Double, path: @autoclosure () -> [any CodingKey]) throws {
-        guard value.isFinite else { throw Self.nonConforming(value, path()) }
-        JSONWriter.appendDouble(value, to: &arena)
+    static func double(_ value: Double, path: @autoclosure () -> [any CodingKey]) throws -> EncodedValue {
+        guard value.isFinite else { throw nonConforming(value, path()) }
+        return .double(value)
     }
 
-    func appendFloat(_ value: Float, path: @autoclosure () -> [any CodingKey]) throws {
-        guard value.isFinite else { throw Self.nonConforming(value, path()) }
-        JSONWriter.appendFloat(value, to: &arena)
+    static func float(_ value: Float, path: @autoclosure () -> [any CodingKey]) throws -> EncodedValue {
+        guard value.isFinite else { throw nonConforming(value, path()) }
+        return .float(value)
     }
 
     static func nonConforming<F: FloatingPoint>(_ value: F, _ path: [any CodingKey]) -> EncodingError {
@@ -129,14 +125,14 @@ extension EncodingState {
             codingPath: path, debugDescription: "Unable to encode \(F.self).\(value) directly in JSON."))
     }
 
-    /// Encodes `value` as a member or element: scalars to the arena, anything else into a
-    /// new node through `core`, with `keys` appended to the coding path meanwhile.
+    /// Encodes `value` as a member or element: scalars as they are, anything else into a
+    /// new node through `core`, with the container's keys and `key` on the coding path
+    /// meanwhile.
     func encodeValue<T: Encodable>(
         _ value: T, core: RecordEncoderCore, depth: Int, extra: [any CodingKey], key: (any CodingKey)?
     ) throws -> EncodedValue {
-        let start = arena.count
-        if try appendScalar(value, path: self.path(depth: depth, extra: extra, key: key)) {
-            return .bytes(start: start, end: arena.count)
+        if let scalar = try scalar(value, path: self.path(depth: depth, extra: extra, key: key)) {
+            return scalar
         }
         let child = makeNode()
         let savedNode = core.node, savedDepth = core.depth, savedExtra = core.extra
@@ -153,7 +149,6 @@ extension EncodingState {
             path.removeLast(path.count - savedCount)
         }
         try value.encode(to: core)
-        if child.kind == .scalar { return .bytes(start: child.scalarStart, end: child.scalarEnd) }
         return .node(child)
     }
 

@@ -1,18 +1,17 @@
 import Foundation
 
-/// One JSON value under construction: an object, an array, or finished scalar bytes.
+/// One JSON value under construction: an object, an array, or a scalar.
 ///
 /// Nodes are pooled per encoder and reused across records. Containers remember the state's
 /// `generation`, which changes when an encode ends, so a container kept past the end of
 /// `encode(_:)` is detected instead of writing into another record.
 final class EncodingNode {
-    enum Kind: UInt8 { case empty, object, array, scalar, invalid }
+    enum Kind: UInt8 { case empty, object, array, scalar }
 
     var kind = Kind.empty
-    var keys: [String] = []
-    var values: [EncodedValue] = []
-    var scalarStart = 0
-    var scalarEnd = 0
+    /// Object members (in encoding order) or array elements (with empty keys).
+    var members: [EncodingMember] = []
+    var scalar = EncodedValue.null
     /// The key order of the last object written from this node, reused when the next record
     /// has the same keys (the common case for a bulk save of one type).
     var cachedKeys: [String] = []
@@ -20,21 +19,34 @@ final class EncodingNode {
 
     func reset() {
         kind = .empty
-        keys.removeAll(keepingCapacity: true)
-        values.removeAll(keepingCapacity: true)
+        members.removeAll(keepingCapacity: true)
     }
 }
 
-/// A member or element: bytes already written to the arena, or a nested node.
+struct EncodingMember {
+    var key: String
+    var value: EncodedValue
+}
+
+/// A member, element or single value: a scalar kept as its Swift value until the tree is
+/// written, or a nested node.
 enum EncodedValue {
-    case bytes(start: Int, end: Int)
+    case null
+    case bool(Bool)
+    case string(String)
+    case signed(Int64)
+    case unsigned(UInt64)
+    /// Finite (checked when it was encoded).
+    case double(Double)
+    /// Finite (checked when it was encoded).
+    case float(Float)
+    case decimal(Decimal)
     case node(EncodingNode)
 }
 
-/// What one `RecordJSONEncoder` keeps between records: the scalar arena, the output buffer
-/// and the node pool, plus the coding path of the value being encoded.
+/// What one `RecordJSONEncoder` keeps between records: the output buffer and the node pool,
+/// plus the coding path of the value being encoded.
 final class EncodingState {
-    var arena: [UInt8] = []
     var output: [UInt8] = []
     private var pool: [EncodingNode] = []
     private var poolUsed = 0
@@ -54,8 +66,6 @@ final class EncodingState {
     func reset() {
         generation &+= 1
         poolUsed = 0
-        arena.removeAll(keepingCapacity: true)
-        output.removeAll(keepingCapacity: true)
         path.removeAll(keepingCapacity: true)
         unsupported = false
     }
@@ -73,52 +83,74 @@ final class EncodingState {
         return node
     }
 
-    /// Writes the finished tree to `output`.
-    func write(_ node: EncodingNode) {
+    /// The JSON text of `value`, written into the reused output buffer.
+    func serialize(_ value: EncodedValue) -> Data {
+        var out: [UInt8] = []
+        swap(&out, &output)  // write to a local: no exclusivity checks per byte
+        out.removeAll(keepingCapacity: true)
+        Self.write(value, to: &out)
+        let data = Data(out)
+        swap(&out, &output)
+        return data
+    }
+
+    static func write(_ value: EncodedValue, to out: inout [UInt8]) {
+        switch value {
+        case .null: JSONWriter.appendASCII("null", to: &out)
+        case .bool(let flag): JSONWriter.appendASCII(flag ? "true" : "false", to: &out)
+        case .string(let string): JSONWriter.appendString(string, to: &out)
+        case .signed(let integer): JSONWriter.appendInt64(integer, to: &out)
+        case .unsigned(let integer): JSONWriter.appendUInt64(integer, to: &out)
+        case .double(let double): JSONWriter.appendDouble(double, to: &out)
+        case .float(let float): JSONWriter.appendFloat(float, to: &out)
+        case .decimal(let decimal): JSONWriter.appendDecimal(decimal, to: &out)
+        case .node(let node): write(node, to: &out)
+        }
+    }
+
+    private static func write(_ node: EncodingNode, to out: inout [UInt8]) {
         switch node.kind {
         case .scalar:
-            appendArena(node.scalarStart, node.scalarEnd)
-        case .empty, .invalid:
+            write(node.scalar, to: &out)
+        case .empty:
             // A nested value that encoded nothing is `{}`, as in Foundation.
-            JSONWriter.appendASCII("{}", to: &output)
+            JSONWriter.appendASCII("{}", to: &out)
         case .array:
-            output.append(UInt8(ascii: "["))
-            for (position, value) in node.values.enumerated() {
-                if position > 0 { output.append(UInt8(ascii: ",")) }
-                write(value)
+            out.append(UInt8(ascii: "["))
+            let members = node.members
+            for index in members.indices {
+                if index > 0 { out.append(UInt8(ascii: ",")) }
+                write(members[index].value, to: &out)
             }
-            output.append(UInt8(ascii: "]"))
+            out.append(UInt8(ascii: "]"))
         case .object:
-            output.append(UInt8(ascii: "{"))
-            let order = sortedOrder(of: node)
+            out.append(UInt8(ascii: "{"))
+            let members = node.members
             var first = true
-            for index in order {
-                if !first { output.append(UInt8(ascii: ",")) }
+            for index in sortedOrder(of: node) {
+                if !first { out.append(UInt8(ascii: ",")) }
                 first = false
-                JSONWriter.appendString(node.keys[index], to: &output)
-                output.append(UInt8(ascii: ":"))
-                write(node.values[index])
+                JSONWriter.appendString(members[index].key, to: &out)
+                out.append(UInt8(ascii: ":"))
+                write(members[index].value, to: &out)
             }
-            output.append(UInt8(ascii: "}"))
+            out.append(UInt8(ascii: "}"))
         }
-    }
-
-    private func write(_ value: EncodedValue) {
-        switch value {
-        case .bytes(let start, let end): appendArena(start, end)
-        case .node(let child): write(child)
-        }
-    }
-
-    @inline(__always)
-    private func appendArena(_ start: Int, _ end: Int) {
-        arena.withUnsafeBufferPointer { output.append(contentsOf: UnsafeBufferPointer(rebasing: $0[start..<end])) }
     }
 
     /// Member indexes in UTF-8 key order; of a key encoded twice, the later value wins.
-    private func sortedOrder(of node: EncodingNode) -> [Int] {
-        if node.keys == node.cachedKeys { return node.cachedOrder }
-        let keys = node.keys
+    private static func sortedOrder(of node: EncodingNode) -> [Int] {
+        let members = node.members
+        let cachedKeys = node.cachedKeys
+        if members.count == cachedKeys.count {
+            var same = true
+            for index in members.indices where members[index].key != cachedKeys[index] {
+                same = false
+                break
+            }
+            if same { return node.cachedOrder }
+        }
+        let keys = members.map(\.key)
         var order = Array(keys.indices)
         if order.count <= 16 {
             // Insertion sort: few keys, and stable (equal keys keep their encoding order).

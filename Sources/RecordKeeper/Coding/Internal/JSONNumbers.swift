@@ -3,28 +3,45 @@ import Foundation
 /// Converts the text of JSON numbers (already validated by `JSONTapeParser`) to Swift numbers
 /// without making a `String` for the common forms.
 enum JSONNumbers {
-    /// An integer written without fraction or exponent, or nil when it does not fit in `T`.
-    static func integer<T: FixedWidthInteger>(_ bytes: UnsafeBufferPointer<UInt8>, as type: T.Type) -> T? {
-        var index = 0
+    /// An integer written without fraction or exponent, or nil when it does not fit.
+    static func int64(_ bytes: UnsafeBufferPointer<UInt8>) -> Int64? {
         let negative = bytes[0] == UInt8(ascii: "-")
-        if negative { index = 1 }
+        guard let magnitude = magnitude(bytes, from: negative ? 1 : 0) else { return nil }
+        if negative {
+            guard magnitude <= UInt64(Int64.max) + 1 else { return nil }
+            return Int64(truncatingIfNeeded: 0 &- magnitude)
+        }
+        guard magnitude <= UInt64(Int64.max) else { return nil }
+        return Int64(magnitude)
+    }
+
+    /// An unsigned integer written without fraction or exponent ("-0" is 0), or nil.
+    static func uint64(_ bytes: UnsafeBufferPointer<UInt8>) -> UInt64? {
+        let negative = bytes[0] == UInt8(ascii: "-")
+        guard let magnitude = magnitude(bytes, from: negative ? 1 : 0) else { return nil }
+        if negative && magnitude != 0 { return nil }
+        return magnitude
+    }
+
+    @inline(__always)
+    private static func magnitude(_ bytes: UnsafeBufferPointer<UInt8>, from start: Int) -> UInt64? {
         var magnitude: UInt64 = 0
+        var index = start
+        if bytes.count - start <= 19 {  // cannot overflow
+            while index < bytes.count {
+                magnitude = magnitude &* 10 &+ UInt64(bytes[index] &- UInt8(ascii: "0"))
+                index += 1
+            }
+            return magnitude
+        }
         while index < bytes.count {
-            let digit = UInt64(bytes[index] &- UInt8(ascii: "0"))
             let (times, overflow1) = magnitude.multipliedReportingOverflow(by: 10)
-            let (sum, overflow2) = times.addingReportingOverflow(digit)
-            if overflow1 || overflow2 { return T.bitWidth > 64 ? T(String(decoding: bytes, as: UTF8.self)) : nil }
+            let (sum, overflow2) = times.addingReportingOverflow(UInt64(bytes[index] &- UInt8(ascii: "0")))
+            if overflow1 || overflow2 { return nil }
             magnitude = sum
             index += 1
         }
-        if T.bitWidth > 64 { return T(String(decoding: bytes, as: UTF8.self)) }
-        if negative {
-            if magnitude == 0 { return 0 }
-            guard T.isSigned, magnitude <= UInt64(T.min.magnitude) else { return nil }
-            return T(truncatingIfNeeded: 0 &- magnitude)
-        }
-        guard magnitude <= UInt64(T.max) else { return nil }
-        return T(truncatingIfNeeded: magnitude)
+        return magnitude
     }
 
     /// 1e0…1e22, each exact (built by multiplying, which stays exact up to 1e22).

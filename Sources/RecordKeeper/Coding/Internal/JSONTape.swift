@@ -159,6 +159,7 @@ struct JSONTapeParser {
         let start = index
         var escaped = false
         while true {
+            skipPlainBytes()
             guard index < bytes.count else { throw JSONSyntaxError(offset: start - 1, reason: "unterminated string") }
             let byte = bytes[index]
             if byte == UInt8(ascii: "\"") { break }
@@ -175,6 +176,30 @@ struct JSONTapeParser {
         }
         append(.string, flag: escaped, start: start, end: index)
         index += 1  // closing quote
+    }
+
+    /// Skips string bytes that need no attention (printable ASCII other than `"` and `\`),
+    /// eight at a time where it can.
+    @inline(__always)
+    private mutating func skipPlainBytes() {
+        guard let base = bytes.baseAddress else { return }
+        let count = bytes.count
+        while index + 8 <= count {
+            let word = UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self)
+            let ones: UInt64 = 0x0101_0101_0101_0101
+            let highs: UInt64 = 0x8080_8080_8080_8080
+            // A byte is special if it is below 0x20, 0x80 or above, '"' (0x22) or '\\' (0x5C).
+            let control = (word &- ones &* 0x20) & ~word
+            let quote = ((word ^ (ones &* 0x22)) &- ones) & ~(word ^ (ones &* 0x22))
+            let backslash = ((word ^ (ones &* 0x5C)) &- ones) & ~(word ^ (ones &* 0x5C))
+            if (control | quote | backslash | word) & highs != 0 { break }
+            index += 8
+        }
+        while index < count {
+            let byte = base[index]
+            if byte < 0x20 || byte >= 0x80 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { return }
+            index += 1
+        }
     }
 
     private mutating func escape() throws(JSONSyntaxError) {

@@ -15,13 +15,13 @@ enum JSONWriter {
         out.append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
     }
 
-    static func appendInteger<T: FixedWidthInteger>(_ value: T, to out: inout [UInt8]) {
-        if T.bitWidth > 64 {
-            out.append(contentsOf: value.description.utf8)
-            return
-        }
-        var magnitude = UInt64(truncatingIfNeeded: value.magnitude)
+    static func appendInt64(_ value: Int64, to out: inout [UInt8]) {
         if value < 0 { out.append(UInt8(ascii: "-")) }
+        appendUInt64(value.magnitude, to: &out)
+    }
+
+    static func appendUInt64(_ value: UInt64, to out: inout [UInt8]) {
+        var magnitude = value
         if magnitude < 10 {
             out.append(UInt8(truncatingIfNeeded: magnitude) &+ 0x30)
             return
@@ -46,7 +46,7 @@ enum JSONWriter {
                 if value.sign == .minus { out.append(UInt8(ascii: "-")) }
                 out.append(UInt8(ascii: "0"))
             } else {
-                appendInteger(Int64(value), to: &out)
+                appendInt64(Int64(value), to: &out)
             }
             return
         }
@@ -86,11 +86,9 @@ enum JSONWriter {
         var index = 0
         let count = bytes.count
         while index < count {
+            index = firstSpecial(in: bytes, from: index)
+            guard index < count else { break }
             let byte = bytes[index]
-            if byte >= 0x20 && byte != UInt8(ascii: "\"") && byte != UInt8(ascii: "\\") {
-                index += 1
-                continue
-            }
             if runStart < index { out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<index])) }
             out.append(UInt8(ascii: "\\"))
             switch byte {
@@ -111,6 +109,34 @@ enum JSONWriter {
         }
         if runStart < count { out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<count])) }
         out.append(UInt8(ascii: "\""))
+    }
+
+    /// The index of the first byte at or after `start` that must be escaped (below 0x20, `"`
+    /// or `\`), or `bytes.count`; eight bytes at a time where it can.
+    @inline(__always)
+    static func firstSpecial(in bytes: UnsafeBufferPointer<UInt8>, from start: Int) -> Int {
+        var index = start
+        let count = bytes.count
+        if let base = bytes.baseAddress {
+            let ones: UInt64 = 0x0101_0101_0101_0101
+            let highs: UInt64 = 0x8080_8080_8080_8080
+            while index + 8 <= count {
+                let word = UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self)
+                // Bytes of 0x80 and above are never special; the tests below are exact for
+                // the others, so a match only makes the byte loop look closer.
+                let control = (word &- ones &* 0x20) & ~word
+                let quote = ((word ^ (ones &* 0x22)) &- ones) & ~(word ^ (ones &* 0x22))
+                let backslash = ((word ^ (ones &* 0x5C)) &- ones) & ~(word ^ (ones &* 0x5C))
+                if (control | quote | backslash) & highs != 0 { break }
+                index += 8
+            }
+        }
+        while index < count {
+            let byte = bytes[index]
+            if byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { return index }
+            index += 1
+        }
+        return index
     }
 
     /// Whether `a` sorts before `b` in UTF-8 byte order (the order of Foundation's

@@ -102,6 +102,7 @@ final class RecordDecoderCore: Decoder {
     func keyMatches(_ value: TapeEntry, _ key: String) -> Bool {
         if value.flag { return stringValue(value) == key }
         let raw = text(value)
+        guard key.utf8.count == raw.count else { return false }
         let result: Bool? = key.utf8.withContiguousStorageIfAvailable { keyBytes in
             keyBytes.count == raw.count && (raw.isEmpty || memcmp(keyBytes.baseAddress!, raw.baseAddress!, raw.count) == 0)
         }
@@ -163,13 +164,33 @@ final class RecordDecoderCore: Decoder {
             debugDescription: "Number \(String(decoding: raw, as: UTF8.self)) does not fit in \(type)."))
     }
 
+    /// The types with a fixed JSON form, decoded without `init(from:)`.
+    enum ScalarKind { case none, string, int, double, bool, date, data, decimal, url, float, int64, uint64 }
+
+    @inline(__always)
+    static func scalarKind<T>(_ type: T.Type) -> ScalarKind {
+        if T.self == String.self { return .string }
+        if T.self == Int.self { return .int }
+        if T.self == Double.self { return .double }
+        if T.self == Bool.self { return .bool }
+        if T.self == Date.self { return .date }
+        if T.self == Data.self { return .data }
+        if T.self == Decimal.self { return .decimal }
+        if T.self == URL.self { return .url }
+        if T.self == Float.self { return .float }
+        if T.self == Int64.self { return .int64 }
+        if T.self == UInt64.self { return .uint64 }
+        return .none
+    }
+
     /// Decodes a member, element or the top-level value: the types with a fixed JSON form
     /// directly, any other through `init(from:)` with this decoder pointed at `entry`.
     func decodeValue<T: Decodable>(
         _ type: T.Type, at entry: Int, depth: Int, extra: [any CodingKey], key: (any CodingKey)?
     ) throws -> T {
-        if let value = try decodeScalar(type, at: entry, path: self.state.path(depth: depth, extra: extra, key: key)) {
-            return value
+        let kind = Self.scalarKind(T.self)
+        if kind != .none {
+            return try decodeScalar(kind, as: T.self, at: entry, path: self.state.path(depth: depth, extra: extra, key: key))
         }
         let savedIndex = index, savedDepth = self.depth, savedExtra = self.extra
         let savedCount = state.path.count
@@ -187,45 +208,47 @@ final class RecordDecoderCore: Decoder {
         return try T(from: self)
     }
 
-    /// The value when `T` is one of the types with a fixed JSON form, else nil.
-    func decodeScalar<T: Decodable>(_ type: T.Type, at entry: Int, path: @autoclosure () -> [any CodingKey]) throws -> T? {
-        if T.self == String.self {
+    /// The value of a type with a fixed JSON form (`kind` is `scalarKind(T.self)`).
+    func decodeScalar<T>(_ kind: ScalarKind, as type: T.Type, at entry: Int, path: @autoclosure () -> [any CodingKey]) throws -> T {
+        switch kind {
+        case .string:
             return unsafeBitCast(try string(at: entry, path: path()), to: T.self)
-        } else if T.self == Int.self {
+        case .int:
             return unsafeBitCast(try int(at: entry, path: path()), to: T.self)
-        } else if T.self == Double.self {
+        case .double:
             return unsafeBitCast(try double(at: entry, path: path()), to: T.self)
-        } else if T.self == Bool.self {
+        case .bool:
             return unsafeBitCast(try bool(at: entry, path: path()), to: T.self)
-        } else if T.self == Date.self {
+        case .date:
             let seconds = try double(at: entry, path: path())
             return unsafeBitCast(Date(timeIntervalSinceReferenceDate: seconds), to: T.self)
-        } else if T.self == Data.self {
+        case .data:
             let text = try string(at: entry, path: path())
             guard let data = Data(base64Encoded: text) else {
                 throw DecodingError.dataCorrupted(DecodingError.Context(
                     codingPath: path(), debugDescription: "Encountered Data is not valid Base64."))
             }
             return unsafeBitCast(data, to: T.self)
-        } else if T.self == Decimal.self {
+        case .decimal:
             let value = tape[entry]
             guard value.kind == .number else { throw mismatch(Decimal.self, value.kind, path()) }
             guard let decimal = JSONNumbers.decimal(text(value)) else { throw notRepresentable(text(value), Decimal.self, path()) }
             return unsafeBitCast(decimal, to: T.self)
-        } else if T.self == URL.self {
+        case .url:
             let text = try string(at: entry, path: path())
             guard let url = URL(string: text) else {
                 throw DecodingError.dataCorrupted(DecodingError.Context(codingPath: path(), debugDescription: "Invalid URL string."))
             }
             return unsafeBitCast(url, to: T.self)
-        } else if T.self == Float.self {
+        case .float:
             return unsafeBitCast(try float(at: entry, path: path()), to: T.self)
-        } else if T.self == Int64.self {
+        case .int64:
             return unsafeBitCast(try integer(Int64.self, at: entry, path: path()), to: T.self)
-        } else if T.self == UInt64.self {
+        case .uint64:
             return unsafeBitCast(try integer(UInt64.self, at: entry, path: path()), to: T.self)
+        case .none:
+            preconditionFailure("decodeScalar is only called for scalar kinds")
         }
-        return nil
     }
 }
 

@@ -123,8 +123,18 @@ public protocol RecordKeyConvertible {
 
 /// The key rule described on ``RecordKeyConvertible``.
 enum RecordKeys {
+    /// Whether an app conformed these ID types to `RecordKeyConvertible` (checked once).
+    private static let customString = String.self is any RecordKeyConvertible.Type
+    private static let customUUID = UUID.self is any RecordKeyConvertible.Type
+    private static let customInt = Int.self is any RecordKeyConvertible.Type
+
     /// The record key of `id`.
     static func key<ID: Encodable>(for id: ID) throws -> String {
+        // The common ID types first, without a protocol-conformance lookup per call (the
+        // rule is the same: these types are not RecordKeyConvertible unless an app made them so).
+        if ID.self == String.self, !Self.customString { return unsafeBitCast(id, to: String.self) }
+        if ID.self == UUID.self, !Self.customUUID { return unsafeBitCast(id, to: UUID.self).uuidString }
+        if ID.self == Int.self, !Self.customInt { return String(unsafeBitCast(id, to: Int.self)) }
         if let custom = id as? any RecordKeyConvertible { return custom.recordKey }
         if let uuid = id as? UUID { return uuid.uuidString }
         if let lossless = id as? any LosslessStringConvertible { return lossless.description }

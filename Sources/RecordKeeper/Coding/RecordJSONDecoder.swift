@@ -59,8 +59,9 @@ public final class RecordJSONDecoder {
     }
 
     private func decode<T: Decodable>(_ type: T.Type, bytes: UnsafeBufferPointer<UInt8>) throws -> T {
-        var parser = JSONTapeParser(bytes: bytes, reusing: state.tape)
-        state.tape = []
+        var parser = JSONTapeParser(bytes: bytes)
+        swap(&parser.tape, &state.tape)  // move: the parser owns the buffer uniquely and reuses it
+        parser.tape.removeAll(keepingCapacity: true)
         do {
             try parser.parse()
         } catch {

@@ -37,10 +37,10 @@ struct JSONTapeParser {
     var tape: [TapeEntry]
     var index = 0
 
-    init(bytes: UnsafeBufferPointer<UInt8>, reusing tape: [TapeEntry]) {
+    /// A parser for `bytes`; give it a `tape` to reuse (its contents are replaced).
+    init(bytes: UnsafeBufferPointer<UInt8>) {
         self.bytes = bytes
-        self.tape = tape
-        self.tape.removeAll(keepingCapacity: true)
+        self.tape = []
     }
 
     mutating func parse() throws(JSONSyntaxError) {

@@ -126,13 +126,16 @@ public actor RecordRepository<Item> where Item: Codable & Identifiable & Equatab
         await takeTurn()
         defer { turns.release() }
         guard !items.isEmpty else { return }
-        var changes = RecordChanges()
+        var upserts: [String: Data] = [:]
+        upserts.reserveCapacity(items.count)  // no rehashing while a bulk save grows it
         for item in items {
             let key = try key(for: item.id)
-            changes[key] = try encode(item, key: key)
+            upserts[key] = try encode(item, key: key)
         }
+        let changes = RecordChanges(upserts: upserts)
         let written = try await store.apply(collection, changes: changes, expecting: expectations(for: changes, policy))
-        for key in changes.upserts.keys { versions[key] = written[key] }
+        versions.reserveCapacity(versions.count + upserts.count)
+        for key in upserts.keys { versions[key] = written[key] }
     }
 
     /// Removes the item with `id`, if stored.
@@ -193,6 +196,7 @@ public actor RecordRepository<Item> where Item: Codable & Identifiable & Equatab
     private func expectations(for changes: RecordChanges, _ policy: ConflictPolicy) -> [String: RecordVersion?] {
         guard policy == .fail else { return [:] }
         var expected: [String: RecordVersion?] = [:]
+        expected.reserveCapacity(changes.upserts.count + changes.removals.count)
         // `.some` keeps a nil version as "must not exist" instead of removing the entry.
         for key in changes.upserts.keys { expected[key] = .some(versions[key]) }
         for key in changes.removals { expected[key] = .some(versions[key]) }

@@ -67,6 +67,28 @@ import Testing
         try check(wide)
     }
 
+    @Test func `a reused encoder sorts canonically equivalent but different keys by their own bytes`() throws {
+        struct Pair: Encodable {
+            var first: String
+            var second: String
+            struct Key: CodingKey {
+                var stringValue: String
+                var intValue: Int? { nil }
+                init(stringValue: String) { self.stringValue = stringValue }
+                init?(intValue: Int) { return nil }
+            }
+            func encode(to encoder: any Encoder) throws {
+                var container = encoder.container(keyedBy: Key.self)
+                try container.encode(1, forKey: Key(stringValue: first))
+                try container.encode(2, forKey: Key(stringValue: second))
+            }
+        }
+        let encoder = RecordJSONEncoder()
+        for pair in [Pair(first: "\u{e9}", second: "f"), Pair(first: "e\u{301}", second: "f"), Pair(first: "\u{e9}", second: "f")] {
+            #expect(try encoder.encode(pair) == (try RecordCoding.makeEncoder().encode(pair)))
+        }
+    }
+
     @Test func `enums, optionals and nested containers match Foundation's structure`() throws {
         try check([Shape.point, .circle(radius: 2), .rectangle(1, 2), .labelled("x", inner: nil), .labelled("y", inner: Address(street: "s", city: "c", zip: nil))])
         try check([Status.draft, .archived])

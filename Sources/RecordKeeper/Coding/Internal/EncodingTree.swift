@@ -144,7 +144,8 @@ final class EncodingState {
         let cachedKeys = node.cachedKeys
         if members.count == cachedKeys.count {
             var same = true
-            for index in members.indices where members[index].key != cachedKeys[index] {
+            // Byte equality, not `==`: canonically equivalent keys can sort differently.
+            for index in members.indices where !JSONWriter.sameUTF8(members[index].key, cachedKeys[index]) {
                 same = false
                 break
             }

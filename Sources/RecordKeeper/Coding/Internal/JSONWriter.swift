@@ -139,6 +139,18 @@ enum JSONWriter {
         return index
     }
 
+    /// Whether `a` and `b` have the same UTF-8 bytes (`==` compares canonical equivalence).
+    static func sameUTF8(_ a: String, _ b: String) -> Bool {
+        let fast: Bool?? = a.utf8.withContiguousStorageIfAvailable { left in
+            b.utf8.withContiguousStorageIfAvailable { right in
+                left.count == right.count
+                    && (left.isEmpty || memcmp(left.baseAddress!, right.baseAddress!, left.count) == 0)
+            }
+        }
+        if let fast, let result = fast { return result }
+        return a.utf8.elementsEqual(b.utf8)
+    }
+
     /// Whether `a` sorts before `b` in UTF-8 byte order (the order of Foundation's
     /// `.sortedKeys`, which equals Unicode scalar order and is not normalization-aware).
     static func utf8Precedes(_ a: String, _ b: String) -> Bool {

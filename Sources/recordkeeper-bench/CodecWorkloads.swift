@@ -1,9 +1,11 @@
 import Foundation
+import RecordKeeper
 
 /// C1: what the Codable layer costs, to judge whether a faster codec path is worth it.
 /// Encodes N items one by one (as a repository does per record) and decodes N payloads,
-/// with Foundation's JSONEncoder/JSONDecoder and with a hand-written codec specialised to
-/// `Item` that produces the same bytes.
+/// with Foundation's JSONEncoder/JSONDecoder, with the library's generic `RecordJSONEncoder`/
+/// `RecordJSONDecoder` (RecordCoding's default, one instance each reused as a repository does),
+/// and with a hand-written codec specialised to `Item` that produces the same bytes.
 extension BenchRunner {
     func runCodecCost() async throws {
         let n = options.n
@@ -21,6 +23,13 @@ extension BenchRunner {
                 throw BenchFailure("C1: the specialised decoder disagrees with JSONDecoder")
             }
         }
+        let recordEncoder = RecordJSONEncoder()
+        let recordDecoder = RecordJSONDecoder()
+        for (item, bytes) in zip(items, reference) {
+            guard try recordEncoder.encode(item) == bytes, try recordDecoder.decode(Item.self, from: bytes) == item else {
+                throw BenchFailure("C1: RecordJSONEncoder/Decoder disagree with Foundation for \(item.id)")
+            }
+        }
         let payloads = try items.map { try encoder.encode($0) }
 
         var samples: [String: [Double]] = [:]
@@ -31,6 +40,12 @@ extension BenchRunner {
             })
             samples["encode|specialised", default: []].append(measure {
                 for item in items { sink &+= ItemCodec.encode(item).count }
+            })
+            samples["encode|RecordJSON", default: []].append(try measure {
+                for item in items { sink &+= try recordEncoder.encode(item).count }
+            })
+            samples["decode|RecordJSON", default: []].append(try measure {
+                for data in payloads { sink &+= try recordDecoder.decode(Item.self, from: data).count }
             })
             samples["decode|Foundation JSON", default: []].append(try measure {
                 for data in payloads { sink &+= try decoder.decode(Item.self, from: data).count }

@@ -69,6 +69,7 @@ public struct DocumentRecords: Sendable {
     /// - Throws: ``RepositoryError`` (`invalidDocumentKey` or `unencodableValue`).
     public mutating func encode<T: Encodable>(_ values: [String: T], inGroup group: String) throws {
         try check(group, "group name")
+        let encoder = RecordJSONEncoder()  // one for the group: its buffers are reused
         for (name, value) in values {
             guard !name.isEmpty else {
                 throw RepositoryError(
@@ -76,7 +77,7 @@ public struct DocumentRecords: Sendable {
                     detail: "a record name in group \(RecordStoreError.quoted(group)) is empty")
             }
             let key = group + "/" + name
-            payloads[key] = try encode(value, key: key)
+            payloads[key] = try encode(value, key: key, encoder: encoder)
         }
     }
 
@@ -88,8 +89,9 @@ public struct DocumentRecords: Sendable {
         try check(group, "group name")
         let prefix = group + "/"
         var values: [String: T] = [:]
+        let decoder = RecordJSONDecoder()  // one for the group: its buffers are reused
         for (key, data) in payloads where key.hasPrefix(prefix) {
-            values[String(key.dropFirst(prefix.count))] = try decode(type, data, key: key)
+            values[String(key.dropFirst(prefix.count))] = try decode(type, data, key: key, decoder: decoder)
         }
         return values
     }
@@ -100,7 +102,7 @@ public struct DocumentRecords: Sendable {
     /// - Throws: ``RepositoryError`` (`invalidDocumentKey` or `unencodableValue`).
     public mutating func encode<T: Encodable>(_ value: T, forKey key: String) throws {
         try check(key, "key")
-        payloads[key] = try encode(value, key: key)
+        payloads[key] = try encode(value, key: key, encoder: RecordJSONEncoder())
     }
 
     /// The single record `key`, decoded, or nil when it is not stored.
@@ -108,7 +110,7 @@ public struct DocumentRecords: Sendable {
     public func decode<T: Decodable>(_ type: T.Type, forKey key: String) throws -> T? {
         try check(key, "key")
         guard let data = payloads[key] else { return nil }
-        return try decode(type, data, key: key)
+        return try decode(type, data, key: key, decoder: RecordJSONDecoder())
     }
 
     // MARK: Helpers
@@ -121,17 +123,17 @@ public struct DocumentRecords: Sendable {
         }
     }
 
-    private func encode<T: Encodable>(_ value: T, key: String) throws -> Data {
+    private func encode<T: Encodable>(_ value: T, key: String, encoder: RecordJSONEncoder) throws -> Data {
         do {
-            return try RecordCoding.encode(value)
+            return try encoder.encode(value)
         } catch {
             throw RepositoryError(code: .unencodableValue, collection: collection, key: key, underlying: error)
         }
     }
 
-    private func decode<T: Decodable>(_ type: T.Type, _ data: Data, key: String) throws -> T {
+    private func decode<T: Decodable>(_ type: T.Type, _ data: Data, key: String, decoder: RecordJSONDecoder) throws -> T {
         do {
-            return try RecordCoding.decode(type, from: data)
+            return try decoder.decode(type, from: data)
         } catch {
             throw RepositoryError(code: .undecodableRecord, collection: collection, key: key, underlying: error)
         }

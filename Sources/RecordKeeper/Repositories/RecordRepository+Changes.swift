@@ -41,11 +41,11 @@ extension RecordRepository {
     /// }
     /// ```
     public nonisolated func changes() async -> RepositoryChanges<Item> {
-        RepositoryChanges(records: await store.changes(in: collection), collection: collection)
+        RepositoryChanges(records: await store.changes(in: collection), collection: collection, coding: coding)
     }
 
     /// Decodes one record-level change; the first failure throws.
-    static func decode(_ change: RecordChanges, collection: String, decoder: JSONDecoder) throws -> RepositoryChange<Item> {
+    static func decode(_ change: RecordChanges, collection: String, decoder: PayloadCoder) throws -> RepositoryChange<Item> {
         let byKey: (String, String) -> Bool = { $0 < $1 }  // code-point order = UTF-8 byte order
         var result = RepositoryChange<Item>()
         for key in change.upserts.keys.sorted(by: byKey) {
@@ -75,16 +75,17 @@ where Item: Codable & Identifiable & Equatable & Sendable, Item.ID: Codable & Se
 
     let records: AsyncStream<RecordChanges>
     let collection: String
+    let coding: RecordCoding.Engine
 
     public func makeAsyncIterator() -> AsyncIterator {
-        AsyncIterator(base: records.makeAsyncIterator(), collection: collection)
+        AsyncIterator(base: records.makeAsyncIterator(), collection: collection, decoder: PayloadCoder(coding))
     }
 
     /// Reads the store's changes and decodes them, one transaction at a time.
     public struct AsyncIterator: AsyncIteratorProtocol {
         var base: AsyncStream<RecordChanges>.AsyncIterator
         let collection: String
-        let decoder = RecordCoding.makeDecoder()
+        let decoder: PayloadCoder
         var isFinished = false
 
         public mutating func next() async throws -> RepositoryChange<Item>? {

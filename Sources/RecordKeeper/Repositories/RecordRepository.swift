@@ -41,15 +41,22 @@ public actor RecordRepository<Item> where Item: Codable & Identifiable & Equatab
     /// here is expected to be absent.
     private var versions: [String: RecordVersion] = [:]
     private var turns = RepositoryTurns()
-    /// One encoder and decoder for the repository's life (``RecordCoding``'s settings): they
-    /// are used only on the actor.
-    private let encoder = RecordCoding.makeEncoder()
-    private let decoder = RecordCoding.makeDecoder()
+    /// Which coders read and write the payloads (both write the same bytes).
+    public nonisolated let coding: RecordCoding.Engine
+    /// One encoder and decoder for the repository's life, reusing their buffers across
+    /// records: they are used only on the actor.
+    private let coder: PayloadCoder
 
     /// Creates a repository for `collection` in `store`. Does no I/O.
-    public init(store: RecordStore, collection: String) {
+    ///
+    /// `coding` chooses the payload coders: ``RecordCoding/Engine/recordJSON`` (the default,
+    /// fast) or ``RecordCoding/Engine/foundation`` (Foundation's, for types whose `Codable`
+    /// code needs it). Both read and write the same bytes, so a collection can switch freely.
+    public init(store: RecordStore, collection: String, coding: RecordCoding.Engine = .recordJSON) {
         self.store = store
         self.collection = collection
+        self.coding = coding
+        self.coder = PayloadCoder(coding)
     }
 
     // MARK: Reading
@@ -75,7 +82,7 @@ public actor RecordRepository<Item> where Item: Codable & Identifiable & Equatab
         var newVersions: [String: RecordVersion] = [:]
         newVersions.reserveCapacity(records.count)
         for record in records {  // already in key order
-            items.append(try Self.decode(record.data, key: record.key, collection: collection, decoder: decoder))
+            items.append(try Self.decode(record.data, key: record.key, collection: collection, decoder: coder))
             newVersions[record.key] = record.version
         }
         versions = newVersions
@@ -93,7 +100,7 @@ public actor RecordRepository<Item> where Item: Codable & Identifiable & Equatab
             versions[key] = nil
             return nil
         }
-        let item = try Self.decode(record.data, key: record.key, collection: collection, decoder: decoder)
+        let item = try Self.decode(record.data, key: record.key, collection: collection, decoder: coder)
         versions[key] = record.version
         return item
     }
@@ -119,13 +126,16 @@ public actor RecordRepository<Item> where Item: Codable & Identifiable & Equatab
         await takeTurn()
         defer { turns.release() }
         guard !items.isEmpty else { return }
-        var changes = RecordChanges()
+        var upserts: [String: Data] = [:]
+        upserts.reserveCapacity(items.count)  // no rehashing while a bulk save grows it
         for item in items {
             let key = try key(for: item.id)
-            changes[key] = try encode(item, key: key)
+            upserts[key] = try encode(item, key: key)
         }
+        let changes = RecordChanges(upserts: upserts)
         let written = try await store.apply(collection, changes: changes, expecting: expectations(for: changes, policy))
-        for key in changes.upserts.keys { versions[key] = written[key] }
+        versions.reserveCapacity(versions.count + upserts.count)
+        for key in upserts.keys { versions[key] = written[key] }
     }
 
     /// Removes the item with `id`, if stored.
@@ -186,6 +196,7 @@ public actor RecordRepository<Item> where Item: Codable & Identifiable & Equatab
     private func expectations(for changes: RecordChanges, _ policy: ConflictPolicy) -> [String: RecordVersion?] {
         guard policy == .fail else { return [:] }
         var expected: [String: RecordVersion?] = [:]
+        expected.reserveCapacity(changes.upserts.count + changes.removals.count)
         // `.some` keeps a nil version as "must not exist" instead of removing the entry.
         for key in changes.upserts.keys { expected[key] = .some(versions[key]) }
         for key in changes.removals { expected[key] = .some(versions[key]) }
@@ -204,14 +215,14 @@ public actor RecordRepository<Item> where Item: Codable & Identifiable & Equatab
 
     private func encode(_ item: Item, key: String) throws -> Data {
         do {
-            return try encoder.encode(item)
+            return try coder.encode(item)
         } catch {
             throw RepositoryError(code: .unencodableValue, collection: collection, key: key, underlying: error)
         }
     }
 
     /// Decodes one record and checks that its item's ID gives the key it is stored under.
-    static func decode(_ data: Data, key: String, collection: String, decoder: JSONDecoder) throws -> Item {
+    static func decode(_ data: Data, key: String, collection: String, decoder: PayloadCoder) throws -> Item {
         let item: Item
         do {
             item = try decoder.decode(Item.self, from: data)

@@ -109,10 +109,12 @@ public actor RecordRepository<Item> where Item: Codable & Identifiable & Equatab
     public func load() async throws -> [Item] {
         await takeTurn()
         defer { turns.release() }
-        guard let records = try await currentRecords() else {
-            versions = [:]
-            return []
-        }
+        return try remember(try await currentRecords() ?? [])
+    }
+
+    /// Decodes every record (in key order) and makes their versions the base of later saves;
+    /// the first record that does not decode throws, and nothing is remembered.
+    func remember(_ records: [StoredRecord]) throws -> [Item] {
         var items: [Item] = []
         items.reserveCapacity(records.count)
         var newVersions: [String: RecordVersion] = [:]

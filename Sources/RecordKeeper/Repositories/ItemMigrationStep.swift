@@ -145,14 +145,13 @@ struct ItemMigrator: Sendable {
             }
             do {
                 upserts[record.key] = try finish(data, record.key)
-            } catch {
+            } catch let error as RepositoryError {
+                // The item's own decode error (undecodable, or stored under another ID's key).
+                let problem = error.code == .keyMismatch ? "is stored under a key its ID does not give" : "does not decode"
                 throw RepositoryError(
                     code: .migrationFailed, collection: collection, key: record.key,
-                    underlying: (error as? RepositoryError)?.underlying ?? error, itemVersion: found,
-                    detail: "the item migrated to version \(currentVersion) "
-                        + ((error as? RepositoryError)?.code == .keyMismatch
-                            ? "gives another key (\((error as? RepositoryError)?.detail ?? ""))" : "does not decode")
-                        + "; nothing was changed")
+                    underlying: error.underlying ?? error, itemVersion: found,
+                    detail: "the item migrated to version \(currentVersion) \(problem); nothing was changed")
             }
         }
         try transaction.apply(collection, changes: RecordChanges(upserts: upserts))

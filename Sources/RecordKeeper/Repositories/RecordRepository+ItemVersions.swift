@@ -24,14 +24,10 @@ extension RecordRepository {
     /// One record, after migrating the collection if it holds older items.
     func currentRecord(_ key: String) async throws -> StoredRecord? {
         for attempt in 0..<2 {
-            let (state, record) = try await store.readWithItemVersion(
-                collection, operation: "record", inline: true
-            ) { engine, name in
-                try engine.record(name, key: try RecordNames.key(key, collection: name, operation: "record"))
-            }
+            let (state, record) = try await store.recordWithItemVersion(collection, key: key)
             if try !migrator.needsMigration(state) || attempt == 1 {
                 isPrepared = true
-                return record ?? nil
+                return record
             }
             try await migrate()
         }

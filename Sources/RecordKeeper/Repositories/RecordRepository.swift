@@ -101,11 +101,14 @@ public actor RecordRepository<Item> where Item: Codable & Identifiable & Equatab
     /// when the collection was never established.
     ///
     /// Remembers every record's version as the base of later saves, and forgets keys that are
-    /// no longer stored.
+    /// no longer stored. Migrates the collection first if it holds items of an older item
+    /// version (see ``init(store:collection:itemVersion:migrations:)``).
     /// - Throws: ``RepositoryError`` with code `undecodableRecord` (naming the key) when any
     ///   record does not decode, or `keyMismatch` when a record is stored under a key its
-    ///   item's ID does not give; never a shorter list. ``RecordStoreError`` when the store
-    ///   cannot be read.
+    ///   item's ID does not give; never a shorter list (``loadPartial()`` is the form that
+    ///   skips, naming what it skipped). `newerItemVersion`, `migrationFailed` or
+    ///   `missingMigrationStep` when the collection's item version is not this code's and cannot
+    ///   be made so; nothing was changed. ``RecordStoreError`` when the store cannot be read.
     public func load() async throws -> [Item] {
         await takeTurn()
         defer { turns.release() }
@@ -159,8 +162,8 @@ public actor RecordRepository<Item> where Item: Codable & Identifiable & Equatab
     /// exists, makes the whole save throw ``RecordConflict`` and write nothing. Items whose
     /// encoding is unchanged are not rewritten. If an ID appears twice, the later item wins.
     /// - Throws: ``RecordConflict``; ``RepositoryError`` (`unencodableValue`) before anything
-    ///   is written; ``RecordStoreError``. Nothing is written and nothing is confirmed when it
-    ///   throws.
+    ///   is written, or an item-version error as for ``load()``; ``RecordStoreError``. Nothing
+    ///   is written and nothing is confirmed when it throws.
     public func save(_ items: [Item], onConflict policy: ConflictPolicy = .fail) async throws {
         await takeTurn()
         defer { turns.release() }

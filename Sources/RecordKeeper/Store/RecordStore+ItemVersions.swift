@@ -53,6 +53,18 @@ extension RecordStore {
         }
     }
 
+    /// One record together with the collection's item version, read by one statement (so
+    /// both come from one state of the store). Runs inline when the store is open and idle.
+    nonisolated(nonsending) func recordWithItemVersion(
+        _ collection: String, key: String
+    ) async throws -> (itemVersion: StoredItemVersion, record: StoredRecord?) {
+        let name = try RecordNames.collection(collection, operation: "record")
+        let key = try RecordNames.key(key, collection: name, operation: "record")
+        return try await perform("record", collection: name, inline: true) { engine in
+            try engine.recordWithItemVersion(name, key: key)
+        }
+    }
+
     /// Like ``apply(_:changes:expecting:)``, after running `check` in the same transaction
     /// (repositories check and record their item version there). Small writes may run inline.
     @discardableResult
@@ -98,6 +110,26 @@ extension RecordEngine {
                 try statement.bind(name, at: 1)
                 guard try statement.step() else { return .absent }
                 return statement.isNull(at: 0) ? .unrecorded : .recorded(Int(statement.int64(at: 0)))
+            }
+        }
+    }
+
+    /// One record of `name` and the collection's item-version state, in one statement.
+    func recordWithItemVersion(_ name: String, key: String) throws -> (StoredItemVersion, StoredRecord?) {
+        try run(collection: name, key: key) {
+            try connection.withStatement(
+                """
+                SELECT c.item_version, r.payload, r.version FROM collections c
+                LEFT JOIN records r ON r.collection_id = c.id AND r.key = ?2 WHERE c.name = ?1
+                """
+            ) { statement in
+                try statement.bind(name, at: 1)
+                try statement.bind(key, at: 2)
+                guard try statement.step() else { return (.absent, nil) }
+                let state: StoredItemVersion =
+                    statement.isNull(at: 0) ? .unrecorded : .recorded(Int(statement.int64(at: 0)))
+                guard !statement.isNull(at: 2) else { return (state, nil) }
+                return (state, StoredRecord(key: key, data: statement.data(at: 1), version: RecordVersion(statement.int64(at: 2))))
             }
         }
     }

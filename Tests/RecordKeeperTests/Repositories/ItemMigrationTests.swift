@@ -220,7 +220,13 @@ import Testing
             let old = RecordRepository<BookV1>(store: store, collection: "books")
             try await old.save(ReadingApp.version1Books)
             _ = try await version2(store).load()
-            await #expect(throws: RepositoryError.self) { try await old.save(ReadingApp.version1Books[0]) }
+            let migrated = try await store.allRecords("books")
+            // `old` already checked the version before; its save checks again in its transaction.
+            let error = await #expect(throws: RepositoryError.self) {
+                try await old.save(ReadingApp.version1Books[0], onConflict: .overwrite)
+            }
+            #expect(error?.code == .newerItemVersion)
+            #expect(try await store.allRecords("books") == migrated)
         }
     }
 }

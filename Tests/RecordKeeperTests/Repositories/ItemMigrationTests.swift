@@ -215,6 +215,26 @@ import Testing
     }
 
     @Test(arguments: StoreKind.allCases)
+    func `two repositories opening the same old collection at once migrate it once`(kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ in
+            try await RecordRepository<BookV1>(store: store, collection: "books").save(ReadingApp.version1Books)
+            let runs = Counter()
+            let counted = ItemMigrationStep.data(from: 1) { data in
+                _ = runs.increment()
+                return try ReadingApp.stepFrom1.transform(data)
+            }
+            let first = version2(store, steps: [counted])
+            let second = version2(store, steps: [counted])
+            async let a = first.load()
+            async let b = second.load()
+            let (loadedA, loadedB) = try await (a, b)
+            #expect(loadedA == ReadingApp.migratedBooks)
+            #expect(loadedB == ReadingApp.migratedBooks)
+            #expect(runs.count == ReadingApp.version1Books.count, "each item went through the step once")
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
     func `a repository of the older version cannot save over migrated items`(kind: StoreKind) async throws {
         try await withStore(kind) { store, _ in
             let old = RecordRepository<BookV1>(store: store, collection: "books")

@@ -44,7 +44,9 @@ enum OutboxMode {
         func deliver(_ operation: OutboxOperation) async throws {
             if bracketed {
                 log.write("start \(operation.id.uuidString) \(getpid())")
-                try await Task.sleep(for: .milliseconds(2))
+                // Long enough (at least 300 ms for the test's 120 operations, 4 at a time) that
+                // the other process, started together, always gets some of them too.
+                try await Task.sleep(for: .milliseconds(10))
                 log.write("end \(operation.id.uuidString) \(getpid())")
             } else {
                 log.write("\(operation.id.uuidString) \(getpid())")

@@ -1,4 +1,6 @@
 import Foundation
+import RecordKeeper
+import RecordKeeperTestSupport
 import Testing
 
 /// `check` and `info`.
@@ -10,10 +12,31 @@ import Testing
             #expect(result.status == 0)
             let lines = result.outputLines
             #expect(lines.contains("integrity: ok"))
-            #expect(lines.contains("format version: 3"))  // the change log (docs/FORMAT.md)
+            #expect(lines.contains("format version: 4"))
             #expect(lines.contains("collections: 1"))
             #expect(lines.contains("records: 1"))
             #expect(lines.contains("payload bytes: 5"))
+        }
+    }
+
+    @Test func `check reports the item version stored for each repository collection`() async throws {
+        struct Book: Codable, Identifiable, Equatable, Sendable {
+            var id: String
+            var rating: Int
+        }
+        try await withTemporaryDirectory { (directory: URL) async throws in
+            let tool = ToolRunner(directory: directory)
+            let store = RecordStore(url: URL(fileURLWithPath: tool.storePath))
+            try await RecordRepository<Book>(store: store, collection: "books", itemVersion: 3, migrations: [])
+                .save(Book(id: "dune", rating: 5))
+            try await RecordRepository<Book>(store: store, collection: "shelf").save(Book(id: "a", rating: 1))
+            try await store.put("plain", key: "k", data: Data("1".utf8))
+            await store.close()
+
+            let result = try tool.runOnStore(["check"])
+            #expect(result.status == 0)
+            let versions = result.outputLines.filter { $0.hasPrefix("item version: ") }
+            #expect(versions == ["item version: books 3", "item version: shelf 1"])
         }
     }
 

@@ -42,11 +42,52 @@ public actor DocumentRepository<Document: RecordDocument> {
     /// Nil until the first load or save.
     private var confirmed: Confirmed?
     private var turns = RepositoryTurns()
+    /// The steps that bring older stored documents forward, by the schema version they read.
+    let migrations: [Int: DocumentMigrationStep]
 
     /// Creates a repository for the document in `collection` of `store`. Does no I/O.
     public init(store: RecordStore, collection: String) {
+        self.init(store: store, collection: collection, migrations: [])
+    }
+
+    /// Creates a repository for the document in `collection` of `store`, with the `migrations`
+    /// that bring a document stored with an older schema version up to
+    /// `Document.supportedSchemaVersions.upperBound`. Does no I/O.
+    ///
+    /// When a load (or the first save) finds a stored schema version that a step starts from,
+    /// the repository runs the steps up to the newest supported version on the stored records,
+    /// checks that the result rebuilds as a `Document`, and writes the changed records and the
+    /// new `_schema` in one transaction. All or nothing: a step that throws, a missing step, or
+    /// a result that does not rebuild throws ``RepositoryError`` (`migrationFailed` or
+    /// `missingMigrationStep`) and nothing is changed. A stored version no step starts from is
+    /// handled as before: read by ``RecordDocument/init(from:)`` if supported, refused if not.
+    ///
+    /// ```swift
+    /// // Schema 2 renamed the group "words" to "vocabulary".
+    /// let progress = DocumentRepository<ReadingProgress>(
+    ///     store: store, collection: "progress",
+    ///     migrations: [.records(from: 1) { records in
+    ///         for (key, data) in records where key.hasPrefix("words/") {
+    ///             records[key] = nil
+    ///             records["vocabulary/" + key.dropFirst("words/".count)] = data
+    ///         }
+    ///     }])
+    /// ```
+    /// - Precondition: each step starts below `Document.supportedSchemaVersions.upperBound`,
+    ///   and no two steps start at the same version.
+    public init(store: RecordStore, collection: String, migrations: [DocumentMigrationStep]) {
         self.store = store
         self.collection = collection
+        var steps: [Int: DocumentMigrationStep] = [:]
+        for step in migrations {
+            precondition(
+                step.fromVersion < Document.supportedSchemaVersions.upperBound,
+                "a migration step from schema version \(step.fromVersion) does not lead to "
+                    + "\(Document.supportedSchemaVersions.upperBound)")
+            precondition(steps[step.fromVersion] == nil, "two migration steps from schema version \(step.fromVersion)")
+            steps[step.fromVersion] = step
+        }
+        self.migrations = steps
     }
 
     /// The stored document, or nil when there is none (no `_schema` record). Remembers it as
@@ -125,6 +166,7 @@ public actor DocumentRepository<Document: RecordDocument> {
 
     /// Reads the stored document and makes it the base of the next save.
     private func loadDocument() async throws -> (document: Document?, state: Confirmed) {
+        try await migrateIfNeeded()
         let (document, state) = try await readDocument()
         confirmed = state
         return (document, state)
@@ -164,6 +206,11 @@ public actor DocumentRepository<Document: RecordDocument> {
 
     /// The document's records, `_schema` included.
     private nonisolated func encode(_ document: Document) throws -> [String: Data] {
+        try Self.encode(document, collection: collection)
+    }
+
+    /// The document's records, `_schema` included.
+    static func encode(_ document: Document, collection: String) throws -> [String: Data] {
         var records = DocumentRecords(collection: collection, schemaVersion: document.schemaVersion)
         do {
             try document.encode(to: &records)
@@ -173,7 +220,7 @@ public actor DocumentRepository<Document: RecordDocument> {
             throw RepositoryError(code: .unencodableValue, collection: collection, underlying: error)
         }
         var payloads = records.payloads
-        payloads[Self.schemaKey] = try RecordCoding.encode(document.schemaVersion)
+        payloads[schemaKey] = try RecordCoding.encode(document.schemaVersion)
         return payloads
     }
 

@@ -37,26 +37,72 @@ public actor RecordRepository<Item> where Item: Codable & Identifiable & Equatab
     /// The collection holding one record per item.
     public nonisolated let collection: String
 
+    /// The version of the item type this code writes (1 unless given).
+    public nonisolated let itemVersion: Int
+
     /// The version of every record this repository last loaded or saved, by key. A key not
     /// here is expected to be absent.
-    private var versions: [String: RecordVersion] = [:]
-    private var turns = RepositoryTurns()
+    var versions: [String: RecordVersion] = [:]
+    var turns = RepositoryTurns()
     /// Which coders read and write the payloads (both write the same bytes).
     public nonisolated let coding: RecordCoding.Engine
     /// One encoder and decoder for the repository's life, reusing their buffers across
     /// records: they are used only on the actor.
-    private let coder: PayloadCoder
+    let coder: PayloadCoder
+    /// Checks the stored item version and migrates older items (see `RecordRepository+ItemVersions`).
+    let migrator: ItemMigrator
+    /// True once the stored item version was found current (or made current): writes then
+    /// only confirm it inside their transaction.
+    var isPrepared = false
 
-    /// Creates a repository for `collection` in `store`. Does no I/O.
+    /// Creates a repository for `collection` in `store`, for items of version 1. Does no I/O.
     ///
     /// `coding` chooses the payload coders: ``RecordCoding/Engine/recordJSON`` (the default,
     /// fast) or ``RecordCoding/Engine/foundation`` (Foundation's, for types whose `Codable`
     /// code needs it). Both read and write the same bytes, so a collection can switch freely.
     public init(store: RecordStore, collection: String, coding: RecordCoding.Engine = .recordJSON) {
+        self.init(store: store, collection: collection, itemVersion: 1, migrations: [], coding: coding)
+    }
+
+    /// Creates a repository for `collection` in `store` whose items have version
+    /// `itemVersion`, with the `migrations` that bring older stored items forward. Does no I/O.
+    ///
+    /// The item version the records were written with is stored with the collection. On the
+    /// first access that finds an older version (a collection that never recorded one holds
+    /// version 1), the repository migrates every stored item in one transaction: each payload
+    /// goes through the steps from its version up to `itemVersion`, is decoded as `Item` and
+    /// stored in its ``RecordCoding`` form, and the new version is recorded. All or nothing: a
+    /// step that throws, or a migrated item that does not decode, fails the access with
+    /// ``RepositoryError`` (`migrationFailed`, naming the key and the step) and nothing is
+    /// changed, so a fixed app can try again. Items are never dropped. A collection recorded
+    /// with a higher version than `itemVersion` (written by a newer app) is refused with
+    /// `newerItemVersion` and left untouched.
+    ///
+    /// ```swift
+    /// struct Book: Codable, Identifiable, Equatable, Sendable {
+    ///     var id: String
+    ///     var title: String
+    ///     var rating: Int        // new in item version 2
+    /// }
+    /// let books = RecordRepository<Book>(
+    ///     store: store, collection: "books", itemVersion: 2,
+    ///     migrations: [.json(from: 1) { book in book["rating"] = 0 }])
+    /// ```
+    /// - Precondition: `itemVersion >= 1`; each step starts at a version from 1 below
+    ///   `itemVersion`, and no two steps start at the same version.
+    public init(
+        store: RecordStore, collection: String, itemVersion: Int, migrations: [ItemMigrationStep],
+        coding: RecordCoding.Engine = .recordJSON
+    ) {
         self.store = store
         self.collection = collection
+        self.itemVersion = itemVersion
         self.coding = coding
         self.coder = PayloadCoder(coding)
+        self.migrator = ItemMigrator(
+            collection: collection, currentVersion: itemVersion,
+            steps: ItemMigrator.checkPlan(currentVersion: itemVersion, migrations: migrations),
+            makeFinisher: Self.makeFinisher(collection: collection, coding: coding))
     }
 
     // MARK: Reading
@@ -65,18 +111,23 @@ public actor RecordRepository<Item> where Item: Codable & Identifiable & Equatab
     /// when the collection was never established.
     ///
     /// Remembers every record's version as the base of later saves, and forgets keys that are
-    /// no longer stored.
+    /// no longer stored. Migrates the collection first if it holds items of an older item
+    /// version (see ``init(store:collection:itemVersion:migrations:)``).
     /// - Throws: ``RepositoryError`` with code `undecodableRecord` (naming the key) when any
     ///   record does not decode, or `keyMismatch` when a record is stored under a key its
-    ///   item's ID does not give; never a shorter list. ``RecordStoreError`` when the store
-    ///   cannot be read.
+    ///   item's ID does not give; never a shorter list (``loadPartial()`` is the form that
+    ///   skips, naming what it skipped). `newerItemVersion`, `migrationFailed` or
+    ///   `missingMigrationStep` when the collection's item version is not this code's and cannot
+    ///   be made so; nothing was changed. ``RecordStoreError`` when the store cannot be read.
     public func load() async throws -> [Item] {
         await takeTurn()
         defer { turns.release() }
-        guard let records = try await store.allRecords(collection) else {
-            versions = [:]
-            return []
-        }
+        return try remember(try await currentRecords() ?? [])
+    }
+
+    /// Decodes every record (in key order) and makes their versions the base of later saves;
+    /// the first record that does not decode throws, and nothing is remembered.
+    func remember(_ records: [StoredRecord]) throws -> [Item] {
         var items: [Item] = []
         items.reserveCapacity(records.count)
         var newVersions: [String: RecordVersion] = [:]
@@ -90,13 +141,14 @@ public actor RecordRepository<Item> where Item: Codable & Identifiable & Equatab
     }
 
     /// The item with `id`, or nil when it is not stored. Remembers its version (or its
-    /// absence) as the base of later saves.
-    /// - Throws: ``RepositoryError`` when the record does not decode; ``RecordStoreError``.
+    /// absence) as the base of later saves. Migrates the collection first if it holds older items.
+    /// - Throws: ``RepositoryError`` when the record does not decode, or when migrating fails
+    ///   or the collection has a newer item version; ``RecordStoreError``.
     public func item(_ id: Item.ID) async throws -> Item? {
         await takeTurn()
         defer { turns.release() }
         let key = try key(for: id)
-        guard let record = try await store.record(collection, key: key) else {
+        guard let record = try await currentRecord(key) else {
             versions[key] = nil
             return nil
         }
@@ -120,8 +172,8 @@ public actor RecordRepository<Item> where Item: Codable & Identifiable & Equatab
     /// exists, makes the whole save throw ``RecordConflict`` and write nothing. Items whose
     /// encoding is unchanged are not rewritten. If an ID appears twice, the later item wins.
     /// - Throws: ``RecordConflict``; ``RepositoryError`` (`unencodableValue`) before anything
-    ///   is written; ``RecordStoreError``. Nothing is written and nothing is confirmed when it
-    ///   throws.
+    ///   is written, or an item-version error as for ``load()``; ``RecordStoreError``. Nothing
+    ///   is written and nothing is confirmed when it throws.
     public func save(_ items: [Item], onConflict policy: ConflictPolicy = .fail) async throws {
         await takeTurn()
         defer { turns.release() }
@@ -133,7 +185,10 @@ public actor RecordRepository<Item> where Item: Codable & Identifiable & Equatab
             upserts[key] = try encode(item, key: key)
         }
         let changes = RecordChanges(upserts: upserts)
-        let written = try await store.apply(collection, changes: changes, expecting: expectations(for: changes, policy))
+        try await prepareForWriting()
+        let written = try await store.apply(
+            collection, changes: changes, expecting: expectations(for: changes, policy),
+            checking: { [migrator] in try migrator.run(in: $0) })
         versions.reserveCapacity(versions.count + upserts.count)
         for key in upserts.keys { versions[key] = written[key] }
     }
@@ -150,7 +205,10 @@ public actor RecordRepository<Item> where Item: Codable & Identifiable & Equatab
         let key = try key(for: id)
         var changes = RecordChanges()
         changes[key] = nil
-        try await store.apply(collection, changes: changes, expecting: expectations(for: changes, policy))
+        try await prepareForWriting()
+        try await store.apply(
+            collection, changes: changes, expecting: expectations(for: changes, policy),
+            checking: { [migrator] in try migrator.run(in: $0) })
         versions[key] = nil
     }
 
@@ -172,7 +230,10 @@ public actor RecordRepository<Item> where Item: Codable & Identifiable & Equatab
         }
         let collection = collection
         let known = versions
+        let migrator = migrator
+        try await prepareForWriting()
         let written = try await store.write { [values] transaction in
+            try migrator.run(in: transaction)
             let stored = try transaction.read(collection) ?? [:]
             let removals = Set(stored.keys).subtracting(values.keys)
             var expected: [String: RecordVersion?] = [:]
@@ -245,7 +306,7 @@ public actor RecordRepository<Item> where Item: Codable & Identifiable & Equatab
         return item
     }
 
-    private func takeTurn() async {
+    func takeTurn() async {
         if turns.takeIfFree() { return }
         await withCheckedContinuation { turns.enqueue($0) }
     }

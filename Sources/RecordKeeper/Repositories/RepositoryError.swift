@@ -37,6 +37,14 @@ public struct RepositoryError: Error, Sendable, CustomStringConvertible {
         public static let unsupportedSchemaVersion = Code("unsupportedSchemaVersion")
         /// A document named a group or record key that documents may not use.
         public static let invalidDocumentKey = Code("invalidDocumentKey")
+        /// A migration step failed on a stored record (named by ``RepositoryError/key``), or the
+        /// migrated record does not decode; nothing was changed.
+        public static let migrationFailed = Code("migrationFailed")
+        /// The stored records need a migration step the code does not have; nothing was changed.
+        public static let missingMigrationStep = Code("missingMigrationStep")
+        /// The collection was written by a newer version of the app, with a higher item version
+        /// than the code knows; it was left untouched.
+        public static let newerItemVersion = Code("newerItemVersion")
     }
 
     /// What kind of failure this is.
@@ -51,13 +59,17 @@ public struct RepositoryError: Error, Sendable, CustomStringConvertible {
     public var schemaVersion: Int?
     /// The schema versions the document type supports, for ``Code/unsupportedSchemaVersion``.
     public var supportedSchemaVersions: ClosedRange<Int>?
+    /// The item (or document schema) version stored, for migration failures and
+    /// ``Code/newerItemVersion``.
+    public var itemVersion: Int?
     /// Further explanation.
     public var detail: String?
 
     /// Creates an error. Library code fills in the context it knows.
     public init(
         code: Code, collection: String, key: String? = nil, underlying: (any Error)? = nil,
-        schemaVersion: Int? = nil, supportedSchemaVersions: ClosedRange<Int>? = nil, detail: String? = nil
+        schemaVersion: Int? = nil, supportedSchemaVersions: ClosedRange<Int>? = nil, itemVersion: Int? = nil,
+        detail: String? = nil
     ) {
         self.code = code
         self.collection = collection
@@ -65,6 +77,7 @@ public struct RepositoryError: Error, Sendable, CustomStringConvertible {
         self.underlying = underlying
         self.schemaVersion = schemaVersion
         self.supportedSchemaVersions = supportedSchemaVersions
+        self.itemVersion = itemVersion
         self.detail = detail
     }
 
@@ -74,6 +87,7 @@ public struct RepositoryError: Error, Sendable, CustomStringConvertible {
         if let key { parts.append("key \(RecordStoreError.quoted(key))") }
         if let schemaVersion { parts.append("schema version \(schemaVersion)") }
         if let supportedSchemaVersions { parts.append("supported \(Self.shown(supportedSchemaVersions))") }
+        if let itemVersion { parts.append("stored version \(itemVersion)") }
         if let detail { parts.append(detail) }
         if let underlying { parts.append("underlying: \(underlying)") }
         return parts.joined(separator: ", ")
@@ -105,6 +119,14 @@ extension RepositoryError: LocalizedError {
                 + (detail.map { "; \($0)" } ?? "") + "."
         case .invalidDocumentKey:
             return "Could not save to \(place): " + (detail ?? "the document key is not allowed") + "."
+        case .migrationFailed:
+            return "Could not migrate \(place): " + (detail ?? "a migration step failed")
+                + (underlying.map { " (\(Self.summary(of: $0)))" } ?? "") + "."
+        case .missingMigrationStep:
+            return "Could not migrate \(place): " + (detail ?? "a migration step is missing") + "."
+        case .newerItemVersion:
+            return "Could not use \(place): " + (detail ?? "it was written by a newer version of the app")
+                + "; it was left untouched."
         default:
             return description
         }
@@ -117,6 +139,10 @@ extension RepositoryError: LocalizedError {
             return "The stored record was left unchanged. Update the app, or repair or remove the record."
         case .unsupportedSchemaVersion:
             return "Update the app to a version that knows this schema; the stored records were left unchanged."
+        case .newerItemVersion:
+            return "Update the app to a version that knows this item version; the stored records were left unchanged."
+        case .migrationFailed, .missingMigrationStep:
+            return "The stored records were left unchanged. Fix the migration step and try again."
         default:
             return nil
         }

@@ -265,7 +265,7 @@ public actor RecordStore {
     }
 
     /// True when the store may hold data: it is open or opening, or its file exists.
-    private func isPresent() -> Bool {
+    func isPresent() -> Bool {
         if opening != nil || core.locked({ $0.connection != nil }) { return true }
         guard let path else { return false }
         return FileManager.default.fileExists(atPath: path)

@@ -66,5 +66,12 @@ enum StoreFormat {
                 );
                 """
         ),
+        Migration(
+            version: 4,
+            name: "the item version of each collection",
+            sql: """
+                ALTER TABLE collections ADD COLUMN item_version INTEGER;
+                """
+        ),
     ]
 }

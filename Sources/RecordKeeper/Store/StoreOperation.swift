@@ -82,6 +82,12 @@ public struct StoreOperation: Hashable, Sendable, CustomStringConvertible {
     public static let outboxFailed = StoreOperation("outbox.failed", .save)
     /// An outbox processor reading when the next operation is due.
     public static let outboxSchedule = StoreOperation("outbox.schedule", .read)
+    /// Reading a collection's item version (``RecordStore/itemVersion(of:)``).
+    public static let itemVersion = StoreOperation("itemVersion", .read)
+    /// Reading every collection's item version (``RecordStore/itemVersions()``).
+    public static let itemVersions = StoreOperation("itemVersions", .read)
+    /// A repository recording the item version of its collection.
+    public static let setItemVersion = StoreOperation("setItemVersion", .save)
     /// Limiting the database's size (tests that simulate a full disk).
     static let setMaxPageCount = StoreOperation("setMaxPageCount", .inspect)
 }

@@ -36,6 +36,12 @@ enum StoreCommands {
             free pages: \(info.freePageCount) of \(info.pageCount)
 
             """)
+        // The item version repositories recorded, per collection (collections without one
+        // are not listed).
+        let itemVersions = try await store.itemVersions()
+        for name in itemVersions.keys.sorted() {
+            try context.output.write("item version: \(JSONText.displayName(name)) \(itemVersions[name] ?? 0)\n")
+        }
         return .ok
     }
 

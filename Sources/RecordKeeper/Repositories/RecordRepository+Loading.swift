@@ -1,0 +1,89 @@
+import Foundation
+
+/// The result of ``RecordRepository/loadPartial()``: the items that decoded, and the records
+/// that did not, each with its key and error. Never a silently shorter list.
+public struct PartialLoad<Item: Sendable>: Sendable {
+    /// The items that decoded, sorted by record key.
+    public var items: [Item]
+    /// The records that did not decode, sorted by key. They stay in the store as they are.
+    public var skipped: [SkippedRecord]
+
+    /// True when every stored record decoded.
+    public var isComplete: Bool { skipped.isEmpty }
+
+    /// Creates a result.
+    public init(items: [Item], skipped: [SkippedRecord]) {
+        self.items = items
+        self.skipped = skipped
+    }
+}
+
+extension PartialLoad: Equatable where Item: Equatable {}
+
+/// A record ``RecordRepository/loadPartial()`` could not turn into an item.
+public struct SkippedRecord: Sendable, Equatable {
+    /// The record's key.
+    public let key: String
+    /// Why it was skipped: `undecodableRecord` or `keyMismatch`, with the underlying error.
+    public let error: RepositoryError
+
+    /// Creates a value.
+    public init(key: String, error: RepositoryError) {
+        self.key = key
+        self.error = error
+    }
+
+    public static func == (lhs: SkippedRecord, rhs: SkippedRecord) -> Bool {
+        lhs.key == rhs.key && lhs.error.code == rhs.error.code
+    }
+}
+
+extension RecordRepository {
+    /// The items that decode, with the key and error of every record that does not: for a
+    /// screen that prefers to show what it can. ``load()`` is the all-or-error form.
+    ///
+    /// The skipped records stay in the store exactly as they are. Only the decoded items'
+    /// versions become the base of later saves: the skipped keys count as unseen, so saving an
+    /// item under such a key conflicts (``RecordConflict``) instead of silently replacing the
+    /// record; pass ``ConflictPolicy/overwrite`` to replace it on purpose.
+    ///
+    /// ```swift
+    /// let result = try await books.loadPartial()
+    /// shelf = result.items
+    /// for skipped in result.skipped { log("cannot read \(skipped.key): \(skipped.error)") }
+    /// ```
+    /// - Throws: ``RepositoryError`` when the collection has a newer item version or its
+    ///   migration fails (a migration is all or nothing, never partial); ``RecordStoreError``.
+    public func loadPartial() async throws -> PartialLoad<Item> {
+        await takeTurn()
+        defer { turns.release() }
+        let records = try await currentRecords() ?? []
+        var result = PartialLoad<Item>(items: [], skipped: [])
+        result.items.reserveCapacity(records.count)
+        var newVersions: [String: RecordVersion] = [:]
+        for record in records {  // already in key order
+            do {
+                result.items.append(try Self.decode(record.data, key: record.key, collection: collection, decoder: coder))
+                newVersions[record.key] = record.version
+            } catch let error as RepositoryError {
+                result.skipped.append(SkippedRecord(key: record.key, error: error))
+            }
+        }
+        versions = newVersions
+        return result
+    }
+
+    /// Like ``load()``, but nil when the collection was never established (or was removed), and
+    /// then creates nothing: no store file and no directory, like ``RecordStore/readIfPresent(_:)``.
+    /// An established collection without items gives `[]`.
+    /// - Throws: as ``load()``.
+    public func loadIfPresent() async throws -> [Item]? {
+        await takeTurn()
+        defer { turns.release() }
+        guard await store.isPresent(), let records = try await currentRecords() else {
+            versions = [:]
+            return nil
+        }
+        return try remember(records)
+    }
+}

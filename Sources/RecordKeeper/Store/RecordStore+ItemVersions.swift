@@ -1,0 +1,161 @@
+import Foundation
+
+/// What the store holds about the item version of one collection (format 4, see
+/// docs/FORMAT.md: `collections.item_version`).
+enum StoredItemVersion: Sendable, Equatable {
+    /// The collection is not established.
+    case absent
+    /// The collection exists, but no item version was ever recorded for it (it was written
+    /// before format 4, or only by the store's record-level API).
+    case unrecorded
+    /// The item version a repository recorded.
+    case recorded(Int)
+}
+
+extension RecordStore {
+    /// The item version a ``RecordRepository`` recorded for `collection`: the version of the
+    /// item type its records were written with. Nil when the collection is not established
+    /// or no repository with item versions ever wrote it.
+    ///
+    /// - Throws: ``RecordStoreError`` when the store cannot be opened or read.
+    public nonisolated func itemVersion(of collection: String) async throws -> Int? {
+        let name = try RecordNames.collection(collection, operation: .itemVersion)
+        let state = try await perform(.itemVersion, collection: name) { try $0.itemVersion(name) }
+        if case .recorded(let version) = state { return version }
+        return nil
+    }
+
+    /// Every collection with a recorded item version, by name (see ``itemVersion(of:)``).
+    /// - Throws: ``RecordStoreError`` when the store cannot be opened or read.
+    public nonisolated func itemVersions() async throws -> [String: Int] {
+        try await perform(.itemVersions, collection: nil) { try $0.itemVersions() }
+    }
+
+    /// Runs `body` in one read transaction together with reading the collection's item
+    /// version, so both come from one state of the store. `body` is not called when the
+    /// collection is not established.
+    nonisolated(nonsending) func readWithItemVersion<T: Sendable>(
+        _ collection: String, operation: StoreOperation, inline: Bool = false,
+        _ body: @Sendable (RecordEngine, String) throws -> T
+    ) async throws -> (itemVersion: StoredItemVersion, result: T?) {
+        let name = try RecordNames.collection(collection, operation: operation)
+        return try await perform(operation, collection: name, inline: inline) { engine in
+            try engine.begin(immediate: false)
+            do {
+                let state = try engine.itemVersion(name)
+                let result = state == .absent ? nil : try body(engine, name)
+                try engine.commit()
+                return (state, result)
+            } catch {
+                try engine.rollback(after: error)
+                throw error
+            }
+        }
+    }
+
+    /// One record together with the collection's item version, read by one statement (so
+    /// both come from one state of the store). Runs inline when the store is open and idle.
+    nonisolated(nonsending) func recordWithItemVersion(
+        _ collection: String, key: String
+    ) async throws -> (itemVersion: StoredItemVersion, record: StoredRecord?) {
+        let name = try RecordNames.collection(collection, operation: .record)
+        let key = try RecordNames.key(key, collection: name, operation: .record)
+        return try await perform(.record, collection: name, inline: true) { engine in
+            try engine.recordWithItemVersion(name, key: key)
+        }
+    }
+
+    /// Like ``apply(_:changes:expecting:)``, after running `check` in the same transaction
+    /// (repositories check and record their item version there). Small writes may run inline.
+    @discardableResult
+    nonisolated(nonsending) func apply(
+        _ collection: String, changes: RecordChanges, expecting expected: [String: RecordVersion?],
+        checking check: @Sendable (RecordTransaction) throws -> Void
+    ) async throws -> [String: RecordVersion] {
+        let input = try ValidatedChanges(collection, changes: changes, operation: .apply)
+        let expected = try ValidatedChanges.normalizedVersions(expected, collection: input.collection, operation: .apply)
+        let inline = mayWriteInline(input.upserts.count + input.removals.count)
+        return try await performWrite(.apply, collection: input.collection, inline: inline) { context in
+            let transaction = RecordTransaction(context: context)
+            defer { transaction.invalidate() }
+            try check(transaction)
+            return try context.apply(
+                input.collection, upserts: input.upserts, removals: input.removals, expecting: expected)
+        }
+    }
+}
+
+extension RecordTransaction {
+    /// The collection's item-version state as this transaction sees it.
+    func storedItemVersion(of collection: String) throws -> StoredItemVersion {
+        try checkUsable(collection, .itemVersion)
+        return try context.engine.itemVersion(try RecordNames.collection(collection, operation: .itemVersion))
+    }
+
+    /// Records `version` as the collection's item version, establishing the collection if
+    /// needed.
+    func setItemVersion(_ version: Int, of collection: String) throws {
+        try checkUsable(collection, .setItemVersion)
+        let name = try RecordNames.collection(collection, operation: .setItemVersion)
+        let id = try context.engine.establish(name)
+        try context.engine.setItemVersion(version, collectionID: id, collection: name)
+    }
+}
+
+extension RecordEngine {
+    /// The item-version state of `name`.
+    func itemVersion(_ name: String) throws -> StoredItemVersion {
+        try run(collection: name) {
+            try connection.withStatement("SELECT item_version FROM collections WHERE name = ?1") { statement in
+                try statement.bind(name, at: 1)
+                guard try statement.step() else { return .absent }
+                return statement.isNull(at: 0) ? .unrecorded : .recorded(Int(statement.int64(at: 0)))
+            }
+        }
+    }
+
+    /// One record of `name` and the collection's item-version state, in one statement.
+    func recordWithItemVersion(_ name: String, key: String) throws -> (StoredItemVersion, StoredRecord?) {
+        try run(collection: name, key: key) {
+            try connection.withStatement(
+                """
+                SELECT c.item_version, r.payload, r.version FROM collections c
+                LEFT JOIN records r ON r.collection_id = c.id AND r.key = ?2 WHERE c.name = ?1
+                """
+            ) { statement in
+                try statement.bind(name, at: 1)
+                try statement.bind(key, at: 2)
+                guard try statement.step() else { return (.absent, nil) }
+                let state: StoredItemVersion =
+                    statement.isNull(at: 0) ? .unrecorded : .recorded(Int(statement.int64(at: 0)))
+                guard !statement.isNull(at: 2) else { return (state, nil) }
+                return (state, StoredRecord(key: key, data: statement.data(at: 1), version: RecordVersion(statement.int64(at: 2))))
+            }
+        }
+    }
+
+    /// Every recorded item version, by collection name.
+    func itemVersions() throws -> [String: Int] {
+        try run {
+            try connection.withStatement(
+                "SELECT name, item_version FROM collections WHERE item_version IS NOT NULL"
+            ) { statement in
+                var versions: [String: Int] = [:]
+                while try statement.step() {
+                    versions[statement.string(at: 0)] = Int(statement.int64(at: 1))
+                }
+                return versions
+            }
+        }
+    }
+
+    func setItemVersion(_ version: Int, collectionID id: Int64, collection: String) throws {
+        try run(collection: collection) {
+            try connection.withStatement("UPDATE collections SET item_version = ?2 WHERE id = ?1") { statement in
+                try statement.bind(id, at: 1)
+                try statement.bind(Int64(version), at: 2)
+                try statement.run()
+            }
+        }
+    }
+}

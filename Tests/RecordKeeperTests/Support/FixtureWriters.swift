@@ -1,0 +1,95 @@
+import Foundation
+import Testing
+@testable import RecordKeeper
+
+/// "Version 1" and "version 2" of an app's item type, for the item-migration fixtures and tests.
+enum ReadingApp {
+    /// Version 1: one author.
+    struct BookV1: Codable, Identifiable, Equatable, Sendable {
+        var id: String
+        var title: String
+        var author: String
+    }
+
+    /// Version 2: several authors and a rating (a non-optional property v1 items lack).
+    struct BookV2: Codable, Identifiable, Equatable, Sendable {
+        var id: String
+        var title: String
+        var authors: [String]
+        var rating: Int
+    }
+
+    /// The step from version 1 to 2: `author` becomes `authors`, `rating` starts at 0.
+    static let stepFrom1 = ItemMigrationStep.json(from: 1) { book in
+        book["authors"] = [book["author"] ?? ""]
+        book["author"] = nil
+        book["rating"] = 0
+    }
+
+    /// What version 1 of the app stored in the fixture.
+    static let version1Books = [
+        BookV1(id: "dune", title: "Dune", author: "Frank Herbert"),
+        BookV1(id: "moby-dick", title: "Moby-Dick", author: "Herman Melville"),
+        BookV1(id: "quijote", title: "Don Quijote", author: "Miguel de Cervantes"),
+    ]
+
+    /// The same books as version 2 reads them after the migration.
+    static let migratedBooks = version1Books.map {
+        BookV2(id: $0.id, title: $0.title, authors: [$0.author], rating: 0)
+    }
+}
+
+/// Writers of the committed fixture stores (Tests/RecordKeeperTests/Fixtures, see its README).
+/// Each writes a store with the current library and closes it, so the WAL is checkpointed into
+/// the file.
+enum FixtureWriters {
+    /// `app-v1-books.sqlite`: a store written by "version 1" of the reading app.
+    static func writeVersion1App(to url: URL) async throws {
+        let store = RecordStore(url: url)
+        let books = RecordRepository<ReadingApp.BookV1>(store: store, collection: "books")
+        try await books.save(ReadingApp.version1Books)
+        try await store.put("notes", key: "today", data: Data(#"{"text":"Read chapter 3"}"#.utf8))
+        await store.close()
+    }
+
+    /// `format-4.sqlite`: the format-1 fixture's content plus collections with item versions.
+    static func writeFormat4(to url: URL) async throws {
+        let store = RecordStore(url: url)
+        try await store.replace("progress", values: [
+            "positions/moby-dick": Data(#"{"chapter":12,"offset":3400}"#.utf8),
+            "vocabulary/café": Data(#"{"meaning":"coffee","seen":1}"#.utf8),
+        ])
+        try await store.replace("settings", values: [:])
+        let books = RecordRepository<ReadingApp.BookV2>(
+            store: store, collection: "books", itemVersion: 2, migrations: [ReadingApp.stepFrom1])
+        try await books.save(ReadingApp.migratedBooks)
+        let tags = RecordRepository<Chapter>(store: store, collection: "chapters")
+        try await tags.save([Chapter(id: 1, title: "Loomings"), Chapter(id: 2, title: "The Carpet-Bag")])
+        await store.close()
+    }
+}
+
+/// Regenerates the fixtures written by ``FixtureWriters`` (needed when the format numbering
+/// changes). Run only on request:
+///
+///     RECORDKEEPER_WRITE_FIXTURES=1 swift test --filter FixtureWriterTests
+@Suite struct FixtureWriterTests {
+    static let isRequested = ProcessInfo.processInfo.environment["RECORDKEEPER_WRITE_FIXTURES"] != nil
+
+    @Test(.enabled(if: isRequested))
+    func `writes the fixture stores into Tests/RecordKeeperTests/Fixtures`() async throws {
+        let directory = URL(fileURLWithPath: #filePath)
+            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Fixtures")
+        for (name, write) in [
+            ("app-v1-books.sqlite", FixtureWriters.writeVersion1App),
+            ("format-4.sqlite", FixtureWriters.writeFormat4),
+        ] as [(String, @Sendable (URL) async throws -> Void)] {
+            let url = directory.appendingPathComponent(name)
+            for suffix in ["", "-wal", "-shm"] where FileManager.default.fileExists(atPath: url.path + suffix) {
+                try FileManager.default.removeItem(atPath: url.path + suffix)
+            }
+            try await write(url)
+            #expect(!FileManager.default.fileExists(atPath: url.path + "-wal"), "closing checkpoints the log")
+        }
+    }
+}

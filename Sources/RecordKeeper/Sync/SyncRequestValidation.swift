@@ -27,8 +27,8 @@ package enum SyncRequestValidation {
         if limit < 1 {
             throw SyncError(.invalidRequest, "the pull limit must be at least 1, not \(limit)")
         }
-        if cursor.counter < 0 {
-            throw SyncError(.invalidRequest, "the cursor's counter is negative (\(cursor.counter))")
+        if cursor.counter < 0 || cursor.counter == Int64.max {
+            throw SyncError(.invalidRequest, "the cursor's counter is out of range (\(cursor.counter))")
         }
         if let position = cursor.position {
             try validateName(position.collection, "cursor collection")

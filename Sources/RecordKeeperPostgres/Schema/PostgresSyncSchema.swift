@@ -87,6 +87,9 @@ public enum PostgresSyncSchema {
                 try connection.execute(
                     "SELECT pg_advisory_xact_lock($1)", [.int64(lockKey)],
                     operation: "migrate: take the migration lock")
+                // "relation already exists, skipping" is expected on every start after the first.
+                try connection.execute(
+                    "SET LOCAL client_min_messages = warning", operation: "migrate: quiet notices")
                 try connection.execute(
                     """
                     CREATE TABLE IF NOT EXISTS recordkeeper_sync_schema (

@@ -4,9 +4,12 @@ public import Foundation
 /// The rows a statement returned, read by row and column index.
 ///
 /// Values are decoded from libpq's text or binary format by the column's type (bigint,
-/// integer, smallint, boolean, bytea, text, uuid). A result is used on the connection's
-/// executor, inside the call that produced it, so it is not `Sendable`.
-public final class PostgresResult {
+/// integer, smallint, boolean, bytea, text, uuid).
+///
+/// `@unchecked Sendable`: the wrapped `PGresult` is never modified after libpq returns it, and
+/// libpq documents such results as read-only and free to pass between threads; every stored
+/// property is a `let`, and `PQclear` runs only in `deinit`, when no one holds the result.
+public final class PostgresResult: @unchecked Sendable {
     private let handle: OpaquePointer
     private let operation: String
 

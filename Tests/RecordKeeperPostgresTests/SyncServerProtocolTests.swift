@@ -281,7 +281,7 @@ import Testing
             #expect(error?.code == .invalidRequest)
         }
         #expect(try await server.snapshot(space: space) == [:])
-        for limit in [0, -1] {
+        for limit in [0, -1, SyncPage.maximumLimit + 1, Int.max] {
             let error = await #expect(throws: SyncError.self) {
                 try await server.pull(space: space, after: .start, limit: limit)
             }

@@ -50,6 +50,6 @@ public protocol RecordSyncServer: Sendable {
     /// same or newer values come back.
     ///
     /// - Throws: ``SyncError`` (``SyncError/Code/invalidRequest`` for an empty space or a limit
-    ///   below 1; ``SyncError/Code/unreachable``; ``SyncError/Code/serverFailure``).
+    ///   outside 1...``SyncPage/maximumLimit``; ``SyncError/Code/unreachable``; ``SyncError/Code/serverFailure``).
     func pull(space: String, after cursor: SyncCursor, limit: Int) async throws -> SyncPage
 }

@@ -8,6 +8,9 @@ public struct SyncPage: Sendable, Hashable, Codable {
     /// `true` when the page was cut short by its limit: pull again from ``cursor``.
     public var hasMore: Bool
 
+    /// The largest `limit` a pull accepts (larger pulls page).
+    public static let maximumLimit = 100_000
+
     /// Creates a page.
     public init(changes: [SyncPulledChange], cursor: SyncCursor, hasMore: Bool) {
         self.changes = changes

@@ -24,8 +24,10 @@ package enum SyncRequestValidation {
 
     package static func validatePull(space: String, cursor: SyncCursor, limit: Int) throws(SyncError) {
         try validateName(space, "space")
-        if limit < 1 {
-            throw SyncError(.invalidRequest, "the pull limit must be at least 1, not \(limit)")
+        if limit < 1 || limit > SyncPage.maximumLimit {
+            throw SyncError(
+                .invalidRequest,
+                "the pull limit must be between 1 and \(SyncPage.maximumLimit), not \(limit)")
         }
         if cursor.counter < 0 || cursor.counter == Int64.max {
             throw SyncError(.invalidRequest, "the cursor's counter is out of range (\(cursor.counter))")

@@ -33,7 +33,12 @@ if [ -z "$pgbin" ]; then
     exit 69
 fi
 
-tmp="$(mktemp -d "${TMPDIR:-/tmp}/recordkeeper-pg.XXXXXX")"
+# As root the server runs as another user, who must reach the directory: use /tmp then.
+if [ "$(id -u)" -eq 0 ]; then
+    tmp="$(mktemp -d /tmp/recordkeeper-pg.XXXXXX)"
+else
+    tmp="$(mktemp -d "${TMPDIR:-/tmp}/recordkeeper-pg.XXXXXX")"
+fi
 data="$tmp/data"
 started=0
 
@@ -59,9 +64,15 @@ cleanup() {
     rm -rf "$tmp"
     exit "$status"
 }
+# The command runs in the background and the script waits for it, so a signal to the script is
+# handled at once: the command is stopped too, then the server.
+child=""
+stop_child() {
+    if [ -n "$child" ]; then kill -TERM "$child" 2>/dev/null || true; fi
+}
 trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+trap 'stop_child; exit 130' INT
+trap 'stop_child; exit 143' TERM
 
 if [ "$(id -u)" -eq 0 ]; then
     owner="recordkeeper-ci"
@@ -108,5 +119,8 @@ export RECORDKEEPER_TEST_POSTGRES="host=127.0.0.1 port=$port user=recordkeeper d
 echo "with-postgres: PostgreSQL ($("$pgbin/postgres" --version)) on 127.0.0.1:$port" >&2
 
 status=0
-"$@" || status=$?
+"$@" &
+child=$!
+wait "$child" || status=$?
+child=""
 exit "$status"

@@ -8,11 +8,11 @@ import Testing
 /// server's push transaction (no sleeps): the pull cursor never skips a change, writers of one
 /// space queue while other spaces go on, and a batch of operations is a fixed number of
 /// statements.
-@Suite(.enabled(if: TestPostgres.enabled, TestPostgres.disabledReason))
+@Suite(.enabled(if: TestPostgres.enabled, TestPostgres.disabledReason), .timeLimit(.minutes(1)))
 struct PostgresSyncConcurrencyTests {
-    /// Returns once the backend of `server`'s connection waits for a lock.
-    private func waitUntilBlocked(_ server: PostgresSyncServer, monitor: PostgresConnection) async throws {
-        let pid = await server.connection.backendProcessID
+    /// Returns once the backend `pid` waits for a lock. (Read the pid before the push starts:
+    /// while a push blocks, its connection answers nothing else.)
+    private func waitUntilBlocked(pid: Int32, monitor: PostgresConnection) async throws {
         while true {
             let waiting = try await monitor.transaction(operation: "watch locks") { connection in
                 try connection.execute(
@@ -47,10 +47,11 @@ struct PostgresSyncConcurrencyTests {
         }
         await gateA.arrival()
         // B queues on the counter lock behind A.
+        let pidB = await serverB.connection.backendProcessID
         let pushB = Task {
             try await serverB.push(space: space, operations: [operation("b", 1, put("notes", "b1", "B", base: nil))])
         }
-        try await waitUntilBlocked(serverB, monitor: monitor)
+        try await waitUntilBlocked(pid: pidB, monitor: monitor)
 
         // Meanwhile another space is not held up.
         let elsewhere = TestPostgres.space("elsewhere")
@@ -87,8 +88,9 @@ struct PostgresSyncConcurrencyTests {
 
         let pushFirst = Task { try await first.push(space: space, operations: [op]) }
         await gate.arrival()
+        let pidSecond = await second.connection.backendProcessID
         let pushSecond = Task { try await second.push(space: space, operations: [op]) }
-        try await waitUntilBlocked(second, monitor: monitor)
+        try await waitUntilBlocked(pid: pidSecond, monitor: monitor)
         gate.open()
 
         let a = try await pushFirst.value

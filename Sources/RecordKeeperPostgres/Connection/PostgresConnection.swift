@@ -73,7 +73,8 @@ public actor PostgresConnection {
     }
 
     /// The process id of the server backend serving this connection (`pg_backend_pid()`), for
-    /// tests that watch it in `pg_stat_activity` or `pg_locks`.
+    /// tests that watch it in `pg_stat_activity` or `pg_locks`. Like every call, it waits
+    /// behind a statement the connection is running (one blocked on a lock, say): read it first.
     public var backendProcessID: Int32 {
         guard let handle else { return 0 }
         return PQbackendPID(handle)

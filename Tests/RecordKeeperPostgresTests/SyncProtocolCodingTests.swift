@@ -1,5 +1,6 @@
 import Foundation
 import RecordKeeper
+import RecordKeeperPostgres
 import Testing
 
 /// The protocol types' JSON form is a contract: PostgreSQL stores outcomes in it (the
@@ -41,8 +42,12 @@ import Testing
                 #"{"isRedelivery":true,"operationID":"6F1C0000-0000-4000-8000-000000000001","result":{"outOfOrder":{"lastSequence":5}}}"#
             ),
         ]
+        var redelivered = cases[0].0
+        redelivered.isRedelivery = true
+        #expect(try OutcomeJSON.encode(redelivered) == json(redelivered))
         for (outcome, expected) in cases {
             #expect(try json(outcome) == expected)
+            #expect(try OutcomeJSON.encode(outcome) == expected, "the server's fast path writes the same form")
             #expect(try JSONDecoder().decode(SyncOutcome.self, from: Data(expected.utf8)) == outcome)
         }
     }

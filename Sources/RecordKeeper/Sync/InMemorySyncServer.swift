@@ -23,11 +23,18 @@ public actor InMemorySyncServer: RecordSyncServer {
     public func push(space: String, operations: [SyncOperation]) async throws -> [SyncOutcome] {
         try SyncRequestValidation.validatePush(space: space, operations: operations)
         var current = spaces[space] ?? Space()
-        let plan = SyncPushPlanner.plan(
-            operations,
-            state: SyncPushState(
-                counter: current.counter, recorded: current.outcomes,
-                lastSequences: current.lastSequences, records: current.records))
+        // What the push may read, as a server loads it: only the ids, devices and records the
+        // operations name (handing over whole dictionaries would copy them on the first write).
+        var state = SyncPushState(counter: current.counter)
+        for operation in operations {
+            state.recorded[operation.id] = current.outcomes[operation.id]
+            state.lastSequences[operation.device] = current.lastSequences[operation.device]
+            for change in operation.changes {
+                let id = SyncRecordKey(collection: change.collection, key: change.key)
+                state.records[id] = current.records[id]
+            }
+        }
+        let plan = SyncPushPlanner.plan(operations, state: state)
         for operation in plan.newOperations { current.outcomes[operation.id] = operation.outcome }
         current.lastSequences.merge(plan.lastSequences) { $1 }
         current.records.merge(plan.records) { $1 }

@@ -4,19 +4,26 @@ package enum SyncRequestValidation {
     package static func validatePush(space: String, operations: [SyncOperation]) throws(SyncError) {
         try validateName(space, "space")
         for operation in operations {
-            let which = "operation \(operation.id.uuidString)"
-            try validateName(operation.device, "device of \(which)")
+            // Messages are built only on failure (pushes carry many thousands of changes).
+            let which = { "operation \(operation.id.uuidString)" }
+            try validateName(operation.device, "device of \(which())")
             if operation.changes.isEmpty {
-                throw SyncError(.invalidRequest, "\(which) has no changes")
+                throw SyncError(.invalidRequest, "\(which()) has no changes")
+            }
+            if operation.changes.count == 1 {
+                let change = operation.changes[0]
+                try validateName(change.collection, "collection in \(which())")
+                try validateName(change.key, "key in \(which()) (collection \(change.collection))")
+                continue
             }
             var seen = Set<SyncRecordKey>()
             for change in operation.changes {
-                try validateName(change.collection, "collection in \(which)")
-                try validateName(change.key, "key in \(which) (collection \(change.collection))")
+                try validateName(change.collection, "collection in \(which())")
+                try validateName(change.key, "key in \(which()) (collection \(change.collection))")
                 if !seen.insert(SyncRecordKey(collection: change.collection, key: change.key)).inserted {
                     throw SyncError(
                         .invalidRequest,
-                        "\(which) changes record \(change.collection)/\(change.key) more than once")
+                        "\(which()) changes record \(change.collection)/\(change.key) more than once")
                 }
             }
         }
@@ -39,10 +46,10 @@ package enum SyncRequestValidation {
     }
 
     /// Names are not empty and contain no NUL character (PostgreSQL's text cannot hold one).
-    private static func validateName(_ value: String, _ what: String) throws(SyncError) {
-        if value.isEmpty { throw SyncError(.invalidRequest, "the \(what) is empty") }
+    private static func validateName(_ value: String, _ what: @autoclosure () -> String) throws(SyncError) {
+        if value.isEmpty { throw SyncError(.invalidRequest, "the \(what()) is empty") }
         if value.utf8.contains(0) {
-            throw SyncError(.invalidRequest, "the \(what) contains a NUL character")
+            throw SyncError(.invalidRequest, "the \(what()) contains a NUL character")
         }
     }
 }

@@ -259,6 +259,17 @@ import Testing
     }
 
     @Test(arguments: ServerKind.available)
+    func `a cursor ahead of the server is kept, never moved backwards`(kind: ServerKind) async throws {
+        // A lagging replica, or a server restored from a backup, is behind a device's cursor.
+        let server = try await kind.make()
+        let space = TestPostgres.space()
+        _ = try await server.push(space: space, operations: [operation("phone", 1, put("notes", "a", "A", base: nil))])
+        for ahead in [SyncCursor(counter: 50), SyncCursor(counter: 50, position: .init(collection: "notes", key: "m"))] {
+            #expect(try await server.pull(space: space, after: ahead, limit: 10) == SyncPage(changes: [], cursor: ahead, hasMore: false))
+        }
+    }
+
+    @Test(arguments: ServerKind.available)
     func `bad requests are refused with a clear error and nothing is applied`(kind: ServerKind)
         async throws
     {

@@ -30,7 +30,9 @@ public actor PostgresConnection {
 
     /// A statement's result format: text, or binary for faster decoding of bytea and integers.
     public enum ResultFormat: Int32, Sendable {
+        /// Every value as text (bytea as `\x` hex).
         case text = 0
+        /// Every value in PostgreSQL's binary form (integers big-endian, bytea raw).
         case binary = 1
     }
 
@@ -42,6 +44,7 @@ public actor PostgresConnection {
     /// How many statements this connection has sent (each is one round trip to the server).
     public private(set) var statementCount = 0
 
+    /// The connection's own serial queue, where every libpq call runs.
     public nonisolated var unownedExecutor: UnownedSerialExecutor {
         executor.asUnownedSerialExecutor()
     }

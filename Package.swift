@@ -16,6 +16,7 @@ let package = Package(
         .library(name: "RecordKeeper", targets: ["RecordKeeper"]),
         .library(name: "RecordKeeperFeatures", targets: ["RecordKeeperFeatures"]),
         .executable(name: "learner", targets: ["learner"]),
+        .library(name: "RecordKeeperPostgres", targets: ["RecordKeeperPostgres"]),
         .executable(name: "recordkeeper", targets: ["recordkeeper"]),
         .executable(name: "recordkeeper-bench", targets: ["recordkeeper-bench"]),
     ],
@@ -45,6 +46,19 @@ let package = Package(
         .executableTarget(
             name: "learner",
             dependencies: ["LearnerKit"],
+            swiftSettings: swiftSettings
+        ),
+        // libpq, for the PostgreSQL sync server. Only RecordKeeperPostgres links it.
+        .systemLibrary(
+            name: "CLibPQ",
+            pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"]), .brew(["libpq"])]
+        ),
+        // The server side of sync: a small libpq connection, the server schema and its
+        // migrations, and PostgresSyncServer (RecordSyncServer over PostgreSQL).
+        .target(
+            name: "RecordKeeperPostgres",
+            dependencies: ["RecordKeeper", "CLibPQ"],
             swiftSettings: swiftSettings
         ),
         .target(
@@ -94,6 +108,13 @@ let package = Package(
         .executableTarget(
             name: "recordkeeper-crashtest",
             dependencies: ["RecordKeeper"],
+            swiftSettings: swiftSettings
+        ),
+        // Runs against a real PostgreSQL: scripts/with-postgres.sh starts one and exports
+        // RECORDKEEPER_TEST_POSTGRES (see docs/SYNC.md).
+        .testTarget(
+            name: "RecordKeeperPostgresTests",
+            dependencies: ["RecordKeeperPostgres", "RecordKeeper", "CLibPQ", "RecordKeeperTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

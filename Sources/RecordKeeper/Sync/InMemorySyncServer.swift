@@ -1,0 +1,91 @@
+import Foundation
+
+/// A ``RecordSyncServer`` held in memory, with the same rules as `PostgresSyncServer`: for
+/// tests of sync clients, and as the executable statement of the protocol's rules.
+///
+/// ```swift
+/// let server = InMemorySyncServer()
+/// let outcomes = try await server.push(space: "alice", operations: [operation])
+/// ```
+public actor InMemorySyncServer: RecordSyncServer {
+    private struct Space {
+        var counter: Int64 = 0
+        var outcomes: [UUID: SyncOutcome] = [:]
+        var lastSequences: [String: Int64] = [:]
+        var records: [SyncRecordKey: SyncStoredRecord] = [:]
+    }
+
+    private var spaces: [String: Space] = [:]
+
+    /// Creates an empty server.
+    public init() {}
+
+    public func push(space: String, operations: [SyncOperation]) async throws -> [SyncOutcome] {
+        try SyncRequestValidation.validatePush(space: space, operations: operations)
+        var current = spaces[space] ?? Space()
+        // What the push may read, as a server loads it: only the ids, devices and records the
+        // operations name (handing over whole dictionaries would copy them on the first write).
+        var state = SyncPushState(counter: current.counter)
+        for operation in operations {
+            state.recorded[operation.id] = current.outcomes[operation.id]
+            state.lastSequences[operation.device] = current.lastSequences[operation.device]
+            for change in operation.changes {
+                let id = SyncRecordKey(collection: change.collection, key: change.key)
+                state.records[id] = current.records[id]
+            }
+        }
+        let plan = SyncPushPlanner.plan(operations, state: state)
+        for operation in plan.newOperations { current.outcomes[operation.id] = operation.outcome }
+        current.lastSequences.merge(plan.lastSequences) { $1 }
+        current.records.merge(plan.records) { $1 }
+        current.counter = plan.counter
+        spaces[space] = current
+        return plan.outcomes
+    }
+
+    public func pull(space: String, after cursor: SyncCursor, limit: Int) async throws -> SyncPage {
+        try SyncRequestValidation.validatePull(space: space, cursor: cursor, limit: limit)
+        let current = spaces[space] ?? Space()
+        let after = current.records
+            .filter { id, record in
+                let version = record.version.rawValue
+                if version != cursor.counter { return version > cursor.counter }
+                guard let position = cursor.position else { return false }
+                return SyncOrdering.precedes(position.collection, position.key, id.collection, id.key)
+            }
+            .sorted { a, b in
+                if a.value.version != b.value.version { return a.value.version < b.value.version }
+                return SyncOrdering.precedes(a.key.collection, a.key.key, b.key.collection, b.key.key)
+            }
+        return SyncPage.assemble(
+            after.prefix(limit + 1).map { id, record in
+                SyncPulledChange(
+                    collection: id.collection, key: id.key, value: record.value,
+                    version: record.version)
+            },
+            limit: limit, head: current.counter, cursor: cursor)
+    }
+}
+
+extension SyncPage {
+    /// Builds a page from up to `limit + 1` changes after `cursor`, read in one snapshot whose
+    /// counter was `head`: a page cut short ends at its last change, a complete one at `head`.
+    /// A cursor beyond `head` (a lagging replica, a restored server) is kept: cursors never
+    /// move backwards.
+    package static func assemble(
+        _ changes: [SyncPulledChange], limit: Int, head: Int64, cursor: SyncCursor
+    ) -> SyncPage {
+        if changes.count > limit {
+            let page = Array(changes.prefix(limit))
+            let last = page[page.count - 1]
+            return SyncPage(
+                changes: page,
+                cursor: SyncCursor(
+                    counter: last.version.rawValue,
+                    position: SyncCursor.Position(collection: last.collection, key: last.key)),
+                hasMore: true)
+        }
+        let end = SyncCursor(counter: head)
+        return SyncPage(changes: changes, cursor: max(end, cursor), hasMore: false)
+    }
+}

@@ -1,0 +1,55 @@
+/// The protocol a device's sync talks through: push local operations, pull remote changes.
+///
+/// A space (one person's or one tenant's data) scopes everything: a server answers a request
+/// of one space from that space's records, operations and counter only. `PostgresSyncServer`
+/// (module `RecordKeeperPostgres`) implements it over PostgreSQL for servers and trusted
+/// networks; ``InMemorySyncServer`` implements the same rules in memory, for tests; a relay over
+/// HTTP can implement it later, so that devices on the internet never hold database credentials.
+///
+/// ```swift
+/// let outcomes = try await server.push(space: "alice", operations: pending)
+/// var cursor = storedCursor
+/// repeat {
+///     let page = try await server.pull(space: "alice", after: cursor, limit: 500)
+///     apply(page.changes)          // with page.cursor, in one local transaction
+///     cursor = page.cursor
+/// } while page.hasMore
+/// ```
+///
+/// The guarantees (docs/SYNC.md has the details):
+/// - **Exactly once.** An operation's ``SyncOperation/id`` is recorded with its outcome in the
+///   same server transaction as its changes; a re-delivered operation is answered with the
+///   outcome it got the first time (``SyncOutcome/isRedelivery``) and has no second effect.
+/// - **Whole or nothing.** All changes of one operation are applied together or none is.
+/// - **Per-device order.** A device's operations are applied in the order of their
+///   ``SyncOperation/sequence``; one older than an operation already applied is refused.
+/// - **Compare-and-set.** A change applies only if the record is still at the server version it
+///   was based on (or the change is ``SyncWritePolicy/lastWriterWins``); otherwise the operation's
+///   outcome is a conflict carrying the server's current value and version.
+/// - **No skipped changes.** Pulling page after page from any cursor this protocol returned
+///   delivers every change committed after it, however pushes interleave, and the cursor never
+///   passes a change that was not delivered.
+public protocol RecordSyncServer: Sendable {
+    /// Applies `operations` in order and answers each with its outcome, in the same order.
+    ///
+    /// Operations that were applied before (same id in this space) are not applied again:
+    /// their outcome is the stored one, marked as a redelivery. Sending many operations in one
+    /// call is the efficient way: a server applies them in few round trips.
+    ///
+    /// - Throws: ``SyncError`` with code ``SyncError/Code/invalidRequest`` for bad input
+    ///   (nothing of the request is applied), ``SyncError/Code/unreachable`` when the server
+    ///   cannot be reached (the outcome is unknown: push the same operations again later), or
+    ///   ``SyncError/Code/serverFailure``.
+    func push(space: String, operations: [SyncOperation]) async throws -> [SyncOutcome]
+
+    /// Returns up to `limit` changes committed after `cursor`, oldest first, with the cursor to
+    /// pass next time.
+    ///
+    /// Apply a page's changes and store its ``SyncPage/cursor`` in one local transaction; call
+    /// again while ``SyncPage/hasMore``. Pulling again from an older cursor is harmless: the
+    /// same or newer values come back.
+    ///
+    /// - Throws: ``SyncError`` (``SyncError/Code/invalidRequest`` for an empty space or a limit
+    ///   outside 1...``SyncPage/maximumLimit``; ``SyncError/Code/unreachable``; ``SyncError/Code/serverFailure``).
+    func pull(space: String, after cursor: SyncCursor, limit: Int) async throws -> SyncPage
+}

@@ -1,0 +1,89 @@
+public import Foundation
+
+/// One device's local transaction on synced collections, as it travels to the server.
+///
+/// The server applies all of its ``changes`` in one server transaction, or none of them, and
+/// records its ``id`` in that same transaction: the id is the idempotency key, so sending an
+/// operation again (after a timeout, a crash, a lost answer) never applies it twice.
+///
+/// ```swift
+/// let operation = SyncOperation(
+///     device: "phone-7F3A", sequence: 42,
+///     changes: [SyncChange(collection: "notes", key: "today", value: .payload(data),
+///                          base: SyncServerVersion(17))])
+/// ```
+public struct SyncOperation: Sendable, Hashable, Codable, Identifiable {
+    /// The idempotency key, unique within a space.
+    public var id: UUID
+    /// The device (or process) that made the change; not empty. A device's operations are
+    /// applied in ``sequence`` order.
+    public var device: String
+    /// The operation's place among its device's operations, increasing (gaps allowed). An
+    /// operation whose sequence is not above the device's last applied one is refused
+    /// (``SyncResult/outOfOrder(lastSequence:)``).
+    public var sequence: Int64
+    /// The records changed, at most one change per record; not empty.
+    public var changes: [SyncChange]
+
+    /// Creates an operation.
+    public init(id: UUID = UUID(), device: String, sequence: Int64, changes: [SyncChange]) {
+        self.id = id
+        self.device = device
+        self.sequence = sequence
+        self.changes = changes
+    }
+}
+
+/// One record's new value within a ``SyncOperation``.
+public struct SyncChange: Sendable, Hashable, Codable {
+    /// The record's collection; not empty.
+    public var collection: String
+    /// The record's key; not empty.
+    public var key: String
+    /// The new payload, or a tombstone for a deletion.
+    public var value: SyncValue
+    /// The server version the device's value was based on: the version its last pull or
+    /// acknowledgement showed for this record, or `nil` when the device has never seen the
+    /// record on the server (a new record).
+    public var base: SyncServerVersion?
+    /// How the server decides whether the change may overwrite the record.
+    public var policy: SyncWritePolicy
+
+    /// Creates a change.
+    public init(
+        collection: String, key: String, value: SyncValue, base: SyncServerVersion?,
+        policy: SyncWritePolicy = .compareAndSet
+    ) {
+        self.collection = collection
+        self.key = key
+        self.value = value
+        self.base = base
+        self.policy = policy
+    }
+}
+
+/// A record's value in sync: its payload, or a tombstone saying it was deleted.
+public enum SyncValue: Sendable, Hashable, Codable {
+    /// The record's payload bytes.
+    case payload(Data)
+    /// The record was deleted. Tombstones travel through pulls like any change.
+    case tombstone
+
+    /// The payload, or `nil` for a tombstone.
+    public var payload: Data? {
+        if case .payload(let data) = self { return data }
+        return nil
+    }
+}
+
+/// How the server decides whether a change may overwrite the record it names.
+public enum SyncWritePolicy: String, Sendable, Hashable, Codable {
+    /// Applied only if the record is still at the change's ``SyncChange/base`` version
+    /// (compare-and-set), or if the record's latest write came from the same device and was
+    /// itself based on that version (the device builds on its own write, not yet
+    /// acknowledged when it sent this one). Otherwise the operation is a conflict.
+    case compareAndSet
+    /// Always applied: the later push wins, by the server's arrival order, never by device
+    /// clocks. For collections whose app chose last-writer-wins.
+    case lastWriterWins
+}

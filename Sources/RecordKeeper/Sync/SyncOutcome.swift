@@ -1,0 +1,81 @@
+public import Foundation
+
+/// The server's answer to one pushed ``SyncOperation``.
+public struct SyncOutcome: Sendable, Hashable, Codable {
+    /// The operation answered.
+    public var operationID: UUID
+    /// What the server did with it.
+    public var result: SyncResult
+    /// `true` when the operation had been received before and this is the outcome it got then
+    /// (the operation had no second effect).
+    public var isRedelivery: Bool
+
+    /// Creates an outcome.
+    public init(operationID: UUID, result: SyncResult, isRedelivery: Bool = false) {
+        self.operationID = operationID
+        self.result = result
+        self.isRedelivery = isRedelivery
+    }
+}
+
+/// What the server did with one operation.
+public enum SyncResult: Sendable, Hashable, Codable {
+    /// Every change was applied; each of its records now has this server version, which is
+    /// also the space's change counter after the operation (a pull whose cursor reached it has
+    /// seen the operation).
+    case applied(SyncServerVersion)
+    /// Nothing was applied: these records were not at the version the operation's changes were
+    /// based on. Each conflict carries the server's current value and version; the operation's
+    /// other changes were not applied either (an operation is whole or nothing).
+    case conflict([SyncConflict])
+    /// Nothing was applied and nothing recorded: the device already had an operation with this
+    /// or a later sequence applied (`lastSequence`). Per-device order is never broken.
+    case outOfOrder(lastSequence: Int64)
+
+    /// The version of an applied operation, `nil` otherwise.
+    public var appliedVersion: SyncServerVersion? {
+        if case .applied(let version) = self { return version }
+        return nil
+    }
+
+    /// The conflicts of a conflicting operation, empty otherwise.
+    public var conflicts: [SyncConflict] {
+        if case .conflict(let conflicts) = self { return conflicts }
+        return []
+    }
+}
+
+/// One record whose server version was not the one a pushed change was based on.
+public struct SyncConflict: Sendable, Hashable, Codable {
+    /// The record's collection.
+    public var collection: String
+    /// The record's key.
+    public var key: String
+    /// The version the pushed change was based on.
+    public var base: SyncServerVersion?
+    /// The server's current value and version of the record; `nil` if the server has never
+    /// had it.
+    public var server: SyncRecordState?
+
+    /// Creates a conflict.
+    public init(collection: String, key: String, base: SyncServerVersion?, server: SyncRecordState?) {
+        self.collection = collection
+        self.key = key
+        self.base = base
+        self.server = server
+    }
+}
+
+/// A record's value and version on the server.
+public struct SyncRecordState: Sendable, Hashable, Codable {
+    /// The payload, or a tombstone if it was deleted.
+    public var value: SyncValue
+    /// Its server version.
+    public var version: SyncServerVersion
+
+    /// Creates a record state.
+    public init(value: SyncValue, version: SyncServerVersion) {
+        self.value = value
+        self.version = version
+    }
+}

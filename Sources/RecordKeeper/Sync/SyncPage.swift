@@ -1,0 +1,40 @@
+/// One page of a pull: changes committed after the cursor pulled from, oldest first.
+public struct SyncPage: Sendable, Hashable, Codable {
+    /// The changes, ordered by server version, then collection, then key. Each record appears
+    /// at most once, with its latest value.
+    public var changes: [SyncPulledChange]
+    /// The cursor to pull from next; store it with these changes in one local transaction.
+    public var cursor: SyncCursor
+    /// `true` when the page was cut short by its limit: pull again from ``cursor``.
+    public var hasMore: Bool
+
+    /// The largest `limit` a pull accepts (larger pulls page).
+    public static let maximumLimit = 100_000
+
+    /// Creates a page.
+    public init(changes: [SyncPulledChange], cursor: SyncCursor, hasMore: Bool) {
+        self.changes = changes
+        self.cursor = cursor
+        self.hasMore = hasMore
+    }
+}
+
+/// A record's current value on the server, as a pull delivers it.
+public struct SyncPulledChange: Sendable, Hashable, Codable {
+    /// The record's collection.
+    public var collection: String
+    /// The record's key.
+    public var key: String
+    /// The payload, or a tombstone for a deleted record.
+    public var value: SyncValue
+    /// The record's server version (the counter of the operation that wrote it).
+    public var version: SyncServerVersion
+
+    /// Creates a pulled change.
+    public init(collection: String, key: String, value: SyncValue, version: SyncServerVersion) {
+        self.collection = collection
+        self.key = key
+        self.value = value
+        self.version = version
+    }
+}

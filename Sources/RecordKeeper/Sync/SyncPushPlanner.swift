@@ -1,0 +1,152 @@
+package import Foundation
+
+/// A record's identity within a space.
+package struct SyncRecordKey: Hashable, Sendable {
+    package var collection: String
+    package var key: String
+
+    package init(collection: String, key: String) {
+        self.collection = collection
+        self.key = key
+    }
+}
+
+/// A record as a sync server keeps it: value, version, and who wrote it on which base (for the
+/// own-write rule of ``SyncWritePolicy/compareAndSet``).
+package struct SyncStoredRecord: Hashable, Sendable {
+    package var value: SyncValue
+    package var version: SyncServerVersion
+    /// The device of the operation that last wrote the record.
+    package var writerDevice: String
+    /// The base version that operation's change was based on.
+    package var writerBase: SyncServerVersion?
+
+    package init(
+        value: SyncValue, version: SyncServerVersion, writerDevice: String,
+        writerBase: SyncServerVersion?
+    ) {
+        self.value = value
+        self.version = version
+        self.writerDevice = writerDevice
+        self.writerBase = writerBase
+    }
+
+    package var state: SyncRecordState { SyncRecordState(value: value, version: version) }
+}
+
+/// What a push may read before deciding: the space's state for the operations of the push.
+/// A server loads it inside its push transaction, after taking the space's counter lock.
+package struct SyncPushState: Sendable {
+    /// The space's change counter.
+    package var counter: Int64
+    /// Outcomes already recorded for operation ids of the push.
+    package var recorded: [UUID: SyncOutcome]
+    /// The last applied sequence of each device of the push that has one.
+    package var lastSequences: [String: Int64]
+    /// The current records the push's changes name (absent: never written in this space).
+    package var records: [SyncRecordKey: SyncStoredRecord]
+
+    package init(
+        counter: Int64, recorded: [UUID: SyncOutcome] = [:], lastSequences: [String: Int64] = [:],
+        records: [SyncRecordKey: SyncStoredRecord] = [:]
+    ) {
+        self.counter = counter
+        self.recorded = recorded
+        self.lastSequences = lastSequences
+        self.records = records
+    }
+}
+
+/// An operation to record as received, with the outcome it got.
+package struct SyncRecordedOperation: Sendable {
+    package var id: UUID
+    package var device: String
+    package var sequence: Int64
+    package var outcome: SyncOutcome
+}
+
+/// What a push writes, decided from its operations and the ``SyncPushState``.
+package struct SyncPushPlan: Sendable {
+    /// One outcome per pushed operation, in push order.
+    package var outcomes: [SyncOutcome]
+    /// Operations received for the first time (applied or conflicting), to record.
+    package var newOperations: [SyncRecordedOperation]
+    /// The final state of every record the push wrote.
+    package var records: [SyncRecordKey: SyncStoredRecord]
+    /// The new last sequence of every device that had an operation recorded.
+    package var lastSequences: [String: Int64]
+    /// The space's counter after the push.
+    package var counter: Int64
+}
+
+/// The rules of a push, in one place for every server implementation: deduplication by id,
+/// per-device order, compare-and-set with the own-write rule, last-writer-wins, whole-or-nothing
+/// operations, one counter value per applied operation.
+package enum SyncPushPlanner {
+    package static func plan(_ operations: [SyncOperation], state: SyncPushState) -> SyncPushPlan {
+        var state = state
+        var plan = SyncPushPlan(
+            outcomes: [], newOperations: [], records: [:], lastSequences: [:], counter: state.counter)
+        for operation in operations {
+            if var outcome = state.recorded[operation.id] {
+                outcome.isRedelivery = true
+                plan.outcomes.append(outcome)
+                continue
+            }
+            if let last = state.lastSequences[operation.device], operation.sequence <= last {
+                plan.outcomes.append(
+                    SyncOutcome(operationID: operation.id, result: .outOfOrder(lastSequence: last)))
+                continue
+            }
+            var conflicts: [SyncConflict] = []
+            for change in operation.changes {
+                let id = SyncRecordKey(collection: change.collection, key: change.key)
+                let current = state.records[id]
+                if !accepts(change, from: operation.device, current: current) {
+                    conflicts.append(
+                        SyncConflict(
+                            collection: change.collection, key: change.key, base: change.base,
+                            server: current?.state))
+                }
+            }
+            let result: SyncResult
+            if conflicts.isEmpty {
+                state.counter += 1
+                let version = SyncServerVersion(state.counter)
+                for change in operation.changes {
+                    let id = SyncRecordKey(collection: change.collection, key: change.key)
+                    let record = SyncStoredRecord(
+                        value: change.value, version: version, writerDevice: operation.device,
+                        writerBase: change.base)
+                    state.records[id] = record
+                    plan.records[id] = record
+                }
+                result = .applied(version)
+            } else {
+                result = .conflict(conflicts)
+            }
+            let outcome = SyncOutcome(operationID: operation.id, result: result)
+            state.recorded[operation.id] = outcome
+            state.lastSequences[operation.device] = operation.sequence
+            plan.lastSequences[operation.device] = operation.sequence
+            plan.newOperations.append(
+                SyncRecordedOperation(
+                    id: operation.id, device: operation.device, sequence: operation.sequence,
+                    outcome: outcome))
+            plan.outcomes.append(outcome)
+        }
+        plan.counter = state.counter
+        return plan
+    }
+
+    /// Whether `change` may overwrite `current` (nil: the record was never written).
+    static func accepts(_ change: SyncChange, from device: String, current: SyncStoredRecord?) -> Bool {
+        if change.policy == .lastWriterWins { return true }
+        guard let current else { return change.base == nil }
+        if current.version == change.base { return true }
+        // The own-write rule: the device sent this change before it learned the version its
+        // previous change of the record got; both were based on the same version and nobody
+        // else wrote the record in between.
+        return current.writerDevice == device && current.writerBase == change.base
+    }
+}

@@ -1,0 +1,55 @@
+/// Checks of push and pull requests, shared by every server implementation, so bad input gets
+/// the same clear error everywhere and nothing of the request is applied.
+package enum SyncRequestValidation {
+    package static func validatePush(space: String, operations: [SyncOperation]) throws(SyncError) {
+        try validateName(space, "space")
+        for operation in operations {
+            // Messages are built only on failure (pushes carry many thousands of changes).
+            let which = { "operation \(operation.id.uuidString)" }
+            try validateName(operation.device, "device of \(which())")
+            if operation.changes.isEmpty {
+                throw SyncError(.invalidRequest, "\(which()) has no changes")
+            }
+            if operation.changes.count == 1 {
+                let change = operation.changes[0]
+                try validateName(change.collection, "collection in \(which())")
+                try validateName(change.key, "key in \(which()) (collection \(change.collection))")
+                continue
+            }
+            var seen = Set<SyncRecordKey>()
+            for change in operation.changes {
+                try validateName(change.collection, "collection in \(which())")
+                try validateName(change.key, "key in \(which()) (collection \(change.collection))")
+                if !seen.insert(SyncRecordKey(collection: change.collection, key: change.key)).inserted {
+                    throw SyncError(
+                        .invalidRequest,
+                        "\(which()) changes record \(change.collection)/\(change.key) more than once")
+                }
+            }
+        }
+    }
+
+    package static func validatePull(space: String, cursor: SyncCursor, limit: Int) throws(SyncError) {
+        try validateName(space, "space")
+        if limit < 1 || limit > SyncPage.maximumLimit {
+            throw SyncError(
+                .invalidRequest,
+                "the pull limit must be between 1 and \(SyncPage.maximumLimit), not \(limit)")
+        }
+        if cursor.counter < 0 || cursor.counter == Int64.max {
+            throw SyncError(.invalidRequest, "the cursor's counter is out of range (\(cursor.counter))")
+        }
+        if let position = cursor.position {
+            try validateName(position.collection, "cursor collection")
+            try validateName(position.key, "cursor key")
+        }
+    }
+
+    /// Names are not empty and contain no NUL character (PostgreSQL's text cannot hold one).
+    private static func validateName(_ value: String, _ what: @autoclosure () -> String) throws(SyncError) {
+        if value.isEmpty { throw SyncError(.invalidRequest, "the \(what()) is empty") }
+        if value.utf8.contains(0) {
+            throw SyncError(.invalidRequest, "the \(what()) contains a NUL character")
+        }
+    }
+}

@@ -1,0 +1,249 @@
+internal import CLibPQ
+import Foundation
+
+/// One connection to a PostgreSQL server, over libpq.
+///
+/// Statements are parameterised only: ``execute(_:_:operation:resultFormat:)`` sends the SQL
+/// text and the ``PostgresValue`` parameters apart (`PQexecParams`), so no input ever becomes
+/// SQL. Each call runs one statement. Failures throw ``PostgresError`` with the server's
+/// SQLSTATE and message.
+///
+/// The connection is an actor running on its own serial dispatch queue: libpq blocks while it
+/// waits for the server, and that waiting never occupies Swift's cooperative thread pool.
+///
+/// ```swift
+/// let connection = try await PostgresConnection(conninfo: "host=127.0.0.1 port=5432 dbname=app")
+/// let head = try await connection.transaction(.repeatableRead, readOnly: true) { connection in
+///     try connection.execute("SELECT counter FROM t WHERE id = $1", [.text("a")]).int64(0, 0)
+/// }
+/// ```
+public actor PostgresConnection {
+    /// A transaction's isolation level.
+    public enum IsolationLevel: String, Sendable {
+        /// Each statement sees what was committed when it started (PostgreSQL's default).
+        case readCommitted = "READ COMMITTED"
+        /// Every statement sees one snapshot, taken at the transaction's first statement.
+        case repeatableRead = "REPEATABLE READ"
+        /// Repeatable read plus serialisation failures (40001) for dangerous interleavings.
+        case serializable = "SERIALIZABLE"
+    }
+
+    /// A statement's result format: text, or binary for faster decoding of bytea and integers.
+    public enum ResultFormat: Int32, Sendable {
+        /// Every value as text (bytea as `\x` hex).
+        case text = 0
+        /// Every value in PostgreSQL's binary form (integers big-endian, bytea raw).
+        case binary = 1
+    }
+
+    private let executor: PostgresExecutor
+    private let owner: HandleOwner
+    private var handle: OpaquePointer? { owner.handle }
+    private var inTransaction = false
+
+    /// How many statements this connection has sent (each is one round trip to the server).
+    public private(set) var statementCount = 0
+
+    /// The connection's own serial queue, where every libpq call runs.
+    public nonisolated var unownedExecutor: UnownedSerialExecutor {
+        executor.asUnownedSerialExecutor()
+    }
+
+    /// Connects to a server.
+    ///
+    /// - Parameter conninfo: libpq's connection string, as keywords
+    ///   (`"host=127.0.0.1 port=5432 user=app dbname=records"`) or a URI
+    ///   (`"postgresql://app@127.0.0.1:5432/records"`).
+    /// - Throws: ``PostgresError`` of kind ``PostgresError/Kind/connection`` with libpq's message.
+    public init(conninfo: String) async throws(PostgresError) {
+        executor = PostgresExecutor(label: "RecordKeeperPostgres.connection")
+        owner = HandleOwner()
+        // From here on the initializer runs on the connection's own queue: connecting blocks.
+        if conninfo.utf8.contains(0) {
+            throw PostgresError(
+                .invalidArgument, operation: "connect", message: "the conninfo contains a NUL character")
+        }
+        let connection = PQconnectdb(conninfo)
+        guard let connection else {
+            throw PostgresError(.connection, operation: "connect", message: "libpq is out of memory")
+        }
+        guard PQstatus(connection) == CONNECTION_OK else {
+            let message = Self.message(of: connection)
+            PQfinish(connection)
+            throw PostgresError(.connection, operation: "connect", message: message)
+        }
+        owner.handle = connection
+    }
+
+    /// The process id of the server backend serving this connection (`pg_backend_pid()`), for
+    /// tests that watch it in `pg_stat_activity` or `pg_locks`. Like every call, it waits
+    /// behind a statement the connection is running (one blocked on a lock, say): read it first.
+    public var backendProcessID: Int32 {
+        guard let handle else { return 0 }
+        return PQbackendPID(handle)
+    }
+
+    /// Runs one statement with positional parameters and returns its rows.
+    ///
+    /// - Parameters:
+    ///   - sql: one statement, with `$1`, `$2`... for the parameters. A constant: never built
+    ///     from input.
+    ///   - parameters: the values of `$1`, `$2`...
+    ///   - operation: what the caller is doing, for the error.
+    ///   - resultFormat: text (default) or binary.
+    /// - Throws: ``PostgresError``; a statement failure keeps the server's SQLSTATE and message.
+    @discardableResult
+    public func execute(
+        _ sql: StaticString, _ parameters: [PostgresValue] = [], operation: String = "statement",
+        resultFormat: ResultFormat = .text
+    ) throws(PostgresError) -> PostgresResult {
+        let connection = try connected(operation)
+        let encoded = try parameters.map { value throws(PostgresError) in try value.encoded() }
+        statementCount += 1
+        let types = encoded.map(\.type)
+        let formats = encoded.map(\.format)
+        let lengths = encoded.map { Int32($0.bytes?.count ?? 0) }
+        // Copies of the parameter bytes that live until PQexecParams returns.
+        let buffers: [UnsafeMutablePointer<CChar>?] = encoded.map { item in
+            guard let bytes = item.bytes else { return nil }
+            let buffer = UnsafeMutablePointer<CChar>.allocate(capacity: max(bytes.count, 1))
+            bytes.withUnsafeBufferPointer { source in
+                source.withMemoryRebound(to: CChar.self) { rebound in
+                    if let base = rebound.baseAddress {
+                        buffer.initialize(from: base, count: bytes.count)
+                    }
+                }
+            }
+            return buffer
+        }
+        defer { for buffer in buffers { buffer?.deallocate() } }
+        let values = buffers.map { UnsafePointer($0) }
+        var command = sql.withUTF8Buffer { Array($0).map { CChar(bitPattern: $0) } }
+        command.append(0)
+        let result = PQexecParams(
+            connection, command, Int32(encoded.count), types, values, lengths, formats,
+            resultFormat.rawValue)
+        return try check(result, connection: connection, operation: operation)
+    }
+
+    /// Runs `body` in a transaction: commits when it returns, rolls back when it throws.
+    ///
+    /// `body` runs on the connection's queue and may call ``execute(_:_:operation:resultFormat:)``
+    /// synchronously. Transactions do not nest.
+    ///
+    /// - Throws: what `body` throws (after the rollback), or ``PostgresError`` from BEGIN or
+    ///   COMMIT (a serialisation failure or a broken connection at commit).
+    public func transaction<T: Sendable>(
+        _ isolation: IsolationLevel = .readCommitted, readOnly: Bool = false,
+        operation: String = "transaction",
+        _ body: @Sendable (isolated PostgresConnection) throws -> T
+    ) throws -> T {
+        precondition(!inTransaction, "PostgresConnection transactions do not nest")
+        let begin: StaticString =
+            switch (isolation, readOnly) {
+            case (.readCommitted, false): "BEGIN ISOLATION LEVEL READ COMMITTED"
+            case (.readCommitted, true): "BEGIN ISOLATION LEVEL READ COMMITTED READ ONLY"
+            case (.repeatableRead, false): "BEGIN ISOLATION LEVEL REPEATABLE READ"
+            case (.repeatableRead, true): "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+            case (.serializable, false): "BEGIN ISOLATION LEVEL SERIALIZABLE"
+            case (.serializable, true): "BEGIN ISOLATION LEVEL SERIALIZABLE READ ONLY"
+            }
+        try execute(begin, operation: "\(operation): begin")
+        inTransaction = true
+        defer { inTransaction = false }
+        let value: T
+        do {
+            value = try body(self)
+        } catch {
+            rollBack(operation)
+            throw error
+        }
+        do {
+            try execute("COMMIT", operation: "\(operation): commit")
+        } catch {
+            rollBack(operation)
+            throw error
+        }
+        return value
+    }
+
+    /// Rolls back after a failure. The failure is what the caller throws; if the rollback
+    /// itself fails, the session's state is unknown, so the connection is reset (a new
+    /// session: the server rolls back whatever the old one had open).
+    private func rollBack(_ operation: String) {
+        guard let handle else { return }
+        if PQstatus(handle) != CONNECTION_OK { return }  // the server rolled back already
+        do {
+            try execute("ROLLBACK", operation: "\(operation): rollback")
+        } catch {
+            PQreset(handle)
+        }
+    }
+
+    /// The open connection, re-established first if it broke (PQreset).
+    private func connected(_ operation: String) throws(PostgresError) -> OpaquePointer {
+        guard let handle else {
+            throw PostgresError(.connection, operation: operation, message: "the connection is closed")
+        }
+        if PQstatus(handle) != CONNECTION_OK {
+            if inTransaction {
+                // A transaction cannot continue on a new session.
+                throw PostgresError(.connection, operation: operation, message: Self.message(of: handle))
+            }
+            PQreset(handle)
+            if PQstatus(handle) != CONNECTION_OK {
+                throw PostgresError(.connection, operation: operation, message: Self.message(of: handle))
+            }
+        }
+        return handle
+    }
+
+    private func check(
+        _ result: OpaquePointer?, connection: OpaquePointer, operation: String
+    ) throws(PostgresError) -> PostgresResult {
+        guard let result else {
+            throw PostgresError(
+                PQstatus(connection) == CONNECTION_OK ? .statement : .connection,
+                operation: operation, message: Self.message(of: connection))
+        }
+        let status = PQresultStatus(result)
+        if status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK {
+            return PostgresResult(handle: result, operation: operation)
+        }
+        defer { PQclear(result) }
+        let sqlState = Self.field(result, recordkeeper_pg_diag_sqlstate())
+        let message =
+            Self.field(result, recordkeeper_pg_diag_message_primary())
+            ?? Self.message(of: connection)
+        let kind: PostgresError.Kind =
+            PQstatus(connection) != CONNECTION_OK && sqlState == nil ? .connection : .statement
+        throw PostgresError(
+            kind, operation: operation, sqlState: sqlState, message: message,
+            detail: Self.field(result, recordkeeper_pg_diag_message_detail()))
+    }
+
+    private static func field(_ result: OpaquePointer, _ code: Int32) -> String? {
+        guard let value = PQresultErrorField(result, code) else { return nil }
+        return String(cString: value)
+    }
+
+    private static func message(of connection: OpaquePointer) -> String {
+        guard let text = PQerrorMessage(connection) else { return "unknown libpq failure" }
+        let message = String(cString: text).trimmingCharacters(in: .whitespacesAndNewlines)
+        return message.isEmpty ? "unknown libpq failure" : message
+    }
+}
+
+/// Owns the libpq connection pointer, so that it is closed (PQfinish) when the connection
+/// actor goes away.
+///
+/// `@unchecked Sendable`: `handle` is set once, on the connection's queue, before the actor is
+/// returned, and then only read on that queue (every libpq call runs there); `deinit` runs when
+/// the actor is gone, so nothing can use the pointer any more.
+private final class HandleOwner: @unchecked Sendable {
+    var handle: OpaquePointer?
+
+    deinit {
+        if let handle { PQfinish(handle) }
+    }
+}

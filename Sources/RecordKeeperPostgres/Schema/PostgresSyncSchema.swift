@@ -1,0 +1,140 @@
+import RecordKeeper
+
+/// The sync server's tables in PostgreSQL, created and migrated forward by the library in
+/// numbered steps (docs/SYNC.md describes each table).
+///
+/// Every step runs in its own transaction together with its row in `recordkeeper_sync_schema`,
+/// under a transaction-level advisory lock, so servers starting at once migrate one after the
+/// other and a failed step leaves the schema as it was. A schema newer than this library knows
+/// is refused, untouched.
+public enum PostgresSyncSchema {
+    /// One forward step.
+    struct Step: Sendable {
+        let version: Int64
+        let name: String
+        let statements: [StaticString]
+    }
+
+    /// The schema version this library writes.
+    public static var currentVersion: Int64 { steps[steps.count - 1].version }
+
+    /// The advisory lock key migrations hold ("RKSYNC" in ASCII).
+    static let lockKey: Int64 = 0x524B_5359_4E43
+
+    static let steps: [Step] = [
+        Step(
+            version: 1, name: "spaces, records, operations, devices",
+            statements: [
+                """
+                CREATE TABLE recordkeeper_sync_spaces (
+                    space text COLLATE "C" PRIMARY KEY,
+                    counter bigint NOT NULL DEFAULT 0 CHECK (counter >= 0)
+                )
+                """,
+                """
+                CREATE TABLE recordkeeper_sync_records (
+                    space text COLLATE "C" NOT NULL,
+                    collection text COLLATE "C" NOT NULL,
+                    key text COLLATE "C" NOT NULL,
+                    version bigint NOT NULL,
+                    payload bytea,
+                    deleted boolean NOT NULL,
+                    writer_device text COLLATE "C" NOT NULL,
+                    writer_base bigint,
+                    PRIMARY KEY (space, collection, key),
+                    CHECK (deleted = (payload IS NULL))
+                )
+                """,
+                """
+                CREATE INDEX recordkeeper_sync_records_feed
+                    ON recordkeeper_sync_records (space, version, collection, key)
+                """,
+                """
+                CREATE TABLE recordkeeper_sync_operations (
+                    space text COLLATE "C" NOT NULL,
+                    operation_id uuid NOT NULL,
+                    device text COLLATE "C" NOT NULL,
+                    sequence bigint NOT NULL,
+                    version bigint,
+                    outcome jsonb NOT NULL,
+                    received_at timestamptz NOT NULL DEFAULT now(),
+                    PRIMARY KEY (space, operation_id)
+                )
+                """,
+                """
+                CREATE TABLE recordkeeper_sync_devices (
+                    space text COLLATE "C" NOT NULL,
+                    device text COLLATE "C" NOT NULL,
+                    last_sequence bigint NOT NULL,
+                    PRIMARY KEY (space, device)
+                )
+                """,
+            ]),
+    ]
+
+    /// Brings the connection's database to ``currentVersion``; does nothing when it is there.
+    ///
+    /// - Returns: the versions applied now (empty when the schema was current).
+    /// - Throws: ``SyncError`` with ``SyncError/Code/newerServerSchema`` when the database has a
+    ///   newer schema (nothing changed); ``PostgresError`` when a step fails (that step rolled
+    ///   back, earlier steps kept).
+    @discardableResult
+    public static func migrate(_ connection: PostgresConnection) async throws -> [Int64] {
+        var applied: [Int64] = []
+        for step in steps {
+            let ran = try await connection.transaction(operation: "migrate to schema \(step.version)") {
+                connection throws -> Bool in
+                try connection.execute(
+                    "SELECT pg_advisory_xact_lock($1)", [.int64(lockKey)],
+                    operation: "migrate: take the migration lock")
+                // "relation already exists, skipping" is expected on every start after the first.
+                try connection.execute(
+                    "SET LOCAL client_min_messages = warning", operation: "migrate: quiet notices")
+                try connection.execute(
+                    """
+                    CREATE TABLE IF NOT EXISTS recordkeeper_sync_schema (
+                        version bigint PRIMARY KEY,
+                        name text NOT NULL,
+                        applied_at timestamptz NOT NULL DEFAULT now()
+                    )
+                    """, operation: "migrate: create the schema version table")
+                let current = try connection.execute(
+                    "SELECT coalesce(max(version), 0) FROM recordkeeper_sync_schema",
+                    operation: "migrate: read the schema version"
+                ).int64(0, 0)
+                if current > currentVersion {
+                    throw SyncError(
+                        .newerServerSchema,
+                        "the server's sync schema is version \(current); this library knows up to \(currentVersion)")
+                }
+                if current >= step.version { return false }
+                for statement in step.statements {
+                    try connection.execute(statement, operation: "migrate to schema \(step.version)")
+                }
+                try connection.execute(
+                    "INSERT INTO recordkeeper_sync_schema (version, name) VALUES ($1, $2)",
+                    [.int64(step.version), .text(step.name)],
+                    operation: "migrate: record schema \(step.version)")
+                return true
+            }
+            if ran { applied.append(step.version) }
+        }
+        return applied
+    }
+
+    /// The database's schema version (0 when the sync tables were never created).
+    public static func version(_ connection: PostgresConnection) async throws -> Int64 {
+        try await connection.transaction(.readCommitted, readOnly: true, operation: "read the schema version") {
+            connection throws -> Int64 in
+            let exists = try connection.execute(
+                "SELECT to_regclass('recordkeeper_sync_schema') IS NOT NULL",
+                operation: "read the schema version"
+            ).bool(0, 0)
+            if !exists { return 0 }
+            return try connection.execute(
+                "SELECT coalesce(max(version), 0) FROM recordkeeper_sync_schema",
+                operation: "read the schema version"
+            ).int64(0, 0)
+        }
+    }
+}

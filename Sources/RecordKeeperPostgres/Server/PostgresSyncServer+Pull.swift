@@ -1,0 +1,50 @@
+import RecordKeeper
+
+extension PostgresSyncServer {
+    /// One pull, inside its REPEATABLE READ transaction: the counter and the rows come from one
+    /// snapshot. A push takes the counter lock first and stamps its rows with counter values
+    /// above the one it found, so a push that committed a counter value had every earlier value
+    /// committed before it; in any snapshot, every row with a version up to the counter is
+    /// committed and visible, and a later commit only ever adds versions above it. Reading up
+    /// to the counter, in (version, collection, key) order, therefore never passes a change
+    /// that commits later, and a page cut short ends at its last row, never at the counter.
+    static func pull(
+        space: String, after cursor: SyncCursor, limit: Int,
+        on connection: isolated PostgresConnection
+    ) throws -> SyncPage {
+        let head = try connection.execute(
+            "SELECT counter FROM recordkeeper_sync_spaces WHERE space = $1", [.text(space)],
+            operation: "pull: read the space's counter")
+        let counter = head.rowCount == 0 ? 0 : try head.int64(0, 0)
+        // Rows strictly after the cursor. A cursor without a position covers its whole counter
+        // value: (counter + 1, '', '') precedes every row of the next value, as collections and
+        // keys are never empty.
+        let (afterVersion, afterCollection, afterKey) =
+            if let position = cursor.position {
+                (cursor.counter, position.collection, position.key)
+            } else {
+                (cursor.counter + 1, "", "")
+            }
+        let rows = try connection.execute(
+            """
+            SELECT collection, key, version, payload FROM recordkeeper_sync_records
+            WHERE space = $1 AND version <= $2 AND (version, collection, key) > ($3, $4, $5)
+            ORDER BY version, collection, key
+            LIMIT $6
+            """,
+            [
+                .text(space), .int64(counter), .int64(afterVersion), .text(afterCollection),
+                .text(afterKey), .int64(Int64(limit) + 1),
+            ], operation: "pull: read the changes", resultFormat: .binary)
+        var changes: [SyncPulledChange] = []
+        changes.reserveCapacity(rows.rowCount)
+        for row in 0..<rows.rowCount {
+            changes.append(
+                SyncPulledChange(
+                    collection: try rows.string(row, 0), key: try rows.string(row, 1),
+                    value: rows.isNull(row, 3) ? .tombstone : .payload(try rows.data(row, 3)),
+                    version: SyncServerVersion(try rows.int64(row, 2))))
+        }
+        return SyncPage.assemble(changes, limit: limit, head: counter, cursor: cursor)
+    }
+}

@@ -1,0 +1,245 @@
+import Foundation
+package import RecordKeeper
+
+extension PostgresSyncServer {
+    /// One push, inside its READ COMMITTED transaction. The first statement locks the space's
+    /// counter row, so the pushes of one space run one after the other and take counter values
+    /// in commit order; every later statement (a fresh snapshot each, under READ COMMITTED) sees
+    /// what earlier pushes committed. A fixed number of statements whatever the number of
+    /// operations: the arrays travel as parameters and `unnest` turns them into rows.
+    ///
+    /// The reads look rows up one primary-key probe per pushed id (`CROSS JOIN LATERAL …
+    /// LIMIT 1`, which the planner cannot flatten into a join): a plain join with the unnested
+    /// keys was planned as a hash join over the whole space, so a push cost grew with the
+    /// space's size (100 ms instead of 3 ms for 1,000 keys in a space of 100,000 records).
+    static func push(
+        space: String, operations: [SyncOperation], on connection: isolated PostgresConnection,
+        hooks: Hooks
+    ) throws -> [SyncOutcome] {
+        let counter = try connection.execute(
+            """
+            INSERT INTO recordkeeper_sync_spaces AS s (space) VALUES ($1)
+            ON CONFLICT (space) DO UPDATE SET counter = s.counter
+            RETURNING counter
+            """, [.text(space)], operation: "push: lock the space's counter"
+        ).int64(0, 0)
+        hooks.afterCounterLock?(space)
+
+        var state = SyncPushState(counter: counter)
+        state.recorded = try recordedOutcomes(space, operations, on: connection)
+        state.lastSequences = try lastSequences(space, operations, on: connection)
+        state.records = try currentRecords(space, operations, on: connection)
+
+        let plan = SyncPushPlanner.plan(operations, state: state)
+
+        try writeRecords(space, plan.records, on: connection)
+        try recordOperations(space, plan.newOperations, on: connection)
+        try writeSequences(space, plan.lastSequences, on: connection)
+        if plan.counter != counter {
+            try connection.execute(
+                "UPDATE recordkeeper_sync_spaces SET counter = $2 WHERE space = $1",
+                [.text(space), .int64(plan.counter)], operation: "push: advance the counter")
+        }
+        hooks.beforeCommit?(space)
+        return plan.outcomes
+    }
+
+    private static func recordedOutcomes(
+        _ space: String, _ operations: [SyncOperation], on connection: isolated PostgresConnection
+    ) throws -> [UUID: SyncOutcome] {
+        let result = try connection.execute(
+            """
+            SELECT o.operation_id, o.outcome::text
+            FROM unnest($2::uuid[]) AS w(id)
+            CROSS JOIN LATERAL (
+                SELECT operation_id, outcome FROM recordkeeper_sync_operations
+                WHERE space = $1 AND operation_id = w.id
+                LIMIT 1
+            ) o
+            """, [.text(space), .textArray(operations.map { $0.id.uuidString })],
+            operation: "push: find operations received before")
+        var outcomes: [UUID: SyncOutcome] = [:]
+        let decoder = JSONDecoder()
+        for row in 0..<result.rowCount {
+            let id = try result.uuid(row, 0)
+            do {
+                outcomes[id] = try decoder.decode(SyncOutcome.self, from: Data(result.string(row, 1).utf8))
+            } catch let error as PostgresError {
+                throw error
+            } catch {
+                throw PostgresError(
+                    .unexpectedResult, operation: "push: read the outcome of operation \(id)",
+                    message: "the stored outcome is not valid: \(error)")
+            }
+        }
+        return outcomes
+    }
+
+    private static func lastSequences(
+        _ space: String, _ operations: [SyncOperation], on connection: isolated PostgresConnection
+    ) throws -> [String: Int64] {
+        let devices = Array(Set(operations.map(\.device)))
+        let result = try connection.execute(
+            """
+            SELECT device, last_sequence FROM recordkeeper_sync_devices
+            WHERE space = $1 AND device = ANY($2::text[])
+            """, [.text(space), .textArray(devices)],
+            operation: "push: read the devices' last sequences")
+        var sequences: [String: Int64] = [:]
+        for row in 0..<result.rowCount {
+            sequences[try result.string(row, 0)] = try result.int64(row, 1)
+        }
+        return sequences
+    }
+
+    private static func currentRecords(
+        _ space: String, _ operations: [SyncOperation], on connection: isolated PostgresConnection
+    ) throws -> [SyncRecordKey: SyncStoredRecord] {
+        var seen = Set<SyncRecordKey>()
+        var collections: [String?] = []
+        var keys: [String?] = []
+        for operation in operations {
+            for change in operation.changes
+            where seen.insert(SyncRecordKey(collection: change.collection, key: change.key)).inserted {
+                collections.append(change.collection)
+                keys.append(change.key)
+            }
+        }
+        let result = try connection.execute(
+            """
+            SELECT r.collection, r.key, r.version, r.payload, r.writer_device, r.writer_base
+            FROM unnest($2::text[], $3::text[]) AS w(collection, key)
+            CROSS JOIN LATERAL (
+                SELECT * FROM recordkeeper_sync_records
+                WHERE space = $1 AND collection = w.collection AND key = w.key
+                LIMIT 1
+            ) r
+            """, [.text(space), .textArray(collections), .textArray(keys)],
+            operation: "push: read the records the operations change", resultFormat: .binary)
+        var records: [SyncRecordKey: SyncStoredRecord] = [:]
+        for row in 0..<result.rowCount {
+            let id = SyncRecordKey(collection: try result.string(row, 0), key: try result.string(row, 1))
+            records[id] = SyncStoredRecord(
+                value: result.isNull(row, 3) ? .tombstone : .payload(try result.data(row, 3)),
+                version: SyncServerVersion(try result.int64(row, 2)),
+                writerDevice: try result.string(row, 4),
+                writerBase: try result.optionalInt64(row, 5).map(SyncServerVersion.init))
+        }
+        return records
+    }
+
+    private static func writeRecords(
+        _ space: String, _ records: [SyncRecordKey: SyncStoredRecord],
+        on connection: isolated PostgresConnection
+    ) throws {
+        if records.isEmpty { return }
+        var collections: [String?] = [], keys: [String?] = [], versions: [String?] = []
+        var payloads: [String?] = [], devices: [String?] = [], bases: [String?] = []
+        for (id, record) in records {
+            collections.append(id.collection)
+            keys.append(id.key)
+            versions.append(String(record.version.rawValue))
+            payloads.append(record.value.payload.map(Hex.encode))
+            devices.append(record.writerDevice)
+            bases.append(record.writerBase.map { String($0.rawValue) })
+        }
+        try connection.execute(
+            """
+            INSERT INTO recordkeeper_sync_records AS r
+                (space, collection, key, version, payload, deleted, writer_device, writer_base)
+            SELECT $1, w.collection, w.key, w.version, decode(w.payload, 'hex'), w.payload IS NULL,
+                w.writer_device, w.writer_base
+            FROM unnest($2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::bigint[])
+                AS w(collection, key, version, payload, writer_device, writer_base)
+            ON CONFLICT (space, collection, key) DO UPDATE SET
+                version = excluded.version, payload = excluded.payload, deleted = excluded.deleted,
+                writer_device = excluded.writer_device, writer_base = excluded.writer_base
+            """,
+            [
+                .text(space), .textArray(collections), .textArray(keys), .textArray(versions),
+                .textArray(payloads), .textArray(devices), .textArray(bases),
+            ], operation: "push: write the records")
+    }
+
+    private static func recordOperations(
+        _ space: String, _ operations: [SyncRecordedOperation],
+        on connection: isolated PostgresConnection
+    ) throws {
+        if operations.isEmpty { return }
+        var ids: [String?] = [], devices: [String?] = [], sequences: [String?] = []
+        var versions: [String?] = [], outcomes: [String?] = []
+        for operation in operations {
+            ids.append(operation.id.uuidString)
+            devices.append(operation.device)
+            sequences.append(String(operation.sequence))
+            versions.append(operation.outcome.result.appliedVersion.map { String($0.rawValue) })
+            outcomes.append(try OutcomeJSON.encode(operation.outcome))
+        }
+        try connection.execute(
+            """
+            INSERT INTO recordkeeper_sync_operations
+                (space, operation_id, device, sequence, version, outcome)
+            SELECT $1, w.id, w.device, w.sequence, w.version, w.outcome
+            FROM unnest($2::uuid[], $3::text[], $4::bigint[], $5::bigint[], $6::jsonb[])
+                AS w(id, device, sequence, version, outcome)
+            """,
+            [
+                .text(space), .textArray(ids), .textArray(devices), .textArray(sequences),
+                .textArray(versions), .textArray(outcomes),
+            ], operation: "push: record the operations")
+    }
+
+    private static func writeSequences(
+        _ space: String, _ sequences: [String: Int64], on connection: isolated PostgresConnection
+    ) throws {
+        if sequences.isEmpty { return }
+        try connection.execute(
+            """
+            INSERT INTO recordkeeper_sync_devices AS d (space, device, last_sequence)
+            SELECT $1, w.device, w.last_sequence
+            FROM unnest($2::text[], $3::bigint[]) AS w(device, last_sequence)
+            ON CONFLICT (space, device) DO UPDATE SET last_sequence = excluded.last_sequence
+            """,
+            [
+                .text(space), .textArray(sequences.keys.map { $0 }),
+                .textArray(sequences.values.map { String($0) }),
+            ], operation: "push: record the devices' sequences")
+    }
+}
+
+/// Lower-case hexadecimal, for payloads sent inside text arrays and decoded by `decode(…, 'hex')`.
+enum Hex {
+    private static let digits = Array("0123456789abcdef".utf8)
+
+    static func encode(_ data: Data) -> String {
+        var bytes = [UInt8](repeating: 0, count: data.count * 2)
+        var index = 0
+        for byte in data {
+            bytes[index] = digits[Int(byte >> 4)]
+            bytes[index + 1] = digits[Int(byte & 0x0F)]
+            index += 2
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+}
+
+/// The stored JSON form of an outcome: `JSONEncoder` with sorted keys (docs/SYNC.md), written
+/// directly for the common applied outcome (JSONEncoder took a fifth of a push's time).
+package enum OutcomeJSON {
+    package static func encode(_ outcome: SyncOutcome) throws(PostgresError) -> String {
+        if case .applied(let version) = outcome.result {
+            return #"{"isRedelivery":"# + (outcome.isRedelivery ? "true" : "false")
+                + #","operationID":""# + outcome.operationID.uuidString
+                + #"","result":{"applied":{"_0":"# + String(version.rawValue) + "}}}"
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        do {
+            return String(decoding: try encoder.encode(outcome), as: UTF8.self)
+        } catch {
+            throw PostgresError(
+                .invalidArgument, operation: "push: encode the outcome of \(outcome.operationID)",
+                message: "\(error)")
+        }
+    }
+}

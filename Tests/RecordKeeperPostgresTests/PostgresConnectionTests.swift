@@ -1,0 +1,134 @@
+import Foundation
+import RecordKeeperPostgres
+import Testing
+
+/// The libpq connection: parameters travel apart from the SQL, results decode by type, errors
+/// keep the SQLSTATE and the server's message, transactions roll back on a throw.
+@Suite(.enabled(if: TestPostgres.enabled, TestPostgres.disabledReason))
+struct PostgresConnectionTests {
+    @Test func `parameters travel apart from the SQL, whatever they contain`() async throws {
+        let connection = try await TestPostgres.connection()
+        let hostile = "O'Brien\"; DROP TABLE pg_class; -- \\ $1"
+        let bytes = Data([0, 1, 2, 0xFF, 0x5C, 0x22])
+        let row = try await connection.transaction { connection in
+            let result = try connection.execute(
+                "SELECT $1::text, $2::bigint, $3::boolean, $4::bytea, $5::text IS NULL",
+                [.text(hostile), .int64(-9_000_000_000), .bool(true), .bytes(bytes), .null])
+            return (
+                try result.string(0, 0), try result.int64(0, 1), try result.bool(0, 2),
+                try result.data(0, 3), try result.bool(0, 4)
+            )
+        }
+        #expect(row.0 == hostile)
+        #expect(row.1 == -9_000_000_000)
+        #expect(row.2)
+        #expect(row.3 == bytes)
+        #expect(row.4)
+    }
+
+    @Test func `text arrays keep quotes, backslashes, the word NULL and real NULLs apart`() async throws {
+        let connection = try await TestPostgres.connection()
+        let elements: [String?] = ["a\"b", "c\\d", "NULL", nil, "", "{x,y}", "é ü 😀"]
+        let decoded = try await connection.transaction { connection in
+            let result = try connection.execute(
+                "SELECT e FROM unnest($1::text[]) WITH ORDINALITY AS t(e, n) ORDER BY n",
+                [.textArray(elements)])
+            return try (0..<result.rowCount).map { row throws(PostgresError) in try result.optionalString(row, 0) }
+        }
+        #expect(decoded == elements)
+    }
+
+    @Test func `binary results decode every integer width, booleans, bytea and uuids`() async throws {
+        let connection = try await TestPostgres.connection()
+        let uuid = UUID()
+        let values = try await connection.transaction { connection in
+            let result = try connection.execute(
+                "SELECT (-5)::int2, (-70000)::int4, (-1)::int8, false, '\\x00ff'::bytea, $1::uuid, 'ü'::text",
+                [.text(uuid.uuidString)], resultFormat: .binary)
+            return (
+                try result.int64(0, 0), try result.int64(0, 1), try result.int64(0, 2),
+                try result.bool(0, 3), try result.data(0, 4), try result.uuid(0, 5), try result.string(0, 6)
+            )
+        }
+        #expect(values.0 == -5)
+        #expect(values.1 == -70000)
+        #expect(values.2 == -1)
+        #expect(!values.3)
+        #expect(values.4 == Data([0, 0xFF]))
+        #expect(values.5 == uuid)
+        #expect(values.6 == "ü")
+    }
+
+    @Test func `a failed statement keeps the SQLSTATE and the server's message`() async throws {
+        let connection = try await TestPostgres.connection()
+        let error = await #expect(throws: PostgresError.self) {
+            try await connection.transaction(operation: "divide") { connection in
+                _ = try connection.execute("SELECT 1 / $1::integer", [.int64(0)], operation: "divide by zero")
+            }
+        }
+        #expect(error?.kind == .statement)
+        #expect(error?.sqlState == "22012")
+        #expect(error?.message == "division by zero")
+        #expect(error?.operation == "divide by zero")
+        #expect(error?.isConnectionFailure == false)
+
+        // A unique violation, with the server's detail; the connection stays usable.
+        let duplicate = await #expect(throws: PostgresError.self) {
+            try await connection.transaction { connection in
+                try connection.execute("CREATE TEMP TABLE IF NOT EXISTS t (k text PRIMARY KEY)")
+                _ = try connection.execute("INSERT INTO t VALUES ($1), ($1)", [.text("same")])
+            }
+        }
+        #expect(duplicate?.sqlState == "23505")
+        #expect(duplicate?.detail?.contains("same") == true)
+        let one = try await connection.transaction { connection in
+            try connection.execute("SELECT 1").int64(0, 0)
+        }
+        #expect(one == 1)
+    }
+
+    @Test func `a transaction whose body throws is rolled back`() async throws {
+        let connection = try await TestPostgres.connection()
+        struct Stop: Error {}
+        try await connection.transaction { connection in
+            _ = try connection.execute("CREATE TEMP TABLE kept (k text)")
+        }
+        await #expect(throws: Stop.self) {
+            try await connection.transaction { connection in
+                try connection.execute("INSERT INTO kept VALUES ($1)", [.text("gone")])
+                throw Stop()
+            }
+        }
+        let count = try await connection.transaction { connection in
+            try connection.execute("SELECT count(*) FROM kept").int64(0, 0)
+        }
+        #expect(count == 0)
+    }
+
+    @Test func `a string with a NUL character is refused before anything is sent`() async throws {
+        let connection = try await TestPostgres.connection()
+        let before = await connection.statementCount
+        let error = await #expect(throws: PostgresError.self) {
+            try await connection.execute("SELECT $1::text", [.text("a\u{0}b")])
+        }
+        #expect(error?.kind == .invalidArgument)
+        let arrayError = await #expect(throws: PostgresError.self) {
+            try await connection.execute("SELECT $1::text[]", [.textArray(["ok", "a\u{0}b"])])
+        }
+        #expect(arrayError?.kind == .invalidArgument)
+        #expect(await connection.statementCount == before)
+    }
+
+    @Test func `a connection that cannot be made says so with libpq's message`() async throws {
+        let error = await #expect(throws: PostgresError.self) {
+            try await PostgresConnection(conninfo: "host=127.0.0.1 port=1 connect_timeout=5")
+        }
+        #expect(error?.kind == .connection)
+        #expect(error?.isConnectionFailure == true)
+        #expect(error?.message.isEmpty == false)
+        let malformed = await #expect(throws: PostgresError.self) {
+            try await PostgresConnection(conninfo: "this is not = a conninfo ==")
+        }
+        #expect(malformed?.kind == .connection)
+    }
+}

@@ -1,0 +1,207 @@
+import Foundation
+import RecordKeeper
+import RecordKeeperPostgres
+import RecordKeeperTestSupport
+import Testing
+
+/// Pushes and pulls running at once against a real PostgreSQL, interleaved by gates inside the
+/// server's push transaction (no sleeps): the pull cursor never skips a change, writers of one
+/// space queue while other spaces go on, and a batch of operations is a fixed number of
+/// statements.
+@Suite(.enabled(if: TestPostgres.enabled, TestPostgres.disabledReason), .timeLimit(.minutes(1)))
+struct PostgresSyncConcurrencyTests {
+    /// Returns once the backend `pid` waits for a lock. (Read the pid before the push starts:
+    /// while a push blocks, its connection answers nothing else.)
+    private func waitUntilBlocked(pid: Int32, monitor: PostgresConnection) async throws {
+        while true {
+            let waiting = try await monitor.transaction(operation: "watch locks") { connection in
+                try connection.execute(
+                    "SELECT count(*) FROM pg_locks WHERE pid = $1 AND NOT granted",
+                    [.int64(Int64(pid))]
+                ).int64(0, 0)
+            }
+            if waiting > 0 { return }
+            await Task.yield()
+        }
+    }
+
+    @Test func `pushes committing out of order never make a pull skip a change`() async throws {
+        let space = TestPostgres.space("interleave")
+        let gateA = BlockingGate()
+        let gateB = BlockingGate()
+        let serverA = try await TestPostgres.server(hooks: .init(beforeCommit: { _ in gateA.arriveAndWait() }))
+        let serverB = try await TestPostgres.server(hooks: .init(beforeCommit: { _ in gateB.arriveAndWait() }))
+        let other = try await TestPostgres.server()
+        let puller = try await TestPostgres.server()
+        let monitor = try await TestPostgres.connection()
+
+        _ = try await other.push(space: space, operations: [operation("setup", 1, put("notes", "base", "0", base: nil))])
+        let start = try await puller.pullAll(space: space).cursor
+        #expect(start == SyncCursor(counter: 1))
+
+        // A locks the counter, writes two records and stops before COMMIT.
+        let pushA = Task {
+            try await serverA.push(
+                space: space,
+                operations: [operation("a", 1, put("notes", "a1", "A", base: nil), put("notes", "a2", "A", base: nil))])
+        }
+        await gateA.arrival()
+        // B queues on the counter lock behind A.
+        let pidB = await serverB.connection.backendProcessID
+        let pushB = Task {
+            try await serverB.push(space: space, operations: [operation("b", 1, put("notes", "b1", "B", base: nil))])
+        }
+        try await waitUntilBlocked(pid: pidB, monitor: monitor)
+
+        // Meanwhile another space is not held up.
+        let elsewhere = TestPostgres.space("elsewhere")
+        let parallel = try await other.push(space: elsewhere, operations: [operation("c", 1, put("notes", "c", "C", base: nil))])
+        #expect(parallel.first?.result == .applied(SyncServerVersion(1)))
+
+        // A pull now sees neither push, and its cursor stays where it was.
+        let during = try await puller.pull(space: space, after: start, limit: 100)
+        #expect(during == SyncPage(changes: [], cursor: start, hasMore: false))
+
+        // A commits; B takes the lock, writes, and stops before its COMMIT.
+        gateA.open()
+        #expect(try await pushA.value.first?.result == .applied(SyncServerVersion(2)))
+        await gateB.arrival()
+        let afterA = try await puller.pull(space: space, after: start, limit: 100)
+        #expect(afterA.changes.map(\.key) == ["a1", "a2"])
+        #expect(afterA.cursor == SyncCursor(counter: 2), "the cursor must not pass B's uncommitted change")
+
+        gateB.open()
+        #expect(try await pushB.value.first?.result == .applied(SyncServerVersion(3)))
+        let afterB = try await puller.pull(space: space, after: afterA.cursor, limit: 100)
+        #expect(afterB.changes.map(\.key) == ["b1"])
+        #expect(afterB.cursor == SyncCursor(counter: 3))
+        #expect(try await puller.snapshot(space: space).count == 4)
+    }
+
+    @Test func `the same operation pushed twice at once is applied once`() async throws {
+        let space = TestPostgres.space("twice")
+        let gate = BlockingGate()
+        let first = try await TestPostgres.server(hooks: .init(beforeCommit: { _ in gate.arriveAndWait() }))
+        let second = try await TestPostgres.server()
+        let monitor = try await TestPostgres.connection()
+        let op = operation("phone", 1, put("notes", "a", "once", base: nil))
+
+        let pushFirst = Task { try await first.push(space: space, operations: [op]) }
+        await gate.arrival()
+        let pidSecond = await second.connection.backendProcessID
+        let pushSecond = Task { try await second.push(space: space, operations: [op]) }
+        try await waitUntilBlocked(pid: pidSecond, monitor: monitor)
+        gate.open()
+
+        let a = try await pushFirst.value
+        let b = try await pushSecond.value
+        #expect(a == [SyncOutcome(operationID: op.id, result: .applied(SyncServerVersion(1)))])
+        #expect(b == [SyncOutcome(operationID: op.id, result: .applied(SyncServerVersion(1)), isRedelivery: true)])
+        #expect(try await second.pullAll(space: space).cursor == SyncCursor(counter: 1))
+    }
+
+    @Test func `a puller running during many concurrent pushes sees every change`() async throws {
+        let space = TestPostgres.space("stress")
+        let writers = 4
+        let pushesPerWriter = 15
+        var servers: [PostgresSyncServer] = []
+        for _ in 0..<writers { servers.append(try await TestPostgres.server()) }
+        let puller = try await TestPostgres.server()
+        let done = Gate()
+
+        // The puller applies pages as a device would, until the writers are done and a last
+        // pull reached the head. Every key is written once, so a skipped change stays missing.
+        let pulling = Task {
+            var cursor = SyncCursor.start
+            var seen: [String: SyncServerVersion] = [:]
+            var finishing = false
+            while true {
+                let page = try await puller.pull(space: space, after: cursor, limit: 7)
+                #expect(page.cursor >= cursor)
+                for change in page.changes { seen[change.key] = change.version }
+                cursor = page.cursor
+                if page.hasMore { continue }
+                if finishing { return (seen, cursor) }
+                finishing = await done.opened
+                await Task.yield()
+            }
+        }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for (index, server) in servers.enumerated() {
+                group.addTask {
+                    for push in 0..<pushesPerWriter {
+                        let device = "writer\(index)"
+                        let outcomes = try await server.push(
+                            space: space,
+                            operations: (0..<2).map { n in
+                                operation(device, Int64(push * 2 + n), put("notes", "\(device)-\(push)-\(n)", "v", base: nil))
+                            })
+                        #expect(outcomes.allSatisfy { $0.result.appliedVersion != nil })
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        await done.open()
+        let (seen, cursor) = try await pulling.value
+        #expect(seen.count == writers * pushesPerWriter * 2)
+        #expect(cursor == SyncCursor(counter: Int64(writers * pushesPerWriter * 2)))
+        #expect(Set(seen.values).count == writers * pushesPerWriter * 2, "one counter value per operation")
+    }
+
+    @Test func `a push sends many operations in a fixed number of statements`() async throws {
+        let server = try await TestPostgres.server()
+        let space = TestPostgres.space("batch")
+        func statements(_ operations: [SyncOperation]) async throws -> Int {
+            let before = await server.connection.statementCount
+            let outcomes = try await server.push(space: space, operations: operations)
+            #expect(outcomes.allSatisfy { $0.result.appliedVersion != nil })
+            return await server.connection.statementCount - before
+        }
+        let one = try await statements([operation("phone", 1, put("notes", "first", "1", base: nil))])
+        let many = try await statements(
+            (2...2001).map { operation("phone", Int64($0), put("notes", "k\($0)", String(repeating: "x", count: 100), base: nil)) })
+        let upload = try await statements([
+            SyncOperation(
+                device: "phone", sequence: 3000,
+                changes: (1...5000).map { put("upload", "u\($0)", "payload \($0)", base: nil) })
+        ])
+        #expect(one <= 10)
+        #expect(many == one, "2,000 operations must take as many round trips as one")
+        #expect(upload == one, "one operation of 5,000 records must take as many round trips as one record")
+
+        // And a pull of them all is one statement per page plus the transaction.
+        let before = await server.connection.statementCount
+        let page = try await server.pull(space: space, after: .start, limit: 10_000)
+        #expect(page.changes.count == 7001)
+        #expect(await server.connection.statementCount - before == 4)  // BEGIN, counter, rows, COMMIT
+    }
+
+    @Test func `an unreachable server is reported as unreachable`() async throws {
+        let error = await #expect(throws: SyncError.self) {
+            try await PostgresSyncServer.connect("host=127.0.0.1 port=1 connect_timeout=5 dbname=postgres")
+        }
+        #expect(error?.code == .unreachable)
+        #expect((error?.underlying as? PostgresError)?.kind == .connection)
+    }
+
+    @Test func `a server whose connection was cut reports it and then reconnects`() async throws {
+        let space = TestPostgres.space("cut")
+        let server = try await TestPostgres.server()
+        let monitor = try await TestPostgres.connection()
+        _ = try await server.push(space: space, operations: [operation("phone", 1, put("notes", "a", "1", base: nil))])
+        let pid = await server.connection.backendProcessID
+        let terminated = try await monitor.transaction { connection in
+            try connection.execute("SELECT pg_terminate_backend($1::integer)", [.int64(Int64(pid))]).bool(0, 0)
+        }
+        #expect(terminated)
+        let error = await #expect(throws: SyncError.self) {
+            try await server.pull(space: space, after: .start, limit: 10)
+        }
+        #expect(error?.code == .unreachable)
+        // The next request opens a new session; the push is deduplicated as ever.
+        let again = try await server.push(space: space, operations: [operation("phone", 2, put("notes", "b", "2", base: nil))])
+        #expect(again.first?.result == .applied(SyncServerVersion(2)))
+        #expect(await server.connection.backendProcessID != pid)
+    }
+}

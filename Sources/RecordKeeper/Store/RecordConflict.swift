@@ -64,7 +64,8 @@ extension RecordStore {
     /// the collection is not established.
     public nonisolated func allRecords(_ collection: String) async throws -> [StoredRecord]? {
         let name = try RecordNames.collection(collection, operation: "allRecords")
-        return try await perform("allRecords", collection: name) { engine in
+        return try await performRead("allRecords", collection: name) { source in
+            guard let engine = source.engine else { return nil }
             var records: [StoredRecord] = []
             let exists = try engine.forEachRecord(name) { records.append($0) }
             return exists ? records : nil
@@ -74,7 +75,8 @@ extension RecordStore {
     /// Every record of `collection` with its version, by key, or nil when not established.
     public nonisolated func versionedRecords(_ collection: String) async throws -> [String: StoredRecord]? {
         let name = try RecordNames.collection(collection, operation: "versionedRecords")
-        return try await perform("versionedRecords", collection: name) { engine in
+        return try await performRead("versionedRecords", collection: name) { source in
+            guard let engine = source.engine else { return nil }
             var records: [String: StoredRecord] = [:]
             let exists = try engine.forEachRecord(name) { records[$0.key] = $0 }
             return exists ? records : nil

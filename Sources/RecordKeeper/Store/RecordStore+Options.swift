@@ -43,6 +43,10 @@ public enum RecordStoreEvent: Sendable {
     case openingFailed(RecordStoreError)
     /// A request finished (successfully or not) after `duration` on the store's executor.
     case request(operation: String, collection: String?, duration: Duration, succeeded: Bool)
+    /// A checkpoint (copying the write-ahead log into the main file), scheduled after a commit
+    /// or run by ``RecordStore/close()``, failed. Every commit is still safe in the log; the
+    /// next checkpoint tries again.
+    case checkpointFailed(RecordStoreError)
 }
 
 /// How long the phases of opening a store took.

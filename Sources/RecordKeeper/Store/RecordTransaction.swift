@@ -90,10 +90,11 @@ public final class RecordTransaction {
 ///
 /// Valid only inside that body; using it afterwards throws ``RecordStoreError/Code/misuse``.
 public final class RecordSnapshot {
-    private let engine: RecordEngine
+    /// Nil when there is no store yet: the snapshot is empty.
+    private let engine: RecordEngine?
     private var isValid = true
 
-    init(engine: RecordEngine) {
+    init(engine: RecordEngine?) {
         self.engine = engine
     }
 
@@ -102,13 +103,14 @@ public final class RecordSnapshot {
     /// The established collections with their sizes, sorted by name.
     public func collections() throws -> [CollectionSummary] {
         try checkValid("collections")
-        return try engine.collections()
+        return try engine?.collections() ?? []
     }
 
     /// All records of `collection`, or nil if not established.
     public func read(_ collection: String) throws -> [String: Data]? {
         try checkValid("read")
-        return try engine.readAll(try RecordNames.collection(collection, operation: "read"))
+        let name = try RecordNames.collection(collection, operation: "read")
+        return try engine?.readAll(name)
     }
 
     /// One payload, or nil.
@@ -120,7 +122,8 @@ public final class RecordSnapshot {
     public func record(_ collection: String, key: String) throws -> StoredRecord? {
         try checkValid("record")
         let name = try RecordNames.collection(collection, operation: "record")
-        return try engine.record(name, key: try RecordNames.key(key, collection: name, operation: "record"))
+        let key = try RecordNames.key(key, collection: name, operation: "record")
+        return try engine?.record(name, key: key)
     }
 
     /// Calls `body` for every record of `collection` in key order, one at a time, without
@@ -130,6 +133,7 @@ public final class RecordSnapshot {
     public func forEachRecord(in collection: String, _ body: (StoredRecord) throws -> Void) throws -> Bool {
         try checkValid("forEachRecord")
         let name = try RecordNames.collection(collection, operation: "forEachRecord")
+        guard let engine else { return false }
         return try engine.forEachRecord(name) { record in
             try Task.checkCancellation()
             try body(record)

@@ -2,9 +2,10 @@ public import Foundation
 
 /// A store of keyed records in named collections, on an embedded SQLite database.
 ///
-/// Creating a store does no I/O. The first request opens the file (creating it and its
-/// directory if needed); concurrent first requests share that one opening, a failure is thrown
-/// to every request that waited on it, and a later request tries again. A file the store
+/// Creating a store does no I/O. The first write opens the file (creating it and its
+/// directory if needed, and migrating the format); concurrent first writes share that one
+/// opening, a failure is thrown to every request that waited on it, and a later request tries
+/// again. A file the store
 /// cannot read is refused and left as it is: the store never resets, moves or replaces data,
 /// and never falls back to an empty or in-memory database.
 ///

@@ -42,22 +42,38 @@ extension StoreOpener {
     ///   file, which means no connection has it open, so that no `-wal`/`-shm` is created.
     /// - Anything else is refused as opening would refuse it (`notADatabase`,
     ///   `foreignDatabase`, `newerFormat`), the file left as it is.
-    static func openForReading(path: String, options: RecordStore.Options) throws -> ReadTarget {
+    ///
+    /// With `refuseWaiting`, the format is read with the busy handler off: a lock another
+    /// connection holds (while it recovers the log) throws `busy` at once.
+    static func openForReading(path: String, options: RecordStore.Options, refuseWaiting: Bool = false) throws -> ReadTarget {
         guard let header = try readHeader(path) else { return .notAStore(nil) }
+        func format(_ connection: SQLiteConnection) throws -> Int {
+            try refuseWaiting
+                ? connection.refusingToWait { try checkedFormat(of: connection, path: path) }
+                : checkedFormat(of: connection, path: path)
+        }
         do {
             // The common case first: the main file says "a store this version reads". Its
             // header is checked again through the connection, which also sees the log.
             if header.isStore {
                 let connection = try storeReader(path: path, options: options)
-                if try checkedFormat(of: connection, path: path) != 0 { return .store(connection) }
+                if try format(connection) != 0 { return .store(connection) }
                 return .notAStore(try glance(path: path, header: header, options: options))
             }
             let connection = try glance(path: path, header: header, options: options)
-            guard try checkedFormat(of: connection, path: path) != 0 else { return .notAStore(connection) }
+            guard try format(connection) != 0 else { return .notAStore(connection) }
             return .store(try storeReader(path: path, options: options))
         } catch let failure as SQLiteFailure {
             throw RecordStoreError(failure, operation: "open", path: path)
         }
+    }
+
+    /// Whether opening a reader is quick: no log, or a small one. (The first connection to a
+    /// log without a valid index reads the whole log to rebuild it.)
+    static func opensQuickly(_ path: String) -> Bool {
+        var info = stat()
+        guard stat(path + "-wal", &info) == 0 else { return true }
+        return info.st_size <= 4 << 20
     }
 
     /// The persistent reader of a store.

@@ -188,8 +188,9 @@ extension StoreCore {
     }
 
     /// Runs one read of a file store on the reader, opening it first if needed. Call with the
-    /// reader's lock held. With `refuseWaiting` (an inline attempt), runs only when the reader
-    /// is open and current (nil otherwise) and never waits for a lock.
+    /// reader's lock held. With `refuseWaiting` (an inline attempt) it never waits for a lock
+    /// (`InlineAttemptRefused` instead), and answers nil when the reader is not open and
+    /// opening it might take long.
     func performRead<T>(
         _ readState: ReadState, _ operation: String, collection: String?, refuseWaiting: Bool = false,
         _ body: (ReadSource) throws -> T
@@ -198,13 +199,21 @@ extension StoreCore {
         let generation = currentFileGeneration()
         if readState.connection != nil, readState.fileGeneration != generation { readState.connection = nil }
         if readState.connection == nil {
-            if refuseWaiting { return nil }
-            switch try StoreOpener.openForReading(path: path, options: options) {
+            // An inline attempt opens the reader too (a few file reads, never a wait for a
+            // lock), unless SQLite might first have to rebuild the index of a large log.
+            if refuseWaiting, !StoreOpener.opensQuickly(path) { return nil }
+            let target: ReadTarget
+            do {
+                target = try StoreOpener.openForReading(path: path, options: options, refuseWaiting: refuseWaiting)
+            } catch let error as RecordStoreError where refuseWaiting && error.code == .busy {
+                throw InlineAttemptRefused()
+            }
+            switch target {
             case .store(let connection):
                 readState.connection = connection
                 readState.fileGeneration = generation
             case .notAStore(let glance):
-                return try traced(operation, collection: collection, on: glance, refuseWaiting: false) {
+                return try traced(operation, collection: collection, on: glance, refuseWaiting: refuseWaiting) {
                     try body(.notAStore(glance))
                 }
             }

@@ -50,50 +50,107 @@ final class WriteContext {
 
     // MARK: Operations (names already validated and normalized)
 
-    /// Removes and upserts; with `expected`, first checks that each named key still has the
-    /// stated version (nil: absent) and throws `RecordConflict` before writing anything if not.
-    /// Returns the version of each upserted key afterwards.
+    /// Removes and upserts; with `expected`, checks that each named key still has the stated
+    /// version (nil: absent) and throws `RecordConflict`, naming every conflicting key, if not
+    /// (the transaction then rolls back: nothing is written). With `expected` (even empty),
+    /// returns the version of each upserted key afterwards.
     @discardableResult
     func apply(
         _ collection: String, upserts: [(key: String, data: Data)], removals: [String],
         expecting expected: [String: RecordVersion?]? = nil
     ) throws -> [String: RecordVersion] {
         let id = try engine.establish(collection)
-        if let expected, !expected.isEmpty {
-            var conflicts: [String: RecordVersion?] = [:]
-            for (key, version) in expected {
+        guard let expected else {
+            try remove(removals, id: id, collection: collection)
+            try upsertUnconditionally(upserts, id: id, collection: collection)
+            return [:]
+        }
+        // Keys checked by lookup: removals, and expectations about keys not written here.
+        var conflicts: [String: RecordVersion?] = [:]
+        var written = Set<String>(minimumCapacity: upserts.count)
+        for (key, _) in upserts { written.insert(key) }
+        for (key, version) in expected where !written.contains(key) {
+            let current = try engine.version(id, collection: collection, key: key)
+            if current != version { conflicts[key] = .some(current) }
+        }
+        if conflicts.isEmpty { try remove(removals, id: id, collection: collection) }
+        // Upserts: one conditional statement per key (a plain insert for a key expected
+        // absent, an update of the expected version otherwise), a lookup only when it wrote
+        // nothing. After a conflict, the remaining keys are only checked, to name them all.
+        let isObserved = observed.contains(collection)
+        var versions: [String: RecordVersion] = [:]
+        versions.reserveCapacity(upserts.count)
+        for (key, data) in upserts {
+            guard let version = expected[key] else {
+                if conflicts.isEmpty {
+                    let new = try engine.upsertReturningVersion(
+                        id, collection: collection, key: key, data: data, insertVersion: try insertVersion())
+                    if let new {
+                        if isObserved { note(collection) { $0[key] = data } }
+                        versions[key] = RecordVersion(new)
+                    } else if let unchanged = try engine.version(id, collection: collection, key: key) {
+                        versions[key] = unchanged
+                    }
+                }
+                continue
+            }
+            if !conflicts.isEmpty {
                 let current = try engine.version(id, collection: collection, key: key)
                 if current != version { conflicts[key] = .some(current) }
+                continue
             }
-            if !conflicts.isEmpty { throw RecordConflict(collection: collection, currentVersions: conflicts) }
+            if let version {
+                if let new = try engine.updateIfVersion(
+                    id, collection: collection, key: key, data: data, expected: version.rawValue)
+                {
+                    if isObserved { note(collection) { $0[key] = data } }
+                    versions[key] = RecordVersion(new)
+                    continue
+                }
+                let current = try engine.version(id, collection: collection, key: key)
+                if current == version {
+                    versions[key] = version  // stored byte for byte already
+                } else {
+                    conflicts[key] = .some(current)
+                }
+            } else {
+                let insertVersion = try insertVersion()
+                if try engine.insertIfAbsent(id, collection: collection, key: key, data: data, version: insertVersion) {
+                    if isObserved { note(collection) { $0[key] = data } }
+                    versions[key] = RecordVersion(insertVersion)
+                } else {
+                    conflicts[key] = .some(try engine.version(id, collection: collection, key: key))
+                }
+            }
         }
+        if !conflicts.isEmpty { throw RecordConflict(collection: collection, currentVersions: conflicts) }
+        return versions
+    }
+
+    private func remove(_ removals: [String], id: Int64, collection: String) throws {
         for key in removals {
             guard let removedVersion = try engine.remove(id, collection: collection, key: key) else { continue }
             try removed(version: removedVersion)
             note(collection) { $0[key] = nil }
         }
-        let insertVersion = upserts.isEmpty ? 0 : try insertVersion()
+    }
+
+    private func upsertUnconditionally(_ upserts: [(key: String, data: Data)], id: Int64, collection: String) throws {
         let isObserved = observed.contains(collection)
-        guard expected != nil else {
-            for (key, data) in upserts
-            where try engine.upsert(id, collection: collection, key: key, data: data, insertVersion: insertVersion) {
-                if isObserved { note(collection) { $0[key] = data } }
+        // A single save into a transaction that has not needed the floor: the statement
+        // reads it itself.
+        if upserts.count == 1, floor == nil, let (key, data) = upserts.first {
+            if try engine.upsertAtStoredFloor(id, collection: collection, key: key, data: data), isObserved {
+                note(collection) { $0[key] = data }
             }
-            return [:]
+            return
         }
-        var versions: [String: RecordVersion] = [:]
-        versions.reserveCapacity(upserts.count)
-        for (key, data) in upserts {
-            let written = try engine.upsertReturningVersion(
-                id, collection: collection, key: key, data: data, insertVersion: insertVersion)
-            if let written {
-                if isObserved { note(collection) { $0[key] = data } }
-                versions[key] = RecordVersion(written)
-            } else if let unchanged = try engine.version(id, collection: collection, key: key) {
-                versions[key] = unchanged
-            }
+        guard !upserts.isEmpty else { return }
+        let insertVersion = try insertVersion()
+        for (key, data) in upserts
+        where try engine.upsert(id, collection: collection, key: key, data: data, insertVersion: insertVersion) {
+            if isObserved { note(collection) { $0[key] = data } }
         }
-        return versions
     }
 
     /// Makes `values` the whole content of `collection`.

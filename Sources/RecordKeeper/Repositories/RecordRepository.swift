@@ -119,13 +119,22 @@ public actor RecordRepository<Item> where Item: Codable & Identifiable & Equatab
         await takeTurn()
         defer { turns.release() }
         guard !items.isEmpty else { return }
-        var changes = RecordChanges()
+        var values: [String: Data] = [:]
+        values.reserveCapacity(items.count)
         for item in items {
             let key = try key(for: item.id)
-            changes[key] = try encode(item, key: key)
+            values[key] = try encode(item, key: key)
         }
-        let written = try await store.apply(collection, changes: changes, expecting: expectations(for: changes, policy))
-        for key in changes.upserts.keys { versions[key] = written[key] }
+        // Validated once here, and the expectations keyed by the stored (normalized) keys.
+        let input = try ValidatedChanges(collection, values: values, operation: "apply")
+        var expected: [String: RecordVersion?] = [:]
+        if policy == .fail {
+            expected.reserveCapacity(input.upserts.count)
+            // `.some` keeps a nil version as "must not exist" instead of removing the entry.
+            for (key, _) in input.upserts { expected[key] = .some(versions[key]) }
+        }
+        let written = try await store.apply(input, expecting: expected)
+        for (key, version) in written { versions[key] = version }
     }
 
     /// Removes the item with `id`, if stored.

@@ -53,6 +53,14 @@ extension RecordStore {
     ) async throws -> [String: RecordVersion] {
         let input = try ValidatedChanges(collection, changes: changes, operation: "apply")
         let expected = try ValidatedChanges.normalizedVersions(expected, collection: input.collection, operation: "apply")
+        return try await apply(input, expecting: expected)
+    }
+
+    /// `apply(_:changes:expecting:)` for input already validated, with expectations keyed by
+    /// the normalized keys (for repositories, which build both at once).
+    nonisolated(nonsending) func apply(
+        _ input: ValidatedChanges, expecting expected: [String: RecordVersion?]
+    ) async throws -> [String: RecordVersion] {
         let inline = mayWriteInline(input.upserts.count + input.removals.count)
         return try await performWrite("apply", collection: input.collection, inline: inline) { context in
             try context.apply(

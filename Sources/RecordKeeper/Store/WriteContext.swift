@@ -65,13 +65,24 @@ final class WriteContext {
             try upsertUnconditionally(upserts, id: id, collection: collection)
             return [:]
         }
+        // The expectation of each upserted key (one lookup per key), and how many there are.
+        var expectations: [RecordVersion??] = []
+        expectations.reserveCapacity(upserts.count)
+        var matched = 0
+        for (key, _) in upserts {
+            let expectation = expected[key]
+            if expectation != nil { matched += 1 }
+            expectations.append(expectation)
+        }
         // Keys checked by lookup: removals, and expectations about keys not written here.
         var conflicts: [String: RecordVersion?] = [:]
-        var written = Set<String>(minimumCapacity: upserts.count)
-        for (key, _) in upserts { written.insert(key) }
-        for (key, version) in expected where !written.contains(key) {
-            let current = try engine.version(id, collection: collection, key: key)
-            if current != version { conflicts[key] = .some(current) }
+        if matched < expected.count {
+            var written = Set<String>(minimumCapacity: upserts.count)
+            for (key, _) in upserts { written.insert(key) }
+            for (key, version) in expected where !written.contains(key) {
+                let current = try engine.version(id, collection: collection, key: key)
+                if current != version { conflicts[key] = .some(current) }
+            }
         }
         if conflicts.isEmpty { try remove(removals, id: id, collection: collection) }
         // Upserts: one conditional statement per key (a plain insert for a key expected
@@ -80,8 +91,8 @@ final class WriteContext {
         let isObserved = observed.contains(collection)
         var versions: [String: RecordVersion] = [:]
         versions.reserveCapacity(upserts.count)
-        for (key, data) in upserts {
-            guard let version = expected[key] else {
+        for ((key, data), expectation) in zip(upserts, expectations) {
+            guard let version = expectation else {
                 if conflicts.isEmpty {
                     let new = try engine.upsertReturningVersion(
                         id, collection: collection, key: key, data: data, insertVersion: try insertVersion())

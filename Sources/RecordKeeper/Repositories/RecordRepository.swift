@@ -119,22 +119,22 @@ public actor RecordRepository<Item> where Item: Codable & Identifiable & Equatab
         await takeTurn()
         defer { turns.release() }
         guard !items.isEmpty else { return }
-        var values: [String: Data] = [:]
-        values.reserveCapacity(items.count)
+        var entries: [(key: String, data: Data)] = []
+        entries.reserveCapacity(items.count)
         for item in items {
             let key = try key(for: item.id)
-            values[key] = try encode(item, key: key)
+            entries.append((key, try encode(item, key: key)))
         }
-        // Validated once here, and the expectations keyed by the stored (normalized) keys.
-        let input = try ValidatedChanges(collection, values: values, operation: "apply")
-        var expected: [String: RecordVersion?] = [:]
-        if policy == .fail {
-            expected.reserveCapacity(input.upserts.count)
-            // `.some` keeps a nil version as "must not exist" instead of removing the entry.
-            for (key, _) in input.upserts { expected[key] = .some(versions[key]) }
-        }
-        let written = try await store.apply(input, expecting: expected)
-        for (key, version) in written { versions[key] = version }
+        // Validated and sorted once (a later duplicate ID wins), each upsert with its
+        // expectation beside it: no dictionary of the whole save on either side.
+        let input = try ValidatedChanges(collection, entries: entries, operation: "apply")
+        let expectations: [RecordVersion??] =
+            switch policy {
+            case .fail: input.upserts.map { .some(versions.isEmpty ? nil : versions[$0.key]) }
+            case .overwrite: Array(repeating: nil, count: input.upserts.count)
+            }
+        let written = try await store.apply(input, expectations: expectations)
+        for ((key, _), version) in zip(input.upserts, written) { versions[key] = version }
     }
 
     /// Removes the item with `id`, if stored.

@@ -57,7 +57,7 @@ extension RecordStore {
     }
 
     /// `apply(_:changes:expecting:)` for input already validated, with expectations keyed by
-    /// the normalized keys (for repositories, which build both at once).
+    /// the normalized keys.
     nonisolated(nonsending) func apply(
         _ input: ValidatedChanges, expecting expected: [String: RecordVersion?]
     ) async throws -> [String: RecordVersion] {
@@ -65,6 +65,19 @@ extension RecordStore {
         return try await performWrite("apply", collection: input.collection, inline: inline) { context in
             try context.apply(
                 input.collection, upserts: input.upserts, removals: input.removals, expecting: expected)
+        }
+    }
+
+    /// Upserts validated input, each with its expectation beside it (nil: unconditional;
+    /// `.some(nil)`: must be absent), without a dictionary on either side (for repositories).
+    /// Returns each upsert's version afterwards, in input order.
+    nonisolated(nonsending) func apply(
+        _ input: ValidatedChanges, expectations: [RecordVersion??]
+    ) async throws -> [RecordVersion?] {
+        let inline = mayWriteInline(input.upserts.count)
+        return try await performWrite("apply", collection: input.collection, inline: inline) { context in
+            try context.apply(
+                input.collection, upserts: input.upserts, expectations: expectations, removals: [], checks: [:])
         }
     }
 

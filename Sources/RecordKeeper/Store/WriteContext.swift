@@ -59,8 +59,8 @@ final class WriteContext {
         _ collection: String, upserts: [(key: String, data: Data)], removals: [String],
         expecting expected: [String: RecordVersion?]? = nil
     ) throws -> [String: RecordVersion] {
-        let id = try engine.establish(collection)
         guard let expected else {
+            let id = try engine.establish(collection)
             try remove(removals, id: id, collection: collection)
             try upsertUnconditionally(upserts, id: id, collection: collection)
             return [:]
@@ -74,22 +74,40 @@ final class WriteContext {
             if expectation != nil { matched += 1 }
             expectations.append(expectation)
         }
-        // Keys checked by lookup: removals, and expectations about keys not written here.
-        var conflicts: [String: RecordVersion?] = [:]
+        // Expectations about keys not upserted here (removals, or keys only checked).
+        var checks: [String: RecordVersion?] = [:]
         if matched < expected.count {
             var written = Set<String>(minimumCapacity: upserts.count)
             for (key, _) in upserts { written.insert(key) }
-            for (key, version) in expected where !written.contains(key) {
-                let current = try engine.version(id, collection: collection, key: key)
-                if current != version { conflicts[key] = .some(current) }
-            }
+            for (key, version) in expected where !written.contains(key) { checks[key] = .some(version) }
+        }
+        let written = try apply(
+            collection, upserts: upserts, expectations: expectations, removals: removals, checks: checks)
+        var versions: [String: RecordVersion] = [:]
+        versions.reserveCapacity(upserts.count)
+        for ((key, _), version) in zip(upserts, written) { versions[key] = version }
+        return versions
+    }
+
+    /// The conditional write itself, with each upsert's expectation beside it (`nil`: none,
+    /// `.some(nil)`: must be absent, `.some(v)`: must have version `v`), and `checks` for keys
+    /// not upserted. Returns each upsert's version afterwards, in the order of `upserts`.
+    func apply(
+        _ collection: String, upserts: [(key: String, data: Data)], expectations: [RecordVersion??],
+        removals: [String], checks: [String: RecordVersion?]
+    ) throws -> [RecordVersion?] {
+        let id = try engine.establish(collection)
+        var conflicts: [String: RecordVersion?] = [:]
+        for (key, version) in checks {
+            let current = try engine.version(id, collection: collection, key: key)
+            if current != version { conflicts[key] = .some(current) }
         }
         if conflicts.isEmpty { try remove(removals, id: id, collection: collection) }
         // Upserts: one conditional statement per key (a plain insert for a key expected
         // absent, an update of the expected version otherwise), a lookup only when it wrote
         // nothing. After a conflict, the remaining keys are only checked, to name them all.
         let isObserved = observed.contains(collection)
-        var versions: [String: RecordVersion] = [:]
+        var versions: [RecordVersion?] = []
         versions.reserveCapacity(upserts.count)
         for ((key, data), expectation) in zip(upserts, expectations) {
             guard let version = expectation else {
@@ -98,9 +116,9 @@ final class WriteContext {
                         id, collection: collection, key: key, data: data, insertVersion: try insertVersion())
                     if let new {
                         if isObserved { note(collection) { $0[key] = data } }
-                        versions[key] = RecordVersion(new)
-                    } else if let unchanged = try engine.version(id, collection: collection, key: key) {
-                        versions[key] = unchanged
+                        versions.append(RecordVersion(new))
+                    } else {
+                        versions.append(try engine.version(id, collection: collection, key: key))
                     }
                 }
                 continue
@@ -115,12 +133,12 @@ final class WriteContext {
                     id, collection: collection, key: key, data: data, expected: version.rawValue)
                 {
                     if isObserved { note(collection) { $0[key] = data } }
-                    versions[key] = RecordVersion(new)
+                    versions.append(RecordVersion(new))
                     continue
                 }
                 let current = try engine.version(id, collection: collection, key: key)
                 if current == version {
-                    versions[key] = version  // stored byte for byte already
+                    versions.append(version)  // stored byte for byte already
                 } else {
                     conflicts[key] = .some(current)
                 }
@@ -128,7 +146,7 @@ final class WriteContext {
                 let insertVersion = try insertVersion()
                 if try engine.insertIfAbsent(id, collection: collection, key: key, data: data, version: insertVersion) {
                     if isObserved { note(collection) { $0[key] = data } }
-                    versions[key] = RecordVersion(insertVersion)
+                    versions.append(RecordVersion(insertVersion))
                 } else {
                     conflicts[key] = .some(try engine.version(id, collection: collection, key: key))
                 }
@@ -214,6 +232,33 @@ struct ValidatedChanges {
         self.collection = try RecordNames.collection(collection, operation: operation)
         (upserts, renamedKeys) = try Self.validate(values, collection: collection, operation: operation)
         removals = []
+    }
+
+    /// Upserts from a list in which a key may appear more than once: the later entry wins.
+    /// The result is sorted by key (no dictionary is built).
+    init(_ collection: String, entries: [(key: String, data: Data)], operation: String) throws {
+        self.collection = try RecordNames.collection(collection, operation: operation)
+        var indexed: [(key: String, data: Data, index: Int)] = []
+        indexed.reserveCapacity(entries.count)
+        var renamed = false
+        for (index, (key, data)) in entries.enumerated() {
+            let stored = try RecordNames.key(key, collection: collection, operation: operation)
+            if !renamed, !stored.utf8.elementsEqual(key.utf8) { renamed = true }
+            indexed.append((stored, data, index))
+        }
+        indexed.sort { $0.key == $1.key ? $0.index < $1.index : $0.key < $1.key }
+        var result: [(key: String, data: Data)] = []
+        result.reserveCapacity(indexed.count)
+        for entry in indexed {
+            if let last = result.last, last.key == entry.key {
+                result[result.count - 1] = (entry.key, entry.data)
+            } else {
+                result.append((entry.key, entry.data))
+            }
+        }
+        upserts = result
+        removals = []
+        renamedKeys = renamed
     }
 
     /// Expected versions with their keys checked and normalized.

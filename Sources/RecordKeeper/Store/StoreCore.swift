@@ -19,14 +19,16 @@ import Foundation
 ///   written nothing) and the request goes to an executor, where waiting is fine. Automatic
 ///   checkpoints are off, so no commit ever copies the log into the main file or `fsync`s there.
 /// - on the store's serial executor: writes that may wait, transactions, opening, checkpoints
-///   (passive, scheduled when the log grows past `checkpointThreshold` frames; truncating on
-///   `close()`), and every other request of an in-memory store;
+///   (passive, scheduled when the log grows past `checkpointThreshold` frames, on a third
+///   connection so they never hold the writer; truncating, on the writer, on `close()`), and
+///   every other request of an in-memory store;
 /// - on the reader's serial executor (`ReadRunner`): the other reads of a file store.
 ///
-/// `@unchecked Sendable`: `state` is only reached with `lock` held and `readState` with
-/// `readLock` held, so no two threads ever use one of them, or the SQLite connection in it, at
-/// the same time. Connections are opened in SQLite's multi-thread mode, where any thread may use
-/// a connection, one at a time. Lock order: `lock` before `readLock`, never the other way.
+/// `@unchecked Sendable`: `state` is only reached with `lock` held, `readState` with
+/// `readLock` held and `checkpointer` with `checkpointLock` held, so no two threads ever use one
+/// of them, or the SQLite connection in it, at the same time. Connections are opened in SQLite's
+/// multi-thread mode, where any thread may use a connection, one at a time. Lock order: `lock`
+/// before `readLock` and `checkpointLock`, never the other way; `generationLock` last.
 final class StoreCore: @unchecked Sendable {
     let path: String?
     let options: RecordStore.Options
@@ -39,6 +41,11 @@ final class StoreCore: @unchecked Sendable {
     private let generationLock = NSLock()
     /// Guarded by `generationLock`; see `fileWasReplaced()`.
     private var fileGeneration = 0
+    private let checkpointLock = NSLock()
+    /// The connection scheduled checkpoints run on, so that they never hold the writer: a
+    /// save arriving meanwhile runs at once. Guarded by `checkpointLock`, with the file
+    /// generation it opened.
+    private var checkpointer: (connection: SQLiteConnection, generation: Int)?
 
     /// Frames in the log after which a commit schedules a passive checkpoint (SQLite's own
     /// automatic checkpoint uses the same figure).
@@ -86,6 +93,7 @@ final class StoreCore: @unchecked Sendable {
     func close() {
         locked { state in
             readLocked { $0.connection = nil }
+            checkpointLock.withLock { checkpointer = nil }
             if let connection = state.connection {
                 do throws(SQLiteFailure) {
                     try connection.checkpoint(.truncate)
@@ -311,14 +319,30 @@ extension StoreCore {
         state.nextCheckpointAt = frames + Self.checkpointThreshold
         state.checkpointScheduled = true
         executor.run { [self] in
-            locked { state in
-                state.checkpointScheduled = false
-                guard let connection = state.connection else { return }
-                do throws(SQLiteFailure) {
-                    try connection.checkpoint(.passive)
-                } catch {
-                    options.eventHandler?(.checkpointFailed(RecordStoreError(error, operation: "checkpoint", path: path)))
+            locked { $0.checkpointScheduled = false }
+            runPassiveCheckpoint()
+        }
+    }
+
+    /// A passive checkpoint on the checkpointing connection (opened on first use): it copies
+    /// what it can without waiting for any lock and without holding the writer's.
+    private func runPassiveCheckpoint() {
+        guard let path else { return }
+        checkpointLock.withLock {
+            let generation = currentFileGeneration()
+            do throws(SQLiteFailure) {
+                if checkpointer?.generation != generation {
+                    checkpointer = nil
+                    let connection = try SQLiteConnection(path: path, busyTimeout: options.busyTimeout, mode: .readWrite)
+                    // A connection learns the file is in WAL mode on its first read; until
+                    // then a checkpoint does nothing.
+                    _ = try connection.header()
+                    checkpointer = (connection, generation)
                 }
+                try checkpointer?.connection.checkpoint(.passive)
+            } catch {
+                checkpointer = nil
+                options.eventHandler?(.checkpointFailed(RecordStoreError(error, operation: "checkpoint", path: path)))
             }
         }
     }

@@ -3,7 +3,8 @@ import Foundation
 /// The store's connections and the state its requests share, and the synchronous request
 /// bodies that run with them.
 ///
-/// Two connections, each behind its own lock, held for the whole request:
+/// Two connections serve requests, each behind its own lock, held for the whole request (a
+/// third, `checkpointer`, only runs scheduled checkpoints):
 /// - the **writer** (`lock`, `CoreState`): opened by the first write, which creates the file
 ///   and migrates the format. Writes, transactions, and every request of an in-memory store.
 /// - the **reader** (`readLock`, `ReadState`) of a file store: a read-write connection in
@@ -13,7 +14,8 @@ import Foundation
 ///
 /// Where requests run (see `RecordStore.execute` and `Concurrency.md`):
 /// - inline, on the caller's executor (`nonisolated(nonsending)`), for short requests only:
-///   point reads on the reader, and small writes when commits do not `fsync`. Only when the
+///   point reads on the reader (opening it first if that is quick), and small writes when
+///   commits do not `fsync` (never opening the writer). Only when the
 ///   connection's lock is free at that moment, and with SQLite's busy handler off: a lock held
 ///   by another connection fails the attempt at once (SQLITE_BUSY; a write rolls back, having
 ///   written nothing) and the request goes to an executor, where waiting is fine. Automatic

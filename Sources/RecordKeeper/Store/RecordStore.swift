@@ -68,6 +68,10 @@ public actor RecordStore {
 
     /// A store in a private SQLite in-memory database: the same engine, SQL and behaviour as
     /// a file store, gone when the store is released. For tests and previews.
+    ///
+    /// One difference: it has a single connection (a second one cannot see a private
+    /// in-memory database), so a read issued while a write transaction runs waits for it and
+    /// then sees its commit, where a file store answers at once with the state before it.
     public static func inMemory(options: Options = Options()) -> RecordStore {
         RecordStore(location: nil, options: options, openingHook: nil)
     }

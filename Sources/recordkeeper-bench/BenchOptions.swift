@@ -8,7 +8,7 @@ enum OutputFormat: String, Sendable {
 
 /// Every workload the bench knows. `T*` are the typed-repository twins of `W1`...`W4`.
 enum WorkloadID: String, Sendable, CaseIterable, Comparable {
-    case w1 = "W1", w2 = "W2", w3 = "W3", w4 = "W4", w5 = "W5", w6 = "W6", w7 = "W7"
+    case w1 = "W1", w2 = "W2", w3 = "W3", w4 = "W4", w5 = "W5", w6 = "W6", w7 = "W7", w8 = "W8"
     case w9 = "W9"
     case t1 = "T1", t2 = "T2", t3 = "T3", t4 = "T4"
     case c1 = "C1"
@@ -28,6 +28,7 @@ enum WorkloadID: String, Sendable, CaseIterable, Comparable {
         case .w5: "cold open + first read in a fresh process"
         case .w6: "peak resident memory (child process)"
         case .w7: "scaling of W2 latency and W3 throughput"
+        case .w8: "random point reads while another connection holds a write transaction open"
         case .w9: "change stream: another process's commit to the stream's yield"
         case .t1: "typed: bulk save of N items"
         case .t2: "typed: single-item saves, one commit each"
@@ -74,7 +75,7 @@ struct BenchOptions: Sendable {
 
       --n N                 records in the store (default 100000)
       --repeat R            repeats per workload; medians are reported (default 5)
-      --workloads LIST      comma-separated subset of W1..W7,W9,T1..T4,C1,O1 (default: all available)
+      --workloads LIST      comma-separated subset of W1..W9,T1..T4,C1,O1 (default: all available)
       --format F            table | json | csv (default table)
       --output FILE         also write the results to FILE (JSON or CSV by its extension
                             .json/.csv, otherwise in the --format format)

@@ -141,10 +141,13 @@ enum RecordKeeperSide {
         RecordStore(url: url, options: RecordStore.Options(durability: durability))
     }
 
-    /// Creates the store handle and forces the (lazy) open, so measurements exclude it.
+    /// Creates the store handle and forces the (lazy) opening of both its connections, so
+    /// measurements exclude it: a read opens the reader, an empty write transaction (which
+    /// creates the store if needed and changes nothing else) the writer.
     static func open(url: URL, durability: Durability) async throws -> RecordStore {
         let store = makeStore(url: url, durability: durability)
         _ = try await store.value(benchCollection, key: Dataset.key(0))
+        try await store.write { _ in }
         return store
     }
 }

@@ -154,6 +154,17 @@ final class RawSQLiteStore {
         return Int(sqlite3_column_int64(statement, 0))
     }
 
+    /// W8: begins a write transaction and upserts `key` in it, leaving it open (uncommitted)
+    /// until `rollbackOpenTransaction()`.
+    func beginHoldingWrite(key: String, data: Data) throws {
+        try step(beginStatement)
+        try upsertRow(key: key, data: data)
+    }
+
+    func rollbackOpenTransaction() throws {
+        try step(rollbackStatement)
+    }
+
     // MARK: Internals
 
     private func transaction(_ body: () throws -> Void) throws {

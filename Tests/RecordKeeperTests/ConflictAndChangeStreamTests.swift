@@ -22,6 +22,38 @@ import Testing
     }
 
     @Test(arguments: StoreKind.allCases)
+    func `a conditional write names every conflicting key and an unchanged record keeps its version`(kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ in
+            try await store.replace("c", values: ["a": Data("1"), "b": Data("1"), "c": Data("1")])
+            let loaded = try #require(try await store.versionedRecords("c")).mapValues(\.version)
+            try await store.put("c", key: "b", data: Data("someone else"))
+            try await store.put("c", key: "d", data: Data("someone else"))
+            let stored = try #require(try await store.versionedRecords("c"))
+            let mine = RecordChanges(upserts: [
+                "a": Data("1"), "b": Data("mine"), "c": Data("mine"), "d": Data("mine"), "e": Data("mine"),
+            ])
+            let conflict = await #expect(throws: RecordConflict.self) {
+                try await store.apply(
+                    "c", changes: mine,
+                    expecting: ["a": loaded["a"], "b": loaded["b"], "c": loaded["c"], "d": nil, "e": nil])
+            }
+            #expect(Set(conflict?.keys ?? []) == ["b", "d"])
+            #expect(conflict?.currentVersions["b"] == .some(stored["b"]?.version))
+            #expect(conflict?.currentVersions["d"] == .some(stored["d"]?.version))
+            #expect(try await store.read("c") == stored.mapValues(\.data))
+
+            let versions = try await store.apply(
+                "c", changes: mine,
+                expecting: ["a": loaded["a"], "b": stored["b"]?.version, "c": loaded["c"], "d": stored["d"]?.version, "e": nil])
+            #expect(versions["a"] == loaded["a"])  // written unchanged: not rewritten
+            let after = try #require(try await store.versionedRecords("c"))
+            #expect(after.mapValues(\.version) == versions)
+            #expect(after.mapValues(\.data) == mine.upserts)
+            #expect(try #require(versions["b"]) > stored["b"]!.version)
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
     func `a write based on current versions succeeds and returns the new versions`(kind: StoreKind) async throws {
         try await withStore(kind) { store, _ in
             try await store.put("c", key: "k", data: Data("1"))

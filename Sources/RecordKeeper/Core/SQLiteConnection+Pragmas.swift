@@ -34,6 +34,11 @@ extension SQLiteConnection {
         try textPragma("PRAGMA journal_mode = WAL")
     }
 
+    /// `PRAGMA query_only = 1`: any statement that would change the database fails.
+    func setQueryOnly() throws(SQLiteFailure) {
+        try execute("PRAGMA query_only = 1")
+    }
+
     func journalMode() throws(SQLiteFailure) -> String {
         try textPragma("PRAGMA journal_mode")
     }

@@ -4,8 +4,9 @@ import Foundation
 /// One SQLite connection: the raw handle, its statement cache and its transactions.
 ///
 /// Every `sqlite3_*` call of the library lives in `Core/`: this file, `Statement.swift`,
-/// `SQLiteConnection+Pragmas.swift`, `SQLiteConnection+Backup.swift` and `SQLiteFailure.swift`. A connection is used by one
-/// thread at a time (whoever holds its store's lock), so it is deliberately not `Sendable`.
+/// `SQLiteConnection+Pragmas.swift`, `SQLiteConnection+Backup.swift` and `SQLiteFailure.swift`.
+/// A connection is used by one thread at a time, with its owner's lock held (see `StoreCore`),
+/// so it is deliberately not `Sendable`.
 final class SQLiteConnection {
     /// The raw handle.
     let handle: OpaquePointer
@@ -16,16 +17,41 @@ final class SQLiteConnection {
     /// written in this library, never built from input) can be cached at all.
     private var statements: [UInt: Statement] = [:]
 
+    /// How a file is opened.
+    enum OpenMode {
+        /// Read and write (read only when the file is write-protected); never creates the file.
+        case readWrite
+        /// `SQLITE_OPEN_READONLY`.
+        case readOnly
+        /// Read only, as a file nobody changes (`immutable=1`): no locks, no `-wal` or `-shm`
+        /// file, the main file alone. Only for a glance at a database no connection has open.
+        case immutable
+    }
+
+    /// The busy timeout in milliseconds, restored after `refusingToWait`.
+    private let busyMilliseconds: Int32
+    /// Frames in the write-ahead log after the last commit through this connection, when
+    /// `monitorWriteAheadLog()` was called (0 otherwise).
+    private(set) var walFrames = 0
+
     /// Opens (never creates) the database file at `path`, or a private in-memory database
     /// when `path` is nil.
     ///
     /// The handle is closed again when anything after `sqlite3_open_v2` fails.
-    init(path: String?, busyTimeout: Duration) throws(SQLiteFailure) {
+    init(path: String?, busyTimeout: Duration, mode: OpenMode = .readWrite) throws(SQLiteFailure) {
         var handle: OpaquePointer?
-        // NOMUTEX: the connection is only ever used from one serial executor at a time.
-        var flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX
+        // NOMUTEX: the connection is only ever used from one thread at a time.
+        var flags = SQLITE_OPEN_NOMUTEX
+        var name = path ?? ":memory:"
+        switch mode {
+        case .readWrite: flags |= SQLITE_OPEN_READWRITE
+        case .readOnly: flags |= SQLITE_OPEN_READONLY
+        case .immutable:
+            flags |= SQLITE_OPEN_READONLY | SQLITE_OPEN_URI
+            name = "file:" + Self.uriEscaped(name) + "?immutable=1"
+        }
         if path == nil { flags |= SQLITE_OPEN_CREATE | SQLITE_OPEN_MEMORY }
-        let code = sqlite3_open_v2(path ?? ":memory:", &handle, flags, nil)
+        let code = sqlite3_open_v2(name, &handle, flags, nil)
         guard code == SQLITE_OK, let handle else {
             let failure = SQLiteFailure(code: code, handle: handle)
             sqlite3_close_v2(handle)
@@ -36,11 +62,28 @@ final class SQLiteConnection {
         sqlite3_extended_result_codes(handle, 1)
         let milliseconds = busyTimeout.components.seconds * 1000
             + busyTimeout.components.attoseconds / 1_000_000_000_000_000
-        sqlite3_busy_timeout(handle, Int32(clamping: milliseconds))
+        busyMilliseconds = Int32(clamping: milliseconds)
+        sqlite3_busy_timeout(handle, busyMilliseconds)
         installCancellationCheck()
     }
 
+    /// `path` as the path part of an SQLite URI: `%`, `?` and `#` (and anything not printable
+    /// ASCII) percent-encoded.
+    private static func uriEscaped(_ path: String) -> String {
+        var result = ""
+        for byte in path.utf8 {
+            switch byte {
+            case UInt8(ascii: "%"), UInt8(ascii: "?"), UInt8(ascii: "#"), 0..<0x21, 0x7F...:
+                result += String(format: "%%%02X", byte)
+            default:
+                result.unicodeScalars.append(UnicodeScalar(byte))
+            }
+        }
+        return result
+    }
+
     deinit {
+        sqlite3_wal_hook(handle, nil, nil)
         statements.removeAll()
         sqlite3_close_v2(handle)
     }
@@ -119,6 +162,56 @@ final class SQLiteConnection {
         let statement = try statement(sql)
         defer { statement.reset() }
         try statement.run()
+    }
+
+    // MARK: Waiting for locks
+
+    /// Runs `body` with the busy handler off: a lock held by another connection fails at once
+    /// with SQLITE_BUSY instead of being waited for on this thread.
+    func refusingToWait<T>(_ body: () throws -> T) rethrows -> T {
+        sqlite3_busy_timeout(handle, 0)
+        defer { sqlite3_busy_timeout(handle, busyMilliseconds) }
+        return try body()
+    }
+
+    // MARK: Write-ahead log
+
+    /// Turns automatic checkpoints off (they would run inside a commit) and keeps `walFrames`
+    /// up to date after every commit instead, so the store can checkpoint elsewhere.
+    func monitorWriteAheadLog() {
+        // `sqlite3_wal_autocheckpoint` is itself a WAL hook: installing ours replaces it.
+        sqlite3_wal_autocheckpoint(handle, 0)
+        sqlite3_wal_hook(
+            handle,
+            { context, _, _, frames in
+                guard let context else { return SQLITE_OK }
+                Unmanaged<SQLiteConnection>.fromOpaque(context).takeUnretainedValue().walFrames = Int(frames)
+                return SQLITE_OK
+            },
+            Unmanaged.passUnretained(self).toOpaque())
+    }
+
+    enum CheckpointMode {
+        /// Copies what it can without waiting for any lock.
+        case passive
+        /// Waits (busy handler) for writers and readers, copies everything and truncates the log.
+        case truncate
+    }
+
+    /// Checkpoints the write-ahead log. Returns false when SQLite answered SQLITE_BUSY:
+    /// another connection held a lock it needed, nothing is lost, a later checkpoint copies
+    /// the rest.
+    @discardableResult
+    func checkpoint(_ mode: CheckpointMode) throws(SQLiteFailure) -> Bool {
+        var logFrames: Int32 = 0
+        var copied: Int32 = 0
+        let code = sqlite3_wal_checkpoint_v2(
+            handle, nil, mode == .passive ? SQLITE_CHECKPOINT_PASSIVE : SQLITE_CHECKPOINT_TRUNCATE,
+            &logFrames, &copied)
+        if code & 0xFF == SQLITE_BUSY { return false }
+        guard code == SQLITE_OK else { throw SQLiteFailure(code: code, handle: handle) }
+        if mode == .truncate { walFrames = 0 }
+        return logFrames == copied
     }
 
     // MARK: Cancellation

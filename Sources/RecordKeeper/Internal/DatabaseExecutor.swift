@@ -20,6 +20,11 @@ final class DatabaseExecutor: SerialExecutor {
         }
     }
 
+    /// Runs `work` on the queue, after the jobs already enqueued, serially with them.
+    func run(_ work: @escaping @Sendable () -> Void) {
+        queue.async(execute: work)
+    }
+
     func asUnownedSerialExecutor() -> UnownedSerialExecutor {
         UnownedSerialExecutor(ordinary: self)
     }

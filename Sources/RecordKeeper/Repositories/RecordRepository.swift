@@ -178,19 +178,24 @@ public actor RecordRepository<Item> where Item: Codable & Identifiable & Equatab
         await takeTurn()
         defer { turns.release() }
         guard !items.isEmpty else { return }
-        var upserts: [String: Data] = [:]
-        upserts.reserveCapacity(items.count)  // no rehashing while a bulk save grows it
+        var entries: [(key: String, data: Data)] = []
+        entries.reserveCapacity(items.count)
         for item in items {
             let key = try key(for: item.id)
-            upserts[key] = try encode(item, key: key)
+            entries.append((key, try encode(item, key: key)))
         }
-        let changes = RecordChanges(upserts: upserts)
+        // Validated and sorted once (a later duplicate ID wins), each upsert with its
+        // expectation beside it: no dictionary of the whole save on either side.
+        let input = try ValidatedChanges(collection, entries: entries, operation: .apply)
+        let expectations: [RecordVersion??] =
+            switch policy {
+            case .fail: input.upserts.map { .some(versions.isEmpty ? nil : versions[$0.key]) }
+            case .overwrite: Array(repeating: nil, count: input.upserts.count)
+            }
         try await prepareForWriting()
         let written = try await store.apply(
-            collection, changes: changes, expecting: expectations(for: changes, policy),
-            checking: { [migrator] in try migrator.run(in: $0) })
-        versions.reserveCapacity(versions.count + upserts.count)
-        for key in upserts.keys { versions[key] = written[key] }
+            input, expectations: expectations, checking: { [migrator] in try migrator.run(in: $0) })
+        for ((key, _), version) in zip(input.upserts, written) { versions[key] = version }
     }
 
     /// Removes the item with `id`, if stored.

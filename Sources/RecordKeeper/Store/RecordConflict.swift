@@ -82,6 +82,14 @@ extension RecordStore {
     ) async throws -> [String: RecordVersion] {
         let input = try ValidatedChanges(collection, changes: changes, operation: .apply)
         let expected = try ValidatedChanges.normalizedVersions(expected, collection: input.collection, operation: .apply)
+        return try await apply(input, expecting: expected)
+    }
+
+    /// `apply(_:changes:expecting:)` for input already validated, with expectations keyed by
+    /// the normalized keys.
+    nonisolated(nonsending) func apply(
+        _ input: ValidatedChanges, expecting expected: [String: RecordVersion?]
+    ) async throws -> [String: RecordVersion] {
         let inline = mayWriteInline(input.upserts.count + input.removals.count)
         return try await performWrite(.apply, collection: input.collection, inline: inline) { context in
             try context.apply(
@@ -89,11 +97,34 @@ extension RecordStore {
         }
     }
 
+    /// Upserts validated input, each with its expectation beside it (nil: unconditional;
+    /// `.some(nil)`: must be absent), without a dictionary on either side (for repositories).
+    /// Returns each upsert's version afterwards, in input order.
+    ///
+    /// `check`, when given, runs first in the same transaction (repositories check and record
+    /// their item version there).
+    nonisolated(nonsending) func apply(
+        _ input: ValidatedChanges, expectations: [RecordVersion??],
+        checking check: (@Sendable (RecordTransaction) throws -> Void)? = nil
+    ) async throws -> [RecordVersion?] {
+        let inline = mayWriteInline(input.upserts.count)
+        return try await performWrite(.apply, collection: input.collection, inline: inline) { context in
+            if let check {
+                let transaction = RecordTransaction(context: context)
+                defer { transaction.invalidate() }
+                try check(transaction)
+            }
+            return try context.apply(
+                input.collection, upserts: input.upserts, expectations: expectations, removals: [], checks: [:])
+        }
+    }
+
     /// Every record of `collection` with its version, in key order (UTF-8 bytes), or nil when
     /// the collection is not established.
     public nonisolated func allRecords(_ collection: String) async throws -> [StoredRecord]? {
         let name = try RecordNames.collection(collection, operation: .allRecords)
-        return try await perform(.allRecords, collection: name) { engine in
+        return try await performRead(.allRecords, collection: name) { source in
+            guard let engine = source.engine else { return nil }
             var records: [StoredRecord] = []
             let exists = try engine.forEachRecord(name) { records.append($0) }
             return exists ? records : nil
@@ -103,7 +134,8 @@ extension RecordStore {
     /// Every record of `collection` with its version, by key, or nil when not established.
     public nonisolated func versionedRecords(_ collection: String) async throws -> [String: StoredRecord]? {
         let name = try RecordNames.collection(collection, operation: .versionedRecords)
-        return try await perform(.versionedRecords, collection: name) { engine in
+        return try await performRead(.versionedRecords, collection: name) { source in
+            guard let engine = source.engine else { return nil }
             var records: [String: StoredRecord] = [:]
             let exists = try engine.forEachRecord(name) { records[$0.key] = $0 }
             return exists ? records : nil

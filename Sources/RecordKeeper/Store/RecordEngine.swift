@@ -243,6 +243,67 @@ struct RecordEngine {
         }
     }
 
+    /// Like `upsert`, for a transaction that has not read the version floor: a new record
+    /// gets the stored floor + 1, read by the statement itself (one statement instead of two
+    /// for a single save).
+    func upsertAtStoredFloor(_ id: Int64, collection: String, key: String, data: Data) throws -> Bool {
+        try run(collection: collection, key: key) {
+            try connection.withStatement(
+                """
+                INSERT INTO records (collection_id, key, payload, version)
+                VALUES (?1, ?2, ?3, (SELECT value FROM store_meta WHERE name = 'last_version') + 1)
+                ON CONFLICT (collection_id, key) DO UPDATE
+                SET payload = excluded.payload, version = records.version + 1
+                WHERE records.payload IS NOT excluded.payload
+                """
+            ) { statement in
+                try statement.bind(id, at: 1)
+                try statement.bind(key, at: 2)
+                try statement.bind(data, at: 3)
+                try statement.run()
+                return connection.changes > 0
+            }
+        }
+    }
+
+    /// Inserts a record expected to be absent. Returns false, writing nothing, when the key
+    /// exists.
+    func insertIfAbsent(_ id: Int64, collection: String, key: String, data: Data, version: Int64) throws -> Bool {
+        try run(collection: collection, key: key) {
+            try connection.withStatement(
+                """
+                INSERT INTO records (collection_id, key, payload, version) VALUES (?1, ?2, ?3, ?4)
+                ON CONFLICT (collection_id, key) DO NOTHING
+                """
+            ) { statement in
+                try bindUpsert(statement, id, key, data, version)
+                try statement.run()
+                return connection.changes > 0
+            }
+        }
+    }
+
+    /// Overwrites a record only if it still has version `expected` and a different payload;
+    /// returns its new version, or nil when nothing was written (the record is unchanged, has
+    /// another version, or does not exist).
+    func updateIfVersion(_ id: Int64, collection: String, key: String, data: Data, expected: Int64) throws -> Int64? {
+        try run(collection: collection, key: key) {
+            try connection.withStatement(
+                """
+                UPDATE records SET payload = ?3, version = version + 1
+                WHERE collection_id = ?1 AND key = ?2 AND version = ?4 AND payload IS NOT ?3
+                RETURNING version
+                """
+            ) { statement in
+                try bindUpsert(statement, id, key, data, expected)
+                guard try statement.step() else { return nil }
+                let version = statement.int64(at: 0)
+                while try statement.step() {}
+                return version
+            }
+        }
+    }
+
     private func bindUpsert(_ statement: Statement, _ id: Int64, _ key: String, _ data: Data, _ version: Int64) throws {
         try statement.bind(id, at: 1)
         try statement.bind(key, at: 2)

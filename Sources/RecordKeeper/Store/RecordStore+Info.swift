@@ -23,11 +23,25 @@ public struct StoreInfo: Sendable, Equatable {
 
 extension RecordStore {
     /// The store's format version, SQLite version, journal mode and sizes.
+    ///
+    /// Like every read it changes nothing. When there is no store yet the format version is 0;
+    /// with no database file at all (missing or empty) the journal mode is `none` and the page
+    /// figures are 0.
     public nonisolated func info() async throws -> StoreInfo {
-        try await perform(.info, collection: nil) { engine in
-            try engine.run {
-                let connection = engine.connection
+        try await performRead(.info, collection: nil) { source in
+            let connection: SQLiteConnection
+            switch source {
+            case .store(let engine): connection = engine.connection
+            case .notAStore(let glance?): connection = glance
+            case .notAStore(nil):
                 return StoreInfo(
+                    path: path, formatVersion: 0, sqliteVersion: SQLiteConnection.libraryVersion,
+                    journalMode: "none", durability: options.durability, pageSize: 0, pageCount: 0,
+                    freePageCount: 0, fileBytes: try path.flatMap(Self.fileSize), walBytes: nil)
+            }
+            let engine = RecordEngine(connection: connection, path: path, operation: .info)
+            return try engine.run {
+                StoreInfo(
                     path: path, formatVersion: try connection.userVersion(),
                     sqliteVersion: SQLiteConnection.libraryVersion, journalMode: try connection.journalMode(),
                     durability: try connection.synchronousIsFull() ? .full : .normal, pageSize: try connection.pageSize(),
@@ -38,10 +52,17 @@ extension RecordStore {
     }
 
     /// SQLite's integrity check: `["ok"]` when the database is healthy, else one line per
-    /// problem found.
+    /// problem found. `["ok"]` when there is no database file (missing or empty).
     public nonisolated func integrityCheck() async throws -> [String] {
-        try await perform(.integrityCheck, collection: nil) { engine in
-            try engine.run { try engine.connection.integrityCheck() }
+        try await performRead(.integrityCheck, collection: nil) { source in
+            let connection: SQLiteConnection
+            switch source {
+            case .store(let engine): connection = engine.connection
+            case .notAStore(let glance?): connection = glance
+            case .notAStore(nil): return ["ok"]
+            }
+            let engine = RecordEngine(connection: connection, path: path, operation: .integrityCheck)
+            return try engine.run { try connection.integrityCheck() }
         }
     }
 

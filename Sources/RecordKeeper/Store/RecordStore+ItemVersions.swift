@@ -20,7 +20,9 @@ extension RecordStore {
     /// - Throws: ``RecordStoreError`` when the store cannot be opened or read.
     public nonisolated func itemVersion(of collection: String) async throws -> Int? {
         let name = try RecordNames.collection(collection, operation: .itemVersion)
-        let state = try await perform(.itemVersion, collection: name) { try $0.itemVersion(name) }
+        let state = try await performRead(.itemVersion, collection: name) { source in
+            try source.engine?.itemVersion(name) ?? .absent
+        }
         if case .recorded(let version) = state { return version }
         return nil
     }
@@ -28,7 +30,7 @@ extension RecordStore {
     /// Every collection with a recorded item version, by name (see ``itemVersion(of:)``).
     /// - Throws: ``RecordStoreError`` when the store cannot be opened or read.
     public nonisolated func itemVersions() async throws -> [String: Int] {
-        try await perform(.itemVersions, collection: nil) { try $0.itemVersions() }
+        try await performRead(.itemVersions, collection: nil) { try $0.engine?.itemVersions() ?? [:] }
     }
 
     /// Runs `body` in one read transaction together with reading the collection's item
@@ -39,7 +41,8 @@ extension RecordStore {
         _ body: @Sendable (RecordEngine, String) throws -> T
     ) async throws -> (itemVersion: StoredItemVersion, result: T?) {
         let name = try RecordNames.collection(collection, operation: operation)
-        return try await perform(operation, collection: name, inline: inline) { engine in
+        return try await performRead(operation, collection: name, inline: inline) { source in
+            guard let engine = source.engine else { return (StoredItemVersion.absent, nil) }
             try engine.begin(immediate: false)
             do {
                 let state = try engine.itemVersion(name)
@@ -60,8 +63,8 @@ extension RecordStore {
     ) async throws -> (itemVersion: StoredItemVersion, record: StoredRecord?) {
         let name = try RecordNames.collection(collection, operation: .record)
         let key = try RecordNames.key(key, collection: name, operation: .record)
-        return try await perform(.record, collection: name, inline: true) { engine in
-            try engine.recordWithItemVersion(name, key: key)
+        return try await performRead(.record, collection: name, inline: true) { source in
+            try source.engine?.recordWithItemVersion(name, key: key) ?? (.absent, nil)
         }
     }
 
@@ -103,8 +106,23 @@ extension RecordTransaction {
 }
 
 extension RecordEngine {
+    /// True when `failure` says the store has no `collections.item_version` yet: an older
+    /// format read as it is (reads never migrate), where no item version is recorded.
+    private static func predatesItemVersions(_ failure: any Error) -> Bool {
+        guard let failure = failure as? RecordStoreError, failure.code == .sqlite else { return false }
+        return failure.sqliteMessage?.contains("item_version") == true
+    }
+
     /// The item-version state of `name`.
     func itemVersion(_ name: String) throws -> StoredItemVersion {
+        do {
+            return try itemVersionColumn(name)
+        } catch where Self.predatesItemVersions(error) {
+            return try collectionID(name) == nil ? .absent : .unrecorded
+        }
+    }
+
+    private func itemVersionColumn(_ name: String) throws -> StoredItemVersion {
         try run(collection: name) {
             try connection.withStatement("SELECT item_version FROM collections WHERE name = ?1") { statement in
                 try statement.bind(name, at: 1)
@@ -116,6 +134,15 @@ extension RecordEngine {
 
     /// One record of `name` and the collection's item-version state, in one statement.
     func recordWithItemVersion(_ name: String, key: String) throws -> (StoredItemVersion, StoredRecord?) {
+        do {
+            return try recordWithItemVersionColumn(name, key: key)
+        } catch where Self.predatesItemVersions(error) {
+            guard try collectionID(name) != nil else { return (.absent, nil) }
+            return (.unrecorded, try record(name, key: key))
+        }
+    }
+
+    private func recordWithItemVersionColumn(_ name: String, key: String) throws -> (StoredItemVersion, StoredRecord?) {
         try run(collection: name, key: key) {
             try connection.withStatement(
                 """
@@ -136,6 +163,14 @@ extension RecordEngine {
 
     /// Every recorded item version, by collection name.
     func itemVersions() throws -> [String: Int] {
+        do {
+            return try itemVersionsColumn()
+        } catch where Self.predatesItemVersions(error) {
+            return [:]
+        }
+    }
+
+    private func itemVersionsColumn() throws -> [String: Int] {
         try run {
             try connection.withStatement(
                 "SELECT name, item_version FROM collections WHERE item_version IS NOT NULL"

@@ -39,9 +39,13 @@ extension RecordStore {
                 state.connection = connection
                 state.fileIdentity = identity
             }
+            // The reader may have the file that was at the path before (the writer was closed
+            // or found the file replaced): it opens the one the writer opened now.
+            core.fileWasReplaced()
             endOpening(id)
             options.eventHandler?(.opened(timings))
         } catch {
+            core.fileWasReplaced()
             endOpening(id)
             if let error = error as? RecordStoreError { options.eventHandler?(.openingFailed(error)) }
             throw error
@@ -54,43 +58,94 @@ extension RecordStore {
 
     // MARK: Requests
 
-    /// Runs a request: inline on the caller's thread when `inline` allows it and the store is
-    /// open and idle, otherwise on the store's executor after opening it if needed.
+    /// Runs a request on the writer: inline on the caller's executor when `inline` allows it,
+    /// the writer is open and its lock free, and no other connection holds a lock it needs
+    /// (the attempt never waits: see `StoreCore`); otherwise on the store's executor, after
+    /// opening the store if needed, where it may wait up to the busy timeout.
     nonisolated(nonsending) func execute<T: Sendable>(
-        inline: Bool, _ body: @Sendable (StoreCore, CoreState) throws -> T
+        inline: Bool, _ body: @Sendable (StoreCore, CoreState, _ refuseWaiting: Bool) throws -> T
     ) async throws -> T {
         try Task.checkCancellation()
         if inline {
             let core = core
             let result = core.lockedIfFree { state -> Result<T, any Error>? in
                 guard state.connection != nil else { return nil }
-                return Result { try body(core, state) }
+                do {
+                    return .success(try body(core, state, true))
+                } catch is InlineAttemptRefused {
+                    return nil
+                } catch {
+                    return .failure(error)
+                }
             }
             if let result = result ?? nil { return try result.get() }
         }
         return try await executeOnExecutor(body)
     }
 
-    private func executeOnExecutor<T: Sendable>(_ body: @Sendable (StoreCore, CoreState) throws -> T) async throws -> T {
+    private func executeOnExecutor<T: Sendable>(
+        _ body: @Sendable (StoreCore, CoreState, _ refuseWaiting: Bool) throws -> T
+    ) async throws -> T {
         while true {
             try await openIfNeeded()
             try Task.checkCancellation()
             // Normally open now; if the store was closed meanwhile, open it again.
             let result = core.locked { state -> Result<T, any Error>? in
                 guard state.connection != nil else { return nil }
-                return Result { try body(core, state) }
+                return Result { try body(core, state, false) }
             }
             if let result { return try result.get() }
         }
     }
 
-    /// Runs one read request.
+    /// Runs one request on the writer (in memory: every request; on disk: requests that
+    /// change the connection, such as test seams).
     nonisolated(nonsending) func perform<T: Sendable>(
         _ operation: StoreOperation, collection: String?, inline: Bool = false,
         _ body: @Sendable (RecordEngine) throws -> T
     ) async throws -> T {
-        try await execute(inline: inline) { core, state in
-            try core.perform(state, operation, collection: collection, body)
+        try await execute(inline: inline) { core, state, refuseWaiting in
+            try core.perform(state, operation, collection: collection, refuseWaiting: refuseWaiting, body)
+        }
+    }
+
+    /// Runs one read request outside any write transaction.
+    ///
+    /// A file store reads on its reader connection, beside the writer: inline when `inline`
+    /// allows it, the reader is open and free and needs no lock another connection holds;
+    /// otherwise on the reader's executor. It never opens the writer, so it never creates or
+    /// migrates anything. An in-memory store reads on its one connection (see `perform`).
+    nonisolated(nonsending) func performRead<T: Sendable>(
+        _ operation: StoreOperation, collection: String?, inline: Bool = false,
+        _ body: @Sendable (ReadSource) throws -> T
+    ) async throws -> T {
+        guard path != nil else {
+            return try await perform(operation, collection: collection, inline: inline) { try body(.store($0)) }
+        }
+        try Task.checkCancellation()
+        let core = core
+        if inline {
+            let result = core.readLockedIfFree { state -> Result<T, any Error>? in
+                do {
+                    return try core.performRead(
+                        state, operation, collection: collection, refuseWaiting: true, body
+                    ).map { .success($0) }
+                } catch is InlineAttemptRefused {
+                    return nil
+                } catch {
+                    return .failure(error)
+                }
+            }
+            if let result = result ?? nil { return try result.get() }
+        }
+        return try await reader.run {
+            try core.readLocked { state in
+                // Not inline, so it opens the reader when needed and always answers.
+                guard let result = try core.performRead(state, operation, collection: collection, body) else {
+                    throw RecordStoreError(code: .misuse, operation: operation, collection: collection, path: core.path)
+                }
+                return result
+            }
         }
     }
 
@@ -99,8 +154,8 @@ extension RecordStore {
         _ operation: StoreOperation, collection: String?, inline: Bool = false,
         _ body: @Sendable (WriteContext) throws -> T
     ) async throws -> T {
-        try await execute(inline: inline) { core, state in
-            try core.performWrite(state, operation, collection: collection, body)
+        try await execute(inline: inline) { core, state, refuseWaiting in
+            try core.performWrite(state, operation, collection: collection, refuseWaiting: refuseWaiting, body)
         }
     }
 
@@ -112,4 +167,24 @@ extension RecordStore {
 
     /// The largest write (in records) that may run inline on a caller's thread.
     static let inlineWriteLimit = 32
+}
+
+/// The executor of a file store's reads that do not run inline: a serial queue of its own,
+/// so reads never wait behind a write transaction running on the store's executor.
+actor ReadRunner {
+    private nonisolated let executor: DatabaseExecutor
+
+    nonisolated var unownedExecutor: UnownedSerialExecutor {
+        executor.asUnownedSerialExecutor()
+    }
+
+    init(label: String) {
+        executor = DatabaseExecutor(label: label)
+    }
+
+    /// Runs `body` on this executor, in the calling task (so cancellation reaches SQLite's
+    /// progress handler).
+    func run<T: Sendable>(_ body: @Sendable () throws -> T) throws -> T {
+        try body()
+    }
 }

@@ -47,6 +47,10 @@ public enum RecordStoreEvent: Sendable {
     /// unreadable). The stream keeps its position and tries again at the next change it is
     /// told of; this is reported once per run of failures.
     case changeObservationFailed(RecordStoreError)
+    /// A checkpoint (copying the write-ahead log into the main file), scheduled after a commit
+    /// or run by ``RecordStore/close()``, failed. Every commit is still safe in the log; the
+    /// next checkpoint tries again.
+    case checkpointFailed(RecordStoreError)
 }
 
 /// How long the phases of opening a store took.

@@ -2,9 +2,10 @@ public import Foundation
 
 /// A store of keyed records in named collections, on an embedded SQLite database.
 ///
-/// Creating a store does no I/O. The first request opens the file (creating it and its
-/// directory if needed); concurrent first requests share that one opening, a failure is thrown
-/// to every request that waited on it, and a later request tries again. A file the store
+/// Creating a store does no I/O. The first write opens the file (creating it and its
+/// directory if needed, and migrating the format); concurrent first writes share that one
+/// opening, a failure is thrown to every request that waited on it, and a later request tries
+/// again. A file the store
 /// cannot read is refused and left as it is: the store never resets, moves or replaces data,
 /// and never falls back to an empty or in-memory database.
 ///
@@ -18,8 +19,25 @@ public import Foundation
 /// let notes = try await store.read("notes")   // ["today": …]; nil if never established
 /// ```
 ///
-/// The store runs on its own serial executor (a private dispatch queue), so SQLite's blocking
-/// calls never hold one of Swift's cooperative threads.
+/// Reading never changes the file: only the first write creates the file and its directory
+/// and migrates the format; reads of a missing file, an empty file or an empty SQLite
+/// database answer "no records" and leave it as it was.
+///
+/// Where requests run (details in <doc:Concurrency>):
+/// - Writes, ``write(_:)`` transactions, opening and checkpoints run on the store's own serial
+///   executor (a private dispatch queue). Small writes under ``Durability/normal`` may run
+///   inline on the caller's executor instead, only when the connection is free and no other
+///   connection holds the write lock: such an attempt never waits for a lock there, it goes to
+///   the store's executor instead.
+/// - Reads outside a write transaction use a connection of their own, beside the writer, and
+///   see the last committed state without waiting for a running write transaction. Point reads
+///   (``value(_:key:)``, ``record(_:key:)``) run inline when that connection is free; other
+///   reads run on a second private serial queue.
+/// - An in-memory store has one connection: its reads run where its writes run, and wait
+///   for a running write transaction.
+///
+/// So SQLite's blocking calls never hold one of Swift's cooperative threads, and a caller's
+/// thread (the main actor's included) never waits for another connection's lock.
 public actor RecordStore {
     /// The store file, or nil for an in-memory store.
     public nonisolated let url: URL?
@@ -30,8 +48,10 @@ public actor RecordStore {
     /// Test seam: runs at the start of every opening attempt (may suspend or throw).
     let openingHook: (@Sendable () async throws -> Void)?
 
-    /// The connection and the state requests share, behind a lock (see `StoreCore`).
+    /// The connections and the state requests share, behind locks (see `StoreCore`).
     nonisolated let core: StoreCore
+    /// Where a file store's reads run when they do not run inline.
+    nonisolated let reader: ReadRunner
     var opening: OpeningAttempt?
     var nextAttemptID: UInt64 = 0
     /// How many requests have waited on an opening attempt (for tests: "all have joined").
@@ -50,6 +70,10 @@ public actor RecordStore {
 
     /// A store in a private SQLite in-memory database: the same engine, SQL and behaviour as
     /// a file store, gone when the store is released. For tests and previews.
+    ///
+    /// One difference: it has a single connection (a second one cannot see a private
+    /// in-memory database), so a read issued while a write transaction runs waits for it and
+    /// then sees its commit, where a file store answers at once with the state before it.
     public static func inMemory(options: Options = Options()) -> RecordStore {
         RecordStore(location: nil, options: options, openingHook: nil)
     }
@@ -58,8 +82,11 @@ public actor RecordStore {
         self.url = location.map { $0.isFileURL ? $0.standardizedFileURL : $0 }
         self.options = options
         self.openingHook = openingHook
-        self.core = StoreCore(path: self.url?.path, options: options)
-        self.executor = DatabaseExecutor(label: "RecordKeeper.RecordStore \(location?.path ?? "in-memory")")
+        let label = "RecordKeeper.RecordStore \(location?.path ?? "in-memory")"
+        let executor = DatabaseExecutor(label: label)
+        self.executor = executor
+        self.core = StoreCore(path: self.url?.path, options: options, executor: executor)
+        self.reader = ReadRunner(label: label + " reads")
     }
 
     nonisolated var path: String? { url?.path }
@@ -69,26 +96,30 @@ public actor RecordStore {
     /// All records of `collection`, or nil when the collection was never established (or was
     /// removed). An established collection without records gives `[:]`.
     ///
-    /// Opens the store (creating the file) if it is not open yet.
-    /// - Throws: ``RecordStoreError`` when the store cannot be opened or read; never an
-    ///   empty answer in place of a failure.
+    /// Reading never changes the file: it creates nothing and migrates nothing. When there is
+    /// no store yet (no file, an empty file, an SQLite database without the store's format)
+    /// the answer is nil. It sees the last committed state, without waiting for a write
+    /// transaction that is running (in memory it waits; see <doc:Concurrency>).
+    /// - Throws: ``RecordStoreError`` when the file cannot be read or is refused (not a
+    ///   database, another application's database, a newer format); never an empty answer in
+    ///   place of a failure.
     public nonisolated func read(_ collection: String) async throws -> [String: Data]? {
         let name = try RecordNames.collection(collection, operation: .read)
-        return try await perform(.read, collection: name) { try $0.readAll(name) }
+        return try await performRead(.read, collection: name) { try $0.engine?.readAll(name) }
     }
 
-    /// Like ``read(_:)``, but when the store file does not exist (and no opening has begun)
-    /// it returns nil and creates nothing: no file, no directory.
+    /// The same as ``read(_:)``, which never creates anything either: when there is no store
+    /// file it returns nil and creates no file and no directory.
     public nonisolated func readIfPresent(_ collection: String) async throws -> [String: Data]? {
         let name = try RecordNames.collection(collection, operation: .readIfPresent)
-        guard await isPresent() else { return nil }
-        return try await perform(.readIfPresent, collection: name) { try $0.readAll(name) }
+        return try await performRead(.readIfPresent, collection: name) { try $0.engine?.readAll(name) }
     }
 
     /// The payload of one record, or nil when there is none.
     ///
-    /// Point reads are short: when the store is open and idle they run at once on the
-    /// caller's thread instead of hopping to the store's executor.
+    /// Point reads are short: when the reader is open and idle they run at once on the
+    /// caller's thread instead of hopping to an executor, and never wait for a lock there
+    /// (see <doc:Concurrency>).
     public nonisolated(nonsending) func value(_ collection: String, key: String) async throws -> Data? {
         try await record(collection, key: key, operation: .value)?.data
     }
@@ -101,12 +132,12 @@ public actor RecordStore {
     private nonisolated(nonsending) func record(_ collection: String, key: String, operation: StoreOperation) async throws -> StoredRecord? {
         let name = try RecordNames.collection(collection, operation: operation)
         let key = try RecordNames.key(key, collection: name, operation: operation)
-        return try await perform(operation, collection: name, inline: true) { try $0.record(name, key: key) }
+        return try await performRead(operation, collection: name, inline: true) { try $0.engine?.record(name, key: key) }
     }
 
     /// The established collections, sorted by name, with their record counts.
     public nonisolated func collections() async throws -> [CollectionSummary] {
-        try await perform(.collections, collection: nil) { try $0.collections() }
+        try await performRead(.collections, collection: nil) { try $0.engine?.collections() ?? [] }
     }
 
     /// One page of `collection`'s records in key order (by UTF-8 bytes), the keys strictly
@@ -127,7 +158,7 @@ public actor RecordStore {
                 detail: "the page limit must be positive, not \(limit)")
         }
         let after = after.map(RecordNames.normalized)
-        return try await perform(.records, collection: name) { try $0.page(name, after: after, limit: limit) }
+        return try await performRead(.records, collection: name) { try $0.engine?.page(name, after: after, limit: limit) }
     }
 
     // MARK: Writing
@@ -197,11 +228,12 @@ public actor RecordStore {
 
     /// Removes `collection` and all its records; ``read(_:)`` then returns nil.
     ///
-    /// When the store file does not exist (and no opening has begun) it does nothing and
-    /// creates nothing.
+    /// When there is no store yet (no file, an empty file or an empty SQLite database) it does
+    /// nothing and creates nothing.
     public nonisolated func removeCollection(_ collection: String) async throws {
         let name = try RecordNames.collection(collection, operation: .removeCollection)
-        guard await isPresent() else { return }
+        let isStore = try await performRead(.removeCollection, collection: name) { $0.engine != nil }
+        guard isStore else { return }
         try await performWrite(.removeCollection, collection: name) { try $0.removeCollection(name) }
     }
 
@@ -225,7 +257,8 @@ public actor RecordStore {
     /// Runs `body` as one write transaction, which may change any number of collections.
     /// It commits when `body` returns and rolls back when it throws.
     ///
-    /// `body` runs on the store's executor; the transaction object is valid only inside it.
+    /// `body` runs on the store's executor (never on the caller's thread); the transaction
+    /// object is valid only inside it. Reads by others meanwhile see the state before it.
     /// ```swift
     /// try await store.write { tx in
     ///     try tx.put("orders", key: order.id, data: orderData)
@@ -242,8 +275,15 @@ public actor RecordStore {
 
     /// Runs `body` in one read transaction: everything it reads is one consistent snapshot,
     /// even while other connections write. For exports and reports.
+    ///
+    /// It never changes the file; when there is no store yet, the snapshot is empty.
     public nonisolated func snapshot<T: Sendable>(_ body: @Sendable (RecordSnapshot) throws -> T) async throws -> T {
-        try await perform(.snapshot, collection: nil) { engine in
+        try await performRead(.snapshot, collection: nil) { source in
+            guard let engine = source.engine else {
+                let snapshot = RecordSnapshot(engine: nil)
+                defer { snapshot.invalidate() }
+                return try body(snapshot)
+            }
             try engine.begin(immediate: false)
             let snapshot = RecordSnapshot(engine: engine)
             do {
@@ -259,9 +299,16 @@ public actor RecordStore {
         }
     }
 
-    /// Closes the database connection. The next request opens it again.
+    /// Closes the store's connections; the next request opens them again.
+    ///
+    /// It first runs a truncating checkpoint: every commit is copied into the main file and
+    /// the write-ahead log emptied, so once no other connection has the file open, the main
+    /// file alone holds the whole store (the `-wal` and `-shm` files are removed). The
+    /// checkpoint waits up to the busy timeout for other connections' transactions; if they
+    /// keep it from finishing, nothing is lost (the commits stay in the log) and a failure is
+    /// reported to ``Options/eventHandler`` as ``RecordStoreEvent/checkpointFailed(_:)``.
     public func close() async {
-        core.locked { $0.dropConnection() }
+        core.close()
     }
 
     /// True when the store may hold data: it is open or opening, or its file exists.

@@ -88,7 +88,8 @@ public final class RecordTransaction {
 public final class RecordSnapshot {
     private let reads: RecordReads
 
-    init(engine: RecordEngine) {
+    /// `engine` is nil when there is no store yet: the snapshot is then empty.
+    init(engine: RecordEngine?) {
         self.reads = RecordReads(engine: engine, handle: "RecordSnapshot", body: "snapshot")
     }
 
@@ -126,13 +127,14 @@ public final class RecordSnapshot {
 /// The reads a transaction and a snapshot share: one implementation, with the check that the
 /// handle is still inside its body and the task not cancelled.
 final class RecordReads {
-    let engine: RecordEngine
+    /// Nil for a snapshot of a store that does not exist yet: it reads as empty.
+    let engine: RecordEngine?
     /// The public handle's type name and the body it belongs to, for misuse errors.
     private let handle: String
     private let body: String
     var isValid = true
 
-    init(engine: RecordEngine, handle: String, body: String) {
+    init(engine: RecordEngine?, handle: String, body: String) {
         self.engine = engine
         self.handle = handle
         self.body = body
@@ -152,20 +154,23 @@ final class RecordReads {
 
     func collections() throws -> [CollectionSummary] {
         _ = try checked(nil, .collections)
-        return try engine.collections()
+        return try engine?.collections() ?? []
     }
 
     func read(_ collection: String) throws -> [String: Data]? {
-        try engine.readAll(try checked(collection, .read))
+        let name = try checked(collection, .read)
+        return try engine?.readAll(name)
     }
 
     func record(_ collection: String, key: String, operation: StoreOperation) throws -> StoredRecord? {
         let name = try checked(collection, operation)
-        return try engine.record(name, key: try RecordNames.key(key, collection: name, operation: operation))
+        let key = try RecordNames.key(key, collection: name, operation: operation)
+        return try engine?.record(name, key: key)
     }
 
     func forEachRecord(in collection: String, _ body: (StoredRecord) throws -> Void) throws -> Bool {
         let name = try checked(collection, .forEachRecord)
+        guard let engine else { return false }
         return try engine.forEachRecord(name) { record in
             try Task.checkCancellation()
             try body(record)

@@ -1,31 +1,66 @@
 import Foundation
 
-/// The store's connection and the state its requests share, behind one lock, and the
-/// synchronous request bodies that run while holding it.
+/// The store's connections and the state its requests share, and the synchronous request
+/// bodies that run with them.
 ///
-/// Requests run in one of two places, always with the lock held for the whole request:
-/// - on the store's own serial executor (a dispatch queue): opening, whole-collection reads,
-///   bulk writes, commits that `fsync`, transactions and snapshots;
-/// - inline, on the caller's executor (the functions are `nonisolated(nonsending)`), for short requests only (point reads; small writes when
-///   commits do not `fsync`) and only when the lock is free at that moment. They take a few
-///   microseconds, the time a thread hop to the executor would cost twice over.
+/// Two connections serve requests, each behind its own lock, held for the whole request (a
+/// third, `checkpointer`, only runs scheduled checkpoints):
+/// - the **writer** (`lock`, `CoreState`): opened by the first write, which creates the file
+///   and migrates the format. Writes, transactions, and every request of an in-memory store.
+/// - the **reader** (`readLock`, `ReadState`) of a file store: a read-write connection in
+///   `query_only` mode (see `StoreOpener.openForReading`) for every read outside a write
+///   transaction. In WAL mode it sees the last committed state at once, even while the writer
+///   (or another process) is in the middle of a write transaction.
 ///
-/// `@unchecked Sendable`: `state` is only reached inside `locked` / `lockedIfFree`, so no two
-/// threads ever use it, or the SQLite connection in it, at the same time. The connection is
-/// opened in SQLite's multi-thread mode, where any thread may use it, one at a time.
+/// Where requests run (see `RecordStore.execute` and `Concurrency.md`):
+/// - inline, on the caller's executor (`nonisolated(nonsending)`), for short requests only:
+///   point reads on the reader (opening it first if that is quick), and small writes when
+///   commits do not `fsync` (never opening the writer). Only when the
+///   connection's lock is free at that moment, and with SQLite's busy handler off: a lock held
+///   by another connection fails the attempt at once (SQLITE_BUSY; a write rolls back, having
+///   written nothing) and the request goes to an executor, where waiting is fine. Automatic
+///   checkpoints are off, so no commit ever copies the log into the main file or `fsync`s there.
+/// - on the store's serial executor: writes that may wait, transactions, opening, checkpoints
+///   (passive, scheduled when the log grows past `checkpointThreshold` frames, on a third
+///   connection so they never hold the writer; truncating, on the writer, on `close()`), and
+///   every other request of an in-memory store;
+/// - on the reader's serial executor (`ReadRunner`): the other reads of a file store.
+///
+/// `@unchecked Sendable`: `state` is only reached with `lock` held, `readState` with
+/// `readLock` held and `checkpointer` with `checkpointLock` held, so no two threads ever use one
+/// of them, or the SQLite connection in it, at the same time. Connections are opened in SQLite's
+/// multi-thread mode, where any thread may use a connection, one at a time. Lock order: `lock`
+/// before `readLock` and `checkpointLock`, never the other way; `generationLock` last.
 final class StoreCore: @unchecked Sendable {
     let path: String?
     let options: RecordStore.Options
+    /// The store's executor, for checkpoints scheduled after a commit.
+    let executor: DatabaseExecutor
     private let lock = NSLock()
     private let state = CoreState()
     /// Delivers the change log to this store's change streams.
     let watcher: ChangeWatcher
     /// Wakes outbox processors after a commit that enqueued operations.
     let outboxSignal = OutboxSignal()
+    private let readLock = NSLock()
+    private let readState = ReadState()
+    private let generationLock = NSLock()
+    /// Guarded by `generationLock`; see `fileWasReplaced()`.
+    private var fileGeneration = 0
+    private let checkpointLock = NSLock()
+    /// The connection scheduled checkpoints run on, so that they never hold the writer: a
+    /// save arriving meanwhile runs at once. Guarded by `checkpointLock`, with the file
+    /// generation it opened.
+    private var checkpointer: (connection: SQLiteConnection, generation: Int)?
 
-    init(path: String?, options: RecordStore.Options) {
+    /// Frames in the log after which a commit schedules a passive checkpoint (SQLite's own
+    /// automatic checkpoint uses the same figure).
+    static let checkpointThreshold = 1000
+
+    init(path: String?, options: RecordStore.Options, executor: DatabaseExecutor) {
         self.path = path
         self.options = options
+        self.executor = executor
         watcher = ChangeWatcher(path: path, options: options)
         watcher.core = self
     }
@@ -34,22 +69,56 @@ final class StoreCore: @unchecked Sendable {
         watcher.storeReleased()
     }
 
-    /// Runs `body` with the state, waiting for the lock.
+    /// Runs `body` with the writer's state, waiting for the lock.
     func locked<T>(_ body: (CoreState) throws -> T) rethrows -> T {
         lock.lock()
         defer { lock.unlock() }
         return try body(state)
     }
 
-    /// Runs `body` with the state if the lock is free now; nil (without running it) otherwise.
+    /// Runs `body` with the writer's state if the lock is free now; nil (without running it)
+    /// otherwise.
     func lockedIfFree<T>(_ body: (CoreState) throws -> T) rethrows -> T? {
         guard lock.try() else { return nil }
         defer { lock.unlock() }
         return try body(state)
     }
+
+    /// Runs `body` with the reader's state, waiting for the lock.
+    func readLocked<T>(_ body: (ReadState) throws -> T) rethrows -> T {
+        readLock.lock()
+        defer { readLock.unlock() }
+        return try body(readState)
+    }
+
+    /// Runs `body` with the reader's state if the lock is free now; nil otherwise.
+    func readLockedIfFree<T>(_ body: (ReadState) throws -> T) rethrows -> T? {
+        guard readLock.try() else { return nil }
+        defer { readLock.unlock() }
+        return try body(readState)
+    }
+
+    /// Closes both connections after a truncating checkpoint, so the main file holds every
+    /// commit and the log is empty. The next request opens them again. A checkpoint that finds
+    /// another connection busy for longer than the busy timeout is skipped (nothing is lost);
+    /// any other failure is reported to the event handler.
+    func close() {
+        locked { state in
+            readLocked { $0.connection = nil }
+            checkpointLock.withLock { checkpointer = nil }
+            if let connection = state.connection {
+                do throws(SQLiteFailure) {
+                    try connection.checkpoint(.truncate)
+                } catch {
+                    options.eventHandler?(.checkpointFailed(RecordStoreError(error, operation: .close, path: path)))
+                }
+            }
+            state.dropConnection()
+        }
+    }
 }
 
-/// What `StoreCore`'s lock guards. Not `Sendable`: only reached with the lock held.
+/// What `StoreCore`'s writer lock guards. Not `Sendable`: only reached with the lock held.
 final class CoreState {
     var connection: SQLiteConnection?
     /// The identity of the store file when the connection opened it (nil in memory).
@@ -59,6 +128,10 @@ final class CoreState {
     var observerLock: ObserverLock?
     var observerLockUnavailable = false
 
+    /// The log size (frames) at which the next commit schedules a checkpoint.
+    var nextCheckpointAt = StoreCore.checkpointThreshold
+    /// A checkpoint is scheduled on the executor and has not run yet.
+    var checkpointScheduled = false
     /// Forgets the connection (closing it); the next request opens the store again.
     func dropConnection() {
         connection = nil
@@ -66,28 +139,124 @@ final class CoreState {
     }
 }
 
+/// What `StoreCore`'s reader lock guards. Not `Sendable`: only reached with the lock held.
+final class ReadState {
+    /// The reader, once the file is known to be a store.
+    var connection: SQLiteConnection?
+    /// `StoreCore.fileGeneration` when the reader opened.
+    var fileGeneration = 0
+}
+
+/// What a read request reads from.
+enum ReadSource {
+    /// A store: its reader (or, in memory, its one connection).
+    case store(RecordEngine)
+    /// No store (yet): no file, an empty file, or an SQLite database without the store's
+    /// format (with a connection to it, for this request only). Reads answer "no records".
+    case notAStore(SQLiteConnection?)
+
+    var engine: RecordEngine? {
+        if case .store(let engine) = self { engine } else { nil }
+    }
+}
+
+/// A refused inline attempt: the lock it needed was held by another connection. Nothing was
+/// written; the request goes to an executor instead.
+struct InlineAttemptRefused: Error {}
+
 extension StoreCore {
-    /// Runs one request on the open connection, with tracing. Call with the lock held.
+    /// Runs one request on the writer, with tracing. Call with the lock held.
+    ///
+    /// With `refuseWaiting` (an inline attempt) the busy handler is off, and a lock held by
+    /// another connection throws `InlineAttemptRefused` instead of a failure.
     func perform<T>(
-        _ state: CoreState, _ operation: StoreOperation, collection: String?, _ body: (RecordEngine) throws -> T
+        _ state: CoreState, _ operation: StoreOperation, collection: String?, refuseWaiting: Bool = false,
+        _ body: (RecordEngine) throws -> T
     ) throws -> T {
         guard let connection = state.connection else {
             throw RecordStoreError(
                 code: .misuse, operation: operation, collection: collection, path: path,
                 detail: "the store's connection was closed during the request")
         }
-        try Task.checkCancellation()
         let engine = RecordEngine(connection: connection, path: path, operation: operation)
-        guard let handler = options.eventHandler else { return try body(engine) }
-        let start = ContinuousClock.now
+        return try traced(operation, collection: collection, on: connection, refuseWaiting: refuseWaiting) {
+            try body(engine)
+        }
+    }
+
+    /// Runs `body` (with the busy handler off when `refuseWaiting`), reporting it to the
+    /// event handler. A refused inline attempt is not reported: the request runs again.
+    func traced<T>(
+        _ operation: StoreOperation, collection: String?, on connection: SQLiteConnection?, refuseWaiting: Bool,
+        _ body: () throws -> T
+    ) throws -> T {
+        try Task.checkCancellation()
+        let handler = options.eventHandler
+        let start = handler == nil ? nil : ContinuousClock.now
         do {
-            let result = try body(engine)
-            handler(.request(operation: operation, collection: collection, duration: .now - start, succeeded: true))
+            let result =
+                if refuseWaiting, let connection { try connection.refusingToWait(body) } else { try body() }
+            if let handler, let start {
+                handler(.request(operation: operation, collection: collection, duration: .now - start, succeeded: true))
+            }
             return result
+        } catch let error as RecordStoreError where refuseWaiting && error.code == .busy {
+            throw InlineAttemptRefused()
         } catch {
-            handler(.request(operation: operation, collection: collection, duration: .now - start, succeeded: false))
+            if let handler, let start {
+                handler(.request(operation: operation, collection: collection, duration: .now - start, succeeded: false))
+            }
             throw error
         }
+    }
+
+    /// Runs one read of a file store on the reader, opening it first if needed. Call with the
+    /// reader's lock held. With `refuseWaiting` (an inline attempt) it never waits for a lock
+    /// (`InlineAttemptRefused` instead), and answers nil when the reader is not open and
+    /// opening it might take long.
+    func performRead<T>(
+        _ readState: ReadState, _ operation: StoreOperation, collection: String?, refuseWaiting: Bool = false,
+        _ body: (ReadSource) throws -> T
+    ) throws -> T? {
+        guard let path else { return nil }
+        let generation = currentFileGeneration()
+        if readState.connection != nil, readState.fileGeneration != generation { readState.connection = nil }
+        if readState.connection == nil {
+            // An inline attempt opens the reader too (a few file reads, never a wait for a
+            // lock), unless SQLite might first have to rebuild the index of a large log.
+            if refuseWaiting, !StoreOpener.opensQuickly(path) { return nil }
+            let target: ReadTarget
+            do {
+                target = try StoreOpener.openForReading(path: path, options: options, refuseWaiting: refuseWaiting)
+            } catch let error as RecordStoreError where refuseWaiting && error.code == .busy {
+                throw InlineAttemptRefused()
+            }
+            switch target {
+            case .store(let connection):
+                readState.connection = connection
+                readState.fileGeneration = generation
+            case .notAStore(let glance):
+                return try traced(operation, collection: collection, on: glance, refuseWaiting: refuseWaiting) {
+                    try body(.notAStore(glance))
+                }
+            }
+        }
+        guard let connection = readState.connection else { return nil }
+        let engine = RecordEngine(connection: connection, path: path, operation: operation)
+        return try traced(operation, collection: collection, on: connection, refuseWaiting: refuseWaiting) {
+            try body(.store(engine))
+        }
+    }
+
+    /// Counts the times the writer found the store file replaced (under a lock of its own:
+    /// the reader must not wait for the writer's lock, which a running write holds).
+    private func currentFileGeneration() -> Int {
+        generationLock.withLock { fileGeneration }
+    }
+
+    /// Makes the reader open the file now at the path before its next read.
+    func fileWasReplaced() {
+        generationLock.withLock { fileGeneration += 1 }
     }
 
     /// Runs `body` in one immediate write transaction: commit on success; on any error,
@@ -95,10 +264,12 @@ extension StoreCore {
     /// Its changes go to the change log in the same transaction; streams are told after the commit.
     /// Call with the lock held.
     func performWrite<T>(
-        _ state: CoreState, _ operation: StoreOperation, collection: String?, _ body: (WriteContext) throws -> T
+        _ state: CoreState, _ operation: StoreOperation, collection: String?, refuseWaiting: Bool = false,
+        _ body: (WriteContext) throws -> T
     ) throws -> T {
         do {
-            let result = try perform(state, operation, collection: collection) { engine -> T in
+            let result = try perform(state, operation, collection: collection, refuseWaiting: refuseWaiting) {
+                engine -> T in
                 try engine.begin(immediate: true)
                 let unobserved = claimUnobserved(state)
                 defer { if unobserved { state.observerLock?.release() } }
@@ -129,6 +300,7 @@ extension StoreCore {
                 }
             }
             watcher.committed()
+            scheduleCheckpointIfDue(state)
             return result
         } catch let error as RecordStoreError where error.code == .readOnly {
             // SQLite opens a file it cannot write read-only instead of failing. Drop that
@@ -163,8 +335,50 @@ extension StoreCore {
         let current = StoreFileIdentity.lookup(path)
         guard current != .file(opened), current != .unknown else { return }
         state.dropConnection()
+        fileWasReplaced()
         throw RecordStoreError(
             code: .fileReplaced, operation: operation, collection: collection, path: path,
             detail: current == .missing ? "the file is gone" : "another file is at the path now")
+    }
+
+    /// Schedules a passive checkpoint on the store's executor when the log has grown past the
+    /// threshold since the last one: checkpoints never run inside a caller's commit.
+    private func scheduleCheckpointIfDue(_ state: CoreState) {
+        guard let frames = state.connection?.walFrames else { return }
+        if frames < Self.checkpointThreshold {
+            state.nextCheckpointAt = Self.checkpointThreshold  // the log was reset
+            return
+        }
+        guard frames >= state.nextCheckpointAt, !state.checkpointScheduled else { return }
+        // If readers keep the log from being reset, wait for another threshold's worth.
+        state.nextCheckpointAt = frames + Self.checkpointThreshold
+        state.checkpointScheduled = true
+        executor.run { [self] in
+            locked { $0.checkpointScheduled = false }
+            runPassiveCheckpoint()
+        }
+    }
+
+    /// A passive checkpoint on the checkpointing connection (opened on first use): it copies
+    /// what it can without waiting for any lock and without holding the writer's.
+    private func runPassiveCheckpoint() {
+        guard let path else { return }
+        checkpointLock.withLock {
+            let generation = currentFileGeneration()
+            do throws(SQLiteFailure) {
+                if checkpointer?.generation != generation {
+                    checkpointer = nil
+                    let connection = try SQLiteConnection(path: path, busyTimeout: options.busyTimeout, mode: .readWrite)
+                    // A connection learns the file is in WAL mode on its first read; until
+                    // then a checkpoint does nothing.
+                    _ = try connection.header()
+                    checkpointer = (connection, generation)
+                }
+                try checkpointer?.connection.checkpoint(.passive)
+            } catch {
+                checkpointer = nil
+                options.eventHandler?(.checkpointFailed(RecordStoreError(error, operation: .checkpoint, path: path)))
+            }
+        }
     }
 }

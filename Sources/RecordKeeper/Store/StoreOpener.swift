@@ -28,7 +28,10 @@ enum StoreOpener {
         do {
             connection = try SQLiteConnection(path: path, busyTimeout: options.busyTimeout)
             found = try checkFormat(of: connection, path: path)
-            if path != nil { try enableWriteAheadLog(connection, busyTimeout: options.busyTimeout) }
+            if path != nil {
+                try enableWriteAheadLog(connection, busyTimeout: options.busyTimeout)
+                connection.monitorWriteAheadLog()
+            }
             try connection.setSynchronous(full: options.durability == .full)
         } catch let failure as SQLiteFailure {
             throw RecordStoreError(failure, operation: .open, path: path)
@@ -36,6 +39,9 @@ enum StoreOpener {
         let opened = clock.now
 
         try migrate(connection, from: found, path: path)
+        if path != nil, found < StoreFormat.currentVersion {
+            try carryFormatToMainFile(connection, path: path)
+        }
         let migrated = clock.now
         let timings = OpeningTimings(
             path: path, directory: directoryDone - start, open: opened - directoryDone,
@@ -100,7 +106,7 @@ enum StoreOpener {
 
     /// Reads the header fields and refuses files this library must not touch.
     /// Returns the format version found (0 for a new, empty database).
-    private static func checkFormat(of connection: SQLiteConnection, path: String?) throws -> Int {
+    static func checkFormat(of connection: SQLiteConnection, path: String?) throws -> Int {
         // One statement, so the header fields and the schema come from one state of the file:
         // another connection may be creating this same store at this moment, and separate
         // reads could see its application id before and its version after its commit.
@@ -119,6 +125,21 @@ enum StoreOpener {
         throw RecordStoreError(
             code: .foreignDatabase, operation: .open, path: path,
             detail: "application_id \(applicationID), user_version \(version)")
+    }
+
+    /// Checkpoints after creating or migrating the store, so that the main file itself carries
+    /// the application id and the format: a copy of the main file alone opens as a store, never
+    /// as a new, empty database. SQLITE_BUSY (another connection reading an older snapshot for
+    /// longer than the busy timeout) is not a failure: the format is committed in the log and
+    /// the next checkpoint carries it.
+    private static func carryFormatToMainFile(_ connection: SQLiteConnection, path: String?) throws {
+        do throws(SQLiteFailure) {
+            try connection.checkpoint(.truncate)
+        } catch {
+            var failure = RecordStoreError(error, operation: .open, path: path)
+            failure.detail = "the checkpoint after creating or migrating the store failed"
+            throw failure
+        }
     }
 
     /// Brings the format forward with `StoreFormat`'s steps (see `Migrator`).

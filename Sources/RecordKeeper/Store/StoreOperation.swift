@@ -88,6 +88,10 @@ public struct StoreOperation: Hashable, Sendable, CustomStringConvertible {
     public static let itemVersions = StoreOperation("itemVersions", .read)
     /// A repository recording the item version of its collection.
     public static let setItemVersion = StoreOperation("setItemVersion", .save)
+    /// ``RecordStore/close()``, with its truncating checkpoint.
+    public static let close = StoreOperation("close", .inspect)
+    /// A checkpoint scheduled in the background (copying the write-ahead log into the file).
+    public static let checkpoint = StoreOperation("checkpoint", .inspect)
     /// Limiting the database's size (tests that simulate a full disk).
     static let setMaxPageCount = StoreOperation("setMaxPageCount", .inspect)
 }

@@ -64,55 +64,145 @@ final class WriteContext {
 
     // MARK: Operations (names already validated and normalized)
 
-    /// Removes and upserts; with `expected`, first checks that each named key still has the
-    /// stated version (nil: absent) and throws `RecordConflict` before writing anything if not.
-    /// Returns the version of each upserted key afterwards.
+    /// Removes and upserts; with `expected`, checks that each named key still has the stated
+    /// version (nil: absent) and throws `RecordConflict`, naming every conflicting key, if not
+    /// (the transaction then rolls back: nothing is written). With `expected` (even empty),
+    /// returns the version of each upserted key afterwards.
     @discardableResult
     func apply(
         _ collection: String, upserts: [(key: String, data: Data)], removals: [String],
         expecting expected: [String: RecordVersion?]? = nil
     ) throws -> [String: RecordVersion] {
+        guard let expected else {
+            let id = try engine.establish(collection)
+            try remove(removals, id: id, collection: collection)
+            try upsertUnconditionally(upserts, id: id, collection: collection)
+            return [:]
+        }
+        // The expectation of each upserted key (one lookup per key), and how many there are.
+        var expectations: [RecordVersion??] = []
+        expectations.reserveCapacity(upserts.count)
+        var matched = 0
+        for (key, _) in upserts {
+            let expectation = expected[key]
+            if expectation != nil { matched += 1 }
+            expectations.append(expectation)
+        }
+        // Expectations about keys not upserted here (removals, or keys only checked).
+        var checks: [String: RecordVersion?] = [:]
+        if matched < expected.count {
+            var written = Set<String>(minimumCapacity: upserts.count)
+            for (key, _) in upserts { written.insert(key) }
+            for (key, version) in expected where !written.contains(key) { checks[key] = .some(version) }
+        }
+        let written = try apply(
+            collection, upserts: upserts, expectations: expectations, removals: removals, checks: checks)
+        var versions: [String: RecordVersion] = [:]
+        versions.reserveCapacity(upserts.count)
+        for ((key, _), version) in zip(upserts, written) { versions[key] = version }
+        return versions
+    }
+
+    /// The conditional write itself, with each upsert's expectation beside it (`nil`: none,
+    /// `.some(nil)`: must be absent, `.some(v)`: must have version `v`), and `checks` for keys
+    /// not upserted. Returns each upsert's version afterwards, in the order of `upserts`.
+    func apply(
+        _ collection: String, upserts: [(key: String, data: Data)], expectations: [RecordVersion??],
+        removals: [String], checks: [String: RecordVersion?]
+    ) throws -> [RecordVersion?] {
         let id = try engine.establish(collection)
-        if let expected, !expected.isEmpty {
-            var conflicts: [String: RecordVersion?] = [:]
-            var expectations: [String: RecordVersion?] = [:]
-            for (key, version) in expected {
+        var conflicts: [String: RecordVersion?] = [:]
+        var expectedVersions: [String: RecordVersion?] = [:]
+        for (key, version) in checks {
+            let current = try engine.version(id, collection: collection, key: key)
+            if current != version {
+                conflicts[key] = .some(current)
+                expectedVersions[key] = .some(version)
+            }
+        }
+        if conflicts.isEmpty { try remove(removals, id: id, collection: collection) }
+        // Upserts: one conditional statement per key (a plain insert for a key expected
+        // absent, an update of the expected version otherwise), a lookup only when it wrote
+        // nothing. After a conflict, the remaining keys are only checked, to name them all.
+        var versions: [RecordVersion?] = []
+        versions.reserveCapacity(upserts.count)
+        for ((key, data), expectation) in zip(upserts, expectations) {
+            guard let version = expectation else {
+                if conflicts.isEmpty {
+                    let new = try engine.upsertReturningVersion(
+                        id, collection: collection, key: key, data: data, insertVersion: try insertVersion())
+                    if let new {
+                        try log(collection, key)
+                        versions.append(RecordVersion(new))
+                    } else {
+                        versions.append(try engine.version(id, collection: collection, key: key))
+                    }
+                }
+                continue
+            }
+            if !conflicts.isEmpty {
                 let current = try engine.version(id, collection: collection, key: key)
                 if current != version {
                     conflicts[key] = .some(current)
-                    expectations[key] = .some(version)
+                    expectedVersions[key] = .some(version)
+                }
+                continue
+            }
+            if let version {
+                if let new = try engine.updateIfVersion(
+                    id, collection: collection, key: key, data: data, expected: version.rawValue)
+                {
+                    try log(collection, key)
+                    versions.append(RecordVersion(new))
+                    continue
+                }
+                let current = try engine.version(id, collection: collection, key: key)
+                if current == version {
+                    versions.append(version)  // stored byte for byte already
+                } else {
+                    conflicts[key] = .some(current)
+                    expectedVersions[key] = .some(version)
+                }
+            } else {
+                let insertVersion = try insertVersion()
+                if try engine.insertIfAbsent(id, collection: collection, key: key, data: data, version: insertVersion) {
+                    try log(collection, key)
+                    versions.append(RecordVersion(insertVersion))
+                } else {
+                    conflicts[key] = .some(try engine.version(id, collection: collection, key: key))
+                    expectedVersions[key] = .some(nil)
                 }
             }
-            if !conflicts.isEmpty {
-                throw RecordConflict(collection: collection, currentVersions: conflicts, expectedVersions: expectations)
-            }
         }
+        if !conflicts.isEmpty {
+            throw RecordConflict(collection: collection, currentVersions: conflicts, expectedVersions: expectedVersions)
+        }
+        return versions
+    }
+
+    private func remove(_ removals: [String], id: Int64, collection: String) throws {
         for key in removals {
             guard let removedVersion = try engine.remove(id, collection: collection, key: key) else { continue }
             try removed(version: removedVersion)
             try log(collection, key)
         }
-        let insertVersion = upserts.isEmpty ? 0 : try insertVersion()
-        guard expected != nil else {
-            for (key, data) in upserts
-            where try engine.upsert(id, collection: collection, key: key, data: data, insertVersion: insertVersion) {
+    }
+
+    private func upsertUnconditionally(_ upserts: [(key: String, data: Data)], id: Int64, collection: String) throws {
+        // A single save into a transaction that has not needed the floor: the statement
+        // reads it itself.
+        if upserts.count == 1, floor == nil, let (key, data) = upserts.first {
+            if try engine.upsertAtStoredFloor(id, collection: collection, key: key, data: data) {
                 try log(collection, key)
             }
-            return [:]
+            return
         }
-        var versions: [String: RecordVersion] = [:]
-        versions.reserveCapacity(upserts.count)
-        for (key, data) in upserts {
-            let written = try engine.upsertReturningVersion(
-                id, collection: collection, key: key, data: data, insertVersion: insertVersion)
-            if let written {
-                try log(collection, key)
-                versions[key] = RecordVersion(written)
-            } else if let unchanged = try engine.version(id, collection: collection, key: key) {
-                versions[key] = unchanged
-            }
+        guard !upserts.isEmpty else { return }
+        let insertVersion = try insertVersion()
+        for (key, data) in upserts
+        where try engine.upsert(id, collection: collection, key: key, data: data, insertVersion: insertVersion) {
+            try log(collection, key)
         }
-        return versions
     }
 
     /// Removes and upserts like `apply`, and reports what became of each key. Costs one point
@@ -207,6 +297,33 @@ struct ValidatedChanges {
         self.collection = try RecordNames.collection(collection, operation: operation)
         (upserts, renamedKeys) = try Self.validate(values, collection: collection, operation: operation)
         removals = []
+    }
+
+    /// Upserts from a list in which a key may appear more than once: the later entry wins.
+    /// The result is sorted by key (no dictionary is built).
+    init(_ collection: String, entries: [(key: String, data: Data)], operation: StoreOperation) throws {
+        self.collection = try RecordNames.collection(collection, operation: operation)
+        var indexed: [(key: String, data: Data, index: Int)] = []
+        indexed.reserveCapacity(entries.count)
+        var renamed = false
+        for (index, (key, data)) in entries.enumerated() {
+            let stored = try RecordNames.key(key, collection: collection, operation: operation)
+            if !renamed, !stored.utf8.elementsEqual(key.utf8) { renamed = true }
+            indexed.append((stored, data, index))
+        }
+        indexed.sort { $0.key == $1.key ? $0.index < $1.index : $0.key < $1.key }
+        var result: [(key: String, data: Data)] = []
+        result.reserveCapacity(indexed.count)
+        for entry in indexed {
+            if let last = result.last, last.key == entry.key {
+                result[result.count - 1] = (entry.key, entry.data)
+            } else {
+                result.append((entry.key, entry.data))
+            }
+        }
+        upserts = result
+        removals = []
+        renamedKeys = renamed
     }
 
     /// Expected versions with their keys checked and normalized.

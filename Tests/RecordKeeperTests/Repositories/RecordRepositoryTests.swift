@@ -28,6 +28,23 @@ import Testing
     }
 
     @Test(arguments: StoreKind.allCases)
+    func `an ID saved twice in one save stores the later item`(kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ in
+            let books = RecordRepository<Book>(store: store, collection: "books")
+            // More than 64 items (sorted) and fewer (also sorted now): the later duplicate wins.
+            for count in [3, 100] {
+                var items = (0..<count).map { Book(id: "b\($0)", title: "first") }
+                items.append(Book(id: "b1", title: "second"))
+                items.append(Book(id: "b1", title: "third"))
+                try await books.save(items)
+                #expect(try await books.item("b1")?.title == "third")
+                #expect(try await books.load().count == count)
+                try await books.save(Book(id: "b1", title: "after"))  // its version was confirmed
+            }
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
     func `saving some items upserts exactly those and removes nothing`(kind: StoreKind) async throws {
         try await withStore(kind) { store, _ in
             let books = RecordRepository<Book>(store: store, collection: "books")

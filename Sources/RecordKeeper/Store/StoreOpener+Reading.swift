@@ -1,0 +1,160 @@
+import CSQLite
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+extension StoreFormat {
+    /// The oldest format whose records a reading request reads as they are, without migrating.
+    ///
+    /// Reads never migrate: only the first write does. Every migration so far only adds tables
+    /// beside `collections`, `records` and `store_meta`, so every format from 1 on is read as
+    /// is. A migration that changes those tables must raise this, and give reads of older
+    /// stores a clear error of their own until a write migrates them.
+    static let oldestReadableVersion = 1
+}
+
+/// What a reading request finds at the store path.
+enum ReadTarget {
+    /// A store this version reads: the connection stays open for later reads.
+    case store(SQLiteConnection)
+    /// No store (yet): no file, an empty file, or an SQLite database without the store's
+    /// format. For a database, a connection that leaves nothing behind, for this one request.
+    case notAStore(SQLiteConnection?)
+}
+
+extension StoreOpener {
+    /// Opens the store at `path` for reading without changing anything: never creates a
+    /// file, a directory, a table or a `-wal`/`-shm` file that outlives the connection, and
+    /// never migrates.
+    ///
+    /// - No file, or a file of 0 bytes: `.notAStore(nil)`.
+    /// - A store (format 1 … current): a read-write connection in `query_only` mode, so that
+    ///   when it is the last connection it removes the `-wal` and `-shm` files it needed while
+    ///   open, as a writer would (a read-only connection leaves them behind).
+    /// - An SQLite database without the store's format (no tables, `application_id` 0): a
+    ///   read-only connection; `immutable` when the database is in WAL mode and has no `-wal`
+    ///   file, which means no connection has it open, so that no `-wal`/`-shm` is created.
+    /// - Anything else is refused as opening would refuse it (`notADatabase`,
+    ///   `foreignDatabase`, `newerFormat`), the file left as it is.
+    ///
+    /// With `refuseWaiting`, the format is read with the busy handler off: a lock another
+    /// connection holds (while it recovers the log) throws `busy` at once.
+    static func openForReading(path: String, options: RecordStore.Options, refuseWaiting: Bool = false) throws -> ReadTarget {
+        guard let header = try readHeader(path) else { return .notAStore(nil) }
+        func format(_ connection: SQLiteConnection) throws -> Int {
+            try refuseWaiting
+                ? connection.refusingToWait { try checkedFormat(of: connection, path: path) }
+                : checkedFormat(of: connection, path: path)
+        }
+        do {
+            // The common case first: the main file says "a store this version reads". Its
+            // header is checked again through the connection, which also sees the log.
+            if header.isStore {
+                let connection = try storeReader(path: path, options: options)
+                if try format(connection) != 0 { return .store(connection) }
+                return .notAStore(try glance(path: path, header: header, options: options))
+            }
+            let connection = try glance(path: path, header: header, options: options)
+            guard try format(connection) != 0 else { return .notAStore(connection) }
+            return .store(try storeReader(path: path, options: options))
+        } catch let failure as SQLiteFailure {
+            throw RecordStoreError(failure, operation: .open, path: path)
+        }
+    }
+
+    /// Whether opening a reader is quick: no log, or a small one. (The first connection to a
+    /// log without a valid index reads the whole log to rebuild it.)
+    static func opensQuickly(_ path: String) -> Bool {
+        var info = stat()
+        guard stat(path + "-wal", &info) == 0 else { return true }
+        return info.st_size <= 4 << 20
+    }
+
+    /// The persistent reader of a store.
+    private static func storeReader(path: String, options: RecordStore.Options) throws(SQLiteFailure) -> SQLiteConnection {
+        let connection = try SQLiteConnection(path: path, busyTimeout: options.busyTimeout, mode: .readWrite)
+        try connection.setQueryOnly()
+        try connection.setSynchronous(full: options.durability == .full)
+        return connection
+    }
+
+    /// A connection for one look at a database that is not a store, creating no file.
+    private static func glance(
+        path: String, header: FileHeader, options: RecordStore.Options
+    ) throws(SQLiteFailure) -> SQLiteConnection {
+        let quiet = header.isWriteAheadLog && !FileManager.default.fileExists(atPath: path + "-wal")
+        return try SQLiteConnection(path: path, busyTimeout: options.busyTimeout, mode: quiet ? .immutable : .readOnly)
+    }
+
+    /// The format of a readable store, 0 for an empty database; throws for anything else.
+    private static func checkedFormat(of connection: SQLiteConnection, path: String) throws -> Int {
+        let version = try checkFormat(of: connection, path: path)
+        // Versions 1 ... current are all readable while `oldestReadableVersion` is 1.
+        assert(version == 0 || version >= StoreFormat.oldestReadableVersion)
+        return version
+    }
+
+    /// The first 100 bytes of an SQLite file: what they say without opening it.
+    struct FileHeader {
+        /// `SQLite format 3\0` and both version bytes 2: the database is in WAL mode.
+        let isWriteAheadLog: Bool
+        /// The application id of a store and a format this version reads.
+        let isStore: Bool
+    }
+
+    /// Reads the header of the file at `path`; nil when there is no file or it is empty.
+    /// A file that exists but cannot be examined is reported, never taken for "no store".
+    static func readHeader(_ path: String) throws -> FileHeader? {
+        var info = stat()
+        if stat(path, &info) != 0 {
+            if errno == ENOENT { return nil }
+            let reason = errno == ENOTDIR
+                ? "a part of the path is a file, not a directory" : String(cString: strerror(errno))
+            throw RecordStoreError(code: .cannotOpen, operation: .open, path: path, detail: reason)
+        }
+        if (info.st_mode & S_IFMT) == S_IFDIR {
+            throw RecordStoreError(code: .cannotOpen, operation: .open, path: path, detail: "it is a directory")
+        }
+        if info.st_size == 0 { return nil }
+        let descriptor = openForReadingOnly(path)
+        guard descriptor >= 0 else {
+            throw RecordStoreError(
+                code: errno == EACCES ? .readOnly : .cannotOpen, operation: .open, path: path,
+                detail: "could not read the file: \(String(cString: strerror(errno)))")
+        }
+        defer { close(descriptor) }
+        var bytes = [UInt8](repeating: 0, count: 100)
+        let count = bytes.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, 100) }
+        guard count >= 0 else {
+            throw RecordStoreError(
+                code: .ioError, operation: .open, path: path,
+                detail: "could not read the file: \(String(cString: strerror(errno)))")
+        }
+        let magic = Array("SQLite format 3\0".utf8)
+        guard count == 100, Array(bytes[0..<16]) == magic else {
+            // Not a database: SQLite's own read says so, in its words (a read-only
+            // connection on a file without a WAL header creates nothing).
+            return FileHeader(isWriteAheadLog: false, isStore: false)
+        }
+        func integer(at offset: Int) -> UInt32 {
+            bytes[offset..<offset + 4].reduce(0) { $0 << 8 | UInt32($1) }
+        }
+        let applicationID = Int32(bitPattern: integer(at: 68))
+        let version = Int(integer(at: 60))
+        return FileHeader(
+            isWriteAheadLog: bytes[18] == 2 && bytes[19] == 2,
+            isStore: applicationID == StoreFormat.applicationID
+                && (StoreFormat.oldestReadableVersion...StoreFormat.currentVersion).contains(version))
+    }
+}
+
+/// `open(2)` for reading, named apart from the `open` functions in scope.
+private func openForReadingOnly(_ path: String) -> Int32 {
+    open(path, O_RDONLY | O_CLOEXEC)
+}

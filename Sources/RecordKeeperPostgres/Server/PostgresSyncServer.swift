@@ -16,16 +16,17 @@ public import RecordKeeper
 /// space queue on the space's counter row.
 public final class PostgresSyncServer: RecordSyncServer {
     /// Test hooks: called on the connection's queue at fixed points of a push, with the space.
-    /// A hook may block (the push holds the space's counter lock meanwhile).
+    /// A hook may block (the push holds the space's counter lock meanwhile), or throw (the push
+    /// fails and its transaction rolls back).
     package struct Hooks: Sendable {
         /// After the space's counter row is locked, before anything is read.
-        package var afterCounterLock: (@Sendable (String) -> Void)?
+        package var afterCounterLock: (@Sendable (String) throws -> Void)?
         /// After every write of the push, before COMMIT.
-        package var beforeCommit: (@Sendable (String) -> Void)?
+        package var beforeCommit: (@Sendable (String) throws -> Void)?
 
         package init(
-            afterCounterLock: (@Sendable (String) -> Void)? = nil,
-            beforeCommit: (@Sendable (String) -> Void)? = nil
+            afterCounterLock: (@Sendable (String) throws -> Void)? = nil,
+            beforeCommit: (@Sendable (String) throws -> Void)? = nil
         ) {
             self.afterCounterLock = afterCounterLock
             self.beforeCommit = beforeCommit

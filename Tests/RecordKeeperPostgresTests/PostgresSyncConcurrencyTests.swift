@@ -200,6 +200,30 @@ struct PostgresSyncConcurrencyTests {
         #expect(again[1].result.conflicts.first?.server?.version == SyncServerVersion(2))
     }
 
+    @Test func `a server with several connections serves other spaces while one push waits`() async throws {
+        let held = TestPostgres.space("held")
+        let free = TestPostgres.space("free")
+        let gate = BlockingGate()
+        let server = try await TestPostgres.server(
+            connections: 2, hooks: .init(beforeCommit: { space in if space == held { gate.arriveAndWait() } }))
+        let holding = Task {
+            try await server.push(space: held, operations: [operation("phone", 1, put("notes", "a", "A", base: nil))])
+        }
+        await gate.arrival()
+        // The second connection serves another space's push and pull meanwhile.
+        let other = try await server.push(space: free, operations: [operation("phone", 1, put("notes", "b", "B", base: nil))])
+        #expect(other.first?.result == .applied(SyncServerVersion(1)))
+        #expect(try await server.snapshot(space: free) == ["notes/b": .text("B")])
+        gate.open()
+        #expect(try await holding.value.first?.result == .applied(SyncServerVersion(1)))
+        #expect(try await server.snapshot(space: held) == ["notes/a": .text("A")])
+
+        let error = await #expect(throws: SyncError.self) {
+            try await PostgresSyncServer.connect(TestPostgres.requireConninfo(), connections: 0)
+        }
+        #expect(error?.code == .invalidRequest)
+    }
+
     @Test func `an unreachable server is reported as unreachable`() async throws {
         let error = await #expect(throws: SyncError.self) {
             try await PostgresSyncServer.connect("host=127.0.0.1 port=1 connect_timeout=5 dbname=postgres")

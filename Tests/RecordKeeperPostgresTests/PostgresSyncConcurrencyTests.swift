@@ -177,6 +177,53 @@ struct PostgresSyncConcurrencyTests {
         #expect(await server.connection.statementCount - before == 4)  // BEGIN, counter, rows, COMMIT
     }
 
+    @Test func `a push that fails before its commit leaves nothing, and can be sent again`() async throws {
+        struct Crash: Error {}
+        let space = TestPostgres.space("atomic")
+        let failing = try await TestPostgres.server(hooks: .init(beforeCommit: { _ in throw Crash() }))
+        let server = try await TestPostgres.server()
+        _ = try await server.push(space: space, operations: [operation("phone", 1, put("notes", "a", "A1", base: nil))])
+        let batch = [
+            operation("phone", 2, put("notes", "a", "A2", base: 1), put("notes", "b", "B", base: nil)),
+            operation("laptop", 1, delete("notes", "a", base: 1)),
+        ]
+        let error = await #expect(throws: SyncError.self) {
+            try await failing.push(space: space, operations: batch)
+        }
+        #expect(error?.code == .serverFailure)
+        // Nothing of it: no records, no counter value, no recorded id or sequence.
+        #expect(try await server.snapshot(space: space) == ["notes/a": .text("A1")])
+        #expect(try await server.pullAll(space: space).cursor == SyncCursor(counter: 1))
+        let again = try await server.push(space: space, operations: batch)
+        #expect(again.map(\.isRedelivery) == [false, false])
+        #expect(again[0].result == .applied(SyncServerVersion(2)))
+        #expect(again[1].result.conflicts.first?.server?.version == SyncServerVersion(2))
+    }
+
+    @Test func `a server with several connections serves other spaces while one push waits`() async throws {
+        let held = TestPostgres.space("held")
+        let free = TestPostgres.space("free")
+        let gate = BlockingGate()
+        let server = try await TestPostgres.server(
+            connections: 2, hooks: .init(beforeCommit: { space in if space == held { gate.arriveAndWait() } }))
+        let holding = Task {
+            try await server.push(space: held, operations: [operation("phone", 1, put("notes", "a", "A", base: nil))])
+        }
+        await gate.arrival()
+        // The second connection serves another space's push and pull meanwhile.
+        let other = try await server.push(space: free, operations: [operation("phone", 1, put("notes", "b", "B", base: nil))])
+        #expect(other.first?.result == .applied(SyncServerVersion(1)))
+        #expect(try await server.snapshot(space: free) == ["notes/b": .text("B")])
+        gate.open()
+        #expect(try await holding.value.first?.result == .applied(SyncServerVersion(1)))
+        #expect(try await server.snapshot(space: held) == ["notes/a": .text("A")])
+
+        let error = await #expect(throws: SyncError.self) {
+            try await PostgresSyncServer.connect(TestPostgres.requireConninfo(), connections: 0)
+        }
+        #expect(error?.code == .invalidRequest)
+    }
+
     @Test func `an unreachable server is reported as unreachable`() async throws {
         let error = await #expect(throws: SyncError.self) {
             try await PostgresSyncServer.connect("host=127.0.0.1 port=1 connect_timeout=5 dbname=postgres")

@@ -23,7 +23,7 @@ extension PostgresSyncServer {
             RETURNING counter
             """, [.text(space)], operation: "push: lock the space's counter"
         ).int64(0, 0)
-        hooks.afterCounterLock?(space)
+        try hooks.afterCounterLock?(space)
 
         var state = SyncPushState(counter: counter)
         state.recorded = try recordedOutcomes(space, operations, on: connection)
@@ -40,7 +40,7 @@ extension PostgresSyncServer {
                 "UPDATE recordkeeper_sync_spaces SET counter = $2 WHERE space = $1",
                 [.text(space), .int64(plan.counter)], operation: "push: advance the counter")
         }
-        hooks.beforeCommit?(space)
+        try hooks.beforeCommit?(space)
         return plan.outcomes
     }
 

@@ -10,65 +10,99 @@ public import RecordKeeper
 /// let page = try await server.pull(space: "alice", after: .start, limit: 1000)
 /// ```
 ///
-/// Connecting migrates the server schema forward (``PostgresSyncSchema``). One server value
-/// owns one connection and runs its requests one after the other; run several (one per worker)
-/// for parallelism: pushes of different spaces run in parallel in PostgreSQL, pushes of one
-/// space queue on the space's counter row.
+/// Connecting migrates the server schema forward (``PostgresSyncSchema``). A server runs each
+/// request on one of its connections (one by default; `connect(_:connections:)` opens more), so
+/// it runs as many requests at once as it has connections: pushes of different spaces run in
+/// parallel in PostgreSQL, pushes of one space queue on the space's counter row.
 public final class PostgresSyncServer: RecordSyncServer {
     /// Test hooks: called on the connection's queue at fixed points of a push, with the space.
-    /// A hook may block (the push holds the space's counter lock meanwhile).
+    /// A hook may block (the push holds the space's counter lock meanwhile), or throw (the push
+    /// fails and its transaction rolls back).
     package struct Hooks: Sendable {
         /// After the space's counter row is locked, before anything is read.
-        package var afterCounterLock: (@Sendable (String) -> Void)?
+        package var afterCounterLock: (@Sendable (String) throws -> Void)?
         /// After every write of the push, before COMMIT.
-        package var beforeCommit: (@Sendable (String) -> Void)?
+        package var beforeCommit: (@Sendable (String) throws -> Void)?
 
         package init(
-            afterCounterLock: (@Sendable (String) -> Void)? = nil,
-            beforeCommit: (@Sendable (String) -> Void)? = nil
+            afterCounterLock: (@Sendable (String) throws -> Void)? = nil,
+            beforeCommit: (@Sendable (String) throws -> Void)? = nil
         ) {
             self.afterCounterLock = afterCounterLock
             self.beforeCommit = beforeCommit
         }
     }
 
-    /// The connection the server runs on.
-    public let connection: PostgresConnection
+    /// The server's first connection (the only one unless it was opened with more).
+    public var connection: PostgresConnection { connections[0] }
+    /// Every connection of the server.
+    public let connections: [PostgresConnection]
+    private let pool: ConnectionPool
     let hooks: Hooks
 
     /// Connects to PostgreSQL and migrates the sync schema to the current version.
     ///
-    /// - Parameter conninfo: libpq's keyword form (`"host=… port=… dbname=…"`) or a URI.
+    /// - Parameters:
+    ///   - conninfo: libpq's keyword form (`"host=… port=… dbname=…"`) or a URI.
+    ///   - connections: how many connections to open, so that as many requests run at once
+    ///     (at least 1).
     /// - Throws: ``RecordKeeper/SyncError``: ``RecordKeeper/SyncError/Code/unreachable`` when the
     ///   server cannot be reached, ``RecordKeeper/SyncError/Code/newerServerSchema``, or
     ///   ``RecordKeeper/SyncError/Code/serverFailure`` (the `PostgresError` in `underlying`).
-    public static func connect(_ conninfo: String) async throws -> PostgresSyncServer {
-        let connection: PostgresConnection
-        do {
-            connection = try await PostgresConnection(conninfo: conninfo)
-        } catch {
-            throw Self.syncError(error, "connect to the sync server")
+    public static func connect(_ conninfo: String, connections: Int = 1) async throws -> PostgresSyncServer {
+        guard connections >= 1 else {
+            throw SyncError(.invalidRequest, "a server needs at least 1 connection, not \(connections)")
         }
-        return try await PostgresSyncServer(connection: connection)
+        var opened: [PostgresConnection] = []
+        for _ in 0..<connections {
+            do {
+                opened.append(try await PostgresConnection(conninfo: conninfo))
+            } catch {
+                throw Self.syncError(error, "connect to the sync server")
+            }
+        }
+        return try await PostgresSyncServer(connections: opened, hooks: Hooks())
     }
 
     /// Uses an open connection, migrating the sync schema to the current version first.
     ///
-    /// - Throws: as ``connect(_:)``.
+    /// - Throws: as ``connect(_:connections:)``.
     public convenience init(connection: PostgresConnection) async throws {
-        try await self.init(connection: connection, hooks: Hooks())
+        try await self.init(connections: [connection], hooks: Hooks())
     }
 
     /// The same, with test hooks.
-    package init(connection: PostgresConnection, hooks: Hooks) async throws {
-        self.connection = connection
+    package convenience init(connection: PostgresConnection, hooks: Hooks) async throws {
+        try await self.init(connections: [connection], hooks: hooks)
+    }
+
+    /// Any number of open connections (at least one), with test hooks.
+    package init(connections: [PostgresConnection], hooks: Hooks) async throws {
+        precondition(!connections.isEmpty, "a PostgresSyncServer needs a connection")
+        self.connections = connections
+        self.pool = ConnectionPool(count: connections.count)
         self.hooks = hooks
         do {
-            try await PostgresSyncSchema.migrate(connection)
+            try await PostgresSyncSchema.migrate(connections[0])
         } catch let error as SyncError {
             throw error
         } catch {
             throw Self.syncError(error, "migrate the sync schema")
+        }
+    }
+
+    /// Runs `body` on a free connection, waiting for one if all are busy.
+    private func withConnection<T: Sendable>(
+        _ body: (PostgresConnection) async throws -> T
+    ) async throws -> T {
+        let index = await pool.checkOut()
+        do {
+            let value = try await body(connections[index])
+            await pool.checkIn(index)
+            return value
+        } catch {
+            await pool.checkIn(index)
+            throw error
         }
     }
 
@@ -77,8 +111,10 @@ public final class PostgresSyncServer: RecordSyncServer {
         if operations.isEmpty { return [] }
         let hooks = hooks
         do {
-            return try await connection.transaction(.readCommitted, operation: "push") { connection in
-                try Self.push(space: space, operations: operations, on: connection, hooks: hooks)
+            return try await withConnection { connection in
+                try await connection.transaction(.readCommitted, operation: "push") { connection in
+                    try Self.push(space: space, operations: operations, on: connection, hooks: hooks)
+                }
             }
         } catch let error as SyncError {
             throw error
@@ -92,9 +128,11 @@ public final class PostgresSyncServer: RecordSyncServer {
         do {
             // One snapshot for the counter and the rows: every row up to the counter read is
             // committed and visible in it (see Self.pull).
-            return try await connection.transaction(.repeatableRead, readOnly: true, operation: "pull") {
-                connection in
-                try Self.pull(space: space, after: cursor, limit: limit, on: connection)
+            return try await withConnection { connection in
+                try await connection.transaction(.repeatableRead, readOnly: true, operation: "pull") {
+                    connection in
+                    try Self.pull(space: space, after: cursor, limit: limit, on: connection)
+                }
             }
         } catch let error as SyncError {
             throw error
@@ -106,10 +144,35 @@ public final class PostgresSyncServer: RecordSyncServer {
     /// Maps a failure to the protocol's error, keeping the original (with its SQLSTATE).
     static func syncError(_ error: any Error, _ operation: String) -> SyncError {
         if let error = error as? PostgresError {
-            return SyncError(
-                error.isConnectionFailure ? .unreachable : .serverFailure,
-                "could not \(operation): \(error.message)", underlying: error)
+            let code: SyncError.Code =
+                error.isConnectionFailure ? .unreachable
+                : error.kind == .invalidArgument ? .invalidRequest : .serverFailure
+            return SyncError(code, "could not \(operation): \(error.message)", underlying: error)
         }
         return SyncError(.serverFailure, "could not \(operation): \(error)")
+    }
+}
+
+/// Hands out the indices of a server's connections: one request per connection at a time,
+/// later requests wait in arrival order.
+private actor ConnectionPool {
+    private var idle: [Int]
+    private var waiters: [CheckedContinuation<Int, Never>] = []
+
+    init(count: Int) {
+        idle = Array((0..<count).reversed())
+    }
+
+    func checkOut() async -> Int {
+        if let index = idle.popLast() { return index }
+        return await withCheckedContinuation { waiters.append($0) }
+    }
+
+    func checkIn(_ index: Int) {
+        if waiters.isEmpty {
+            idle.append(index)
+        } else {
+            waiters.removeFirst().resume(returning: index)
+        }
     }
 }

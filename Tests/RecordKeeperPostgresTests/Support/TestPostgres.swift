@@ -36,8 +36,12 @@ enum TestPostgres {
         try await PostgresConnection(conninfo: requireConninfo())
     }
 
-    static func server(hooks: PostgresSyncServer.Hooks = .init()) async throws -> PostgresSyncServer {
-        try await PostgresSyncServer(connection: connection(), hooks: hooks)
+    static func server(connections: Int = 1, hooks: PostgresSyncServer.Hooks = .init()) async throws
+        -> PostgresSyncServer
+    {
+        var opened: [PostgresConnection] = []
+        for _ in 0..<connections { opened.append(try await connection()) }
+        return try await PostgresSyncServer(connections: opened, hooks: hooks)
     }
 
     /// A space no other test uses, so tests run in parallel on one database.

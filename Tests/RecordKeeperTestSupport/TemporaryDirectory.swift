@@ -50,10 +50,19 @@ private struct TemporaryDirectory {
                 chmod(url.appendingPathComponent(item).path, 0o700)
             }
         }
-        do {
-            try FileManager.default.removeItem(at: url)
-        } catch {
-            Issue.record("could not remove the temporary directory \(url.path): \(error)")
+        // A connection that is still closing (a change stream's, a child process's) may delete
+        // its `-wal`/`-shm` while the directory is being removed, which then fails on a file
+        // that has just gone: try again, a few times, before reporting it.
+        var lastError: (any Error)?
+        for _ in 0..<5 {
+            do {
+                try FileManager.default.removeItem(at: url)
+                return
+            } catch {
+                lastError = error
+                guard FileManager.default.fileExists(atPath: url.path) else { return }
+            }
         }
+        Issue.record("could not remove the temporary directory \(url.path): \(lastError.map { "\($0)" } ?? "")")
     }
 }

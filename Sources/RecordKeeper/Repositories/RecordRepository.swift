@@ -194,7 +194,8 @@ public actor RecordRepository<Item> where Item: Codable & Identifiable & Equatab
             }
         try await prepareForWriting()
         let written = try await store.apply(
-            input, expectations: expectations, checking: { [migrator] in try migrator.run(in: $0) })
+            input, expectations: expectations, checking: { [migrator] in try migrator.run(in: $0) },
+            unlessItemVersion: itemVersion)
         for ((key, _), version) in zip(input.upserts, written) { versions[key] = version }
     }
 

@@ -102,14 +102,18 @@ extension RecordStore {
     /// Returns each upsert's version afterwards, in input order.
     ///
     /// `check`, when given, runs first in the same transaction (repositories check and record
-    /// their item version there).
+    /// their item version there); with `itemVersion`, only when the collection's recorded item
+    /// version is not that one (found by the same lookup that finds the collection).
     nonisolated(nonsending) func apply(
         _ input: ValidatedChanges, expectations: [RecordVersion??],
-        checking check: (@Sendable (RecordTransaction) throws -> Void)? = nil
+        checking check: (@Sendable (RecordTransaction) throws -> Void)? = nil,
+        unlessItemVersion itemVersion: Int? = nil
     ) async throws -> [RecordVersion?] {
         let inline = mayWriteInline(input.upserts.count)
         return try await performWrite(.apply, collection: input.collection, inline: inline) { context in
-            if let check {
+            if let itemVersion, let id = try context.engine.collectionID(input.collection, ifItemVersion: itemVersion) {
+                context.remember(id, for: input.collection)
+            } else if let check {
                 let transaction = RecordTransaction(context: context)
                 defer { transaction.invalidate() }
                 try check(transaction)

@@ -18,6 +18,8 @@ final class WriteContext {
     private var lastLogged: Int64 = 0
     /// True once this transaction logged more rows than the log keeps (see `log`).
     private var overflowed = false
+    /// Collection ids this transaction already looked up (see `remember(_:for:)`).
+    private var knownCollectionIDs: [String: Int64] = [:]
     /// The stored floor, read on first need.
     private var storedFloor: Int64?
     /// The floor including the versions this transaction removed.
@@ -63,6 +65,18 @@ final class WriteContext {
     }
 
     // MARK: Operations (names already validated and normalized)
+
+    /// Notes the id of `collection`, found by a check earlier in this transaction, so that the
+    /// write that follows needs no second lookup.
+    func remember(_ id: Int64, for collection: String) {
+        knownCollectionIDs[collection] = id
+    }
+
+    /// The id of `collection`, creating it when it is not established.
+    private func establish(_ collection: String) throws -> Int64 {
+        if let id = knownCollectionIDs[collection] { return id }
+        return try engine.establish(collection)
+    }
 
     /// Removes and upserts; with `expected`, checks that each named key still has the stated
     /// version (nil: absent) and throws `RecordConflict`, naming every conflicting key, if not
@@ -110,7 +124,7 @@ final class WriteContext {
         _ collection: String, upserts: [(key: String, data: Data)], expectations: [RecordVersion??],
         removals: [String], checks: [String: RecordVersion?]
     ) throws -> [RecordVersion?] {
-        let id = try engine.establish(collection)
+        let id = try establish(collection)
         var conflicts: [String: RecordVersion?] = [:]
         var expectedVersions: [String: RecordVersion?] = [:]
         for (key, version) in checks {
@@ -254,6 +268,7 @@ final class WriteContext {
     }
 
     func removeCollection(_ collection: String) throws {
+        knownCollectionIDs[collection] = nil
         guard let id = try engine.collectionID(collection) else { return }
         // Every key, so that streams deliver the removal of each.
         if logsChanges, !overflowed {

@@ -16,32 +16,8 @@ struct LearnerRunner {
     let directory: URL
     var environment: [String: String] = [:]
 
-    /// The executable in the build products directory, found the way `ToolRunner` finds
-    /// `recordkeeper`: up from the test process's path, then the bundles, then `.build/debug`.
-    static let executable: URL? = {
-        if let override = ProcessInfo.processInfo.environment["LEARNER_EXECUTABLE"] {
-            return URL(fileURLWithPath: override)
-        }
-        var seeds: [URL] = [
-            URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath(),
-            Bundle.main.bundleURL,
-            Bundle.main.executableURL,
-        ].compactMap { $0 }
-        seeds += Bundle.allBundles.map(\.bundleURL)
-        for seed in seeds {
-            var directory = seed.deletingLastPathComponent()
-            for _ in 0..<5 {
-                let candidate = directory.appendingPathComponent("learner")
-                if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
-                directory = directory.deletingLastPathComponent()
-            }
-        }
-        let packageRoot = URL(fileURLWithPath: #filePath)
-            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent()
-        let fallback = packageRoot.appendingPathComponent(".build/debug/learner")
-        return FileManager.default.isExecutableFile(atPath: fallback.path) ? fallback : nil
-    }()
+    /// The built `learner` (`LEARNER_EXECUTABLE` overrides it).
+    static let executable = BuildProducts.executable(named: "learner", override: "LEARNER_EXECUTABLE")
 
     /// The home directory the subprocess sees (not created).
     var home: URL { directory.appendingPathComponent("home") }

@@ -60,30 +60,7 @@ extension Data {
     init(_ string: String) { self = Data(string.utf8) }
 }
 
-/// Executables built next to this test bundle, found by walking up from the test process's
-/// own path and from the loaded bundles, so it works with `swift test` and with any
-/// `--scratch-path`.
-enum BuildProducts {
-    static func executable(named name: String) -> URL? {
-        var seeds: [URL] = [URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath(), Bundle.main.bundleURL]
-        if let executable = Bundle.main.executableURL { seeds.append(executable) }
-        seeds += Bundle.allBundles.map(\.bundleURL)
-        for seed in seeds {
-            var directory = seed.deletingLastPathComponent()
-            for _ in 0..<6 {
-                let candidate = directory.appendingPathComponent(name)
-                var isDirectory: ObjCBool = false
-                if FileManager.default.fileExists(atPath: candidate.path, isDirectory: &isDirectory),
-                    !isDirectory.boolValue, FileManager.default.isExecutableFile(atPath: candidate.path)
-                {
-                    return candidate
-                }
-                directory = directory.deletingLastPathComponent()
-            }
-        }
-        return nil
-    }
-
+extension BuildProducts {
     static let crashHelper = executable(named: "recordkeeper-crashtest")
     static let tool = executable(named: "recordkeeper")
 }

@@ -19,33 +19,8 @@ struct ToolRunner {
     let directory: URL
     var environment: [String: String] = [:]
 
-    /// The executable next to the test bundle in the build products directory. Found by
-    /// walking up from the test process's own path (works for `--scratch-path` too), then
-    /// from the bundle, then from this source file (`.build/debug`).
-    static let executable: URL? = {
-        if let override = ProcessInfo.processInfo.environment["RECORDKEEPER_TOOL"] {
-            return URL(fileURLWithPath: override)
-        }
-        var seeds: [URL] = [
-            URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath(),
-            Bundle.main.bundleURL,
-            Bundle.main.executableURL,
-        ].compactMap { $0 }
-        seeds += Bundle.allBundles.map(\.bundleURL)
-        for seed in seeds {
-            var directory = seed.deletingLastPathComponent()
-            for _ in 0..<5 {
-                let candidate = directory.appendingPathComponent("recordkeeper")
-                if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
-                directory = directory.deletingLastPathComponent()
-            }
-        }
-        let packageRoot = URL(fileURLWithPath: #filePath)
-            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent()
-        let fallback = packageRoot.appendingPathComponent(".build/debug/recordkeeper")
-        return FileManager.default.isExecutableFile(atPath: fallback.path) ? fallback : nil
-    }()
+    /// The built `recordkeeper` (`RECORDKEEPER_TOOL` overrides it).
+    static let executable = BuildProducts.executable(named: "recordkeeper", override: "RECORDKEEPER_TOOL")
 
     init(directory: URL, environment: [String: String] = [:]) {
         self.directory = directory

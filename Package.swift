@@ -79,6 +79,7 @@ let package = Package(
         // What the test targets share: temporary directories, gates, locked test state.
         .target(
             name: "RecordKeeperTestSupport",
+            dependencies: ["RecordKeeper"],
             path: "Tests/RecordKeeperTestSupport",
             swiftSettings: swiftSettings
         ),

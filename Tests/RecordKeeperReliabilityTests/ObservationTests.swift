@@ -16,7 +16,7 @@ import Testing
                 executable: helper, arguments: ["writer", "--store", url.path, "--prefix", "child", "--count", "\(count)"],
                 in: directory)
             try writer.start()
-            let written = try await merged(stream) { $0.upserts.count >= count }
+            let written = try await changes(of: stream, timeout: .seconds(30)) { $0.upserts.count >= count }
             await writer.waitForExit()
             let writerErrors = try writer.errorOutput()
             #expect(writer.process.terminationStatus == 0, "\(writerErrors)")
@@ -30,36 +30,11 @@ import Testing
                 executable: helper, arguments: ["remover", "--store", url.path, "--prefix", "child", "--count", "\(count)"],
                 in: directory)
             try remover.start()
-            let removed = try await merged(stream) { $0.removals.count >= count / 2 }
+            let removed = try await changes(of: stream, timeout: .seconds(30)) { $0.removals.count >= count / 2 }
             await remover.waitForExit()
             let removerErrors = try remover.errorOutput()
             #expect(remover.process.terminationStatus == 0, "\(removerErrors)")
             #expect(removed == RecordChanges(upserts: [:], removals: Set(stride(from: 0, to: count, by: 2).map { "child-\($0)" })))
         }
-    }
-}
-
-/// Reads `stream` until the merged elements satisfy `done`; fails after 30 s (a hang guard,
-/// not a timing: the handshake is the element itself).
-private func merged(
-    _ stream: AsyncStream<RecordChanges>, until done: @escaping @Sendable (RecordChanges) -> Bool
-) async throws -> RecordChanges {
-    try await withThrowingTaskGroup(of: RecordChanges?.self) { group in
-        group.addTask {
-            var merged = RecordChanges()
-            var iterator = stream.makeAsyncIterator()
-            while !done(merged), let next = await iterator.next() { merged.merge(next) }
-            return merged
-        }
-        group.addTask {
-            try await Task.sleep(for: .seconds(30))
-            return nil
-        }
-        defer { group.cancelAll() }
-        guard let first = try await group.next(), let merged = first else {
-            Issue.record("the changes did not arrive within 30 s")
-            throw CancellationError()
-        }
-        return merged
     }
 }

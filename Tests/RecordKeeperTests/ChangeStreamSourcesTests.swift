@@ -110,29 +110,3 @@ import Testing
         }
     }
 }
-
-/// Reads `stream` until the merged elements satisfy `done`, failing after `timeout`.
-/// (A guard against a hang, not a timing: the handshake is the element itself.)
-func changes(
-    of stream: AsyncStream<RecordChanges>, timeout: Duration = .seconds(20),
-    until done: @escaping @Sendable (RecordChanges) -> Bool
-) async throws -> RecordChanges {
-    try await withThrowingTaskGroup(of: RecordChanges?.self) { group in
-        group.addTask {
-            var merged = RecordChanges()
-            var iterator = stream.makeAsyncIterator()
-            while !done(merged), let next = await iterator.next() { merged.merge(next) }
-            return merged
-        }
-        group.addTask {
-            try await Task.sleep(for: timeout)
-            return nil
-        }
-        defer { group.cancelAll() }
-        guard let first = try await group.next(), let merged = first else {
-            Issue.record("no change arrived within \(timeout)")
-            throw CancellationError()
-        }
-        return merged
-    }
-}

@@ -16,7 +16,10 @@ func wait(for semaphore: DispatchSemaphore) async {
 }
 
 /// A raw SQLite connection of "another process" holding the write lock of `url`.
-final class ForeignWriteLock {
+///
+/// `@unchecked Sendable`: the handle is used by one thread at a time, the one that took the
+/// lock and then the one that releases it (a test hands it over, never shares it).
+final class ForeignWriteLock: @unchecked Sendable {
     private var handle: OpaquePointer?
 
     init(_ url: URL) throws {
@@ -81,7 +84,7 @@ final class ForeignWriteLock {
     @Test func `an inline put meeting another connection's lock runs on the store's executor and succeeds`() async throws {
         try await withTemporaryDirectory { directory in
             let url = directory.appendingPathComponent("records.sqlite")
-            let store = RecordStore(url: url, options: .init(durability: .normal, busyTimeout: .seconds(20)))
+            let store = RecordStore(url: url, options: .init(durability: .normal, busyTimeout: .seconds(120)))
             try await store.put("c", key: "a", data: Data("1"))
             let lock = try ForeignWriteLock(url)
             let put = Task { try await store.put("c", key: "a", data: Data("2")) }

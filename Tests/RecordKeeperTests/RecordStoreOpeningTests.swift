@@ -205,17 +205,22 @@ import Testing
     @Test func `a second connection waits for a lock instead of failing at once`() async throws {
         try await withTemporaryDirectory { directory in
             let url = directory.appendingPathComponent("records.sqlite")
-            let store = RecordStore(url: url, options: .init(busyTimeout: .seconds(10)))
+            let store = RecordStore(url: url, options: .init(busyTimeout: .seconds(60)))
             try await store.put("c", key: "a", data: Data("1"))
-            // Another "process": a raw connection holding the write lock for a moment.
-            var handle: OpaquePointer?
-            #expect(sqlite3_open(url.path, &handle) == SQLITE_OK)
-            defer { sqlite3_close(handle) }
-            #expect(sqlite3_exec(handle, "BEGIN IMMEDIATE", nil, nil, nil) == SQLITE_OK)
-            let writer = Task { try await store.put("c", key: "b", data: Data("2")) }
-            try await Task.sleep(for: .milliseconds(300))
-            #expect(sqlite3_exec(handle, "COMMIT", nil, nil, nil) == SQLITE_OK)
-            try await writer.value
+            // Another "process": a raw connection holding the write lock, released by a thread
+            // of its own, so the release never waits for a cooperative thread (with hundreds
+            // of tests running, the test's own continuation can wait longer than any timeout).
+            let released = Protected(false)
+            let lock = try ForeignWriteLock(url)
+            let holder = Thread {
+                Thread.sleep(forTimeInterval: 0.3)
+                released.withLock { $0 = true }
+                lock.release()
+            }
+            holder.start()
+            try await store.put("c", key: "b", data: Data("2"))
+            // The put could only commit once the other connection let go of the lock.
+            #expect(released.withLock { $0 })
             #expect(try await store.read("c")?.count == 2)
         }
     }

@@ -5,7 +5,7 @@ import Testing
 @testable import RecordKeeperFeatures
 import RecordKeeperTestSupport
 
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct FeatureModelTests {
     @Test(arguments: StoreKind.allCases) @MainActor
     func `a refresh shows the stored list and a failed refresh keeps it beside the error`(kind: StoreKind) async throws {

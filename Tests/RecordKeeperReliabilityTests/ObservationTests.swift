@@ -16,7 +16,7 @@ import Testing
                 executable: helper, arguments: ["writer", "--store", url.path, "--prefix", "child", "--count", "\(count)"],
                 in: directory)
             try writer.start()
-            let written = try await changes(of: stream, timeout: .seconds(30)) { $0.upserts.count >= count }
+            let written = try await changes(of: stream, timeout: .seconds(120)) { $0.upserts.count >= count }
             await writer.waitForExit()
             let writerErrors = try writer.errorOutput()
             #expect(writer.process.terminationStatus == 0, "\(writerErrors)")
@@ -30,7 +30,7 @@ import Testing
                 executable: helper, arguments: ["remover", "--store", url.path, "--prefix", "child", "--count", "\(count)"],
                 in: directory)
             try remover.start()
-            let removed = try await changes(of: stream, timeout: .seconds(30)) { $0.removals.count >= count / 2 }
+            let removed = try await changes(of: stream, timeout: .seconds(120)) { $0.removals.count >= count / 2 }
             await remover.waitForExit()
             let removerErrors = try remover.errorOutput()
             #expect(remover.process.terminationStatus == 0, "\(removerErrors)")

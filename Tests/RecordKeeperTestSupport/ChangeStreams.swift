@@ -4,7 +4,7 @@ import Testing
 /// Reads `stream` until the merged elements satisfy `done`, failing after `timeout`.
 /// (A guard against a hang, not a timing: the handshake is the element itself.)
 public func changes(
-    of stream: AsyncStream<RecordChanges>, timeout: Duration = .seconds(20),
+    of stream: AsyncStream<RecordChanges>, timeout: Duration = .seconds(120),
     until done: @escaping @Sendable (RecordChanges) -> Bool
 ) async throws -> RecordChanges {
     try await withThrowingTaskGroup(of: RecordChanges?.self) { group in

@@ -39,8 +39,8 @@ final class ForeignWriteLock: @unchecked Sendable {
 
 @Suite struct ReadersBesideWriterTests {
     // A put that waited for the lock on the main thread would block it for the whole busy
-    // timeout (2 minutes here): the time limit turns that into a failure, not a slow pass.
-    @Test(.timeLimit(.minutes(1)))
+    // timeout (10 minutes here): the time limit turns that into a failure, not a slow pass.
+    @Test(.timeLimit(.minutes(5)))
     func `the main actor keeps running while a put waits for another connection's write lock`() async throws {
         try await withTemporaryDirectory { directory in
             try await Self.heartbeatWhilePutWaits(directory.appendingPathComponent("records.sqlite"))
@@ -52,7 +52,7 @@ final class ForeignWriteLock: @unchecked Sendable {
         let log = EventLog()
         // `normal`: small puts are allowed to try inline, on the caller's (main) executor.
         let store = RecordStore(
-            url: url, options: .init(durability: .normal, busyTimeout: .seconds(120), eventHandler: { log.append($0) }))
+            url: url, options: .init(durability: .normal, busyTimeout: .seconds(600), eventHandler: { log.append($0) }))
         try await store.put("c", key: "a", data: Data("1"))
         let lock = try ForeignWriteLock(url)
 

@@ -35,7 +35,6 @@ struct OutboxEngine {
     func insert(_ messages: [OutboxMessage], now: Date) throws {
         let time = Self.milliseconds(now)
         for message in messages {
-            let id = message.id.uuidString
             do {
                 try connection.withStatement(
                     """
@@ -43,20 +42,23 @@ struct OutboxEngine {
                     VALUES (?1, ?2, ?3, ?4, ?5, ?5)
                     """
                 ) { statement in
-                    try statement.bind(id, at: 1)
+                    try statement.bind(message.id, at: 1)
                     try statement.bind(message.kind, at: 2)
                     try statement.bind(message.payload, at: 3)
                     if let key = message.orderingKey { try statement.bind(key, at: 4) } else { try statement.bindNull(at: 4) }
                     try statement.bind(time, at: 5)
                     try statement.run()
                 }
-            } catch let failure as SQLiteFailure where failure.code == SQLITE_CONSTRAINT | (8 << 8) {
+            } catch let failure as SQLiteFailure where failure.code == SQLITE_CONSTRAINT | (8 << 8) {  // SQLITE_CONSTRAINT_UNIQUE
+                // The unique index on `id` answers a duplicate; the statement wrote nothing and
+                // the caller's transaction rolls back.
+                let id = message.id.uuidString
                 var error = RecordStoreError(failure, operation: engine.operation, key: id, path: engine.path)
                 error.code = .invalidArgument
                 error.detail = "an outbox operation with id \(id) is already queued"
                 throw error
             } catch {
-                throw engine.error(error, key: id)
+                throw engine.error(error, key: message.id.uuidString)
             }
         }
     }
@@ -102,11 +104,10 @@ struct OutboxEngine {
     /// Decodes the columns id, kind, payload, ordering_key, attempts, created_at,
     /// next_attempt_at, last_error.
     private func operation(_ statement: Statement) throws -> OutboxOperation {
-        let text = statement.string(at: 0)
-        guard let id = UUID(uuidString: text) else {
+        guard let id = statement.uuid(at: 0) else {
             throw RecordStoreError(
-                code: .malformedRecord, operation: engine.operation, key: text, path: engine.path,
-                detail: "an outbox row's id is not a UUID")
+                code: .malformedRecord, operation: engine.operation, key: statement.data(at: 0).map { String(format: "%02X", $0) }.joined(),
+                path: engine.path, detail: "an outbox row's id is not 16 bytes (a UUID)")
         }
         return OutboxOperation(
             id: id, kind: statement.string(at: 1), payload: statement.data(at: 2),
@@ -129,7 +130,7 @@ struct OutboxEngine {
                 WHERE id = ?1 AND dead = 1
                 """
             ) { statement in
-                try statement.bind(id.uuidString, at: 1)
+                try statement.bind(id, at: 1)
                 try statement.bind(Self.milliseconds(now), at: 2)
                 try statement.run()
                 return connection.changes > 0
@@ -141,7 +142,7 @@ struct OutboxEngine {
     func discard(_ id: UUID) throws -> Bool {
         try engine.run(key: id.uuidString) {
             try connection.withStatement("DELETE FROM outbox WHERE id = ?1 AND dead = 1") { statement in
-                try statement.bind(id.uuidString, at: 1)
+                try statement.bind(id, at: 1)
                 try statement.run()
                 return connection.changes > 0
             }
@@ -189,7 +190,7 @@ struct OutboxEngine {
                 WHERE id = ?1 AND dead = 0
                 """
             ) { statement in
-                try statement.bind(id.uuidString, at: 1)
+                try statement.bind(id, at: 1)
                 try statement.bind(processor, at: 2)
                 try statement.bind(Self.millisecondsRoundingUp(until), at: 3)
                 try statement.run()
@@ -201,7 +202,7 @@ struct OutboxEngine {
     func remove(_ id: UUID) throws {
         try engine.run(key: id.uuidString) {
             try connection.withStatement("DELETE FROM outbox WHERE id = ?1 AND dead = 0") { statement in
-                try statement.bind(id.uuidString, at: 1)
+                try statement.bind(id, at: 1)
                 try statement.run()
             }
         }
@@ -220,7 +221,7 @@ struct OutboxEngine {
                 WHERE id = ?1 AND claimed_by = ?2 AND dead = 0
                 """
             ) { statement in
-                try statement.bind(id.uuidString, at: 1)
+                try statement.bind(id, at: 1)
                 try statement.bind(processor, at: 2)
                 try statement.bind(error, at: 3)
                 if let next { try statement.bind(Self.millisecondsRoundingUp(next), at: 4) } else { try statement.bindNull(at: 4) }
@@ -238,10 +239,30 @@ struct OutboxEngine {
                 WHERE id = ?1 AND dead = 0
                 """
             ) { statement in
-                try statement.bind(id.uuidString, at: 1)
+                try statement.bind(id, at: 1)
                 try statement.bind(error, at: 2)
                 try statement.run()
             }
         }
+    }
+}
+
+extension Statement {
+    /// Binds a UUID as its 16 bytes (a BLOB), the form of `outbox.id` (docs/FORMAT.md).
+    func bind(_ value: UUID, at index: Int32) throws(SQLiteFailure) {
+        let code = withUnsafeBytes(of: value.uuid) { bytes in
+            sqlite3_bind_blob(handle, index, bytes.baseAddress, 16, recordkeeper_sqlite_transient())
+        }
+        guard code == SQLITE_OK else { throw SQLiteFailure(code: code, handle: sqlite3_db_handle(handle)) }
+    }
+
+    /// The 16-byte BLOB at `column` as a UUID; nil for any other value.
+    func uuid(at column: Int32) -> UUID? {
+        guard sqlite3_column_type(handle, column) == SQLITE_BLOB, byteCount(at: column) == 16,
+            let bytes = sqlite3_column_blob(handle, column)
+        else { return nil }
+        var value: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        withUnsafeMutableBytes(of: &value) { $0.copyMemory(from: UnsafeRawBufferPointer(start: bytes, count: 16)) }
+        return UUID(uuid: value)
     }
 }

@@ -154,27 +154,37 @@ struct OutboxEngine {
     /// Pending operations a processor may start now, in enqueue order, at most `limit`: due by
     /// `due`, not under a live claim at `now`, and first of their ordering key among pending
     /// operations (an earlier pending operation of the key, claimed or waiting, holds the
-    /// later ones back; dead letters do not).
-    func deliverable(due: Date, now: Date, limit: Int) throws -> [OutboxOperation] {
-        try engine.run {
+    /// later ones back; dead letters do not). Operations for which `skip` is true are left
+    /// out, but still hold their key back.
+    ///
+    /// One pass over the pending rows in rowid (= `sequence`, enqueue) order, which is the
+    /// table's own order: no index, no sort, and no grouping of the whole queue. A row is the
+    /// first pending one of its key exactly when no earlier pending row had that key, so the
+    /// pass notes the keys it has seen and stops once it has `limit` operations. Delivering a
+    /// backlog thus reads about as many rows per claim as operations are waiting in front of
+    /// the ones it starts, not the whole queue (docs/PERFORMANCE.md, O1).
+    func deliverable(due: Date, now: Date, limit: Int, skip: (UUID) -> Bool) throws -> [OutboxOperation] {
+        guard limit > 0 else { return [] }
+        let dueTime = Self.milliseconds(due)
+        let nowTime = Self.milliseconds(now)
+        return try engine.run {
             try connection.withStatement(
                 """
-                SELECT o.id, o.kind, o.payload, o.ordering_key, o.attempts, o.created_at,
-                    o.next_attempt_at, o.last_error
-                FROM outbox o
-                WHERE o.dead = 0 AND o.next_attempt_at <= ?1
-                    AND (o.claimed_until IS NULL OR o.claimed_until <= ?2)
-                    AND (o.ordering_key IS NULL OR o.sequence IN (
-                        SELECT min(sequence) FROM outbox
-                        WHERE dead = 0 AND ordering_key IS NOT NULL GROUP BY ordering_key))
-                ORDER BY o.sequence LIMIT ?3
+                SELECT id, kind, payload, ordering_key, attempts, created_at, next_attempt_at, last_error,
+                    claimed_until
+                FROM outbox WHERE dead = 0 ORDER BY sequence
                 """
             ) { statement in
-                try statement.bind(Self.milliseconds(due), at: 1)
-                try statement.bind(Self.milliseconds(now), at: 2)
-                try statement.bind(Int64(limit), at: 3)
                 var result: [OutboxOperation] = []
-                while try statement.step() { result.append(try operation(statement)) }
+                var seenKeys = Set<String>()
+                while result.count < limit, try statement.step() {
+                    if !statement.isNull(at: 3), !seenKeys.insert(statement.string(at: 3)).inserted { continue }
+                    guard statement.int64(at: 6) <= dueTime,
+                        statement.isNull(at: 8) || statement.int64(at: 8) <= nowTime
+                    else { continue }
+                    let next = try operation(statement)
+                    if !skip(next.id) { result.append(next) }
+                }
                 return result
             }
         }

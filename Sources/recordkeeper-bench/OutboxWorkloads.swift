@@ -47,4 +47,47 @@ extension BenchRunner {
             dropFixtures(n: n)
         }
     }
+
+    /// O2: what delivering a backlog costs per operation. Enqueues `size` operations (two thirds
+    /// on 50 ordering keys, the rest without a key; 500 per commit) into a fresh store with
+    /// durability `normal`, then times one `deliverDue()` with a transport that accepts
+    /// everything at once. Every operation is claimed and removed in transactions of its own,
+    /// so the time per operation should not grow with the backlog.
+    func runOutboxBacklog() async throws {
+        let sizes = options.quick ? [200, 1_000] : [1_000, 10_000]
+        for size in sizes {
+            log("O2 deliverDue of a backlog of \(size)")
+            var seconds: [Double] = []
+            for repeatIndex in 0..<options.repeats {
+                let url = directory.appendingPathComponent("o2-\(size)-\(repeatIndex).sqlite")
+                let store = RecordStore(url: url, options: RecordStore.Options(durability: .normal))
+                var batch: [OutboxMessage] = []
+                for index in 0..<size {
+                    batch.append(OutboxMessage(
+                        kind: "item.update", payload: Data(repeating: 0x61, count: 100),
+                        orderingKey: index % 3 == 0 ? nil : "key-\(index % 50)"))
+                    if batch.count == 500 || index == size - 1 {
+                        try await store.enqueue(batch)
+                        batch = []
+                    }
+                }
+                let processor = OutboxProcessor(store: store, transport: AcceptingTransport())
+                var report = OutboxDeliveryReport()
+                seconds.append(try await measureAsync { report = try await processor.deliverDue() })
+                guard report.delivered == size, try await store.outbox.pending().isEmpty else {
+                    throw BenchFailure("O2 delivered \(report.delivered) of \(size)")
+                }
+                await store.close()
+            }
+            record("O2", variant: "backlog", n: size, .recordKeeper, metric: "time_s", samples: seconds)
+            record("O2", variant: "backlog", n: size, .recordKeeper, metric: "ops_per_s",
+                   samples: seconds.map { Double(size) / $0 })
+        }
+    }
 }
+
+/// Accepts every operation at once (O2 measures the outbox, not a transport).
+private struct AcceptingTransport: OutboxTransport {
+    func deliver(_ operation: OutboxOperation) async throws {}
+}
+

@@ -41,10 +41,49 @@ extension BenchRunner {
                    samples: p50[false] ?? [], count: options.upserts * options.repeats)
             record("O1", variant: "\(durability.rawValue) apply+enqueue", n: n, .recordKeeper, metric: "p50_us",
                    samples: p50[true] ?? [], count: options.upserts * options.repeats,
-                   note: String(format: "%.2fx the p50 of apply alone", ratio))
+                   note: "\(durability.rawValue) apply+enqueue: " + String(format: "%.2fx the p50 of apply alone", ratio))
             await store.close()
-            // The fixture now holds outbox rows: build it again for later workloads.
+            try await runRawOutboxEnqueue(n: n, durability: durability)
+            // The fixtures now hold outbox rows: build them again for later workloads.
             dropFixtures(n: n)
+        }
+    }
+
+    /// O1's physical floor: the same commits through the SQLite C API (`RawSQLiteStore`),
+    /// rotating `put` alone, `put` plus one row in the outbox table of format 2, and `put` plus
+    /// one row in the same table without its unique index on `id`. The ratios say what the
+    /// pages cost, apart from RecordKeeper: each B-tree a commit touches is one more page
+    /// written to the WAL.
+    private func runRawOutboxEnqueue(n: Int, durability: Durability) async throws {
+        guard options.implementations.contains(.raw) else { return }
+        let url = try await fixture(.raw, n: n)
+        let store = try RawSQLiteStore(path: url.path, durability: durability)
+        let encoder = Dataset.makeEncoder()
+        var p50: [Int: [Double]] = [:]
+        for repeatIndex in 0..<options.repeats {
+            let indexes = Dataset.randomIndexes(count: options.upserts * 3, below: n, seed: 7_500 + UInt64(repeatIndex))
+            var times: [Int: [Double]] = [:]
+            for (number, index) in indexes.enumerated() {
+                let item = Dataset.item(index, revision: nextRevision())
+                let data = try encoder.encode(item)
+                let kind = (number + repeatIndex) % 3
+                let message = OutboxMessage(kind: "item.update", payload: data, orderingKey: item.id)
+                times[kind, default: []].append(try measure {
+                    if kind == 0 {
+                        try store.put(key: item.id, data: data)
+                    } else {
+                        try store.put(key: item.id, data: data, enqueue: message, unique: kind == 1)
+                    }
+                })
+            }
+            for (kind, samples) in times { p50[kind, default: []].append(Stats.percentile(samples, 0.5) * 1e6) }
+        }
+        let alone = Stats.median(p50[0] ?? [])
+        for (kind, variant) in [(0, "put"), (1, "put+outbox row"), (2, "put+row without unique id index")] {
+            record("O1", variant: "\(durability.rawValue) \(variant)", n: n, .raw, metric: "p50_us",
+                   samples: p50[kind] ?? [], count: options.upserts * options.repeats,
+                   note: kind == 0 ? nil : "\(durability.rawValue) \(variant): "
+                       + String(format: "%.2fx the p50 of put alone", Stats.median(p50[kind] ?? []) / alone))
         }
     }
 

@@ -5,12 +5,13 @@ import Foundation
 /// connection of one request. Every SQLite failure leaves as a `RecordStoreError` naming the
 /// operation and, where there is one, the message id (as its key).
 ///
-/// Times are stored as integer milliseconds since 1970. The table has no index besides its
-/// primary key and the unique id: every index is one more page an enqueue writes, and the
-/// queries that scan (claims, the next due time) read only what is queued, which delivery
-/// keeps small. Rows with `dead = 0` are pending,
-/// `dead = 1` are dead letters. A pending row with `claimed_until` in the future is being
-/// delivered by the processor `claimed_by`.
+/// Ids are stored as their 16 bytes, times as integer milliseconds since 1970. The table has
+/// no index besides its rowid and the unique id: every index is one more page each enqueue's
+/// commit writes (docs/PERFORMANCE.md, O1). The rowid is the enqueue order, so claims read
+/// the table in its own order and stop early (see `deliverable`); the next due time reads
+/// what is queued, which delivery keeps small. Rows with `dead = 0` are pending, `dead = 1`
+/// are dead letters. A pending row with `claimed_until` in the future is being delivered by
+/// the processor `claimed_by`.
 struct OutboxEngine {
     let engine: RecordEngine
 

@@ -56,15 +56,19 @@ final class RawSQLiteStore {
                 """)
             // O1's outbox: the table of format 2 (docs/FORMAT.md), and a twin without the
             // unique index. Empty unless O1 runs.
-            let outboxColumns = """
-                kind TEXT NOT NULL, payload BLOB NOT NULL, ordering_key TEXT,
-                attempts INTEGER NOT NULL DEFAULT 0, created_at INTEGER NOT NULL,
-                next_attempt_at INTEGER NOT NULL, last_error TEXT, dead INTEGER NOT NULL DEFAULT 0,
-                claimed_by TEXT, claimed_until INTEGER
-                """
             try Self.exec(handle, """
-                CREATE TABLE IF NOT EXISTS outbox(sequence INTEGER PRIMARY KEY, id BLOB NOT NULL UNIQUE, \(outboxColumns));
-                CREATE TABLE IF NOT EXISTS outbox_unindexed(sequence INTEGER PRIMARY KEY, id BLOB NOT NULL, \(outboxColumns));
+                CREATE TABLE IF NOT EXISTS outbox(
+                    sequence INTEGER PRIMARY KEY, id BLOB NOT NULL UNIQUE,
+                    kind TEXT NOT NULL, payload BLOB NOT NULL, ordering_key TEXT,
+                    attempts INTEGER NOT NULL DEFAULT 0, created_at INTEGER NOT NULL,
+                    next_attempt_at INTEGER NOT NULL, last_error TEXT, dead INTEGER NOT NULL DEFAULT 0,
+                    claimed_by TEXT, claimed_until INTEGER);
+                CREATE TABLE IF NOT EXISTS outbox_unindexed(
+                    sequence INTEGER PRIMARY KEY, id BLOB NOT NULL,
+                    kind TEXT NOT NULL, payload BLOB NOT NULL, ordering_key TEXT,
+                    attempts INTEGER NOT NULL DEFAULT 0, created_at INTEGER NOT NULL,
+                    next_attempt_at INTEGER NOT NULL, last_error TEXT, dead INTEGER NOT NULL DEFAULT 0,
+                    claimed_by TEXT, claimed_until INTEGER);
                 """)
             enqueueStatement = try Self.prepare(handle, """
                 INSERT INTO outbox(id, kind, payload, ordering_key, created_at, next_attempt_at)

@@ -106,9 +106,10 @@ struct OutboxEngine {
     /// next_attempt_at, last_error.
     private func operation(_ statement: Statement) throws -> OutboxOperation {
         guard let id = statement.uuid(at: 0) else {
+            let stored = statement.data(at: 0).map { String(format: "%02X", $0) }.joined()
             throw RecordStoreError(
-                code: .malformedRecord, operation: engine.operation, key: statement.data(at: 0).map { String(format: "%02X", $0) }.joined(),
-                path: engine.path, detail: "an outbox row's id is not 16 bytes (a UUID)")
+                code: .malformedRecord, operation: engine.operation, key: stored, path: engine.path,
+                detail: "an outbox row's id is not 16 bytes (a UUID); its bytes are shown in hex")
         }
         return OutboxOperation(
             id: id, kind: statement.string(at: 1), payload: statement.data(at: 2),
@@ -163,7 +164,7 @@ struct OutboxEngine {
     /// first pending one of its key exactly when no earlier pending row had that key, so the
     /// pass notes the keys it has seen and stops once it has `limit` operations. Delivering a
     /// backlog thus reads about as many rows per claim as operations are waiting in front of
-    /// the ones it starts, not the whole queue (docs/PERFORMANCE.md, O1).
+    /// the ones it starts, not the whole queue (docs/PERFORMANCE.md, O2).
     func deliverable(due: Date, now: Date, limit: Int, skip: (UUID) -> Bool) throws -> [OutboxOperation] {
         guard limit > 0 else { return [] }
         let dueTime = Self.milliseconds(due)

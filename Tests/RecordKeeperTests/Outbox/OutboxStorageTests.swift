@@ -138,6 +138,17 @@ import Testing
         }
     }
 
+    @Test func `a row whose id is not 16 bytes is reported as malformed, not skipped`() async throws {
+        try await withStore(.onDisk) { store, url in
+            try await store.enqueue([message("a", "1")])
+            let connection = try SQLiteConnection(path: url.path, busyTimeout: .seconds(5))
+            try connection.execute("UPDATE outbox SET id = X'0102'")
+            let error = await #expect(throws: RecordStoreError.self) { try await store.outbox.pending() }
+            #expect(error?.code == .malformedRecord)
+            #expect(error?.key == "0102")
+        }
+    }
+
     @Test func `pending operations are there after reopening`() async throws {
         try await withStore(.onDisk) { store, url in
             let ops = (0..<3).map { message("a", "\($0)", key: "k") }

@@ -70,6 +70,7 @@ func runBench(_ options: BenchOptions) async -> Int32 {
                 try await runner.runTypedWorkload(workload)
             case .c1: try await runner.runCodecCost()
             case .o1: try await runner.runOutboxEnqueue()
+            case .o2: try await runner.runOutboxBacklog()
             }
         }
     } catch {

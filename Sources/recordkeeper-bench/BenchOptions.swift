@@ -12,7 +12,7 @@ enum WorkloadID: String, Sendable, CaseIterable, Comparable {
     case w9 = "W9"
     case t1 = "T1", t2 = "T2", t3 = "T3", t4 = "T4"
     case c1 = "C1"
-    case o1 = "O1"
+    case o1 = "O1", o2 = "O2"
 
     static func < (lhs: WorkloadID, rhs: WorkloadID) -> Bool {
         let order = allCases
@@ -36,6 +36,7 @@ enum WorkloadID: String, Sendable, CaseIterable, Comparable {
         case .t4: "typed: random item(id) reads"
         case .c1: "codec cost: Foundation JSON vs a specialised Item codec"
         case .o1: "outbox: apply of 1 record + 1 enqueue vs apply alone"
+        case .o2: "outbox: deliverDue of a backlog of queued operations (no-op transport)"
         }
     }
 
@@ -75,7 +76,7 @@ struct BenchOptions: Sendable {
 
       --n N                 records in the store (default 100000)
       --repeat R            repeats per workload; medians are reported (default 5)
-      --workloads LIST      comma-separated subset of W1..W9,T1..T4,C1,O1 (default: all available)
+      --workloads LIST      comma-separated subset of W1..W9,T1..T4,C1,O1,O2 (default: all available)
       --format F            table | json | csv (default table)
       --output FILE         also write the results to FILE (JSON or CSV by its extension
                             .json/.csv, otherwise in the --format format)

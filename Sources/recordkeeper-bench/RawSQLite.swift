@@ -24,6 +24,10 @@ final class RawSQLiteStore {
     private let beginStatement: OpaquePointer
     private let commitStatement: OpaquePointer
     private let rollbackStatement: OpaquePointer
+    /// O1: inserts into the outbox table of format 2, and into the same table without its
+    /// unique index on `id` (the floor of one appended row, no duplicate check).
+    private let enqueueStatement: OpaquePointer
+    private let enqueueUnindexedStatement: OpaquePointer
     /// The one collection of the bench; the column exists so the key shape matches a
     /// multi-collection store.
     private let collectionID: Int64 = 1
@@ -50,6 +54,30 @@ final class RawSQLiteStore {
                     PRIMARY KEY(collection_id, key)
                 ) WITHOUT ROWID
                 """)
+            // O1's outbox: the table of format 2 (docs/FORMAT.md), and a twin without the
+            // unique index. Empty unless O1 runs.
+            try Self.exec(handle, """
+                CREATE TABLE IF NOT EXISTS outbox(
+                    sequence INTEGER PRIMARY KEY, id BLOB NOT NULL UNIQUE,
+                    kind TEXT NOT NULL, payload BLOB NOT NULL, ordering_key TEXT,
+                    attempts INTEGER NOT NULL DEFAULT 0, created_at INTEGER NOT NULL,
+                    next_attempt_at INTEGER NOT NULL, last_error TEXT, dead INTEGER NOT NULL DEFAULT 0,
+                    claimed_by TEXT, claimed_until INTEGER);
+                CREATE TABLE IF NOT EXISTS outbox_unindexed(
+                    sequence INTEGER PRIMARY KEY, id BLOB NOT NULL,
+                    kind TEXT NOT NULL, payload BLOB NOT NULL, ordering_key TEXT,
+                    attempts INTEGER NOT NULL DEFAULT 0, created_at INTEGER NOT NULL,
+                    next_attempt_at INTEGER NOT NULL, last_error TEXT, dead INTEGER NOT NULL DEFAULT 0,
+                    claimed_by TEXT, claimed_until INTEGER);
+                """)
+            enqueueStatement = try Self.prepare(handle, """
+                INSERT INTO outbox(id, kind, payload, ordering_key, created_at, next_attempt_at)
+                VALUES(?1, ?2, ?3, ?4, ?5, ?5)
+                """)
+            enqueueUnindexedStatement = try Self.prepare(handle, """
+                INSERT INTO outbox_unindexed(id, kind, payload, ordering_key, created_at, next_attempt_at)
+                VALUES(?1, ?2, ?3, ?4, ?5, ?5)
+                """)
             upsertStatement = try Self.prepare(handle, """
                 INSERT INTO records(collection_id, key, payload) VALUES(?1, ?2, ?3)
                 ON CONFLICT(collection_id, key) DO UPDATE SET payload = excluded.payload
@@ -67,7 +95,8 @@ final class RawSQLiteStore {
 
     deinit {
         for statement in [upsertStatement, selectAllStatement, selectOneStatement,
-                          beginStatement, commitStatement, rollbackStatement] {
+                          beginStatement, commitStatement, rollbackStatement,
+                          enqueueStatement, enqueueUnindexedStatement] {
             sqlite3_finalize(statement)
         }
         sqlite3_close_v2(db)
@@ -87,6 +116,32 @@ final class RawSQLiteStore {
     /// W2: one record, its own commit.
     func put(key: String, data: Data) throws {
         try transaction { try upsertRow(key: key, data: data) }
+    }
+
+    /// O1: one record and one outbox row in one commit; `unique: false` writes the row to the
+    /// table without the unique index on `id`.
+    func put(key: String, data: Data, enqueue message: OutboxMessage, unique: Bool) throws {
+        try transaction {
+            try upsertRow(key: key, data: data)
+            let statement = unique ? enqueueStatement : enqueueUnindexedStatement
+            defer {
+                sqlite3_reset(statement)
+                sqlite3_clear_bindings(statement)
+            }
+            withUnsafeBytes(of: message.id.uuid) { id in
+                _ = sqlite3_bind_blob(statement, 1, id.baseAddress, 16, recordkeeper_sqlite_transient())
+            }
+            sqlite3_bind_text(statement, 2, message.kind, -1, recordkeeper_sqlite_transient())
+            message.payload.withUnsafeBytes { bytes in
+                _ = sqlite3_bind_blob(statement, 3, bytes.baseAddress, Int32(bytes.count), recordkeeper_sqlite_transient())
+            }
+            if let key = message.orderingKey {
+                sqlite3_bind_text(statement, 4, key, -1, recordkeeper_sqlite_transient())
+            }
+            sqlite3_bind_int64(statement, 5, Int64(Date().timeIntervalSince1970 * 1000))
+            let rc = sqlite3_step(statement)
+            guard rc == SQLITE_DONE else { throw error(rc) }
+        }
     }
 
     /// W3: the whole collection.

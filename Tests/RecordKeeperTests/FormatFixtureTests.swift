@@ -112,7 +112,7 @@ import Testing
     func `write the format 2 fixture`() async throws {
         let path = try #require(ProcessInfo.processInfo.environment["RECORDKEEPER_WRITE_FIXTURE"])
         #expect(!FileManager.default.fileExists(atPath: path), "refusing to overwrite \(path)")
-        try await FormatTwoFixture.write(to: URL(fileURLWithPath: path))
+        try await FixtureWriters.writeStore(format: 2, to: URL(fileURLWithPath: path)) { try await FormatTwoFixture.write(to: $0) }
     }
 
     @Test func `a format 1 store takes new writes after the versions it holds`() async throws {
@@ -193,24 +193,26 @@ import Testing
         for suffix in ["", "-wal", "-shm", "-observers"] where FileManager.default.fileExists(atPath: url.path + suffix) {
             try FileManager.default.removeItem(atPath: url.path + suffix)
         }
-        let store = RecordStore(url: url)
-        // Writers log only while a stream observes the store.
-        var stream: AsyncStream<RecordChanges>? = await store.changes(in: "progress")
-        try await store.put("progress", key: "positions/moby-dick", data: Data(#"{"chapter":12,"offset":3400}"#.utf8))
-        try await store.put("progress", key: "positions/don-quijote", data: Data(#"{"chapter":1,"offset":0}"#.utf8))
-        try await store.put("progress", key: "vocabulary/ballena", data: Data(#"{"meaning":"whale","seen":3}"#.utf8))
-        try await store.put("progress", key: "vocabulary/café", data: Data(#"{"meaning":"coffee","seen":1}"#.utf8))
-        try await store.put("progress", key: "positions/moby-dick", data: Data(#"{"chapter":13,"offset":120}"#.utf8))
-        try await store.replace("settings", values: [:])
-        try await store.put("notes", key: "empty", data: Data())
-        try await store.put("notes", key: "binary", data: Data([0x00, 0xFF, 0x10, 0x80]))
-        try await store.apply("progress", changes: RecordChanges(upserts: [:], removals: ["vocabulary/ballena"]))
-        #expect(stream != nil)
-        stream = nil
-        store.core.watcher.waitUntilIdleForTesting()  // its connection closed
-        await store.close()  // the last connection: the WAL is checkpointed into the file
-        try FileManager.default.removeItem(atPath: url.path + "-observers")
-        for suffix in ["-wal", "-shm"] { #expect(!FileManager.default.fileExists(atPath: url.path + suffix)) }
+        try await FixtureWriters.writeStore(format: 3, to: url) { scratch in
+            let store = RecordStore(url: scratch)
+            // Writers log only while a stream observes the store.
+            var stream: AsyncStream<RecordChanges>? = await store.changes(in: "progress")
+            try await store.put("progress", key: "positions/moby-dick", data: Data(#"{"chapter":12,"offset":3400}"#.utf8))
+            try await store.put("progress", key: "positions/don-quijote", data: Data(#"{"chapter":1,"offset":0}"#.utf8))
+            try await store.put("progress", key: "vocabulary/ballena", data: Data(#"{"meaning":"whale","seen":3}"#.utf8))
+            try await store.put("progress", key: "vocabulary/café", data: Data(#"{"meaning":"coffee","seen":1}"#.utf8))
+            try await store.put("progress", key: "positions/moby-dick", data: Data(#"{"chapter":13,"offset":120}"#.utf8))
+            try await store.replace("settings", values: [:])
+            try await store.put("notes", key: "empty", data: Data())
+            try await store.put("notes", key: "binary", data: Data([0x00, 0xFF, 0x10, 0x80]))
+            try await store.apply("progress", changes: RecordChanges(upserts: [:], removals: ["vocabulary/ballena"]))
+            #expect(stream != nil)
+            stream = nil
+            store.core.watcher.waitUntilIdleForTesting()  // its connection closed
+            await store.close()  // the last connection: the WAL is checkpointed into the file
+            try FileManager.default.removeItem(atPath: scratch.path + "-observers")
+            for suffix in ["-wal", "-shm"] { #expect(!FileManager.default.fileExists(atPath: scratch.path + suffix)) }
+        }
         #expect(try changeLog(at: url) == Self.format3Log)
     }
 

@@ -5,12 +5,13 @@ import Foundation
 /// connection of one request. Every SQLite failure leaves as a `RecordStoreError` naming the
 /// operation and, where there is one, the message id (as its key).
 ///
-/// Times are stored as integer milliseconds since 1970. The table has no index besides its
-/// primary key and the unique id: every index is one more page an enqueue writes, and the
-/// queries that scan (claims, the next due time) read only what is queued, which delivery
-/// keeps small. Rows with `dead = 0` are pending,
-/// `dead = 1` are dead letters. A pending row with `claimed_until` in the future is being
-/// delivered by the processor `claimed_by`.
+/// Ids are stored as their 16 bytes, times as integer milliseconds since 1970. The table has
+/// no index besides its rowid and the unique id: every index is one more page each enqueue's
+/// commit writes (docs/PERFORMANCE.md, O1). The rowid is the enqueue order, so claims read
+/// the table in its own order and stop early (see `deliverable`); the next due time reads
+/// what is queued, which delivery keeps small. Rows with `dead = 0` are pending, `dead = 1`
+/// are dead letters. A pending row with `claimed_until` in the future is being delivered by
+/// the processor `claimed_by`.
 struct OutboxEngine {
     let engine: RecordEngine
 
@@ -35,7 +36,6 @@ struct OutboxEngine {
     func insert(_ messages: [OutboxMessage], now: Date) throws {
         let time = Self.milliseconds(now)
         for message in messages {
-            let id = message.id.uuidString
             do {
                 try connection.withStatement(
                     """
@@ -43,20 +43,23 @@ struct OutboxEngine {
                     VALUES (?1, ?2, ?3, ?4, ?5, ?5)
                     """
                 ) { statement in
-                    try statement.bind(id, at: 1)
+                    try statement.bind(message.id, at: 1)
                     try statement.bind(message.kind, at: 2)
                     try statement.bind(message.payload, at: 3)
                     if let key = message.orderingKey { try statement.bind(key, at: 4) } else { try statement.bindNull(at: 4) }
                     try statement.bind(time, at: 5)
                     try statement.run()
                 }
-            } catch let failure as SQLiteFailure where failure.code == SQLITE_CONSTRAINT | (8 << 8) {
+            } catch let failure as SQLiteFailure where failure.code == SQLITE_CONSTRAINT | (8 << 8) {  // SQLITE_CONSTRAINT_UNIQUE
+                // The unique index on `id` answers a duplicate; the statement wrote nothing and
+                // the caller's transaction rolls back.
+                let id = message.id.uuidString
                 var error = RecordStoreError(failure, operation: engine.operation, key: id, path: engine.path)
                 error.code = .invalidArgument
                 error.detail = "an outbox operation with id \(id) is already queued"
                 throw error
             } catch {
-                throw engine.error(error, key: id)
+                throw engine.error(error, key: message.id.uuidString)
             }
         }
     }
@@ -102,11 +105,11 @@ struct OutboxEngine {
     /// Decodes the columns id, kind, payload, ordering_key, attempts, created_at,
     /// next_attempt_at, last_error.
     private func operation(_ statement: Statement) throws -> OutboxOperation {
-        let text = statement.string(at: 0)
-        guard let id = UUID(uuidString: text) else {
+        guard let id = statement.uuid(at: 0) else {
+            let stored = statement.data(at: 0).map { String(format: "%02X", $0) }.joined()
             throw RecordStoreError(
-                code: .malformedRecord, operation: engine.operation, key: text, path: engine.path,
-                detail: "an outbox row's id is not a UUID")
+                code: .malformedRecord, operation: engine.operation, key: stored, path: engine.path,
+                detail: "an outbox row's id is not 16 bytes (a UUID); its bytes are shown in hex")
         }
         return OutboxOperation(
             id: id, kind: statement.string(at: 1), payload: statement.data(at: 2),
@@ -129,7 +132,7 @@ struct OutboxEngine {
                 WHERE id = ?1 AND dead = 1
                 """
             ) { statement in
-                try statement.bind(id.uuidString, at: 1)
+                try statement.bind(id, at: 1)
                 try statement.bind(Self.milliseconds(now), at: 2)
                 try statement.run()
                 return connection.changes > 0
@@ -141,7 +144,7 @@ struct OutboxEngine {
     func discard(_ id: UUID) throws -> Bool {
         try engine.run(key: id.uuidString) {
             try connection.withStatement("DELETE FROM outbox WHERE id = ?1 AND dead = 1") { statement in
-                try statement.bind(id.uuidString, at: 1)
+                try statement.bind(id, at: 1)
                 try statement.run()
                 return connection.changes > 0
             }
@@ -153,27 +156,37 @@ struct OutboxEngine {
     /// Pending operations a processor may start now, in enqueue order, at most `limit`: due by
     /// `due`, not under a live claim at `now`, and first of their ordering key among pending
     /// operations (an earlier pending operation of the key, claimed or waiting, holds the
-    /// later ones back; dead letters do not).
-    func deliverable(due: Date, now: Date, limit: Int) throws -> [OutboxOperation] {
-        try engine.run {
+    /// later ones back; dead letters do not). Operations for which `skip` is true are left
+    /// out, but still hold their key back.
+    ///
+    /// One pass over the pending rows in rowid (= `sequence`, enqueue) order, which is the
+    /// table's own order: no index, no sort, and no grouping of the whole queue. A row is the
+    /// first pending one of its key exactly when no earlier pending row had that key, so the
+    /// pass notes the keys it has seen and stops once it has `limit` operations. Delivering a
+    /// backlog thus reads about as many rows per claim as operations are waiting in front of
+    /// the ones it starts, not the whole queue (docs/PERFORMANCE.md, O2).
+    func deliverable(due: Date, now: Date, limit: Int, skip: (UUID) -> Bool) throws -> [OutboxOperation] {
+        guard limit > 0 else { return [] }
+        let dueTime = Self.milliseconds(due)
+        let nowTime = Self.milliseconds(now)
+        return try engine.run {
             try connection.withStatement(
                 """
-                SELECT o.id, o.kind, o.payload, o.ordering_key, o.attempts, o.created_at,
-                    o.next_attempt_at, o.last_error
-                FROM outbox o
-                WHERE o.dead = 0 AND o.next_attempt_at <= ?1
-                    AND (o.claimed_until IS NULL OR o.claimed_until <= ?2)
-                    AND (o.ordering_key IS NULL OR o.sequence IN (
-                        SELECT min(sequence) FROM outbox
-                        WHERE dead = 0 AND ordering_key IS NOT NULL GROUP BY ordering_key))
-                ORDER BY o.sequence LIMIT ?3
+                SELECT id, kind, payload, ordering_key, attempts, created_at, next_attempt_at, last_error,
+                    claimed_until
+                FROM outbox WHERE dead = 0 ORDER BY sequence
                 """
             ) { statement in
-                try statement.bind(Self.milliseconds(due), at: 1)
-                try statement.bind(Self.milliseconds(now), at: 2)
-                try statement.bind(Int64(limit), at: 3)
                 var result: [OutboxOperation] = []
-                while try statement.step() { result.append(try operation(statement)) }
+                var seenKeys = Set<String>()
+                while result.count < limit, try statement.step() {
+                    if !statement.isNull(at: 3), !seenKeys.insert(statement.string(at: 3)).inserted { continue }
+                    guard statement.int64(at: 6) <= dueTime,
+                        statement.isNull(at: 8) || statement.int64(at: 8) <= nowTime
+                    else { continue }
+                    let next = try operation(statement)
+                    if !skip(next.id) { result.append(next) }
+                }
                 return result
             }
         }
@@ -189,7 +202,7 @@ struct OutboxEngine {
                 WHERE id = ?1 AND dead = 0
                 """
             ) { statement in
-                try statement.bind(id.uuidString, at: 1)
+                try statement.bind(id, at: 1)
                 try statement.bind(processor, at: 2)
                 try statement.bind(Self.millisecondsRoundingUp(until), at: 3)
                 try statement.run()
@@ -201,7 +214,7 @@ struct OutboxEngine {
     func remove(_ id: UUID) throws {
         try engine.run(key: id.uuidString) {
             try connection.withStatement("DELETE FROM outbox WHERE id = ?1 AND dead = 0") { statement in
-                try statement.bind(id.uuidString, at: 1)
+                try statement.bind(id, at: 1)
                 try statement.run()
             }
         }
@@ -220,7 +233,7 @@ struct OutboxEngine {
                 WHERE id = ?1 AND claimed_by = ?2 AND dead = 0
                 """
             ) { statement in
-                try statement.bind(id.uuidString, at: 1)
+                try statement.bind(id, at: 1)
                 try statement.bind(processor, at: 2)
                 try statement.bind(error, at: 3)
                 if let next { try statement.bind(Self.millisecondsRoundingUp(next), at: 4) } else { try statement.bindNull(at: 4) }
@@ -238,10 +251,30 @@ struct OutboxEngine {
                 WHERE id = ?1 AND dead = 0
                 """
             ) { statement in
-                try statement.bind(id.uuidString, at: 1)
+                try statement.bind(id, at: 1)
                 try statement.bind(error, at: 2)
                 try statement.run()
             }
         }
+    }
+}
+
+extension Statement {
+    /// Binds a UUID as its 16 bytes (a BLOB), the form of `outbox.id` (docs/FORMAT.md).
+    func bind(_ value: UUID, at index: Int32) throws(SQLiteFailure) {
+        let code = withUnsafeBytes(of: value.uuid) { bytes in
+            sqlite3_bind_blob(handle, index, bytes.baseAddress, 16, recordkeeper_sqlite_transient())
+        }
+        guard code == SQLITE_OK else { throw SQLiteFailure(code: code, handle: sqlite3_db_handle(handle)) }
+    }
+
+    /// The 16-byte BLOB at `column` as a UUID; nil for any other value.
+    func uuid(at column: Int32) -> UUID? {
+        guard sqlite3_column_type(handle, column) == SQLITE_BLOB, byteCount(at: column) == 16,
+            let bytes = sqlite3_column_blob(handle, column)
+        else { return nil }
+        var value: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        withUnsafeMutableBytes(of: &value) { $0.copyMemory(from: UnsafeRawBufferPointer(start: bytes, count: 16)) }
+        return UUID(uuid: value)
     }
 }

@@ -130,10 +130,12 @@ public actor OutboxProcessor {
             var buried = 0
             // Dead-lettering one may let the next of its key through: look again until stable.
             while claimed.count < limit {
-                let candidates = try outbox.deliverable(due: due, now: now, limit: limit + attempted.count)
-                    .filter { !attempted.contains($0.id) && !claimed.contains($0) }
+                let taken = claimed
+                let candidates = try outbox.deliverable(due: due, now: now, limit: limit - claimed.count) { id in
+                    attempted.contains(id) || taken.contains { $0.id == id }
+                }
                 var buriedNow = false
-                for candidate in candidates.prefix(limit - claimed.count) {
+                for candidate in candidates {
                     if candidate.attempts >= maximumAttempts {
                         let previous = candidate.lastError.map { "; last error: \($0)" } ?? ""
                         try outbox.bury(

@@ -44,7 +44,7 @@ extension RecordStore {
     /// ```
     /// - Throws: ``RecordStoreError``; nothing of the change and none of the messages is
     ///   stored then.
-    public nonisolated func apply(
+    public nonisolated(nonsending) func apply(
         _ collection: String, changes: RecordChanges, enqueue messages: [OutboxMessage]
     ) async throws {
         let input = try ValidatedChanges(collection, changes: changes, operation: .apply)
@@ -58,7 +58,7 @@ extension RecordStore {
 
     /// Queues `messages` in the outbox in one transaction, without changing any record.
     /// - Throws: ``RecordStoreError`` (an empty kind, a duplicate id): nothing is queued then.
-    public nonisolated func enqueue(_ messages: [OutboxMessage]) async throws {
+    public nonisolated(nonsending) func enqueue(_ messages: [OutboxMessage]) async throws {
         let queued = try ValidatedMessages(messages, operation: .enqueue)
         _ = try await performWrite(.enqueue, collection: nil, inline: mayWriteInline(queued.messages.count)) {
             context in

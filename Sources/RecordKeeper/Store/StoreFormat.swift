@@ -41,7 +41,7 @@ enum StoreFormat {
             sql: """
                 CREATE TABLE outbox (
                     sequence INTEGER PRIMARY KEY,
-                    id TEXT NOT NULL UNIQUE,
+                    id BLOB NOT NULL UNIQUE,
                     kind TEXT NOT NULL,
                     payload BLOB NOT NULL,
                     ordering_key TEXT,

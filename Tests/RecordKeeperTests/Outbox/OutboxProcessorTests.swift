@@ -146,6 +146,28 @@ import Testing
         }
     }
 
+    @Test(arguments: StoreKind.allCases)
+    func `an operation due again at once is attempted once per call and still holds back its key`(kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ in
+            let clock = TestClock()
+            let transport = ScriptedTransport(["flaky": [.retry("503", after: nil)]])
+            // No backoff: the failed operation is due again within the same call.
+            let policy = RetryPolicy(initialDelay: .zero, maximumDelay: .zero)
+            let processor = OutboxProcessor.testing(store, transport, clock: clock, policy: policy)
+            let flaky = message("flaky", "1", key: "a"), behind = message("ok", "2", key: "a")
+            // More unkeyed operations than the processor delivers at a time.
+            let others = (0..<(3 * OutboxProcessor.maximumConcurrentDeliveries)).map { message("ok", "other \($0)") }
+            try await store.enqueue([flaky, behind] + others)
+            #expect(try await processor.deliverDue() == OutboxDeliveryReport(delivered: others.count, retried: 1))
+            #expect(transport.attempts.filter { $0.id == flaky.id }.count == 1)
+            #expect(!transport.attempts.contains { $0.id == behind.id })
+            #expect(try await store.outbox.pending().map(\.id) == [flaky.id, behind.id])
+            #expect(try await processor.deliverDue().delivered == 2)
+            #expect(transport.attempts.suffix(2).map(\.id) == [flaky.id, behind.id])
+            #expect(try await store.outbox.pending().isEmpty)
+        }
+    }
+
     @Test func `a retryable failure at the last attempt moves the operation to the dead letters`() async throws {
         try await withStore(.inMemory) { store, _ in
             let clock = TestClock()

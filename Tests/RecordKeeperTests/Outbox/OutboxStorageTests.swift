@@ -95,6 +95,7 @@ import Testing
             #expect(again?.code == .invalidArgument)
             #expect(again?.key == queued.id.uuidString)
             #expect(again?.sqliteCode != nil, "SQLite's constraint code is kept")
+            #expect(again?.description.contains("\(queued.id.uuidString) is already queued") == true)
 
             let twice = message("c", "3")
             await #expect(throws: RecordStoreError.self) { try await store.enqueue([twice, twice]) }
@@ -120,6 +121,31 @@ import Testing
             try await store.put("outbox", key: "mine", data: Data("a collection of the app's own"))
             #expect(try await store.collections().map(\.name) == ["outbox"])
             #expect(try await store.outbox.pending().count == 1)
+        }
+    }
+
+    @Test func `an id is stored as its 16 bytes and read back as the same UUID`() async throws {
+        try await withStore(.onDisk) { store, url in
+            let id = UUID(uuidString: "0123ABCD-4567-4890-ABCD-EF0123456789")!
+            try await store.enqueue([OutboxMessage(id: id, kind: "a", payload: Data("1".utf8))])
+            let connection = try SQLiteConnection(path: url.path, busyTimeout: .seconds(5))
+            let stored = try connection.withStatement("SELECT typeof(id), hex(id) FROM outbox") { statement in
+                try #require(try statement.step())
+                return (statement.string(at: 0), statement.string(at: 1))
+            }
+            #expect(stored.0 == "blob" && stored.1 == "0123ABCD45674890ABCDEF0123456789", "docs/FORMAT.md, format 2")
+            #expect(try await store.outbox.pending().map(\.id) == [id])
+        }
+    }
+
+    @Test func `a row whose id is not 16 bytes is reported as malformed, not skipped`() async throws {
+        try await withStore(.onDisk) { store, url in
+            try await store.enqueue([message("a", "1")])
+            let connection = try SQLiteConnection(path: url.path, busyTimeout: .seconds(5))
+            try connection.execute("UPDATE outbox SET id = X'0102'")
+            let error = await #expect(throws: RecordStoreError.self) { try await store.outbox.pending() }
+            #expect(error?.code == .malformedRecord)
+            #expect(error?.key == "0102")
         }
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import RecordKeeperTestSupport
 import Testing
 @testable import RecordKeeper
 
@@ -69,6 +70,55 @@ enum FixtureWriters {
     }
 }
 
+extension FixtureWriters {
+    /// Writes a store of the older format `version` at `url`, holding what `write` stores.
+    ///
+    /// The library only writes the current format, so `write` fills a scratch store with it;
+    /// then a new file is created by the first `version` steps of `StoreFormat.migrations` and
+    /// given the rows of every table that format has, in one transaction, and closed (the WAL
+    /// is checkpointed into the file). The later formats changed nothing in how the tables of
+    /// the earlier ones are written, so the file holds what format `version` wrote.
+    static func writeStore(format version: Int, to url: URL, _ write: (URL) async throws -> Void) async throws {
+        precondition(version < StoreFormat.currentVersion, "the current format is written by the library itself")
+        try await withTemporaryDirectory { scratchDirectory in
+            let scratch = scratchDirectory.appendingPathComponent("scratch.sqlite")
+            try await write(scratch)
+            try StoreOpener.prepareFile(at: url.path)
+            let connection = try SQLiteConnection(path: url.path, busyTimeout: .seconds(5))
+            try Migrator.run(
+                Array(StoreFormat.migrations.prefix(version)), on: connection, from: 0,
+                applicationID: StoreFormat.applicationID)
+            #expect(try connection.enableWriteAheadLog() == "wal")
+            let attach = try Statement(connection: connection.handle, sql: "ATTACH DATABASE ?1 AS scratch", persistent: false)
+            try attach.bind(scratch.path, at: 1)
+            try attach.run()
+            try connection.beginImmediate()
+            // Names of this format's own tables and columns (never input), quoted.
+            for table in try names(connection, "SELECT name FROM main.sqlite_master WHERE type = 'table' ORDER BY name") {
+                let columns = try names(connection, "SELECT name FROM pragma_table_info('\(table)', 'main')")
+                    .map { "\"\($0)\"" }.joined(separator: ", ")
+                try connection.execute(
+                    """
+                    DELETE FROM main."\(table)";
+                    INSERT INTO main."\(table)" (\(columns)) SELECT \(columns) FROM scratch."\(table)";
+                    """)
+            }
+            try connection.commit()
+            try connection.execute("DETACH DATABASE scratch")
+            #expect(try connection.userVersion() == version)
+        }
+        #expect(!FileManager.default.fileExists(atPath: url.path + "-wal"), "closing checkpoints the log")
+    }
+
+    /// The first column of every row `sql` (constant SQL of the fixture writers) returns.
+    private static func names(_ connection: SQLiteConnection, _ sql: String) throws -> [String] {
+        let statement = try Statement(connection: connection.handle, sql: sql, persistent: false)
+        var result: [String] = []
+        while try statement.step() { result.append(statement.string(at: 0)) }
+        return result
+    }
+}
+
 /// Regenerates the fixtures written by ``FixtureWriters`` (needed when the format numbering
 /// changes). Run only on request:
 ///
@@ -85,11 +135,13 @@ enum FixtureWriters {
             ("format-4.sqlite", FixtureWriters.writeFormat4),
         ] as [(String, @Sendable (URL) async throws -> Void)] {
             let url = directory.appendingPathComponent(name)
-            for suffix in ["", "-wal", "-shm"] where FileManager.default.fileExists(atPath: url.path + suffix) {
+            for suffix in ["", "-wal", "-shm", "-observers"] where FileManager.default.fileExists(atPath: url.path + suffix) {
                 try FileManager.default.removeItem(atPath: url.path + suffix)
             }
             try await write(url)
             #expect(!FileManager.default.fileExists(atPath: url.path + "-wal"), "closing checkpoints the log")
+            // The observers' lock file of the writes (docs/FORMAT.md) is not part of a fixture.
+            try FileManager.default.removeItem(atPath: url.path + "-observers")
         }
     }
 }

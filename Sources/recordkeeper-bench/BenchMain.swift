@@ -52,6 +52,7 @@ func runBench(_ options: BenchOptions) async -> Int32 {
     runner.log("N=\(options.n), repeats=\(options.repeats), durability=\(options.durability.rawValue), "
         + "workloads=\(options.workloads.map(\.rawValue).joined(separator: ",")), dir=\(runner.directory.path)")
     do {
+        var syncDone = false
         for workload in options.workloads {
             switch workload {
             case .w1: try await runner.runBulkInsert()
@@ -70,6 +71,12 @@ func runBench(_ options: BenchOptions) async -> Int32 {
                 try await runner.runTypedWorkload(workload)
             case .c1: try await runner.runCodecCost()
             case .o1: try await runner.runOutboxEnqueue()
+            case .s1, .s2:
+                // One run measures both (the pull reads what the push wrote).
+                if !syncDone, let conninfo = options.postgres {
+                    syncDone = true
+                    try await runner.runSync(conninfo: conninfo)
+                }
             }
         }
     } catch {

@@ -31,14 +31,9 @@ extension PostgresSyncServer {
         state.records = try currentRecords(space, operations, on: connection)
 
         let plan = SyncPushPlanner.plan(operations, state: state)
-
-        try writeRecords(space, plan.records, on: connection)
-        try recordOperations(space, plan.newOperations, on: connection)
-        try writeSequences(space, plan.lastSequences, on: connection)
-        if plan.counter != counter {
-            try connection.execute(
-                "UPDATE recordkeeper_sync_spaces SET counter = $2 WHERE space = $1",
-                [.text(space), .int64(plan.counter)], operation: "push: advance the counter")
+        // Only re-deliveries and out-of-order operations: nothing to write.
+        if !plan.newOperations.isEmpty {
+            try write(space, plan: plan, existing: state.records, on: connection)
         }
         try hooks.beforeCommit?(space)
         return plan.outcomes
@@ -56,7 +51,7 @@ extension PostgresSyncServer {
                 WHERE space = $1 AND operation_id = w.id
                 LIMIT 1
             ) o
-            """, [.text(space), .textArray(operations.map { $0.id.uuidString })],
+            """, [.text(space), .uuidArray(operations.map(\.id))],
             operation: "push: find operations received before")
         var outcomes: [UUID: SyncOutcome] = [:]
         let decoder = JSONDecoder()
@@ -128,98 +123,92 @@ extension PostgresSyncServer {
         return records
     }
 
-    private static func writeRecords(
-        _ space: String, _ records: [SyncRecordKey: SyncStoredRecord],
+    /// Every write of a push in one statement, as data-modifying CTEs over the arrays of the
+    /// plan (each sub-statement runs to completion; they touch different rows): the records
+    /// the push creates (a plain INSERT: the counter lock keeps every other push of the space
+    /// out, so a record the reads did not find cannot appear meanwhile; cheaper than an upsert's
+    /// speculative insertion), the records it changes (an upsert), the operations received with
+    /// their outcomes, the devices' last sequences, and the counter.
+    private static func write(
+        _ space: String, plan: SyncPushPlan, existing: [SyncRecordKey: SyncStoredRecord],
         on connection: isolated PostgresConnection
     ) throws {
-        if records.isEmpty { return }
-        var collections: [String?] = [], keys: [String?] = [], versions: [String?] = []
-        var payloads: [String?] = [], devices: [String?] = [], bases: [String?] = []
-        for (id, record) in records {
+        let count = plan.records.count
+        var collections: [String?] = [], keys: [String?] = [], versions: [Int64?] = []
+        var payloads: [Data?] = [], devices: [String?] = [], bases: [Int64?] = [], existed: [Bool] = []
+        collections.reserveCapacity(count)
+        keys.reserveCapacity(count)
+        versions.reserveCapacity(count)
+        payloads.reserveCapacity(count)
+        devices.reserveCapacity(count)
+        bases.reserveCapacity(count)
+        existed.reserveCapacity(count)
+        for (id, record) in plan.records {
             collections.append(id.collection)
             keys.append(id.key)
-            versions.append(String(record.version.rawValue))
-            payloads.append(record.value.payload.map(Hex.encode))
+            versions.append(record.version.rawValue)
+            payloads.append(record.value.payload)
             devices.append(record.writerDevice)
-            bases.append(record.writerBase.map { String($0.rawValue) })
+            bases.append(record.writerBase?.rawValue)
+            existed.append(existing[id] != nil)
         }
-        try connection.execute(
-            """
-            INSERT INTO recordkeeper_sync_records AS r
-                (space, collection, key, version, payload, deleted, writer_device, writer_base)
-            SELECT $1, w.collection, w.key, w.version, decode(w.payload, 'hex'), w.payload IS NULL,
-                w.writer_device, w.writer_base
-            FROM unnest($2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::bigint[])
-                AS w(collection, key, version, payload, writer_device, writer_base)
-            ON CONFLICT (space, collection, key) DO UPDATE SET
-                version = excluded.version, payload = excluded.payload, deleted = excluded.deleted,
-                writer_device = excluded.writer_device, writer_base = excluded.writer_base
-            """,
-            [
-                .text(space), .textArray(collections), .textArray(keys), .textArray(versions),
-                .textArray(payloads), .textArray(devices), .textArray(bases),
-            ], operation: "push: write the records")
-    }
-
-    private static func recordOperations(
-        _ space: String, _ operations: [SyncRecordedOperation],
-        on connection: isolated PostgresConnection
-    ) throws {
-        if operations.isEmpty { return }
-        var ids: [String?] = [], devices: [String?] = [], sequences: [String?] = []
-        var versions: [String?] = [], outcomes: [String?] = []
-        for operation in operations {
-            ids.append(operation.id.uuidString)
-            devices.append(operation.device)
-            sequences.append(String(operation.sequence))
-            versions.append(operation.outcome.result.appliedVersion.map { String($0.rawValue) })
+        var ids: [UUID] = [], operationDevices: [String?] = [], sequences: [Int64?] = []
+        var appliedVersions: [Int64?] = [], outcomes: [String?] = []
+        for operation in plan.newOperations {
+            ids.append(operation.id)
+            operationDevices.append(operation.device)
+            sequences.append(operation.sequence)
+            appliedVersions.append(operation.outcome.result.appliedVersion?.rawValue)
             outcomes.append(try OutcomeJSON.encode(operation.outcome))
         }
         try connection.execute(
             """
-            INSERT INTO recordkeeper_sync_operations
-                (space, operation_id, device, sequence, version, outcome)
-            SELECT $1, w.id, w.device, w.sequence, w.version, w.outcome
-            FROM unnest($2::uuid[], $3::text[], $4::bigint[], $5::bigint[], $6::jsonb[])
-                AS w(id, device, sequence, version, outcome)
+            WITH created AS (
+                INSERT INTO recordkeeper_sync_records
+                    (space, collection, key, version, payload, deleted, writer_device, writer_base)
+                SELECT $1, w.collection, w.key, w.version, w.payload, w.payload IS NULL,
+                    w.writer_device, w.writer_base
+                FROM unnest($2::text[], $3::text[], $4::bigint[], $5::bytea[], $6::text[],
+                    $7::bigint[], $8::boolean[])
+                    AS w(collection, key, version, payload, writer_device, writer_base, existed)
+                WHERE NOT w.existed
+            ), changed AS (
+                INSERT INTO recordkeeper_sync_records AS r
+                    (space, collection, key, version, payload, deleted, writer_device, writer_base)
+                SELECT $1, w.collection, w.key, w.version, w.payload, w.payload IS NULL,
+                    w.writer_device, w.writer_base
+                FROM unnest($2::text[], $3::text[], $4::bigint[], $5::bytea[], $6::text[],
+                    $7::bigint[], $8::boolean[])
+                    AS w(collection, key, version, payload, writer_device, writer_base, existed)
+                WHERE w.existed
+                ON CONFLICT (space, collection, key) DO UPDATE SET
+                    version = excluded.version, payload = excluded.payload,
+                    deleted = excluded.deleted, writer_device = excluded.writer_device,
+                    writer_base = excluded.writer_base
+            ), operations AS (
+                INSERT INTO recordkeeper_sync_operations
+                    (space, operation_id, device, sequence, version, outcome)
+                SELECT $1, w.id, w.device, w.sequence, w.version, w.outcome
+                FROM unnest($9::uuid[], $10::text[], $11::bigint[], $12::bigint[], $13::jsonb[])
+                    AS w(id, device, sequence, version, outcome)
+            ), devices AS (
+                INSERT INTO recordkeeper_sync_devices AS d (space, device, last_sequence)
+                SELECT $1, w.device, w.last_sequence
+                FROM unnest($14::text[], $15::bigint[]) AS w(device, last_sequence)
+                ON CONFLICT (space, device) DO UPDATE SET last_sequence = excluded.last_sequence
+            )
+            UPDATE recordkeeper_sync_spaces SET counter = $16 WHERE space = $1 AND counter <> $16
             """,
             [
-                .text(space), .textArray(ids), .textArray(devices), .textArray(sequences),
-                .textArray(versions), .textArray(outcomes),
-            ], operation: "push: record the operations")
-    }
-
-    private static func writeSequences(
-        _ space: String, _ sequences: [String: Int64], on connection: isolated PostgresConnection
-    ) throws {
-        if sequences.isEmpty { return }
-        try connection.execute(
-            """
-            INSERT INTO recordkeeper_sync_devices AS d (space, device, last_sequence)
-            SELECT $1, w.device, w.last_sequence
-            FROM unnest($2::text[], $3::bigint[]) AS w(device, last_sequence)
-            ON CONFLICT (space, device) DO UPDATE SET last_sequence = excluded.last_sequence
-            """,
-            [
-                .text(space), .textArray(sequences.keys.map { $0 }),
-                .textArray(sequences.values.map { String($0) }),
-            ], operation: "push: record the devices' sequences")
-    }
-}
-
-/// Lower-case hexadecimal, for payloads sent inside text arrays and decoded by `decode(…, 'hex')`.
-enum Hex {
-    private static let digits = Array("0123456789abcdef".utf8)
-
-    static func encode(_ data: Data) -> String {
-        var bytes = [UInt8](repeating: 0, count: data.count * 2)
-        var index = 0
-        for byte in data {
-            bytes[index] = digits[Int(byte >> 4)]
-            bytes[index + 1] = digits[Int(byte & 0x0F)]
-            index += 2
-        }
-        return String(decoding: bytes, as: UTF8.self)
+                .text(space),
+                .textArray(collections), .textArray(keys), .int64Array(versions),
+                .byteaArray(payloads), .textArray(devices), .int64Array(bases), .boolArray(existed),
+                .uuidArray(ids), .textArray(operationDevices), .int64Array(sequences),
+                .int64Array(appliedVersions), .textArray(outcomes),
+                .textArray(plan.lastSequences.keys.map { $0 }),
+                .int64Array(plan.lastSequences.values.map { $0 }),
+                .int64(plan.counter),
+            ], operation: "push: write the records, operations, sequences and counter")
     }
 }
 

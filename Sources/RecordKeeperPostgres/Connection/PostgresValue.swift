@@ -4,7 +4,8 @@ public import Foundation
 ///
 /// Scalars travel in libpq's binary format with their type; text and ``textArray(_:)`` travel
 /// in text format and take the type the SQL gives them (`$1::text[]`). The typed arrays
-/// (``byteaArray(_:)``, ``int64Array(_:)``, ``uuidArray(_:)``, ``boolArray(_:)``) travel in
+/// (``binaryTextArray(_:)``, ``byteaArray(_:)``, ``int64Array(_:)``, ``uuidArray(_:)``,
+/// ``boolArray(_:)``) travel in
 /// PostgreSQL's binary array format: no escaping, no hex, nothing for the server to parse.
 ///
 /// ```swift
@@ -26,6 +27,9 @@ public enum PostgresValue: Sendable, Hashable {
     /// An array of strings and NULLs as a text-format array literal; cast it in SQL
     /// (`$1::text[]`, `$1::uuid[]`, `$1::bigint[]`).
     case textArray([String?])
+    /// An array of strings and NULLs (`text[]`), binary format: each element's UTF-8 bytes as
+    /// they are, nothing escaped or parsed. A string with a NUL character is refused.
+    case binaryTextArray([String?])
     /// An array of byte strings and NULLs (`bytea[]`), binary format.
     case byteaArray([Data?])
     /// An array of 64-bit integers and NULLs (`bigint[]`), binary format.
@@ -52,6 +56,18 @@ public enum PostgresValue: Sendable, Hashable {
             return (Array(data), 17, 1)
         case .textArray(let elements):
             return (try Self.arrayLiteral(elements) + [0], 0, 0)
+        case .binaryTextArray(let elements):
+            var array = BinaryArray(
+                elementType: 25, count: elements.count, bytes: elements.reduce(0) { $0 + ($1?.utf8.count ?? 0) })
+            for element in elements {
+                guard let element else {
+                    array.appendNull()
+                    continue
+                }
+                try Self.checkNoNUL(element)
+                array.append(element.utf8)
+            }
+            return (array.finish(), 1009, 1)
         case .byteaArray(let elements):
             var array = BinaryArray(elementType: 17, count: elements.count, bytes: elements.reduce(0) { $0 + ($1?.count ?? 0) })
             for element in elements {

@@ -33,7 +33,7 @@ extension PostgresSyncServer {
         let plan = SyncPushPlanner.plan(operations, state: state)
         // Only re-deliveries and out-of-order operations: nothing to write.
         if !plan.newOperations.isEmpty {
-            try write(space, plan: plan, existing: state.records, on: connection)
+            try write(space, plan: plan, on: connection)
         }
         try hooks.beforeCommit?(space)
         return plan.outcomes
@@ -78,7 +78,7 @@ extension PostgresSyncServer {
             """
             SELECT device, last_sequence FROM recordkeeper_sync_devices
             WHERE space = $1 AND device = ANY($2::text[])
-            """, [.text(space), .textArray(devices)],
+            """, [.text(space), .binaryTextArray(devices)],
             operation: "push: read the devices' last sequences")
         var sequences: [String: Int64] = [:]
         for row in 0..<result.rowCount {
@@ -90,12 +90,15 @@ extension PostgresSyncServer {
     private static func currentRecords(
         _ space: String, _ operations: [SyncOperation], on connection: isolated PostgresConnection
     ) throws -> [SyncRecordKey: SyncStoredRecord] {
-        var seen = Set<SyncRecordKey>()
+        // Every change's record, repeats included (deduplicating would hash every key once
+        // more; a repeated probe costs the server less).
         var collections: [String?] = []
         var keys: [String?] = []
+        let count = operations.reduce(0) { $0 + $1.changes.count }
+        collections.reserveCapacity(count)
+        keys.reserveCapacity(count)
         for operation in operations {
-            for change in operation.changes
-            where seen.insert(SyncRecordKey(collection: change.collection, key: change.key)).inserted {
+            for change in operation.changes {
                 collections.append(change.collection)
                 keys.append(change.key)
             }
@@ -109,7 +112,7 @@ extension PostgresSyncServer {
                 WHERE space = $1 AND collection = w.collection AND key = w.key
                 LIMIT 1
             ) r
-            """, [.text(space), .textArray(collections), .textArray(keys)],
+            """, [.text(space), .binaryTextArray(collections), .binaryTextArray(keys)],
             operation: "push: read the records the operations change", resultFormat: .binary)
         var records: [SyncRecordKey: SyncStoredRecord] = [:]
         for row in 0..<result.rowCount {
@@ -128,37 +131,27 @@ extension PostgresSyncServer {
     /// the push creates (a plain INSERT: the counter lock keeps every other push of the space
     /// out, so a record the reads did not find cannot appear meanwhile; cheaper than an upsert's
     /// speculative insertion), the records it changes (an upsert), the operations received with
-    /// their outcomes, the devices' last sequences, and the counter.
+    /// their outcomes, the devices' last sequences, and the counter. Records go in the order
+    /// the push first wrote them.
     private static func write(
-        _ space: String, plan: SyncPushPlan, existing: [SyncRecordKey: SyncStoredRecord],
-        on connection: isolated PostgresConnection
+        _ space: String, plan: SyncPushPlan, on connection: isolated PostgresConnection
     ) throws {
-        let count = plan.records.count
-        var collections: [String?] = [], keys: [String?] = [], versions: [Int64?] = []
-        var payloads: [Data?] = [], devices: [String?] = [], bases: [Int64?] = [], existed: [Bool] = []
-        collections.reserveCapacity(count)
-        keys.reserveCapacity(count)
-        versions.reserveCapacity(count)
-        payloads.reserveCapacity(count)
-        devices.reserveCapacity(count)
-        bases.reserveCapacity(count)
-        existed.reserveCapacity(count)
-        for (id, record) in plan.records {
-            collections.append(id.collection)
-            keys.append(id.key)
-            versions.append(record.version.rawValue)
-            payloads.append(record.value.payload)
-            devices.append(record.writerDevice)
-            bases.append(record.writerBase?.rawValue)
-            existed.append(existing[id] != nil)
+        var created = RecordArrays(capacity: plan.writes.count)
+        var changed = RecordArrays(capacity: 0)
+        for write in plan.writes {
+            if write.existed {
+                changed.append(write)
+            } else {
+                created.append(write)
+            }
         }
-        var ids: [UUID] = [], operationDevices: [String?] = [], sequences: [Int64?] = []
-        var appliedVersions: [Int64?] = [], outcomes: [String?] = []
+        var ids: [UUID] = [], devices: [String?] = [], sequences: [Int64?] = []
+        var versions: [Int64?] = [], outcomes: [String?] = []
         for operation in plan.newOperations {
             ids.append(operation.id)
-            operationDevices.append(operation.device)
+            devices.append(operation.device)
             sequences.append(operation.sequence)
-            appliedVersions.append(operation.outcome.result.appliedVersion?.rawValue)
+            versions.append(operation.outcome.result.appliedVersion?.rawValue)
             outcomes.append(try OutcomeJSON.encode(operation.outcome))
         }
         try connection.execute(
@@ -168,19 +161,15 @@ extension PostgresSyncServer {
                     (space, collection, key, version, payload, deleted, writer_device, writer_base)
                 SELECT $1, w.collection, w.key, w.version, w.payload, w.payload IS NULL,
                     w.writer_device, w.writer_base
-                FROM unnest($2::text[], $3::text[], $4::bigint[], $5::bytea[], $6::text[],
-                    $7::bigint[], $8::boolean[])
-                    AS w(collection, key, version, payload, writer_device, writer_base, existed)
-                WHERE NOT w.existed
+                FROM unnest($2::text[], $3::text[], $4::bigint[], $5::bytea[], $6::text[], $7::bigint[])
+                    AS w(collection, key, version, payload, writer_device, writer_base)
             ), changed AS (
                 INSERT INTO recordkeeper_sync_records AS r
                     (space, collection, key, version, payload, deleted, writer_device, writer_base)
                 SELECT $1, w.collection, w.key, w.version, w.payload, w.payload IS NULL,
                     w.writer_device, w.writer_base
-                FROM unnest($2::text[], $3::text[], $4::bigint[], $5::bytea[], $6::text[],
-                    $7::bigint[], $8::boolean[])
-                    AS w(collection, key, version, payload, writer_device, writer_base, existed)
-                WHERE w.existed
+                FROM unnest($8::text[], $9::text[], $10::bigint[], $11::bytea[], $12::text[], $13::bigint[])
+                    AS w(collection, key, version, payload, writer_device, writer_base)
                 ON CONFLICT (space, collection, key) DO UPDATE SET
                     version = excluded.version, payload = excluded.payload,
                     deleted = excluded.deleted, writer_device = excluded.writer_device,
@@ -189,26 +178,54 @@ extension PostgresSyncServer {
                 INSERT INTO recordkeeper_sync_operations
                     (space, operation_id, device, sequence, version, outcome)
                 SELECT $1, w.id, w.device, w.sequence, w.version, w.outcome
-                FROM unnest($9::uuid[], $10::text[], $11::bigint[], $12::bigint[], $13::jsonb[])
+                FROM unnest($14::uuid[], $15::text[], $16::bigint[], $17::bigint[], $18::jsonb[])
                     AS w(id, device, sequence, version, outcome)
             ), devices AS (
                 INSERT INTO recordkeeper_sync_devices AS d (space, device, last_sequence)
                 SELECT $1, w.device, w.last_sequence
-                FROM unnest($14::text[], $15::bigint[]) AS w(device, last_sequence)
+                FROM unnest($19::text[], $20::bigint[]) AS w(device, last_sequence)
                 ON CONFLICT (space, device) DO UPDATE SET last_sequence = excluded.last_sequence
             )
-            UPDATE recordkeeper_sync_spaces SET counter = $16 WHERE space = $1 AND counter <> $16
+            UPDATE recordkeeper_sync_spaces SET counter = $21 WHERE space = $1 AND counter <> $21
             """,
-            [
-                .text(space),
-                .textArray(collections), .textArray(keys), .int64Array(versions),
-                .byteaArray(payloads), .textArray(devices), .int64Array(bases), .boolArray(existed),
-                .uuidArray(ids), .textArray(operationDevices), .int64Array(sequences),
-                .int64Array(appliedVersions), .textArray(outcomes),
-                .textArray(plan.lastSequences.keys.map { $0 }),
+            [.text(space)] + created.parameters + changed.parameters + [
+                .uuidArray(ids), .binaryTextArray(devices), .int64Array(sequences),
+                .int64Array(versions), .textArray(outcomes),
+                .binaryTextArray(plan.lastSequences.keys.map { $0 }),
                 .int64Array(plan.lastSequences.values.map { $0 }),
                 .int64(plan.counter),
             ], operation: "push: write the records, operations, sequences and counter")
+    }
+}
+
+/// The columns of records to write, as the array parameters of one `unnest`.
+private struct RecordArrays {
+    var collections: [String?] = [], keys: [String?] = [], versions: [Int64?] = []
+    var payloads: [Data?] = [], devices: [String?] = [], bases: [Int64?] = []
+
+    init(capacity: Int) {
+        collections.reserveCapacity(capacity)
+        keys.reserveCapacity(capacity)
+        versions.reserveCapacity(capacity)
+        payloads.reserveCapacity(capacity)
+        devices.reserveCapacity(capacity)
+        bases.reserveCapacity(capacity)
+    }
+
+    mutating func append(_ write: SyncRecordWrite) {
+        collections.append(write.id.collection)
+        keys.append(write.id.key)
+        versions.append(write.record.version.rawValue)
+        payloads.append(write.record.value.payload)
+        devices.append(write.record.writerDevice)
+        bases.append(write.record.writerBase?.rawValue)
+    }
+
+    var parameters: [PostgresValue] {
+        [
+            .binaryTextArray(collections), .binaryTextArray(keys), .int64Array(versions),
+            .byteaArray(payloads), .binaryTextArray(devices), .int64Array(bases),
+        ]
     }
 }
 

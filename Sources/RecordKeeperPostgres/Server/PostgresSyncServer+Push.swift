@@ -5,13 +5,10 @@ extension PostgresSyncServer {
     /// One push, inside its READ COMMITTED transaction. The first statement locks the space's
     /// counter row, so the pushes of one space run one after the other and take counter values
     /// in commit order; every later statement (a fresh snapshot each, under READ COMMITTED) sees
-    /// what earlier pushes committed. A fixed number of statements whatever the number of
-    /// operations: the arrays travel as parameters and `unnest` turns them into rows.
-    ///
-    /// The reads look rows up one primary-key probe per pushed id (`CROSS JOIN LATERAL …
-    /// LIMIT 1`, which the planner cannot flatten into a join): a plain join with the unnested
-    /// keys was planned as a hash join over the whole space, so a push cost grew with the
-    /// space's size (100 ms instead of 3 ms for 1,000 keys in a space of 100,000 records).
+    /// what earlier pushes committed. Then one statement reads what the push names, the
+    /// planner decides in Swift, and one statement writes: BEGIN, lock, read, write, COMMIT,
+    /// whatever the number of operations and records (the arrays travel as parameters, in
+    /// PostgreSQL's binary array format, and `unnest` or `= ANY` turns them into rows).
     static func push(
         space: String, operations: [SyncOperation], on connection: isolated PostgresConnection,
         hooks: Hooks
@@ -25,10 +22,7 @@ extension PostgresSyncServer {
         ).int64(0, 0)
         try hooks.afterCounterLock?(space)
 
-        var state = SyncPushState(counter: counter)
-        state.recorded = try recordedOutcomes(space, operations, on: connection)
-        state.lastSequences = try lastSequences(space, operations, on: connection)
-        state.records = try currentRecords(space, operations, on: connection)
+        let state = try readState(space, counter: counter, operations, on: connection)
 
         let plan = SyncPushPlanner.plan(operations, state: state)
         // Only re-deliveries and out-of-order operations: nothing to write.
@@ -39,91 +33,97 @@ extension PostgresSyncServer {
         return plan.outcomes
     }
 
-    private static func recordedOutcomes(
-        _ space: String, _ operations: [SyncOperation], on connection: isolated PostgresConnection
-    ) throws -> [UUID: SyncOutcome] {
-        let result = try connection.execute(
-            """
-            SELECT o.operation_id, o.outcome::text
-            FROM unnest($2::uuid[]) AS w(id)
-            CROSS JOIN LATERAL (
-                SELECT operation_id, outcome FROM recordkeeper_sync_operations
-                WHERE space = $1 AND operation_id = w.id
-                LIMIT 1
-            ) o
-            """, [.text(space), .uuidArray(operations.map(\.id))],
-            operation: "push: find operations received before")
-        var outcomes: [UUID: SyncOutcome] = [:]
-        let decoder = JSONDecoder()
-        for row in 0..<result.rowCount {
-            let id = try result.uuid(row, 0)
-            do {
-                outcomes[id] = try decoder.decode(SyncOutcome.self, from: Data(result.string(row, 1).utf8))
-            } catch let error as PostgresError {
-                throw error
-            } catch {
-                throw PostgresError(
-                    .unexpectedResult, operation: "push: read the outcome of operation \(id)",
-                    message: "the stored outcome is not valid: \(error)")
-            }
-        }
-        return outcomes
-    }
-
-    private static func lastSequences(
-        _ space: String, _ operations: [SyncOperation], on connection: isolated PostgresConnection
-    ) throws -> [String: Int64] {
-        let devices = Array(Set(operations.map(\.device)))
-        let result = try connection.execute(
-            """
-            SELECT device, last_sequence FROM recordkeeper_sync_devices
-            WHERE space = $1 AND device = ANY($2::text[])
-            """, [.text(space), .binaryTextArray(devices)],
-            operation: "push: read the devices' last sequences")
-        var sequences: [String: Int64] = [:]
-        for row in 0..<result.rowCount {
-            sequences[try result.string(row, 0)] = try result.int64(row, 1)
-        }
-        return sequences
-    }
-
-    private static func currentRecords(
-        _ space: String, _ operations: [SyncOperation], on connection: isolated PostgresConnection
-    ) throws -> [SyncRecordKey: SyncStoredRecord] {
-        // Every change's record, repeats included (deduplicating would hash every key once
-        // more; a repeated probe costs the server less).
+    /// Everything the planner needs, in one statement after the counter lock: the outcomes
+    /// recorded for the push's operation ids, its devices' last sequences, and the current
+    /// state of the records its changes name, as rows of one shape told apart by the first
+    /// column (0 outcome, 1 device, 2 record).
+    ///
+    /// Operations and records are looked up one primary-key probe per pushed id, whatever the
+    /// statistics say (`CROSS JOIN LATERAL … LIMIT 1`, which the planner cannot flatten into a
+    /// join). Set-based forms were planned from the statistics, and a space filled since the
+    /// last ANALYZE turned them into scans of the whole space: a plain join with the unnested
+    /// keys became a hash join (100 ms instead of 3 ms for 1,000 keys in a space of 100,000
+    /// records), `key = ANY($keys)` a bitmap scan of the collection (600 ms).
+    private static func readState(
+        _ space: String, counter: Int64, _ operations: [SyncOperation],
+        on connection: isolated PostgresConnection
+    ) throws -> SyncPushState {
+        let count = operations.reduce(0) { $0 + $1.changes.count }
         var collections: [String?] = []
         var keys: [String?] = []
-        let count = operations.reduce(0) { $0 + $1.changes.count }
         collections.reserveCapacity(count)
         keys.reserveCapacity(count)
+        // Every change's record, repeats included (deduplicating would hash every key once
+        // more; a repeated probe costs the server less).
         for operation in operations {
             for change in operation.changes {
                 collections.append(change.collection)
                 keys.append(change.key)
             }
         }
+        var devices: [String?] = []
+        var seenDevices = Set<String>()
+        for operation in operations where seenDevices.insert(operation.device).inserted {
+            devices.append(operation.device)
+        }
         let result = try connection.execute(
             """
-            SELECT r.collection, r.key, r.version, r.payload, r.writer_device, r.writer_base
-            FROM unnest($2::text[], $3::text[]) AS w(collection, key)
+            SELECT 0, o.operation_id::text, NULL::text, NULL::bigint, NULL::bytea, o.outcome::text,
+                NULL::bigint
+            FROM unnest($2::uuid[]) AS w(id)
+            CROSS JOIN LATERAL (
+                SELECT operation_id, outcome FROM recordkeeper_sync_operations
+                WHERE space = $1 AND operation_id = w.id
+                LIMIT 1
+            ) o
+            UNION ALL
+            SELECT 1, d.device, NULL, d.last_sequence, NULL, NULL, NULL
+            FROM recordkeeper_sync_devices d
+            WHERE d.space = $1 AND d.device = ANY($3::text[])
+            UNION ALL
+            SELECT 2, r.collection, r.key, r.version, r.payload, r.writer_device, r.writer_base
+            FROM unnest($4::text[], $5::text[]) AS w(collection, key)
             CROSS JOIN LATERAL (
                 SELECT * FROM recordkeeper_sync_records
                 WHERE space = $1 AND collection = w.collection AND key = w.key
                 LIMIT 1
             ) r
-            """, [.text(space), .binaryTextArray(collections), .binaryTextArray(keys)],
-            operation: "push: read the records the operations change", resultFormat: .binary)
-        var records: [SyncRecordKey: SyncStoredRecord] = [:]
+            """,
+            [
+                .text(space), .uuidArray(operations.map(\.id)), .binaryTextArray(devices),
+                .binaryTextArray(collections), .binaryTextArray(keys),
+            ], operation: "push: read the operations, devices and records the push names",
+            resultFormat: .binary)
+
+        var state = SyncPushState(counter: counter)
+        state.records.reserveCapacity(result.rowCount)
+        var decoder: JSONDecoder?
         for row in 0..<result.rowCount {
-            let id = SyncRecordKey(collection: try result.string(row, 0), key: try result.string(row, 1))
-            records[id] = SyncStoredRecord(
-                value: result.isNull(row, 3) ? .tombstone : .payload(try result.data(row, 3)),
-                version: SyncServerVersion(try result.int64(row, 2)),
-                writerDevice: try result.string(row, 4),
-                writerBase: try result.optionalInt64(row, 5).map(SyncServerVersion.init))
+            switch try result.int64(row, 0) {
+            case 0:
+                let id = try result.uuid(row, 1)
+                let json = try result.string(row, 5)
+                do {
+                    let decoding = decoder ?? JSONDecoder()
+                    decoder = decoding
+                    state.recorded[id] = try decoding.decode(SyncOutcome.self, from: Data(json.utf8))
+                } catch {
+                    throw PostgresError(
+                        .unexpectedResult, operation: "push: read the outcome of operation \(id)",
+                        message: "the stored outcome is not valid: \(error)")
+                }
+            case 1:
+                state.lastSequences[try result.string(row, 1)] = try result.int64(row, 3)
+            default:
+                let id = SyncRecordKey(collection: try result.string(row, 1), key: try result.string(row, 2))
+                state.records[id] = SyncStoredRecord(
+                    value: result.isNull(row, 4) ? .tombstone : .payload(try result.data(row, 4)),
+                    version: SyncServerVersion(try result.int64(row, 3)),
+                    writerDevice: try result.string(row, 5),
+                    writerBase: try result.optionalInt64(row, 6).map(SyncServerVersion.init))
+            }
         }
-        return records
+        return state
     }
 
     /// Every write of a push in one statement, as data-modifying CTEs over the arrays of the

@@ -68,11 +68,11 @@ extension PostgresSyncServer {
         }
         let result = try connection.execute(
             """
-            SELECT 0, o.operation_id::text, NULL::text, NULL::bigint, NULL::bytea, o.outcome::text,
+            SELECT 0, o.operation_id::text, NULL::text, o.version, NULL::bytea, o.outcome::text,
                 NULL::bigint
             FROM unnest($2::uuid[]) AS w(id)
             CROSS JOIN LATERAL (
-                SELECT operation_id, outcome FROM recordkeeper_sync_operations
+                SELECT operation_id, version, outcome FROM recordkeeper_sync_operations
                 WHERE space = $1 AND operation_id = w.id
                 LIMIT 1
             ) o
@@ -102,7 +102,12 @@ extension PostgresSyncServer {
             switch try result.int64(row, 0) {
             case 0:
                 let id = try result.uuid(row, 1)
-                let json = try result.string(row, 5)
+                // Schema 2 stores no JSON for an applied operation: its version says it all.
+                guard let json = try result.optionalString(row, 5) else {
+                    state.recorded[id] = SyncOutcome(
+                        operationID: id, result: .applied(SyncServerVersion(try result.int64(row, 3))))
+                    continue
+                }
                 do {
                     let decoding = decoder ?? JSONDecoder()
                     decoder = decoding
@@ -131,7 +136,8 @@ extension PostgresSyncServer {
     /// the push creates (a plain INSERT: the counter lock keeps every other push of the space
     /// out, so a record the reads did not find cannot appear meanwhile; cheaper than an upsert's
     /// speculative insertion), the records it changes (an upsert), the operations received with
-    /// their outcomes, the devices' last sequences, and the counter. Records go in the order
+    /// their outcomes (NULL for an applied one: its version is the outcome), the devices' last
+    /// sequences, and the counter. Records go in the order
     /// the push first wrote them.
     private static func write(
         _ space: String, plan: SyncPushPlan, on connection: isolated PostgresConnection
@@ -151,8 +157,10 @@ extension PostgresSyncServer {
             ids.append(operation.id)
             devices.append(operation.device)
             sequences.append(operation.sequence)
-            versions.append(operation.outcome.result.appliedVersion?.rawValue)
-            outcomes.append(try OutcomeJSON.encode(operation.outcome))
+            let applied = operation.outcome.result.appliedVersion
+            versions.append(applied?.rawValue)
+            // An applied outcome is its version (schema 2); only conflicts are stored as JSON.
+            outcomes.append(try applied == nil ? OutcomeJSON.encode(operation.outcome) : nil)
         }
         try connection.execute(
             """
@@ -230,7 +238,8 @@ private struct RecordArrays {
 }
 
 /// The stored JSON form of an outcome: `JSONEncoder` with sorted keys (docs/SYNC.md), written
-/// directly for the common applied outcome (JSONEncoder took a fifth of a push's time).
+/// directly for an applied outcome (schema 1 stored one per applied operation, and
+/// JSONEncoder took a fifth of a push's time; since schema 2 only conflicts are stored).
 package enum OutcomeJSON {
     package static func encode(_ outcome: SyncOutcome) throws(PostgresError) -> String {
         if case .applied(let version) = outcome.result {

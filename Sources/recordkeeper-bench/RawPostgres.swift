@@ -45,9 +45,9 @@ final class RawPostgres {
         PQfinish(connection)
     }
 
-    /// Runs a statement without parameters (setup and transaction control).
-    func exec(_ sql: String, _ operation: String) throws {
-        let result = PQexec(connection, sql)
+    /// Runs a constant statement without parameters (setup and transaction control).
+    func exec(_ sql: StaticString, _ operation: String) throws {
+        let result = PQexec(connection, sql.description)
         defer { PQclear(result) }
         try check(result, operation)
     }

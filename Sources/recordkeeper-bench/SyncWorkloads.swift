@@ -40,6 +40,30 @@ enum SyncBenchData {
         }
     }
 
+    /// Pushes, one call each, in order; returns the outcomes of every call.
+    static func pushAll(_ pushes: [[SyncOperation]], to server: any RecordSyncServer, space: String)
+        async throws -> [[SyncOutcome]]
+    {
+        var outcomes: [[SyncOutcome]] = []
+        outcomes.reserveCapacity(pushes.count)
+        for operations in pushes {
+            outcomes.append(try await server.push(space: space, operations: operations))
+        }
+        return outcomes
+    }
+
+    /// Pulls from the start to the head in pages of `limit`; returns how many changes came.
+    static func pullAll(from server: any RecordSyncServer, space: String, limit: Int = 1_000) async throws -> Int {
+        var read = 0
+        var cursor = SyncCursor.start
+        while true {
+            let page = try await server.pull(space: space, after: cursor, limit: limit)
+            read += page.changes.count
+            cursor = page.cursor
+            if !page.hasMore { return read }
+        }
+    }
+
     /// Groups operations, in order, into pushes of at most `maxChanges` changes and
     /// `maxOperations` operations (an operation larger than `maxChanges` goes alone).
     static func pushes(_ operations: [SyncOperation], maxChanges: Int = 1_000, maxOperations: Int = 1_000)
@@ -74,7 +98,7 @@ enum SyncBenchData {
 /// and the sync server's tables are created there, so each side starts empty and no repeat
 /// inherits the previous one's rows. The schema is dropped at the end.
 extension BenchRunner {
-    static let syncSchemaStatements = [
+    static let syncSchemaStatements: [StaticString] = [
         "SET client_min_messages = warning",
         "DROP SCHEMA IF EXISTS recordkeeper_bench CASCADE",
         "CREATE SCHEMA recordkeeper_bench",
@@ -120,11 +144,8 @@ extension BenchRunner {
                         let server = try await syncServer(conninfo: conninfo)
                         let space = "bench"
                         var outcomes: [[SyncOutcome]] = []
-                        outcomes.reserveCapacity(pushes.count)
                         let push = try await measureAsync {
-                            for operations in pushes {
-                                outcomes.append(try await server.push(space: space, operations: operations))
-                            }
+                            outcomes = try await SyncBenchData.pushAll(pushes, to: server, space: space)
                         }
                         let applied = outcomes.joined().filter { $0.result.appliedVersion != nil }.count
                         guard applied == pushes.joined().count else {
@@ -134,13 +155,7 @@ extension BenchRunner {
                         if variant == "upload" {
                             var read = 0
                             let pull = try await measureAsync {
-                                var cursor = SyncCursor.start
-                                while true {
-                                    let page = try await server.pull(space: space, after: cursor, limit: 1_000)
-                                    read += page.changes.count
-                                    cursor = page.cursor
-                                    if !page.hasMore { break }
-                                }
+                                read = try await SyncBenchData.pullAll(from: server, space: space)
                             }
                             guard read == n else { throw BenchFailure("the sync pull read \(read) records, not \(n)") }
                             samples["rk pull", default: []].append(pull)
@@ -154,10 +169,9 @@ extension BenchRunner {
         if !options.keepFiles {
             try raw.exec("DROP SCHEMA IF EXISTS recordkeeper_bench CASCADE", "drop the bench schema")
         }
-        let batches = "batches of 1,000"
         for variant in ["upload", "1-record ops"] {
             record("S1", variant: variant, n: n, .raw, metric: "time_s", samples: samples["raw push"] ?? [],
-                   note: "raw: INSERT … unnest of binary arrays, \(batches), a transaction each")
+                   note: "raw: one insert from unnest of binary arrays per batch of 1,000, a transaction each")
             record("S1", variant: variant, n: n, .recordKeeper, metric: "time_s",
                    samples: samples["rk push \(variant)"] ?? [],
                    note: variant == "upload"

@@ -102,7 +102,7 @@ func runBench(_ options: BenchOptions) async -> Int32 {
             case .table:
                 let settings = header.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
                 return "recordkeeper-bench  \(settings)\n"
-                    + "ratio = implementation / raw SQLite (time or memory; throughput inverted), > 1 is slower/bigger\n\n"
+                    + "ratio = implementation / raw SQLite (raw libpq for S1/S2; time or memory; throughput inverted), > 1 is slower/bigger\n\n"
                     + ResultFormatter.table(rows)
             case .json: return try ResultFormatter.json(rows, header: header)
             case .csv: return ResultFormatter.csv(rows)

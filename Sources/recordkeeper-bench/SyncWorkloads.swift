@@ -171,7 +171,7 @@ extension BenchRunner {
         }
         for variant in ["upload", "1-record ops"] {
             record("S1", variant: variant, n: n, .raw, metric: "time_s", samples: samples["raw push"] ?? [],
-                   note: "raw: one insert from unnest of binary arrays per batch of 1,000, a transaction each")
+                   note: "one insert from unnest of binary arrays per batch of 1,000, a transaction each")
             record("S1", variant: variant, n: n, .recordKeeper, metric: "time_s",
                    samples: samples["rk push \(variant)"] ?? [],
                    note: variant == "upload"
@@ -179,7 +179,7 @@ extension BenchRunner {
                        : "1-record ops: one operation per record, 1,000 operations per push")
         }
         record("S2", variant: "pages of 1000", n: n, .raw, metric: "time_s", samples: samples["raw pull"] ?? [],
-               note: "raw: keyset SELECT pages of 1,000")
+               note: "keyset pages of 1,000, one query each")
         record("S2", variant: "pages of 1000", n: n, .recordKeeper, metric: "time_s", samples: samples["rk pull"] ?? [])
     }
 

@@ -8,7 +8,7 @@ extension PostgresSyncServer {
     /// what earlier pushes committed. Then one statement reads what the push names, the
     /// planner decides in Swift, and one statement writes: BEGIN, lock, read, write, COMMIT,
     /// whatever the number of operations and records (the arrays travel as parameters, in
-    /// PostgreSQL's binary array format, and `unnest` or `= ANY` turns them into rows).
+    /// PostgreSQL's binary array format, and `unnest` turns them into rows).
     static func push(
         space: String, operations: [SyncOperation], on connection: isolated PostgresConnection,
         hooks: Hooks

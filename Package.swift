@@ -73,7 +73,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "recordkeeper-bench",
-            dependencies: ["RecordKeeper", "CSQLite"],
+            dependencies: ["RecordKeeper", "CSQLite", "RecordKeeperPostgres", "CLibPQ"],
             swiftSettings: swiftSettings
         ),
         // What the test targets share: temporary directories, gates, locked test state.

@@ -52,6 +52,7 @@ func runBench(_ options: BenchOptions) async -> Int32 {
     runner.log("N=\(options.n), repeats=\(options.repeats), durability=\(options.durability.rawValue), "
         + "workloads=\(options.workloads.map(\.rawValue).joined(separator: ",")), dir=\(runner.directory.path)")
     do {
+        var syncDone = false
         for workload in options.workloads {
             switch workload {
             case .w1: try await runner.runBulkInsert()
@@ -71,6 +72,12 @@ func runBench(_ options: BenchOptions) async -> Int32 {
             case .c1: try await runner.runCodecCost()
             case .o1: try await runner.runOutboxEnqueue()
             case .o2: try await runner.runOutboxBacklog()
+            case .s1, .s2:
+                // One run measures both (the pull reads what the push wrote).
+                if !syncDone, let conninfo = options.postgres {
+                    syncDone = true
+                    try await runner.runSync(conninfo: conninfo)
+                }
             }
         }
     } catch {
@@ -96,7 +103,7 @@ func runBench(_ options: BenchOptions) async -> Int32 {
             case .table:
                 let settings = header.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
                 return "recordkeeper-bench  \(settings)\n"
-                    + "ratio = implementation / raw SQLite (time or memory; throughput inverted), > 1 is slower/bigger\n\n"
+                    + "ratio = implementation / raw SQLite (raw libpq for S1/S2; time or memory; throughput inverted), > 1 is slower/bigger\n\n"
                     + ResultFormatter.table(rows)
             case .json: return try ResultFormatter.json(rows, header: header)
             case .csv: return ResultFormatter.csv(rows)

@@ -13,6 +13,7 @@ enum WorkloadID: String, Sendable, CaseIterable, Comparable {
     case t1 = "T1", t2 = "T2", t3 = "T3", t4 = "T4"
     case c1 = "C1"
     case o1 = "O1", o2 = "O2"
+    case s1 = "S1", s2 = "S2"
 
     static func < (lhs: WorkloadID, rhs: WorkloadID) -> Bool {
         let order = allCases
@@ -37,6 +38,8 @@ enum WorkloadID: String, Sendable, CaseIterable, Comparable {
         case .c1: "codec cost: Foundation JSON vs a specialised Item codec"
         case .o1: "outbox: apply of 1 record + 1 enqueue vs apply alone"
         case .o2: "outbox: deliverDue of a backlog of queued operations (no-op transport)"
+        case .s1: "sync: push N records through PostgresSyncServer vs raw libpq batches of 1,000"
+        case .s2: "sync: pull N records in pages of 1,000 vs raw libpq keyset pages"
         }
     }
 
@@ -69,6 +72,9 @@ struct BenchOptions: Sendable {
     /// Implementations to run (all by default; a subset is for profiling one side).
     var implementations: Set<Implementation> = Set(Implementation.allCases)
     var keepFiles = false
+    /// The PostgreSQL server of S1/S2 (libpq conninfo): `--postgres`, else
+    /// `RECORDKEEPER_TEST_POSTGRES`; without one, S1/S2 do not run.
+    var postgres: String?
     var verbose = true
 
     static let usage = """
@@ -76,7 +82,11 @@ struct BenchOptions: Sendable {
 
       --n N                 records in the store (default 100000)
       --repeat R            repeats per workload; medians are reported (default 5)
-      --workloads LIST      comma-separated subset of W1..W9,T1..T4,C1,O1,O2 (default: all available)
+      --workloads LIST      comma-separated subset of W1..W9,T1..T4,C1,O1,O2,S1,S2 (default: all
+                            available; S1/S2 only with a PostgreSQL server)
+      --postgres CONNINFO   PostgreSQL server for S1/S2 (default: RECORDKEEPER_TEST_POSTGRES;
+                            scripts/with-postgres.sh starts a throwaway one and sets it). The
+                            bench creates and drops the schema recordkeeper_bench there.
       --format F            table | json | csv (default table)
       --output FILE         also write the results to FILE (JSON or CSV by its extension
                             .json/.csv, otherwise in the --format format)
@@ -106,6 +116,7 @@ struct BenchOptions: Sendable {
         var explicitUpserts: Int?
         var explicitReads: Int?
         var explicitBudget: Double?
+        var explicitWorkloads = false
         var index = 0
 
         func value(_ flag: String) throws -> String {
@@ -144,6 +155,7 @@ struct BenchOptions: Sendable {
                     if !chosen.contains(id) { chosen.append(id) }
                 }
                 options.workloads = chosen.sorted()
+                explicitWorkloads = true
             case "--format":
                 let text = try value(argument)
                 guard let format = OutputFormat(rawValue: text.lowercased()) else {
@@ -182,6 +194,7 @@ struct BenchOptions: Sendable {
                 options.implementations = chosen
             case "--dir": options.directory = try value(argument)
             case "--keep": options.keepFiles = true
+            case "--postgres": options.postgres = try value(argument)
             case "--quiet": options.verbose = false
             case "-h", "--help": throw ParseError(description: usage)
             default: throw ParseError(description: "unknown argument '\(argument)'\n\n\(usage)")
@@ -189,6 +202,17 @@ struct BenchOptions: Sendable {
             index += 1
         }
 
+        if options.postgres == nil, let conninfo = ProcessInfo.processInfo.environment["RECORDKEEPER_TEST_POSTGRES"],
+            !conninfo.isEmpty
+        {
+            options.postgres = conninfo
+        }
+        if options.postgres == nil {
+            if explicitWorkloads, options.workloads.contains(where: { $0 == .s1 || $0 == .s2 }) {
+                throw ParseError(description: "S1/S2 need a PostgreSQL server: --postgres CONNINFO or RECORDKEEPER_TEST_POSTGRES")
+            }
+            options.workloads.removeAll { $0 == .s1 || $0 == .s2 }
+        }
         if options.quick {
             options.n = 2_000
             options.repeats = 1

@@ -38,6 +38,37 @@ struct PostgresConnectionTests {
         #expect(decoded == elements)
     }
 
+    @Test func `binary arrays carry any bytes, NULLs, negative integers, uuids and booleans, and may be empty`()
+        async throws
+    {
+        let connection = try await TestPostgres.connection()
+        let blobs: [Data?] = [Data([0, 0xFF, 0x5C, 0x22, 0x7B, 0x2C]), nil, Data(), Data("é".utf8)]
+        let numbers: [Int64?] = [Int64.min, -1, nil, 0, Int64.max]
+        let uuids = [UUID(), UUID()]
+        let rows = try await connection.transaction { connection in
+            let result = try connection.execute(
+                """
+                SELECT b, i, u, f, cardinality($5::bigint[]) FROM unnest($1::bytea[], $2::bigint[], $3::uuid[], $4::boolean[])
+                    WITH ORDINALITY AS t(b, i, u, f, n) ORDER BY n
+                """,
+                [.byteaArray(blobs), .int64Array(numbers), .uuidArray(uuids), .boolArray([true, false, true]), .int64Array([])],
+                resultFormat: .binary)
+            return try (0..<result.rowCount).map { row throws(PostgresError) in
+                (
+                    result.isNull(row, 0) ? nil : try result.data(row, 0), try result.optionalInt64(row, 1),
+                    result.isNull(row, 2) ? nil : try result.uuid(row, 2),
+                    result.isNull(row, 3) ? nil : try result.bool(row, 3), try result.int64(row, 4)
+                )
+            }
+        }
+        #expect(rows.count == 5)
+        #expect(rows.map(\.0) == blobs + [nil])
+        #expect(rows.map(\.1) == numbers)
+        #expect(rows.map(\.2) == uuids + [nil, nil, nil])
+        #expect(rows.map(\.3) == [true, false, true, nil, nil])
+        #expect(rows.allSatisfy { $0.4 == 0 })
+    }
+
     @Test func `binary results decode every integer width, booleans, bytea and uuids`() async throws {
         let connection = try await TestPostgres.connection()
         let uuid = UUID()

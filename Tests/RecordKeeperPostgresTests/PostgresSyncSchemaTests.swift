@@ -51,7 +51,7 @@ struct PostgresSyncSchemaTests {
         try await withPrivateSchema { connect, name in
             let connection = try await connect()
             #expect(try await PostgresSyncSchema.version(connection) == 0)
-            #expect(try await PostgresSyncSchema.migrate(connection) == [1])
+            #expect(try await PostgresSyncSchema.migrate(connection) == [1, 2])
             #expect(try await PostgresSyncSchema.version(connection) == PostgresSyncSchema.currentVersion)
             #expect(try await tableCount(connection, schema: name) == 5)
             #expect(try await PostgresSyncSchema.migrate(connection) == [])
@@ -69,7 +69,65 @@ struct PostgresSyncSchemaTests {
             async let a = PostgresSyncSchema.migrate(first)
             async let b = PostgresSyncSchema.migrate(second)
             let applied = try await [a, b]
-            #expect(applied.sorted { $0.count < $1.count } == [[], [1]])
+            // Each step ran once, by one of them (each step is its own transaction under the
+            // lock, so one may take step 1 and the other step 2).
+            #expect(applied.joined().sorted() == [1, 2])
+        }
+    }
+
+    @Test func `operations recorded under schema 1 answer re-deliveries after the migration to 2`() async throws {
+        try await withPrivateSchema { connect, _ in
+            let connection = try await connect()
+            #expect(try await PostgresSyncSchema.migrate(connection, upTo: 1) == [1])
+            // What a schema-1 server stored: every outcome as JSON, applied ones too.
+            let applied = operation("phone", 1, put("notes", "a", "A1", base: nil))
+            let conflicting = operation("laptop", 1, put("notes", "a", "L", base: nil))
+            let conflict = SyncOutcome(
+                operationID: conflicting.id,
+                result: .conflict([
+                    SyncConflict(
+                        collection: "notes", key: "a", base: nil,
+                        server: SyncRecordState(value: .text("A1"), version: SyncServerVersion(1)))
+                ]))
+            let appliedJSON = try OutcomeJSON.encode(SyncOutcome(operationID: applied.id, result: .applied(SyncServerVersion(1))))
+            let conflictJSON = try OutcomeJSON.encode(conflict)
+            try await connection.transaction { connection in
+                try connection.execute(
+                    "INSERT INTO recordkeeper_sync_spaces (space, counter) VALUES ('s', 1)")
+                try connection.execute(
+                    """
+                    INSERT INTO recordkeeper_sync_records
+                        (space, collection, key, version, payload, deleted, writer_device, writer_base)
+                    VALUES ('s', 'notes', 'a', 1, $1, false, 'phone', NULL)
+                    """, [.bytes(Data("A1".utf8))])
+                try connection.execute(
+                    """
+                    INSERT INTO recordkeeper_sync_operations (space, operation_id, device, sequence, version, outcome)
+                    VALUES ('s', $1::uuid, 'phone', 1, 1, $2::jsonb), ('s', $3::uuid, 'laptop', 1, NULL, $4::jsonb)
+                    """,
+                    [.text(applied.id.uuidString), .text(appliedJSON), .text(conflicting.id.uuidString), .text(conflictJSON)])
+                try connection.execute(
+                    "INSERT INTO recordkeeper_sync_devices VALUES ('s', 'phone', 1), ('s', 'laptop', 1)")
+            }
+            #expect(try await PostgresSyncSchema.migrate(connection) == [2])
+
+            let server = try await PostgresSyncServer(connection: connection)
+            let fresh = operation("phone", 2, put("notes", "a", "A2", base: 1))
+            let outcomes = try await server.push(space: "s", operations: [applied, conflicting, fresh])
+            #expect(outcomes.map(\.isRedelivery) == [true, true, false])
+            #expect(outcomes[0].result == .applied(SyncServerVersion(1)))
+            #expect(outcomes[1].result == conflict.result)
+            #expect(outcomes[2].result == .applied(SyncServerVersion(2)))
+            // Schema 2 stores an applied outcome as its version alone, and answers from it.
+            let stored = try await connection.transaction { connection in
+                try connection.execute(
+                    "SELECT outcome IS NULL, version FROM recordkeeper_sync_operations WHERE space = 's' AND operation_id = $1::uuid",
+                    [.text(fresh.id.uuidString)])
+            }
+            #expect(try stored.bool(0, 0))
+            #expect(try stored.int64(0, 1) == 2)
+            let again = try await server.push(space: "s", operations: [fresh])
+            #expect(again == [SyncOutcome(operationID: fresh.id, result: .applied(SyncServerVersion(2)), isRedelivery: true)])
         }
     }
 

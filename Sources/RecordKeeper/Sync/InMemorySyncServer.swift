@@ -37,7 +37,7 @@ public actor InMemorySyncServer: RecordSyncServer {
         let plan = SyncPushPlanner.plan(operations, state: state)
         for operation in plan.newOperations { current.outcomes[operation.id] = operation.outcome }
         current.lastSequences.merge(plan.lastSequences) { $1 }
-        current.records.merge(plan.records) { $1 }
+        for write in plan.writes { current.records[write.id] = write.record }
         current.counter = plan.counter
         spaces[space] = current
         return plan.outcomes

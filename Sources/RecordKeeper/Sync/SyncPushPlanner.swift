@@ -65,14 +65,24 @@ package struct SyncRecordedOperation: Sendable {
     package var outcome: SyncOutcome
 }
 
+/// One record a push writes: its final state, and whether it existed before the push (a
+/// server creates it, or changes it).
+package struct SyncRecordWrite: Sendable {
+    package var id: SyncRecordKey
+    package var record: SyncStoredRecord
+    package var existed: Bool
+}
+
 /// What a push writes, decided from its operations and the ``SyncPushState``.
 package struct SyncPushPlan: Sendable {
     /// One outcome per pushed operation, in push order.
     package var outcomes: [SyncOutcome]
     /// Operations received for the first time (applied or conflicting), to record.
     package var newOperations: [SyncRecordedOperation]
-    /// The final state of every record the push wrote.
-    package var records: [SyncRecordKey: SyncStoredRecord]
+    /// The final state of every record the push wrote, once each, in the order the push first
+    /// wrote them (a server inserts them in that order: for an upload, key order, which fills
+    /// the indexes sequentially).
+    package var writes: [SyncRecordWrite]
     /// The new last sequence of every device that had an operation recorded.
     package var lastSequences: [String: Int64]
     /// The space's counter after the push.
@@ -84,24 +94,45 @@ package struct SyncPushPlan: Sendable {
 /// operations, one counter value per applied operation.
 package enum SyncPushPlanner {
     package static func plan(_ operations: [SyncOperation], state: SyncPushState) -> SyncPushPlan {
-        var state = state
-        var plan = SyncPushPlan(
-            outcomes: [], newOperations: [], records: [:], lastSequences: [:], counter: state.counter)
+        // What this push decided so far lives beside `state` (never written into it: the
+        // caller still holds it, so a write would copy its dictionaries first). Each change
+        // hashes its record's key at most three times: the lookups in what the push wrote and
+        // in `state`, and the first write.
+        var counter = state.counter
+        var decided: [UUID: SyncOutcome] = [:]
+        var lastSequences = state.lastSequences
+        var writes: [SyncRecordWrite] = []
+        var written: [SyncRecordKey: Int] = [:]  // index in `writes`
+        var outcomes: [SyncOutcome] = []
+        var newOperations: [SyncRecordedOperation] = []
+        var changedSequences: [String: Int64] = [:]
+        let changeCount = operations.reduce(0) { $0 + $1.changes.count }
+        outcomes.reserveCapacity(operations.count)
+        newOperations.reserveCapacity(operations.count)
+        decided.reserveCapacity(operations.count)
+        writes.reserveCapacity(changeCount)
+        written.reserveCapacity(changeCount)
+        var conflicts: [SyncConflict] = []
+        // Per change of the current operation: its key, and where the push wrote it before
+        // (nil: not yet; then whether it existed before the push).
+        var lookups: [(id: SyncRecordKey, index: Int?, existed: Bool)] = []
         for operation in operations {
-            if var outcome = state.recorded[operation.id] {
+            if var outcome = state.recorded[operation.id] ?? decided[operation.id] {
                 outcome.isRedelivery = true
-                plan.outcomes.append(outcome)
+                outcomes.append(outcome)
                 continue
             }
-            if let last = state.lastSequences[operation.device], operation.sequence <= last {
-                plan.outcomes.append(
-                    SyncOutcome(operationID: operation.id, result: .outOfOrder(lastSequence: last)))
+            if let last = lastSequences[operation.device], operation.sequence <= last {
+                outcomes.append(SyncOutcome(operationID: operation.id, result: .outOfOrder(lastSequence: last)))
                 continue
             }
-            var conflicts: [SyncConflict] = []
+            conflicts.removeAll(keepingCapacity: true)
+            lookups.removeAll(keepingCapacity: true)
             for change in operation.changes {
                 let id = SyncRecordKey(collection: change.collection, key: change.key)
-                let current = state.records[id]
+                let index = written[id]
+                let current = index.map { writes[$0].record } ?? state.records[id]
+                lookups.append((id, index, current != nil))
                 if !accepts(change, from: operation.device, current: current) {
                     conflicts.append(
                         SyncConflict(
@@ -111,32 +142,36 @@ package enum SyncPushPlanner {
             }
             let result: SyncResult
             if conflicts.isEmpty {
-                state.counter += 1
-                let version = SyncServerVersion(state.counter)
-                for change in operation.changes {
-                    let id = SyncRecordKey(collection: change.collection, key: change.key)
+                counter += 1
+                let version = SyncServerVersion(counter)
+                for (change, lookup) in zip(operation.changes, lookups) {
                     let record = SyncStoredRecord(
                         value: change.value, version: version, writerDevice: operation.device,
                         writerBase: change.base)
-                    state.records[id] = record
-                    plan.records[id] = record
+                    if let index = lookup.index {
+                        writes[index].record = record
+                    } else {
+                        written[lookup.id] = writes.count
+                        writes.append(SyncRecordWrite(id: lookup.id, record: record, existed: lookup.existed))
+                    }
                 }
                 result = .applied(version)
             } else {
                 result = .conflict(conflicts)
             }
             let outcome = SyncOutcome(operationID: operation.id, result: result)
-            state.recorded[operation.id] = outcome
-            state.lastSequences[operation.device] = operation.sequence
-            plan.lastSequences[operation.device] = operation.sequence
-            plan.newOperations.append(
+            decided[operation.id] = outcome
+            lastSequences[operation.device] = operation.sequence
+            changedSequences[operation.device] = operation.sequence
+            newOperations.append(
                 SyncRecordedOperation(
                     id: operation.id, device: operation.device, sequence: operation.sequence,
                     outcome: outcome))
-            plan.outcomes.append(outcome)
+            outcomes.append(outcome)
         }
-        plan.counter = state.counter
-        return plan
+        return SyncPushPlan(
+            outcomes: outcomes, newOperations: newOperations, writes: writes,
+            lastSequences: changedSequences, counter: counter)
     }
 
     /// Whether `change` may overwrite `current` (nil: the record was never written).

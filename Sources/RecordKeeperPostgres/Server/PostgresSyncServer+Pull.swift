@@ -25,10 +25,16 @@ extension PostgresSyncServer {
             } else {
                 (cursor.counter + 1, "", "")
             }
+        // `version BETWEEN $3 AND $2` repeats what the row comparison implies: without it,
+        // a table whose statistics lag behind (a space filled since the last ANALYZE)
+        // estimated a few dozen rows and was read by a bitmap scan of every row after the
+        // cursor plus a sort, for each page (30 ms instead of 0.5 ms a page of 1,000 at
+        // 100,000 records); with the bound, the ordered scan of the feed index is the plan.
         let rows = try connection.execute(
             """
             SELECT collection, key, version, payload FROM recordkeeper_sync_records
-            WHERE space = $1 AND version <= $2 AND (version, collection, key) > ($3, $4, $5)
+            WHERE space = $1 AND version BETWEEN $3 AND $2
+                AND (version, collection, key) > ($3, $4, $5)
             ORDER BY version, collection, key
             LIMIT $6
             """,

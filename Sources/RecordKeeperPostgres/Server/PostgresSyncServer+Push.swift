@@ -5,13 +5,10 @@ extension PostgresSyncServer {
     /// One push, inside its READ COMMITTED transaction. The first statement locks the space's
     /// counter row, so the pushes of one space run one after the other and take counter values
     /// in commit order; every later statement (a fresh snapshot each, under READ COMMITTED) sees
-    /// what earlier pushes committed. A fixed number of statements whatever the number of
-    /// operations: the arrays travel as parameters and `unnest` turns them into rows.
-    ///
-    /// The reads look rows up one primary-key probe per pushed id (`CROSS JOIN LATERAL …
-    /// LIMIT 1`, which the planner cannot flatten into a join): a plain join with the unnested
-    /// keys was planned as a hash join over the whole space, so a push cost grew with the
-    /// space's size (100 ms instead of 3 ms for 1,000 keys in a space of 100,000 records).
+    /// what earlier pushes committed. Then one statement reads what the push names, the
+    /// planner decides in Swift, and one statement writes: BEGIN, lock, read, write, COMMIT,
+    /// whatever the number of operations and records (the arrays travel as parameters, in
+    /// PostgreSQL's binary array format, and `unnest` turns them into rows).
     static func push(
         space: String, operations: [SyncOperation], on connection: isolated PostgresConnection,
         hooks: Hooks
@@ -25,206 +22,224 @@ extension PostgresSyncServer {
         ).int64(0, 0)
         try hooks.afterCounterLock?(space)
 
-        var state = SyncPushState(counter: counter)
-        state.recorded = try recordedOutcomes(space, operations, on: connection)
-        state.lastSequences = try lastSequences(space, operations, on: connection)
-        state.records = try currentRecords(space, operations, on: connection)
+        let state = try readState(space, counter: counter, operations, on: connection)
 
         let plan = SyncPushPlanner.plan(operations, state: state)
-
-        try writeRecords(space, plan.records, on: connection)
-        try recordOperations(space, plan.newOperations, on: connection)
-        try writeSequences(space, plan.lastSequences, on: connection)
-        if plan.counter != counter {
-            try connection.execute(
-                "UPDATE recordkeeper_sync_spaces SET counter = $2 WHERE space = $1",
-                [.text(space), .int64(plan.counter)], operation: "push: advance the counter")
+        // Only re-deliveries and out-of-order operations: nothing to write.
+        if !plan.newOperations.isEmpty {
+            try write(space, plan: plan, on: connection)
         }
         try hooks.beforeCommit?(space)
         return plan.outcomes
     }
 
-    private static func recordedOutcomes(
-        _ space: String, _ operations: [SyncOperation], on connection: isolated PostgresConnection
-    ) throws -> [UUID: SyncOutcome] {
-        let result = try connection.execute(
-            """
-            SELECT o.operation_id, o.outcome::text
-            FROM unnest($2::uuid[]) AS w(id)
-            CROSS JOIN LATERAL (
-                SELECT operation_id, outcome FROM recordkeeper_sync_operations
-                WHERE space = $1 AND operation_id = w.id
-                LIMIT 1
-            ) o
-            """, [.text(space), .textArray(operations.map { $0.id.uuidString })],
-            operation: "push: find operations received before")
-        var outcomes: [UUID: SyncOutcome] = [:]
-        let decoder = JSONDecoder()
-        for row in 0..<result.rowCount {
-            let id = try result.uuid(row, 0)
-            do {
-                outcomes[id] = try decoder.decode(SyncOutcome.self, from: Data(result.string(row, 1).utf8))
-            } catch let error as PostgresError {
-                throw error
-            } catch {
-                throw PostgresError(
-                    .unexpectedResult, operation: "push: read the outcome of operation \(id)",
-                    message: "the stored outcome is not valid: \(error)")
-            }
-        }
-        return outcomes
-    }
-
-    private static func lastSequences(
-        _ space: String, _ operations: [SyncOperation], on connection: isolated PostgresConnection
-    ) throws -> [String: Int64] {
-        let devices = Array(Set(operations.map(\.device)))
-        let result = try connection.execute(
-            """
-            SELECT device, last_sequence FROM recordkeeper_sync_devices
-            WHERE space = $1 AND device = ANY($2::text[])
-            """, [.text(space), .textArray(devices)],
-            operation: "push: read the devices' last sequences")
-        var sequences: [String: Int64] = [:]
-        for row in 0..<result.rowCount {
-            sequences[try result.string(row, 0)] = try result.int64(row, 1)
-        }
-        return sequences
-    }
-
-    private static func currentRecords(
-        _ space: String, _ operations: [SyncOperation], on connection: isolated PostgresConnection
-    ) throws -> [SyncRecordKey: SyncStoredRecord] {
-        var seen = Set<SyncRecordKey>()
+    /// Everything the planner needs, in one statement after the counter lock: the outcomes
+    /// recorded for the push's operation ids, its devices' last sequences, and the current
+    /// state of the records its changes name, as rows of one shape told apart by the first
+    /// column (0 outcome, 1 device, 2 record).
+    ///
+    /// Operations and records are looked up one primary-key probe per pushed id, whatever the
+    /// statistics say (`CROSS JOIN LATERAL … LIMIT 1`, which the planner cannot flatten into a
+    /// join). Set-based forms were planned from the statistics, and a space filled since the
+    /// last ANALYZE turned them into scans of the whole space: a plain join with the unnested
+    /// keys became a hash join (100 ms instead of 3 ms for 1,000 keys in a space of 100,000
+    /// records), `key = ANY($keys)` a bitmap scan of the collection (600 ms).
+    private static func readState(
+        _ space: String, counter: Int64, _ operations: [SyncOperation],
+        on connection: isolated PostgresConnection
+    ) throws -> SyncPushState {
+        let count = operations.reduce(0) { $0 + $1.changes.count }
         var collections: [String?] = []
         var keys: [String?] = []
+        collections.reserveCapacity(count)
+        keys.reserveCapacity(count)
+        // Every change's record, repeats included (deduplicating would hash every key once
+        // more; a repeated probe costs the server less).
         for operation in operations {
-            for change in operation.changes
-            where seen.insert(SyncRecordKey(collection: change.collection, key: change.key)).inserted {
+            for change in operation.changes {
                 collections.append(change.collection)
                 keys.append(change.key)
             }
         }
+        var devices: [String?] = []
+        var seenDevices = Set<String>()
+        for operation in operations where seenDevices.insert(operation.device).inserted {
+            devices.append(operation.device)
+        }
         let result = try connection.execute(
             """
-            SELECT r.collection, r.key, r.version, r.payload, r.writer_device, r.writer_base
-            FROM unnest($2::text[], $3::text[]) AS w(collection, key)
+            SELECT 0, o.operation_id::text, NULL::text, o.version, NULL::bytea, o.outcome::text,
+                NULL::bigint
+            FROM unnest($2::uuid[]) AS w(id)
+            CROSS JOIN LATERAL (
+                SELECT operation_id, version, outcome FROM recordkeeper_sync_operations
+                WHERE space = $1 AND operation_id = w.id
+                LIMIT 1
+            ) o
+            UNION ALL
+            SELECT 1, d.device, NULL, d.last_sequence, NULL, NULL, NULL
+            FROM recordkeeper_sync_devices d
+            WHERE d.space = $1 AND d.device = ANY($3::text[])
+            UNION ALL
+            SELECT 2, r.collection, r.key, r.version, r.payload, r.writer_device, r.writer_base
+            FROM unnest($4::text[], $5::text[]) AS w(collection, key)
             CROSS JOIN LATERAL (
                 SELECT * FROM recordkeeper_sync_records
                 WHERE space = $1 AND collection = w.collection AND key = w.key
                 LIMIT 1
             ) r
-            """, [.text(space), .textArray(collections), .textArray(keys)],
-            operation: "push: read the records the operations change", resultFormat: .binary)
-        var records: [SyncRecordKey: SyncStoredRecord] = [:]
+            """,
+            [
+                .text(space), .uuidArray(operations.map(\.id)), .binaryTextArray(devices),
+                .binaryTextArray(collections), .binaryTextArray(keys),
+            ], operation: "push: read the operations, devices and records the push names",
+            resultFormat: .binary)
+
+        var state = SyncPushState(counter: counter)
+        state.records.reserveCapacity(result.rowCount)
+        var decoder: JSONDecoder?
         for row in 0..<result.rowCount {
-            let id = SyncRecordKey(collection: try result.string(row, 0), key: try result.string(row, 1))
-            records[id] = SyncStoredRecord(
-                value: result.isNull(row, 3) ? .tombstone : .payload(try result.data(row, 3)),
-                version: SyncServerVersion(try result.int64(row, 2)),
-                writerDevice: try result.string(row, 4),
-                writerBase: try result.optionalInt64(row, 5).map(SyncServerVersion.init))
+            switch try result.int64(row, 0) {
+            case 0:
+                let id = try result.uuid(row, 1)
+                // Schema 2 stores no JSON for an applied operation: its version says it all.
+                guard let json = try result.optionalString(row, 5) else {
+                    state.recorded[id] = SyncOutcome(
+                        operationID: id, result: .applied(SyncServerVersion(try result.int64(row, 3))))
+                    continue
+                }
+                do {
+                    let decoding = decoder ?? JSONDecoder()
+                    decoder = decoding
+                    state.recorded[id] = try decoding.decode(SyncOutcome.self, from: Data(json.utf8))
+                } catch {
+                    throw PostgresError(
+                        .unexpectedResult, operation: "push: read the outcome of operation \(id)",
+                        message: "the stored outcome is not valid: \(error)")
+                }
+            case 1:
+                state.lastSequences[try result.string(row, 1)] = try result.int64(row, 3)
+            default:
+                let id = SyncRecordKey(collection: try result.string(row, 1), key: try result.string(row, 2))
+                state.records[id] = SyncStoredRecord(
+                    value: result.isNull(row, 4) ? .tombstone : .payload(try result.data(row, 4)),
+                    version: SyncServerVersion(try result.int64(row, 3)),
+                    writerDevice: try result.string(row, 5),
+                    writerBase: try result.optionalInt64(row, 6).map(SyncServerVersion.init))
+            }
         }
-        return records
+        return state
     }
 
-    private static func writeRecords(
-        _ space: String, _ records: [SyncRecordKey: SyncStoredRecord],
-        on connection: isolated PostgresConnection
+    /// Every write of a push in one statement, as data-modifying CTEs over the arrays of the
+    /// plan (each sub-statement runs to completion; they touch different rows): the records
+    /// the push creates (a plain INSERT: the counter lock keeps every other push of the space
+    /// out, so a record the reads did not find cannot appear meanwhile; cheaper than an upsert's
+    /// speculative insertion), the records it changes (an upsert), the operations received with
+    /// their outcomes (NULL for an applied one: its version is the outcome), the devices' last
+    /// sequences, and the counter. Records go in the order
+    /// the push first wrote them.
+    private static func write(
+        _ space: String, plan: SyncPushPlan, on connection: isolated PostgresConnection
     ) throws {
-        if records.isEmpty { return }
-        var collections: [String?] = [], keys: [String?] = [], versions: [String?] = []
-        var payloads: [String?] = [], devices: [String?] = [], bases: [String?] = []
-        for (id, record) in records {
-            collections.append(id.collection)
-            keys.append(id.key)
-            versions.append(String(record.version.rawValue))
-            payloads.append(record.value.payload.map(Hex.encode))
-            devices.append(record.writerDevice)
-            bases.append(record.writerBase.map { String($0.rawValue) })
+        var created = RecordArrays(capacity: plan.writes.count)
+        var changed = RecordArrays(capacity: 0)
+        for write in plan.writes {
+            if write.existed {
+                changed.append(write)
+            } else {
+                created.append(write)
+            }
         }
-        try connection.execute(
-            """
-            INSERT INTO recordkeeper_sync_records AS r
-                (space, collection, key, version, payload, deleted, writer_device, writer_base)
-            SELECT $1, w.collection, w.key, w.version, decode(w.payload, 'hex'), w.payload IS NULL,
-                w.writer_device, w.writer_base
-            FROM unnest($2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::bigint[])
-                AS w(collection, key, version, payload, writer_device, writer_base)
-            ON CONFLICT (space, collection, key) DO UPDATE SET
-                version = excluded.version, payload = excluded.payload, deleted = excluded.deleted,
-                writer_device = excluded.writer_device, writer_base = excluded.writer_base
-            """,
-            [
-                .text(space), .textArray(collections), .textArray(keys), .textArray(versions),
-                .textArray(payloads), .textArray(devices), .textArray(bases),
-            ], operation: "push: write the records")
-    }
-
-    private static func recordOperations(
-        _ space: String, _ operations: [SyncRecordedOperation],
-        on connection: isolated PostgresConnection
-    ) throws {
-        if operations.isEmpty { return }
-        var ids: [String?] = [], devices: [String?] = [], sequences: [String?] = []
-        var versions: [String?] = [], outcomes: [String?] = []
-        for operation in operations {
-            ids.append(operation.id.uuidString)
+        var ids: [UUID] = [], devices: [String?] = [], sequences: [Int64?] = []
+        var versions: [Int64?] = [], outcomes: [String?] = []
+        for operation in plan.newOperations {
+            ids.append(operation.id)
             devices.append(operation.device)
-            sequences.append(String(operation.sequence))
-            versions.append(operation.outcome.result.appliedVersion.map { String($0.rawValue) })
-            outcomes.append(try OutcomeJSON.encode(operation.outcome))
+            sequences.append(operation.sequence)
+            let applied = operation.outcome.result.appliedVersion
+            versions.append(applied?.rawValue)
+            // An applied outcome is its version (schema 2); only conflicts are stored as JSON.
+            outcomes.append(try applied == nil ? OutcomeJSON.encode(operation.outcome) : nil)
         }
         try connection.execute(
             """
-            INSERT INTO recordkeeper_sync_operations
-                (space, operation_id, device, sequence, version, outcome)
-            SELECT $1, w.id, w.device, w.sequence, w.version, w.outcome
-            FROM unnest($2::uuid[], $3::text[], $4::bigint[], $5::bigint[], $6::jsonb[])
-                AS w(id, device, sequence, version, outcome)
+            WITH created AS (
+                INSERT INTO recordkeeper_sync_records
+                    (space, collection, key, version, payload, deleted, writer_device, writer_base)
+                SELECT $1, w.collection, w.key, w.version, w.payload, w.payload IS NULL,
+                    w.writer_device, w.writer_base
+                FROM unnest($2::text[], $3::text[], $4::bigint[], $5::bytea[], $6::text[], $7::bigint[])
+                    AS w(collection, key, version, payload, writer_device, writer_base)
+            ), changed AS (
+                INSERT INTO recordkeeper_sync_records AS r
+                    (space, collection, key, version, payload, deleted, writer_device, writer_base)
+                SELECT $1, w.collection, w.key, w.version, w.payload, w.payload IS NULL,
+                    w.writer_device, w.writer_base
+                FROM unnest($8::text[], $9::text[], $10::bigint[], $11::bytea[], $12::text[], $13::bigint[])
+                    AS w(collection, key, version, payload, writer_device, writer_base)
+                ON CONFLICT (space, collection, key) DO UPDATE SET
+                    version = excluded.version, payload = excluded.payload,
+                    deleted = excluded.deleted, writer_device = excluded.writer_device,
+                    writer_base = excluded.writer_base
+            ), operations AS (
+                INSERT INTO recordkeeper_sync_operations
+                    (space, operation_id, device, sequence, version, outcome)
+                SELECT $1, w.id, w.device, w.sequence, w.version, w.outcome
+                FROM unnest($14::uuid[], $15::text[], $16::bigint[], $17::bigint[], $18::jsonb[])
+                    AS w(id, device, sequence, version, outcome)
+            ), devices AS (
+                INSERT INTO recordkeeper_sync_devices AS d (space, device, last_sequence)
+                SELECT $1, w.device, w.last_sequence
+                FROM unnest($19::text[], $20::bigint[]) AS w(device, last_sequence)
+                ON CONFLICT (space, device) DO UPDATE SET last_sequence = excluded.last_sequence
+            )
+            UPDATE recordkeeper_sync_spaces SET counter = $21 WHERE space = $1 AND counter <> $21
             """,
-            [
-                .text(space), .textArray(ids), .textArray(devices), .textArray(sequences),
-                .textArray(versions), .textArray(outcomes),
-            ], operation: "push: record the operations")
-    }
-
-    private static func writeSequences(
-        _ space: String, _ sequences: [String: Int64], on connection: isolated PostgresConnection
-    ) throws {
-        if sequences.isEmpty { return }
-        try connection.execute(
-            """
-            INSERT INTO recordkeeper_sync_devices AS d (space, device, last_sequence)
-            SELECT $1, w.device, w.last_sequence
-            FROM unnest($2::text[], $3::bigint[]) AS w(device, last_sequence)
-            ON CONFLICT (space, device) DO UPDATE SET last_sequence = excluded.last_sequence
-            """,
-            [
-                .text(space), .textArray(sequences.keys.map { $0 }),
-                .textArray(sequences.values.map { String($0) }),
-            ], operation: "push: record the devices' sequences")
+            [.text(space)] + created.parameters + changed.parameters + [
+                .uuidArray(ids), .binaryTextArray(devices), .int64Array(sequences),
+                .int64Array(versions), .textArray(outcomes),
+                .binaryTextArray(plan.lastSequences.keys.map { $0 }),
+                .int64Array(plan.lastSequences.values.map { $0 }),
+                .int64(plan.counter),
+            ], operation: "push: write the records, operations, sequences and counter")
     }
 }
 
-/// Lower-case hexadecimal, for payloads sent inside text arrays and decoded by `decode(…, 'hex')`.
-enum Hex {
-    private static let digits = Array("0123456789abcdef".utf8)
+/// The columns of records to write, as the array parameters of one `unnest`.
+private struct RecordArrays {
+    var collections: [String?] = [], keys: [String?] = [], versions: [Int64?] = []
+    var payloads: [Data?] = [], devices: [String?] = [], bases: [Int64?] = []
 
-    static func encode(_ data: Data) -> String {
-        var bytes = [UInt8](repeating: 0, count: data.count * 2)
-        var index = 0
-        for byte in data {
-            bytes[index] = digits[Int(byte >> 4)]
-            bytes[index + 1] = digits[Int(byte & 0x0F)]
-            index += 2
-        }
-        return String(decoding: bytes, as: UTF8.self)
+    init(capacity: Int) {
+        collections.reserveCapacity(capacity)
+        keys.reserveCapacity(capacity)
+        versions.reserveCapacity(capacity)
+        payloads.reserveCapacity(capacity)
+        devices.reserveCapacity(capacity)
+        bases.reserveCapacity(capacity)
+    }
+
+    mutating func append(_ write: SyncRecordWrite) {
+        collections.append(write.id.collection)
+        keys.append(write.id.key)
+        versions.append(write.record.version.rawValue)
+        payloads.append(write.record.value.payload)
+        devices.append(write.record.writerDevice)
+        bases.append(write.record.writerBase?.rawValue)
+    }
+
+    var parameters: [PostgresValue] {
+        [
+            .binaryTextArray(collections), .binaryTextArray(keys), .int64Array(versions),
+            .byteaArray(payloads), .binaryTextArray(devices), .int64Array(bases),
+        ]
     }
 }
 
 /// The stored JSON form of an outcome: `JSONEncoder` with sorted keys (docs/SYNC.md), written
-/// directly for the common applied outcome (JSONEncoder took a fifth of a push's time).
+/// directly for an applied outcome (schema 1 stored one per applied operation, and
+/// JSONEncoder took a fifth of a push's time; since schema 2 only conflicts are stored).
 package enum OutcomeJSON {
     package static func encode(_ outcome: SyncOutcome) throws(PostgresError) -> String {
         if case .applied(let version) = outcome.result {

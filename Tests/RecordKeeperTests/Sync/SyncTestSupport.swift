@@ -85,3 +85,26 @@ extension SyncRecordKey {
 func strings(_ store: RecordStore, _ collection: String) async throws -> [String: String] {
     (try await store.read(collection) ?? [:]).mapValues { String(decoding: $0, as: UTF8.self) }
 }
+
+/// Copies a committed fixture store into `directory`.
+func fixtureCopy(_ name: String, into directory: URL) throws -> URL {
+    let source = try #require(Bundle.module.url(forResource: "Fixtures/\(name)", withExtension: nil))
+    let destination = directory.appendingPathComponent(name)
+    try FileManager.default.copyItem(at: source, to: destination)
+    return destination
+}
+
+/// A server whose pulls answer with the cursor `.start`, as a lagging replica or a restored
+/// server might: a cursor must never move backwards.
+struct StaleCursorServer: RecordSyncServer {
+    let inner: any RecordSyncServer
+
+    func push(space: String, operations: [SyncOperation]) async throws -> [SyncOutcome] {
+        try await inner.push(space: space, operations: operations)
+    }
+
+    func pull(space: String, after cursor: SyncCursor, limit: Int) async throws -> SyncPage {
+        let page = try await inner.pull(space: space, after: .start, limit: limit)
+        return SyncPage(changes: page.changes, cursor: .start, hasMore: false)
+    }
+}

@@ -117,31 +117,70 @@ extension FixtureWriters {
         while try statement.step() { result.append(statement.string(at: 0)) }
         return result
     }
+
+    /// `format-5.sqlite` (format 5, the device side of sync), synced through an in-memory
+    /// server with a second device: `notes` (policy report) and `prefs` (last-writer-wins)
+    /// synced with space `alice`, `scratch` not synced; one conflict (`notes/shared`: local
+    /// "mine", server "theirs"); two pending operations (`notes/today` = "v2 local", with the
+    /// other device's "v2 theirs" kept aside, and `prefs/theme` = "dark").
+    static func writeFormat5(to url: URL) async throws {
+        let server = InMemorySyncServer()
+        let store = RecordStore(url: url)
+        try await store.replace("scratch", values: ["local": Data("not synced".utf8)])
+        try await store.replace("notes", values: ["today": Data("v1".utf8), "shared": Data("mine".utf8)])
+        let sync = RecordSync(store: store, server: server)
+        try await sync.start(space: "alice", collections: ["notes"])
+        try await sync.start(space: "alice", collections: ["prefs"], policy: .lastWriterWins)
+        let other = RecordSync(store: RecordStore.inMemory(), server: server)
+        try await other.start(space: "alice", collections: ["notes"])
+        try await other.store.put("notes", key: "shared", data: Data("theirs".utf8))
+        _ = try await other.sync()
+        _ = try await sync.sync()
+        _ = try await other.sync()
+        try await other.store.put("notes", key: "today", data: Data("v2 theirs".utf8))
+        _ = try await other.sync()
+        try await store.put("notes", key: "today", data: Data("v2 local".utf8))
+        _ = try await sync.pull()
+        try await store.put("prefs", key: "theme", data: Data("dark".utf8))
+        await store.close()
+    }
 }
 
-/// Regenerates the fixtures written by ``FixtureWriters`` (needed when the format numbering
-/// changes). Run only on request:
+/// Regenerates the fixtures written by ``FixtureWriters`` (needed only while their formats are
+/// unreleased, for example when the format numbering changes). Run only on request, naming the
+/// fixtures (comma-separated) or `all`:
 ///
-///     RECORDKEEPER_WRITE_FIXTURES=1 swift test --filter FixtureWriterTests
+///     RECORDKEEPER_WRITE_FIXTURES=format-5 swift test --filter FixtureWriterTests
+///
+/// `app-v1-books` and `format-4` are format 4 stores: they are written through
+/// ``FixtureWriters/writeStore(format:to:_:)``, which creates the file with format 4's own steps.
 @Suite struct FixtureWriterTests {
-    static let isRequested = ProcessInfo.processInfo.environment["RECORDKEEPER_WRITE_FIXTURES"] != nil
+    static let requested: Set<String> = Set(
+        (ProcessInfo.processInfo.environment["RECORDKEEPER_WRITE_FIXTURES"] ?? "")
+            .split(separator: ",").map(String.init))
 
-    @Test(.enabled(if: isRequested))
-    func `writes the fixture stores into Tests/RecordKeeperTests/Fixtures`() async throws {
+    static func isRequested(_ name: String) -> Bool { requested.contains(name) || requested.contains("all") }
+
+    @Test(.enabled(if: !requested.isEmpty))
+    func `writes the requested fixture stores into Tests/RecordKeeperTests/Fixtures`() async throws {
         let directory = URL(fileURLWithPath: #filePath)
             .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Fixtures")
-        for (name, write) in [
-            ("app-v1-books.sqlite", FixtureWriters.writeVersion1App),
-            ("format-4.sqlite", FixtureWriters.writeFormat4),
-        ] as [(String, @Sendable (URL) async throws -> Void)] {
-            let url = directory.appendingPathComponent(name)
+        let writers: [(String, @Sendable (URL) async throws -> Void)] = [
+            ("app-v1-books", { try await FixtureWriters.writeStore(format: 4, to: $0, FixtureWriters.writeVersion1App) }),
+            ("format-4", { try await FixtureWriters.writeStore(format: 4, to: $0, FixtureWriters.writeFormat4) }),
+            ("format-5", FixtureWriters.writeFormat5),
+        ]
+        for (name, write) in writers where Self.isRequested(name) {
+            let url = directory.appendingPathComponent(name + ".sqlite")
             for suffix in ["", "-wal", "-shm", "-observers"] where FileManager.default.fileExists(atPath: url.path + suffix) {
                 try FileManager.default.removeItem(atPath: url.path + suffix)
             }
             try await write(url)
             #expect(!FileManager.default.fileExists(atPath: url.path + "-wal"), "closing checkpoints the log")
             // The observers' lock file of the writes (docs/FORMAT.md) is not part of a fixture.
-            try FileManager.default.removeItem(atPath: url.path + "-observers")
+            if FileManager.default.fileExists(atPath: url.path + "-observers") {
+                try FileManager.default.removeItem(atPath: url.path + "-observers")
+            }
         }
     }
 }

@@ -82,6 +82,23 @@ func directoryFingerprint(_ directory: URL) throws -> [String: Data] {
         }
     }
 
+    @Test func `reading a format 1 store, which predates the outbox and sync, leaves it as it was`() async throws {
+        try await withTemporaryDirectory { directory in
+            let source = try #require(Bundle.module.url(forResource: "Fixtures/format-1.sqlite", withExtension: nil))
+            let url = directory.appendingPathComponent("records.sqlite")
+            try FileManager.default.copyItem(at: source, to: url)
+            let before = try directoryFingerprint(directory)
+            let store = RecordStore(url: url)
+            #expect(try await store.read("progress")?.count == 4)
+            #expect(try await store.outbox.pending().isEmpty)
+            #expect(try await store.outbox.deadLetters().isEmpty)
+            #expect(try await store.syncStatus() == nil)
+            #expect(try await store.syncConflicts().isEmpty)
+            await store.close()
+            #expect(try directoryFingerprint(directory) == before)
+        }
+    }
+
     @Test func `a read of a missing file in a missing directory creates neither`() async throws {
         try await withTemporaryDirectory { directory in
             let store = RecordStore(url: directory.appendingPathComponent("a/b/records.sqlite"))
@@ -143,6 +160,10 @@ func directoryFingerprint(_ directory: URL) throws -> [String: Data] {
         #expect(seen.3 == expected.map { $0.keys.sorted() } ?? [])
         #expect(try await store.integrityCheck() == ["ok"])
         #expect(try await store.info().formatVersion == (expected == nil ? 0 : StoreFormat.currentVersion))
+        #expect(try await store.outbox.pending().isEmpty)
+        #expect(try await store.outbox.deadLetters().isEmpty)
+        #expect(try await store.syncStatus() == nil)
+        #expect(try await store.syncConflicts().isEmpty)
     }
 
     private func expectEveryReadRefused(_ store: RecordStore, code: RecordStoreError.Code) async throws {
@@ -155,6 +176,10 @@ func directoryFingerprint(_ directory: URL) throws -> [String: Data] {
             { _ = try await store.snapshot { try $0.collections() } },
             { _ = try await store.info() },
             { _ = try await store.integrityCheck() },
+            { _ = try await store.outbox.pending() },
+            { _ = try await store.outbox.deadLetters() },
+            { _ = try await store.syncStatus() },
+            { _ = try await store.syncConflicts() },
         ]
         for read in reads {
             let error = await #expect(throws: RecordStoreError.self) { try await read() }

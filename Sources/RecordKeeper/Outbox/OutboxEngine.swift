@@ -17,6 +17,15 @@ struct OutboxEngine {
 
     private var connection: SQLiteConnection { engine.connection }
 
+    /// Whether the store has an outbox: a store of format 1 read without migrating has none.
+    func hasOutbox() throws -> Bool {
+        try engine.run {
+            try connection.withStatement("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'outbox'") {
+                try $0.step()
+            }
+        }
+    }
+
     static func milliseconds(_ date: Date) -> Int64 {
         Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
     }

@@ -79,15 +79,27 @@ extension RecordStore {
 public struct Outbox: Sendable {
     let store: RecordStore
 
-    /// Operations not delivered and not dead, in enqueue order.
+    /// Operations not delivered and not dead, in enqueue order. Never writes: a store that
+    /// does not exist yet, or whose format predates the outbox, has none.
     public func pending() async throws -> [OutboxOperation] {
-        try await store.perform(.outboxPending, collection: nil) { try OutboxEngine(engine: $0).operations(dead: false) }
+        try await operations(.outboxPending, dead: false)
     }
 
     /// Operations that failed permanently or used up their attempts, in enqueue order, each
     /// with its last error.
     public func deadLetters() async throws -> [OutboxOperation] {
-        try await store.perform(.outboxDeadLetters, collection: nil) { try OutboxEngine(engine: $0).operations(dead: true) }
+        try await operations(.outboxDeadLetters, dead: true)
+    }
+
+    /// Reads queued operations beside the writer, like every read: it opens, creates and
+    /// migrates nothing.
+    private func operations(_ operation: StoreOperation, dead: Bool) async throws -> [OutboxOperation] {
+        try await store.performRead(operation, collection: nil) { source in
+            guard let engine = source.engine else { return [] }
+            let outbox = OutboxEngine(engine: engine)
+            guard try outbox.hasOutbox() else { return [] }
+            return try outbox.operations(dead: dead)
+        }
     }
 
     /// Makes a dead letter pending again: due now, with no attempts counted. It keeps its

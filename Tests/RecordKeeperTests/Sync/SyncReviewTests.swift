@@ -41,4 +41,55 @@ import Testing
             #expect(conflicts.first?.serverVersion == page.changes.first?.version)
         }
     }
+
+    @Test(arguments: StoreKind.allCases)
+    func `collections added while a pull runs elsewhere still come down`(kind: StoreKind) async throws {
+        try await withDevices(kind, count: 2) { stores in
+            let inner = InMemorySyncServer()
+            let writer = RecordSync(store: stores[1], server: inner)
+            try await writer.start(space: "s", collections: ["a", "b"])
+            try await stores[1].put("b", key: "old", data: Data("b"))
+            try await stores[1].put("a", key: "x", data: Data("1"))
+            _ = try await writer.sync()
+            let server = PullHookServer(inner)
+            let puller = RecordSync(store: stores[0], server: server)
+            try await puller.start(space: "s", collections: ["a"])
+            _ = try await puller.sync()
+            try await stores[1].put("a", key: "y", data: Data("2"))
+            _ = try await writer.sync()
+            // While this pull waits for its page, another client of the store adds "b" (which
+            // resets the cursor so that b's older records come down).
+            let other = RecordSync(store: stores[0], server: inner)
+            await server.setHook { try await other.start(space: "s", collections: ["b"]) }
+            _ = try await puller.pull()
+            _ = try await puller.sync()
+            #expect(try await strings(stores[0], "a") == ["x": "1", "y": "2"])
+            #expect(try await strings(stores[0], "b") == ["old": "b"])
+        }
+    }
+}
+
+/// A server that runs a hook once, after computing a pull's page and before answering it.
+actor PullHookServer: RecordSyncServer {
+    let inner: any RecordSyncServer
+    private var hook: (@Sendable () async throws -> Void)?
+
+    init(_ inner: any RecordSyncServer) {
+        self.inner = inner
+    }
+
+    func setHook(_ hook: @escaping @Sendable () async throws -> Void) { self.hook = hook }
+
+    func push(space: String, operations: [SyncOperation]) async throws -> [SyncOutcome] {
+        try await inner.push(space: space, operations: operations)
+    }
+
+    func pull(space: String, after cursor: SyncCursor, limit: Int) async throws -> SyncPage {
+        let page = try await inner.pull(space: space, after: cursor, limit: limit)
+        if let hook {
+            self.hook = nil
+            try await hook()
+        }
+        return page
+    }
 }

@@ -243,13 +243,24 @@ extension RecordEngine {
                 try statement.bind(sequence, at: 1)
                 var changes: [PendingSyncChange] = []
                 while try statement.step() {
+                    let collection = statement.string(at: 0)
+                    let key = statement.string(at: 1)
+                    var policy = SyncConflictPolicy.report
+                    if !statement.isNull(at: 4) {
+                        let stored = statement.string(at: 4)
+                        guard let known = SyncConflictPolicy(rawValue: stored) else {
+                            throw RecordStoreError(
+                                code: .malformedRecord, operation: operation, collection: collection, key: key,
+                                path: path, detail: "unknown sync policy '\(stored)' in sync_collections")
+                        }
+                        policy = known
+                    }
                     changes.append(
                         PendingSyncChange(
-                            collection: statement.string(at: 0), key: statement.string(at: 1),
+                            collection: collection, key: key,
                             value: statement.isNull(at: 2) ? .tombstone : .payload(statement.data(at: 2)),
                             base: statement.isNull(at: 3) ? nil : SyncServerVersion(statement.int64(at: 3)),
-                            policy: statement.isNull(at: 4)
-                                ? .report : SyncConflictPolicy(rawValue: statement.string(at: 4)) ?? .report))
+                            policy: policy))
                 }
                 return changes
             }

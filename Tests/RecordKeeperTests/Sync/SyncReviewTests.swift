@@ -67,6 +67,25 @@ import Testing
             #expect(try await strings(stores[0], "b") == ["old": "b"])
         }
     }
+
+    @Test(arguments: StoreKind.allCases)
+    func `a push with an unknown stored policy fails naming it instead of sending report`(kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ in
+            let server = ScriptedServer()
+            let sync = RecordSync(store: store, server: server)
+            try await sync.start(space: "s", collections: ["notes"], policy: .lastWriterWins)
+            try await store.put("notes", key: "a", data: Data("1"))
+            // As a later version of the library might store it.
+            try await store.performWrite(.syncStart, collection: nil) { context in
+                try context.engine.connection.withStatement("UPDATE sync_collections SET policy = 'merge'") { try $0.run() }
+            }
+            let error = await #expect(throws: RecordStoreError.self) { try await sync.push() }
+            #expect(error?.code == .malformedRecord)
+            #expect(error?.collection == "notes")
+            #expect(error?.key == "a")
+            #expect(await server.pushes == 0, "nothing was sent under a policy the store does not say")
+        }
+    }
 }
 
 /// A server that runs a hook once, after computing a pull's page and before answering it.

@@ -35,6 +35,14 @@ extension RecordEngine {
     /// Returns its sequence.
     @discardableResult
     func captureSyncOperation(_ records: [SyncRecordKey]) throws -> Int64 {
+        // A key the server cannot store would be refused with the whole push, again at every
+        // push, blocking every later operation: the local write is refused instead.
+        for record in records where record.key.utf8.contains(0) {
+            throw RecordStoreError(
+                code: .invalidKey, operation: operation, collection: record.collection, key: record.key, path: path,
+                detail: "a record of a synced collection cannot have a key containing a NUL character "
+                    + "(the sync server cannot store it); nothing was written")
+        }
         let sequence = try newSyncOperation()
         for record in records {
             try run(collection: record.collection, key: record.key) {

@@ -86,6 +86,37 @@ import Testing
             #expect(await server.pushes == 0, "nothing was sent under a policy the store does not say")
         }
     }
+
+    @Test(arguments: StoreKind.allCases)
+    func `a name the server cannot store is refused locally instead of blocking every later push`(
+        kind: StoreKind
+    ) async throws {
+        try await withStore(kind) { store, _ in
+            try await store.put("old", key: "x\u{0}y", data: Data("1"))
+            let server = ScriptedServer()
+            let sync = RecordSync(store: store, server: server)
+            let refused = await #expect(throws: (any Error).self) { try await sync.start(space: "s", collections: ["old"]) }
+            #expect((refused as? RecordStoreError)?.key == "x\u{0}y")
+            #expect(try await store.syncStatus() == nil, "nothing of the start was written")
+            let badName = await #expect(throws: SyncError.self) {
+                try await sync.start(space: "s", collections: ["no\u{0}tes"])
+            }
+            #expect(badName?.code == .invalidRequest)
+            #expect(try await store.syncStatus() == nil)
+
+            try await sync.start(space: "s", collections: ["notes"])
+            let error = await #expect(throws: RecordStoreError.self) {
+                try await store.put("notes", key: "a\u{0}b", data: Data("never"))
+            }
+            #expect(error?.code == .invalidKey)
+            #expect(error?.collection == "notes")
+            #expect(try await store.read("notes") == nil, "nothing of the write was written")
+            try await store.put("notes", key: "fine", data: Data("2"))
+            let report = try await sync.sync()
+            #expect(report.pushedChanges == 1)
+            #expect(try await store.syncStatus()?.pendingOperations == 0)
+        }
+    }
 }
 
 /// A server that runs a hook once, after computing a pull's page and before answering it.

@@ -35,6 +35,14 @@ extension RecordEngine {
     /// Returns its sequence.
     @discardableResult
     func captureSyncOperation(_ records: [SyncRecordKey]) throws -> Int64 {
+        // A key the server cannot store would be refused with the whole push, again at every
+        // push, blocking every later operation: the local write is refused instead.
+        for record in records where record.key.utf8.contains(0) {
+            throw RecordStoreError(
+                code: .invalidKey, operation: operation, collection: record.collection, key: record.key, path: path,
+                detail: "a record of a synced collection cannot have a key containing a NUL character "
+                    + "(the sync server cannot store it); nothing was written")
+        }
         let sequence = try newSyncOperation()
         for record in records {
             try run(collection: record.collection, key: record.key) {
@@ -243,13 +251,24 @@ extension RecordEngine {
                 try statement.bind(sequence, at: 1)
                 var changes: [PendingSyncChange] = []
                 while try statement.step() {
+                    let collection = statement.string(at: 0)
+                    let key = statement.string(at: 1)
+                    var policy = SyncConflictPolicy.report
+                    if !statement.isNull(at: 4) {
+                        let stored = statement.string(at: 4)
+                        guard let known = SyncConflictPolicy(rawValue: stored) else {
+                            throw RecordStoreError(
+                                code: .malformedRecord, operation: operation, collection: collection, key: key,
+                                path: path, detail: "unknown sync policy '\(stored)' in sync_collections")
+                        }
+                        policy = known
+                    }
                     changes.append(
                         PendingSyncChange(
-                            collection: statement.string(at: 0), key: statement.string(at: 1),
+                            collection: collection, key: key,
                             value: statement.isNull(at: 2) ? .tombstone : .payload(statement.data(at: 2)),
                             base: statement.isNull(at: 3) ? nil : SyncServerVersion(statement.int64(at: 3)),
-                            policy: statement.isNull(at: 4)
-                                ? .report : SyncConflictPolicy(rawValue: statement.string(at: 4)) ?? .report))
+                            policy: policy))
                 }
                 return changes
             }

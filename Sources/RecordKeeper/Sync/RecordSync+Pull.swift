@@ -4,6 +4,9 @@ import Foundation
 struct SyncPullPageResult: Sendable {
     var applied = 0
     var cursor: SyncCursor
+    /// True when the stored cursor was found behind the one the page was pulled after (`start`
+    /// added collections meanwhile and reset it): the pull goes on from the stored cursor.
+    var restarted = false
 }
 
 extension RecordSync {
@@ -12,12 +15,13 @@ extension RecordSync {
         var cursor = try await storedCursor()
         while true {
             let page = try await server.pull(space: settings.space, after: cursor, limit: Self.pullLimit)
-            let result = try await store.performWrite(.syncPull, collection: nil) { context in
-                try Self.apply(page, in: context)
+            let result = try await store.performWrite(.syncPull, collection: nil) { [cursor] context in
+                try Self.apply(page, after: cursor, in: context)
             }
             report.pulledChanges += result.applied
             let previous = cursor
             cursor = result.cursor
+            if result.restarted { continue }
             guard page.hasMore else { break }
             if cursor <= previous {
                 throw SyncError(
@@ -28,7 +32,7 @@ extension RecordSync {
     }
 
     /// Applies one page and its cursor in one local transaction, capturing nothing (no echo).
-    static func apply(_ page: SyncPage, in context: WriteContext) throws -> SyncPullPageResult {
+    static func apply(_ page: SyncPage, after pulledAfter: SyncCursor, in context: WriteContext) throws -> SyncPullPageResult {
         context.capturesSync = false
         let engine = context.engine
         let synced = try engine.syncCollections()
@@ -65,7 +69,11 @@ extension RecordSync {
             if values.isEmpty, try engine.collectionForWriting(collection) == nil { continue }
             try context.apply(collection, upserts: values, removals: removals[collection] ?? [])
         }
-        let cursor = max(try engine.syncCursor(), page.cursor)
+        let stored = try engine.syncCursor()
+        // `start` reset the cursor since this pull read it (collections were added): keep it,
+        // or the older records of the added collections would never come down.
+        if stored < pulledAfter { return SyncPullPageResult(applied: applied, cursor: stored, restarted: true) }
+        let cursor = max(stored, page.cursor)
         try engine.setSyncCursor(cursor)
         return SyncPullPageResult(applied: applied, cursor: cursor)
     }

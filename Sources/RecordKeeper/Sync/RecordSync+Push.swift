@@ -139,16 +139,23 @@ extension RecordSync {
                     let record = SyncRecordKey(collection: conflict.collection, key: conflict.key)
                     guard carriedSet.contains(record), conflicting.insert(record).inserted else { continue }
                     let local = try engine.record(record.collection, key: record.key)?.data
-                    let server = conflict.server?.value ?? .tombstone
+                    var server = conflict.server?.value ?? .tombstone
+                    var serverVersion = conflict.server?.version
+                    // A redelivered operation gets the conflict of its first delivery: a newer
+                    // server value pulled since (kept aside) is the server's current one.
+                    if let aside = try engine.aside(record), aside.version > serverVersion?.rawValue ?? 0 {
+                        server = aside.value
+                        serverVersion = SyncServerVersion(aside.version)
+                    }
                     if local != server.payload {
                         let kept = SyncRecordConflict(
                             collection: record.collection, key: record.key, local: local, server: server.payload,
-                            serverVersion: conflict.server?.version)
+                            serverVersion: serverVersion)
                         try engine.recordSyncConflict(kept)
                         result.conflicts.append(kept)
                         try write(server, to: record, in: context)
                     }
-                    try engine.setServerVersion(record, conflict.server?.version.rawValue, clearingAside: true)
+                    try engine.setServerVersion(record, serverVersion?.rawValue, clearingAside: true)
                     // The conflict holds the record's latest local value: later pending
                     // changes of it are superseded.
                     try engine.dropPendingSyncChanges(record, after: operation.sequence)

@@ -158,7 +158,10 @@ public actor RecordSync {
     ///
     /// - Throws: ``SyncError`` with ``SyncError/Code/invalidRequest`` when the store already
     ///   syncs another space, the space is empty, no collection is named on the first start, or
-    ///   a name is invalid (nothing is changed); ``RecordStoreError``.
+    ///   a name is invalid or contains a NUL character (nothing is changed); ``RecordStoreError``
+    ///   (``RecordStoreError/Code/invalidKey`` when a record of a collection to sync has a key
+    ///   with a NUL character, which the server cannot store: nothing is changed, and later
+    ///   writes of such keys to a synced collection are refused the same way).
     public func start(space: String, collections: [String], policy: SyncConflictPolicy = .report) async throws {
         await takeTurn()
         defer { turns.release() }
@@ -171,6 +174,11 @@ public actor RecordSync {
                 name = try RecordNames.collection(collection, operation: .syncStart)
             } catch let error as RecordStoreError {
                 throw SyncError(.invalidRequest, "invalid collection name \(RecordStoreError.quoted(collection))", underlying: error)
+            }
+            if name.utf8.contains(0) {
+                throw SyncError(
+                    .invalidRequest,
+                    "the collection name \(RecordStoreError.quoted(collection)) contains a NUL character, which the sync server cannot store")
             }
             if !names.contains(name) { names.append(name) }
         }

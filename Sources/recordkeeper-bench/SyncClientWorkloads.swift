@@ -1,0 +1,117 @@
+import Foundation
+import RecordKeeper
+import RecordKeeperPostgres
+
+/// S3/S4: the same N records as S1/S2, but through the device: `RecordSync` over a local store
+/// and `PostgresSyncServer`, against raw libpq storing and reading the rows in batches of
+/// 1,000 in the same run (see docs/PERFORMANCE.md).
+///
+/// Every repeat starts from a fresh bench schema (fresh server tables, untimed) and fresh
+/// store files. **S3**: a store holding the N records (written untimed, before sync starts);
+/// timed: `start(space:collections:)` (registration and capture of the N records as operations
+/// of 1,000) plus `push()` to the end; the two parts are reported as rows of their own. **S4**:
+/// a second, empty store (a fresh device) started on the same space (untimed); timed: `pull()`
+/// to the server's head, which writes the N records into its store. The raw side: one
+/// `INSERT … unnest` per batch of 1,000 in its own transaction, then keyset pages of 1,000.
+extension BenchRunner {
+    func runSyncClient(conninfo: String) async throws {
+        let n = options.n
+        let rows = try SyncBenchData.rows(n: n)
+        let values = try payloads(n: n)
+        let raw = try RawPostgres(conninfo: conninfo)
+        log("S3/S4 sync through RecordSync, N=\(n)")
+
+        var samples: [String: [Double]] = [:]
+        for repeatIndex in 0..<options.repeats {
+            for implementation in order(forRepeat: repeatIndex) {
+                switch implementation {
+                case .raw:
+                    try freshSchema(raw)
+                    try raw.reset()
+                    let push = try measure {
+                        for start in stride(from: 0, to: rows.count, by: 1_000) {
+                            try raw.insert(rows[start..<min(start + 1_000, rows.count)])
+                        }
+                    }
+                    var read = 0
+                    let pull = try measure {
+                        var position: (collection: String, key: String)?
+                        while true {
+                            let page = try raw.page(after: position, limit: 1_000)
+                            read += page.count
+                            guard let last = page.last, page.count == 1_000 else { break }
+                            position = (last.collection, last.key)
+                        }
+                    }
+                    guard read == n else { throw BenchFailure("raw PostgreSQL read back \(read) rows, not \(n)") }
+                    samples["raw push", default: []].append(push)
+                    samples["raw pull", default: []].append(pull)
+                case .recordKeeper:
+                    try freshSchema(raw)
+                    let space = "bench"
+                    // S3: a device holding N records starts syncing and uploads them.
+                    let uploaderURL = storeURL(.recordKeeper, purpose: "sync-upload", n: n)
+                    removeStore(uploaderURL)
+                    let uploader = try await RecordKeeperSide.open(url: uploaderURL, durability: options.durability)
+                    try await uploader.replace(benchCollection, values: values)
+                    let uploadSync = RecordSync(store: uploader, server: try await syncServer(conninfo: conninfo))
+                    let start = try await measureAsync {
+                        try await uploadSync.start(space: space, collections: [benchCollection])
+                    }
+                    var pushReport = SyncReport()
+                    let push = try await measureAsync {
+                        pushReport = try await uploadSync.push()
+                    }
+                    let pending = try await uploader.syncStatus()?.pendingOperations
+                    guard pushReport.pushedChanges == n, pending == 0 else {
+                        throw BenchFailure(
+                            "S3 pushed \(pushReport.pushedChanges) changes, not \(n); \(pending.map(String.init) ?? "no") operations pending")
+                    }
+                    samples["rk start", default: []].append(start)
+                    samples["rk push", default: []].append(push)
+                    samples["rk start+push", default: []].append(start + push)
+                    await uploader.close()
+                    removeStore(uploaderURL)
+
+                    // S4: a fresh device of the same space pulls them into its store.
+                    let pullerURL = storeURL(.recordKeeper, purpose: "sync-pull", n: n)
+                    removeStore(pullerURL)
+                    let puller = try await RecordKeeperSide.open(url: pullerURL, durability: options.durability)
+                    let pullSync = RecordSync(store: puller, server: try await syncServer(conninfo: conninfo))
+                    try await pullSync.start(space: space, collections: [benchCollection])
+                    var pullReport = SyncReport()
+                    let pull = try await measureAsync {
+                        pullReport = try await pullSync.pull()
+                    }
+                    let count = try await puller.read(benchCollection)?.count ?? 0
+                    guard pullReport.pulledChanges == n, count == n else {
+                        throw BenchFailure("S4 pulled \(pullReport.pulledChanges) changes into a store of \(count), not \(n)")
+                    }
+                    samples["rk pull", default: []].append(pull)
+                    await puller.close()
+                    removeStore(pullerURL)
+                case .naive:
+                    continue
+                }
+            }
+        }
+        if !options.keepFiles {
+            try raw.exec("DROP SCHEMA IF EXISTS recordkeeper_bench CASCADE", "drop the bench schema")
+        }
+        let parts: [(variant: String, sample: String, note: String)] = [
+            ("start+push", "rk start+push", "start(space:collections:) capturing N records, then push() to the end"),
+            ("start (capture) part", "rk start", "the start part alone (ratio to the whole raw push)"),
+            ("push part", "rk push", "the push part alone (ratio to the whole raw push)"),
+        ]
+        for part in parts {
+            record("S3", variant: part.variant, n: n, .raw, metric: "time_s", samples: samples["raw push"] ?? [],
+                   note: "one insert from unnest of binary arrays per batch of 1,000, a transaction each")
+            record("S3", variant: part.variant, n: n, .recordKeeper, metric: "time_s",
+                   samples: samples[part.sample] ?? [], note: part.note)
+        }
+        record("S4", variant: "fresh device", n: n, .raw, metric: "time_s", samples: samples["raw pull"] ?? [],
+               note: "keyset pages of 1,000, one query each")
+        record("S4", variant: "fresh device", n: n, .recordKeeper, metric: "time_s", samples: samples["rk pull"] ?? [],
+               note: "pull() to the head: pages of 1,000 written into the store")
+    }
+}

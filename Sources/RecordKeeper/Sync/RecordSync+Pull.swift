@@ -33,6 +33,9 @@ extension RecordSync {
         let engine = context.engine
         let synced = try engine.syncCollections()
         let conflictsExist = try engine.hasSyncConflicts()
+        // Nothing pending (the common case of a catching-up device): one statement a change
+        // both checks the version and records it.
+        let pendingExist = try engine.hasPendingSyncChanges()
         var upserts: [String: [(key: String, data: Data)]] = [:]
         var removals: [String: [String]] = [:]
         var applied = 0
@@ -41,6 +44,20 @@ extension RecordSync {
             let key = try RecordNames.key(change.key, collection: change.collection, operation: .syncPull)
             let record = SyncRecordKey(collection: change.collection, key: key)
             let version = change.version.rawValue
+            if !pendingExist {
+                // This store has it already (own write coming back, a page pulled again) when
+                // nothing changed.
+                guard try engine.advanceServerVersion(record, to: version) else { continue }
+                switch change.value {
+                case .payload(let data): upserts[record.collection, default: []].append((key, data))
+                case .tombstone: removals[record.collection, default: []].append(key)
+                }
+                if conflictsExist {
+                    try engine.updateSyncConflictServerSide(record, value: change.value, version: version)
+                }
+                applied += 1
+                continue
+            }
             let state = try engine.syncRecordState(record)
             // This store has it already: its own write coming back, or a page pulled again.
             if let known = state.serverVersion, version <= known { continue }

@@ -86,9 +86,12 @@ extension RecordSync {
                 var batch: [PendingSyncOperation] = []
                 var changeCount = 0
                 for (sequence, id) in try engine.pendingSyncOperations(after: after, limit: Self.pushOperationLimit) {
+                    // Count first: the changes of an operation that does not fit are not read.
+                    let count = try engine.pendingSyncChangeCount(sequence)
+                    if count == 0 { continue }
+                    if !batch.isEmpty, changeCount + count > Self.pushChangeLimit { break }
                     let changes = try engine.pendingSyncChanges(sequence)
                     if changes.isEmpty { continue }
-                    if !batch.isEmpty, changeCount + changes.count > Self.pushChangeLimit { break }
                     batch.append(PendingSyncOperation(sequence: sequence, id: id, changes: changes))
                     changeCount += changes.count
                 }
@@ -116,18 +119,15 @@ extension RecordSync {
             case .applied(let version):
                 result.answered += 1
                 result.changes += operation.changes.count
-                try engine.deleteSyncOperation(operation.sequence)
-                for change in operation.changes {
-                    let record = SyncRecordKey(collection: change.collection, key: change.key)
-                    let laterPending = try engine.hasPendingSyncChange(record, besides: operation.sequence)
-                    if !laterPending, let aside = try engine.aside(record), aside.version > version.rawValue {
-                        // A newer server value arrived while this change was pending: it wins.
-                        try write(aside.value, to: record, in: context)
-                        try engine.setServerVersion(record, aside.version, clearingAside: true)
-                    } else {
-                        try engine.setServerVersion(record, version.rawValue, clearingAside: !laterPending)
-                    }
+                // Set-wise: a newer server value kept aside wins over the acknowledged change
+                // (read first, written last); every other record takes the version.
+                let asides = try engine.newerAsides(of: operation.sequence, than: version.rawValue)
+                try engine.acknowledgeSyncChanges(of: operation.sequence, version: version.rawValue)
+                for aside in asides {
+                    try write(aside.value, to: aside.record, in: context)
+                    try engine.setServerVersion(aside.record, aside.version, clearingAside: true)
                 }
+                try engine.deleteSyncOperation(operation.sequence)
             case .conflict(let conflicts):
                 result.answered += 1
                 result.changes += operation.changes.count

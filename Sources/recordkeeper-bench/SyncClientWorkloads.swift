@@ -1,6 +1,7 @@
 import Foundation
 import RecordKeeper
 import RecordKeeperPostgres
+import Synchronization
 
 /// S3/S4: the same N records as S1/S2, but through the device: `RecordSync` over a local store
 /// and `PostgresSyncServer`, against raw libpq storing and reading the rows in batches of
@@ -54,7 +55,8 @@ extension BenchRunner {
                     removeStore(uploaderURL)
                     let uploader = try await RecordKeeperSide.open(url: uploaderURL, durability: options.durability)
                     try await uploader.replace(benchCollection, values: values)
-                    let uploadSync = RecordSync(store: uploader, server: try await syncServer(conninfo: conninfo))
+                    let uploadServer = TimedSyncServer(try await syncServer(conninfo: conninfo))
+                    let uploadSync = RecordSync(store: uploader, server: uploadServer)
                     let start = try await measureAsync {
                         try await uploadSync.start(space: space, collections: [benchCollection])
                     }
@@ -69,6 +71,8 @@ extension BenchRunner {
                     }
                     samples["rk start", default: []].append(start)
                     samples["rk push", default: []].append(push)
+                    samples["rk push server", default: []].append(uploadServer.seconds)
+                    samples["rk push client", default: []].append(push - uploadServer.seconds)
                     samples["rk start+push", default: []].append(start + push)
                     await uploader.close()
                     removeStore(uploaderURL)
@@ -77,9 +81,11 @@ extension BenchRunner {
                     let pullerURL = storeURL(.recordKeeper, purpose: "sync-pull", n: n)
                     removeStore(pullerURL)
                     let puller = try await RecordKeeperSide.open(url: pullerURL, durability: options.durability)
-                    let pullSync = RecordSync(store: puller, server: try await syncServer(conninfo: conninfo))
+                    let pullServer = TimedSyncServer(try await syncServer(conninfo: conninfo))
+                    let pullSync = RecordSync(store: puller, server: pullServer)
                     try await pullSync.start(space: space, collections: [benchCollection])
                     var pullReport = SyncReport()
+                    let pullServerBefore = pullServer.seconds
                     let pull = try await measureAsync {
                         pullReport = try await pullSync.pull()
                     }
@@ -88,6 +94,9 @@ extension BenchRunner {
                         throw BenchFailure("S4 pulled \(pullReport.pulledChanges) changes into a store of \(count), not \(n)")
                     }
                     samples["rk pull", default: []].append(pull)
+                    let pullServerTime = pullServer.seconds - pullServerBefore
+                    samples["rk pull server", default: []].append(pullServerTime)
+                    samples["rk pull client", default: []].append(pull - pullServerTime)
                     await puller.close()
                     removeStore(pullerURL)
                 case .naive:
@@ -102,6 +111,8 @@ extension BenchRunner {
             ("start+push", "rk start+push", "start(space:collections:) capturing N records, then push() to the end"),
             ("start (capture) part", "rk start", "the start part alone (ratio to the whole raw push)"),
             ("push part", "rk push", "the push part alone (ratio to the whole raw push)"),
+            ("push: in server calls", "rk push server", "of the push part, the time inside PostgresSyncServer.push"),
+            ("push: client", "rk push client", "of the push part, the time outside server calls (local reads, outcomes)"),
         ]
         for part in parts {
             record("S3", variant: part.variant, n: n, .raw, metric: "time_s", samples: samples["raw push"] ?? [],
@@ -113,5 +124,40 @@ extension BenchRunner {
                note: "keyset pages of 1,000, one query each")
         record("S4", variant: "fresh device", n: n, .recordKeeper, metric: "time_s", samples: samples["rk pull"] ?? [],
                note: "pull() to the head: pages of 1,000 written into the store")
+        for part in [("pull: in server calls", "rk pull server", "of the pull, the time inside PostgresSyncServer.pull"),
+                     ("pull: client", "rk pull client", "of the pull, the time outside server calls (applying pages)")] {
+            record("S4", variant: part.0, n: n, .raw, metric: "time_s", samples: samples["raw pull"] ?? [])
+            record("S4", variant: part.0, n: n, .recordKeeper, metric: "time_s", samples: samples[part.1] ?? [], note: part.2)
+        }
+    }
+}
+
+/// A server that times the calls it passes on, so a row can tell the server's part of a
+/// `RecordSync` pass from the client's (the time outside these calls).
+final class TimedSyncServer: RecordSyncServer {
+    let server: PostgresSyncServer
+    /// Seconds spent inside push and pull calls. A lock because the protocol is Sendable;
+    /// the bench calls one at a time.
+    private let spent = Mutex<Double>(0)
+
+    init(_ server: PostgresSyncServer) {
+        self.server = server
+    }
+
+    var seconds: Double { spent.withLock { $0 } }
+
+    func push(space: String, operations: [SyncOperation]) async throws -> [SyncOutcome] {
+        var outcomes: [SyncOutcome] = []
+        let time = try await measureAsync { outcomes = try await server.push(space: space, operations: operations) }
+        spent.withLock { $0 += time }
+        return outcomes
+    }
+
+    func pull(space: String, after cursor: SyncCursor, limit: Int) async throws -> SyncPage {
+        var page: SyncPage?
+        let time = try await measureAsync { page = try await server.pull(space: space, after: cursor, limit: limit) }
+        spent.withLock { $0 += time }
+        guard let page else { throw BenchFailure("the timed pull returned no page") }
+        return page
     }
 }

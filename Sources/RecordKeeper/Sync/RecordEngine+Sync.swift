@@ -260,9 +260,9 @@ extension RecordEngine {
         }
     }
 
-    /// The changes of one pending operation, each with its base (the record's server version
-    /// now) and its collection's policy.
-    func pendingSyncChanges(_ sequence: Int64) throws -> [PendingSyncChange] {
+    /// The changes of one pending operation (at most `limit` of them), each with its base (the
+    /// record's server version now) and its collection's policy.
+    func pendingSyncChanges(_ sequence: Int64, limit: Int = Int.max) throws -> [PendingSyncChange] {
         try run {
             try connection.withStatement(
                 """
@@ -271,9 +271,11 @@ extension RecordEngine {
                 LEFT JOIN sync_records s ON s.collection = c.collection AND s.key = c.key
                 LEFT JOIN sync_collections p ON p.name = c.collection
                 WHERE c.sequence = ?1
+                LIMIT ?2
                 """
             ) { statement in
                 try statement.bind(sequence, at: 1)
+                try statement.bind(Int64(limit), at: 2)
                 var changes: [PendingSyncChange] = []
                 while try statement.step() {
                     changes.append(
@@ -285,16 +287,6 @@ extension RecordEngine {
                                 ? .report : SyncConflictPolicy(rawValue: statement.string(at: 4)) ?? .report))
                 }
                 return changes
-            }
-        }
-    }
-
-    /// How many changes a pending operation has.
-    func pendingSyncChangeCount(_ sequence: Int64) throws -> Int {
-        try run {
-            try connection.withStatement("SELECT count(*) FROM sync_operation_changes WHERE sequence = ?1") { statement in
-                try statement.bind(sequence, at: 1)
-                return try statement.step() ? Int(statement.int64(at: 0)) : 0
             }
         }
     }
@@ -503,13 +495,12 @@ extension RecordEngine {
                 ON CONFLICT (collection, key) DO UPDATE SET server_version = excluded.server_version,
                     aside_payload = NULL, aside_deleted = 0, aside_version = NULL
                 WHERE sync_records.server_version IS NULL OR sync_records.server_version < excluded.server_version
-                RETURNING 1
                 """
             ) { statement in
+                // No RETURNING: it costs more than the upsert itself; the change count tells.
                 try bindRecordVersion(statement, record, version)
-                let changed = try statement.step()
-                while try statement.step() {}
-                return changed
+                try statement.run()
+                return connection.changes > 0
             }
         }
     }

@@ -86,12 +86,12 @@ extension RecordSync {
                 var batch: [PendingSyncOperation] = []
                 var changeCount = 0
                 for (sequence, id) in try engine.pendingSyncOperations(after: after, limit: Self.pushOperationLimit) {
-                    // Count first: the changes of an operation that does not fit are not read.
-                    let count = try engine.pendingSyncChangeCount(sequence)
-                    if count == 0 { continue }
-                    if !batch.isEmpty, changeCount + count > Self.pushChangeLimit { break }
-                    let changes = try engine.pendingSyncChanges(sequence)
+                    // The first operation goes whatever its size; of a later one, no more is
+                    // read than tells whether it still fits (one past the room left).
+                    let room = batch.isEmpty ? Int.max : Self.pushChangeLimit - changeCount
+                    let changes = try engine.pendingSyncChanges(sequence, limit: room == Int.max ? room : room + 1)
                     if changes.isEmpty { continue }
+                    if changes.count > room { break }
                     batch.append(PendingSyncOperation(sequence: sequence, id: id, changes: changes))
                     changeCount += changes.count
                 }

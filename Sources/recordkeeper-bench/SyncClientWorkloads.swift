@@ -47,6 +47,27 @@ extension BenchRunner {
                     guard read == n else { throw BenchFailure("raw PostgreSQL read back \(read) rows, not \(n)") }
                     samples["raw push", default: []].append(push)
                     samples["raw pull", default: []].append(pull)
+                    // The device's floor: the same pages, each written into a raw SQLite
+                    // table in one transaction.
+                    let floorURL = storeURL(.raw, purpose: "sync-pull", n: n)
+                    removeStore(floorURL)
+                    let device = try RawSQLiteStore(path: floorURL.path, durability: options.durability)
+                    var written = 0
+                    let floor = try measure {
+                        var position: (collection: String, key: String)?
+                        while true {
+                            let page = try raw.page(after: position, limit: 1_000)
+                            try device.upsertPage(page)
+                            written += page.count
+                            guard let last = page.last, page.count == 1_000 else { break }
+                            position = (last.collection, last.key)
+                        }
+                    }
+                    guard try device.count() == n, written == n else {
+                        throw BenchFailure("the raw device floor wrote \(written) rows, not \(n)")
+                    }
+                    removeStore(floorURL)
+                    samples["raw pull+write", default: []].append(floor)
                 case .recordKeeper:
                     try freshSchema(raw)
                     let space = "bench"
@@ -124,6 +145,11 @@ extension BenchRunner {
                note: "keyset pages of 1,000, one query each")
         record("S4", variant: "fresh device", n: n, .recordKeeper, metric: "time_s", samples: samples["rk pull"] ?? [],
                note: "pull() to the head: pages of 1,000 written into the store")
+        record("S4", variant: "vs raw pull + raw SQLite write", n: n, .raw, metric: "time_s",
+               samples: samples["raw pull+write"] ?? [],
+               note: "the device floor: the same keyset pages, each upserted into a raw SQLite table in one transaction")
+        record("S4", variant: "vs raw pull + raw SQLite write", n: n, .recordKeeper, metric: "time_s",
+               samples: samples["rk pull"] ?? [], note: "the same pull() against that floor")
         for part in [("pull: in server calls", "rk pull server", "of the pull, the time inside PostgresSyncServer.pull"),
                      ("pull: client", "rk pull client", "of the pull, the time outside server calls (applying pages)")] {
             record("S4", variant: part.0, n: n, .raw, metric: "time_s", samples: samples["raw pull"] ?? [])

@@ -7,22 +7,40 @@ struct SyncPullPageResult: Sendable {
 }
 
 extension RecordSync {
-    /// Pulls page after page until the server's head.
+    /// Pulls page after page until the server's head. The next page is requested (after the
+    /// cursor the server gave) while the current one is written, so the server's time and the
+    /// local writes overlap; pages are still applied one at a time, in order.
     func pull(_ settings: SyncSettings, into report: inout SyncReport) async throws {
         var cursor = try await storedCursor()
+        let server = self.server
+        let space = settings.space
+        var page = try await server.pull(space: space, after: cursor, limit: Self.pullLimit)
         while true {
-            let page = try await server.pull(space: settings.space, after: cursor, limit: Self.pullLimit)
-            let result = try await store.performWrite(.syncPull, collection: nil) { context in
-                try Self.apply(page, in: context)
+            let after = page.cursor
+            let next: Task<SyncPage, any Error>? =
+                page.hasMore ? Task { try await server.pull(space: space, after: after, limit: Self.pullLimit) } : nil
+            let result: SyncPullPageResult
+            do {
+                result = try await store.performWrite(.syncPull, collection: nil) { [page] context in
+                    try Self.apply(page, in: context)
+                }
+            } catch {
+                // No request outlives the call: wait for the one in flight (its page is not used).
+                next?.cancel()
+                _ = await next?.result
+                throw error
             }
             report.pulledChanges += result.applied
             let previous = cursor
             cursor = result.cursor
-            guard page.hasMore else { break }
+            guard let next else { break }
             if cursor <= previous {
+                next.cancel()
+                _ = await next.result
                 throw SyncError(
                     .serverFailure, "the server's page after cursor \(previous) did not advance it (\(page.cursor))")
             }
+            page = try await next.value
         }
         report.cursor = cursor
     }

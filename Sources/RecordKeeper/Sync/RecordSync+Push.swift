@@ -38,42 +38,79 @@ extension RecordSync {
     }
 
     /// Pushes batch after batch until nothing is pending.
+    ///
+    /// The outcomes of a batch are applied locally while the next batch is read and sent, so
+    /// the local transactions overlap the server's time; outcomes are still applied in order,
+    /// one batch at a time. A batch read before the previous one's outcomes were applied may
+    /// carry a record's base from before that acknowledgement: the server's own-write rule
+    /// accepts it (the device building on its own write), as for any push sent before an
+    /// answer came back.
     func push(_ settings: SyncSettings, into report: inout SyncReport) async throws {
         var after: Int64 = 0
-        while true {
-            let batch = try await pendingBatch(after: after)
-            guard let last = batch.last else { return }
-            let operations = batch.map { pending in
-                SyncOperation(
-                    id: pending.id, device: settings.device, sequence: pending.sequence,
-                    changes: pending.changes.map { change in
-                        SyncChange(
-                            collection: change.collection, key: change.key, value: change.value, base: change.base,
-                            policy: change.policy == .lastWriterWins ? .lastWriterWins : .compareAndSet)
-                    })
+        var applying: Task<SyncPushBatchResult, any Error>?
+        do {
+            while true {
+                let batch = try await pendingBatch(after: after)
+                guard let last = batch.last else { break }
+                let operations = batch.map { pending in
+                    SyncOperation(
+                        id: pending.id, device: settings.device, sequence: pending.sequence,
+                        changes: pending.changes.map { change in
+                            SyncChange(
+                                collection: change.collection, key: change.key, value: change.value, base: change.base,
+                                policy: change.policy == .lastWriterWins ? .lastWriterWins : .compareAndSet)
+                        })
+                }
+                let outcomes = try await server.push(space: settings.space, operations: operations)
+                guard outcomes.count == operations.count,
+                    zip(outcomes, operations).allSatisfy({ $0.operationID == $1.id })
+                else {
+                    throw SyncError(
+                        .serverFailure,
+                        "the server answered \(operations.count) operations with \(outcomes.count) outcomes that do not match them")
+                }
+                if let previous = applying {
+                    applying = nil
+                    try Self.merge(try await previous.value, settings, into: &report)
+                }
+                let store = self.store
+                applying = Task {
+                    try await store.performWrite(.syncPush, collection: nil) { context in
+                        try Self.apply(outcomes, of: batch, in: context)
+                    }
+                }
+                after = last.sequence
             }
-            let outcomes = try await server.push(space: settings.space, operations: operations)
-            guard outcomes.count == operations.count,
-                zip(outcomes, operations).allSatisfy({ $0.operationID == $1.id })
-            else {
-                throw SyncError(
-                    .serverFailure,
-                    "the server answered \(operations.count) operations with \(outcomes.count) outcomes that do not match them")
+        } catch {
+            // No local transaction outlives the call: the one in flight finishes first (an
+            // error of its own comes first, it happened first).
+            if let previous = applying {
+                switch await previous.result {
+                case .success(let result): try Self.merge(result, settings, into: &report)
+                case .failure(let applyError): throw applyError
+                }
             }
-            let result = try await store.performWrite(.syncPush, collection: nil) { context in
-                try Self.apply(outcomes, of: batch, in: context)
-            }
-            report.pushedOperations += result.answered
-            report.pushedChanges += result.changes
-            report.newConflicts += result.conflicts
-            if let refused = result.outOfOrder {
-                throw SyncError(
-                    .serverFailure,
-                    "the server refused operation \(refused.sequence) of device \(settings.device) as out of order: "
-                        + "it already applied operation \(refused.last) of this device (was the store restored from an "
-                        + "older copy?); the operation stays pending")
-            }
-            after = last.sequence
+            throw error
+        }
+        if let previous = applying {
+            try Self.merge(try await previous.value, settings, into: &report)
+        }
+    }
+
+    /// Adds what applying one batch did to the report; throws when the server refused an
+    /// operation as out of order.
+    private static func merge(
+        _ result: SyncPushBatchResult, _ settings: SyncSettings, into report: inout SyncReport
+    ) throws {
+        report.pushedOperations += result.answered
+        report.pushedChanges += result.changes
+        report.newConflicts += result.conflicts
+        if let refused = result.outOfOrder {
+            throw SyncError(
+                .serverFailure,
+                "the server refused operation \(refused.sequence) of device \(settings.device) as out of order: "
+                    + "it already applied operation \(refused.last) of this device (was the store restored from an "
+                    + "older copy?); the operation stays pending")
         }
     }
 

@@ -39,18 +39,26 @@ extension RecordSync {
 
     /// Pushes batch after batch until nothing is pending.
     ///
-    /// The outcomes of a batch are applied locally while the next batch is read and sent, so
-    /// the local transactions overlap the server's time; outcomes are still applied in order,
-    /// one batch at a time. A batch read before the previous one's outcomes were applied may
-    /// carry a record's base from before that acknowledgement: the server's own-write rule
-    /// accepts it (the device building on its own write), as for any push sent before an
-    /// answer came back.
+    /// When the server applied every operation of a batch, its outcomes are applied locally
+    /// while the next batch is read and sent, so the local transactions overlap the server's
+    /// time. The next batch is then rebased on those outcomes (a record the batch changed gets
+    /// the version the server gave it, as the local transaction records it), so it carries the
+    /// bases it would have had if read afterwards. Any other outcome (a conflict, an operation
+    /// out of order) is applied before anything more is read. Outcomes are applied in order, one
+    /// batch at a time, and the call waits for the one in flight before it returns or throws.
     func push(_ settings: SyncSettings, into report: inout SyncReport) async throws {
         var after: Int64 = 0
         var applying: Task<SyncPushBatchResult, any Error>?
+        var prefetched: [PendingSyncOperation]?
         do {
             while true {
-                let batch = try await pendingBatch(after: after)
+                let batch: [PendingSyncOperation]
+                if let next = prefetched {
+                    batch = next
+                    prefetched = nil
+                } else {
+                    batch = try await pendingBatch(after: after)
+                }
                 guard let last = batch.last else { break }
                 let operations = batch.map { pending in
                     SyncOperation(
@@ -74,12 +82,19 @@ extension RecordSync {
                     try Self.merge(try await previous.value, settings, into: &report)
                 }
                 let store = self.store
-                applying = Task {
+                let current = Task {
                     try await store.performWrite(.syncPush, collection: nil) { context in
                         try Self.apply(outcomes, of: batch, in: context)
                     }
                 }
+                applying = current
                 after = last.sequence
+                if let acknowledged = Self.acknowledgedVersions(outcomes, of: batch) {
+                    prefetched = Self.rebase(try await pendingBatch(after: after), on: acknowledged)
+                } else {
+                    applying = nil
+                    try Self.merge(try await current.value, settings, into: &report)
+                }
             }
         } catch {
             // No local transaction outlives the call: the one in flight finishes first (an
@@ -94,6 +109,41 @@ extension RecordSync {
         }
         if let previous = applying {
             try Self.merge(try await previous.value, settings, into: &report)
+        }
+    }
+
+    /// The server version each record of `batch` takes when every operation was applied (the
+    /// last operation's, for a record several change); nil when any outcome is not `.applied`.
+    static func acknowledgedVersions(
+        _ outcomes: [SyncOutcome], of batch: [PendingSyncOperation]
+    ) -> [SyncRecordKey: SyncServerVersion]? {
+        var versions: [SyncRecordKey: SyncServerVersion] = [:]
+        for (operation, outcome) in zip(batch, outcomes) {
+            guard case .applied(let version) = outcome.result else { return nil }
+            for change in operation.changes {
+                versions[SyncRecordKey(collection: change.collection, key: change.key)] = version
+            }
+        }
+        return versions
+    }
+
+    /// `batch` with the base of every change of an acknowledged record set to the version the
+    /// acknowledgement gave it (what `sync_records` holds once it is applied).
+    static func rebase(
+        _ batch: [PendingSyncOperation], on acknowledged: [SyncRecordKey: SyncServerVersion]
+    ) -> [PendingSyncOperation] {
+        guard !acknowledged.isEmpty else { return batch }
+        return batch.map { operation in
+            var operation = operation
+            operation.changes = operation.changes.map { change in
+                guard let version = acknowledged[SyncRecordKey(collection: change.collection, key: change.key)] else {
+                    return change
+                }
+                return PendingSyncChange(
+                    collection: change.collection, key: change.key, value: change.value, base: version,
+                    policy: change.policy)
+            }
+            return operation
         }
     }
 

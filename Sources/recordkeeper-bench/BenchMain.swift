@@ -53,6 +53,7 @@ func runBench(_ options: BenchOptions) async -> Int32 {
         + "workloads=\(options.workloads.map(\.rawValue).joined(separator: ",")), dir=\(runner.directory.path)")
     do {
         var syncDone = false
+        var syncClientDone = false
         for workload in options.workloads {
             switch workload {
             case .w1: try await runner.runBulkInsert()
@@ -77,6 +78,12 @@ func runBench(_ options: BenchOptions) async -> Int32 {
                 if !syncDone, let conninfo = options.postgres {
                     syncDone = true
                     try await runner.runSync(conninfo: conninfo)
+                }
+            case .s3, .s4:
+                // One run measures both (the fresh device pulls what the upload pushed).
+                if !syncClientDone, let conninfo = options.postgres {
+                    syncClientDone = true
+                    try await runner.runSyncClient(conninfo: conninfo)
                 }
             }
         }
@@ -103,7 +110,7 @@ func runBench(_ options: BenchOptions) async -> Int32 {
             case .table:
                 let settings = header.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
                 return "recordkeeper-bench  \(settings)\n"
-                    + "ratio = implementation / raw SQLite (raw libpq for S1/S2; time or memory; throughput inverted), > 1 is slower/bigger\n\n"
+                    + "ratio = implementation / raw SQLite (raw libpq for S1..S4; time or memory; throughput inverted), > 1 is slower/bigger\n\n"
                     + ResultFormatter.table(rows)
             case .json: return try ResultFormatter.json(rows, header: header)
             case .csv: return ResultFormatter.csv(rows)

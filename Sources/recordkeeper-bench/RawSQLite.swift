@@ -113,6 +113,13 @@ final class RawSQLiteStore {
         }
     }
 
+    /// S4's device floor: one pulled page, its own commit.
+    func upsertPage(_ rows: [RawPostgres.Row]) throws {
+        try transaction {
+            for row in rows { try upsertRow(key: row.key, data: row.payload) }
+        }
+    }
+
     /// W2: one record, its own commit.
     func put(key: String, data: Data) throws {
         try transaction { try upsertRow(key: key, data: data) }

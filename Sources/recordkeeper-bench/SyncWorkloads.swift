@@ -184,7 +184,7 @@ extension BenchRunner {
     }
 
     /// Drops and creates the bench schema (untimed) through the raw connection.
-    private func freshSchema(_ raw: RawPostgres) throws {
+    func freshSchema(_ raw: RawPostgres) throws {
         for statement in Self.syncSchemaStatements {
             try raw.exec(statement, "prepare the bench schema")
         }
@@ -192,7 +192,7 @@ extension BenchRunner {
 
     /// A sync server on a new connection whose `search_path` is the bench schema; connecting
     /// creates the sync tables there (untimed).
-    private func syncServer(conninfo: String) async throws -> PostgresSyncServer {
+    func syncServer(conninfo: String) async throws -> PostgresSyncServer {
         let connection = try await PostgresConnection(conninfo: conninfo)
         try await connection.execute("SET search_path TO recordkeeper_bench", operation: "use the bench schema")
         return try await PostgresSyncServer(connection: connection)

@@ -38,10 +38,7 @@ extension RecordEngine {
         // A key the server cannot store would be refused with the whole push, again at every
         // push, blocking every later operation: the local write is refused instead.
         for record in records where record.key.utf8.contains(0) {
-            throw RecordStoreError(
-                code: .invalidKey, operation: operation, collection: record.collection, key: record.key, path: path,
-                detail: "a record of a synced collection cannot have a key containing a NUL character "
-                    + "(the sync server cannot store it); nothing was written")
+            throw keyWithNUL(record.key, collection: record.collection)
         }
         let sequence = try newSyncOperation()
         for record in records {
@@ -61,6 +58,15 @@ extension RecordEngine {
             }
         }
         return sequence
+    }
+
+    /// The error for a key the sync server cannot store: refused locally, or it would be refused
+    /// with the whole push, again at every push, blocking every later operation.
+    private func keyWithNUL(_ key: String, collection: String) -> RecordStoreError {
+        RecordStoreError(
+            code: .invalidKey, operation: operation, collection: collection, key: key, path: path,
+            detail: "a record of a synced collection cannot have a key containing a NUL character "
+                + "(the sync server cannot store it); nothing was written")
     }
 
     /// A new, empty operation with a fresh id and the next sequence (never given out before:
@@ -85,19 +91,53 @@ extension RecordEngine {
     }
 
     /// Captures every record of collection `id` (`name`) as operations of at most `chunk`
-    /// changes each (the initial upload when sync starts for a collection). Returns how many
-    /// operations it wrote.
+    /// changes each (the initial upload when sync starts for a collection), in key order. Each
+    /// operation is one `INSERT … SELECT` of the next `chunk` records after the last key
+    /// captured. Returns how many operations it wrote.
     @discardableResult
     func captureExistingRecords(_ id: Int64, collection name: String, chunk: Int) throws -> Int {
-        var keys = try versions(id, collection: name).keys.sorted()
+        var last: [UInt8]?
         var operations = 0
-        while !keys.isEmpty {
-            let part = keys.prefix(chunk)
-            try captureSyncOperation(part.map { SyncRecordKey(collection: name, key: $0) })
-            keys.removeFirst(part.count)
+        while true {
+            let sequence = try newSyncOperation()
+            let captured: [UInt8]? = try run(collection: name) {
+                try connection.withStatement(
+                    last == nil
+                        ? """
+                        INSERT INTO sync_operation_changes (sequence, collection, key, payload)
+                        SELECT ?1, ?2, key, payload FROM records WHERE collection_id = ?3
+                        ORDER BY key LIMIT ?5 RETURNING key
+                        """
+                        : """
+                        INSERT INTO sync_operation_changes (sequence, collection, key, payload)
+                        SELECT ?1, ?2, key, payload FROM records WHERE collection_id = ?3 AND key > ?4
+                        ORDER BY key LIMIT ?5 RETURNING key
+                        """
+                ) { statement in
+                    try statement.bind(sequence, at: 1)
+                    try statement.bind(name, at: 2)
+                    try statement.bind(id, at: 3)
+                    if let last { try statement.bind(String(decoding: last, as: UTF8.self), at: 4) }
+                    try statement.bind(Int64(chunk), at: 5)
+                    // RETURNING gives no order: the chunk's greatest key in SQLite's (binary) order.
+                    var greatest: [UInt8]?
+                    while try statement.step() {
+                        let key = Array(statement.string(at: 0).utf8)
+                        if key.contains(0) { throw keyWithNUL(statement.string(at: 0), collection: name) }
+                        if let current = greatest, !current.lexicographicallyPrecedes(key) { continue }
+                        greatest = key
+                    }
+                    return greatest
+                }
+            }
+            guard let captured else {
+                // Nothing left: the operation just created stays empty, so it goes.
+                try deleteSyncOperation(sequence)
+                return operations
+            }
             operations += 1
+            last = captured
         }
-        return operations
     }
 
     // MARK: State and registration
@@ -235,9 +275,9 @@ extension RecordEngine {
         }
     }
 
-    /// The changes of one pending operation, each with its base (the record's server version
-    /// now) and its collection's policy.
-    func pendingSyncChanges(_ sequence: Int64) throws -> [PendingSyncChange] {
+    /// The changes of one pending operation (at most `limit` of them), each with its base (the
+    /// record's server version now) and its collection's policy.
+    func pendingSyncChanges(_ sequence: Int64, limit: Int = Int.max) throws -> [PendingSyncChange] {
         try run {
             try connection.withStatement(
                 """
@@ -246,9 +286,11 @@ extension RecordEngine {
                 LEFT JOIN sync_records s ON s.collection = c.collection AND s.key = c.key
                 LEFT JOIN sync_collections p ON p.name = c.collection
                 WHERE c.sequence = ?1
+                LIMIT ?2
                 """
             ) { statement in
                 try statement.bind(sequence, at: 1)
+                try statement.bind(Int64(limit), at: 2)
                 var changes: [PendingSyncChange] = []
                 while try statement.step() {
                     let collection = statement.string(at: 0)
@@ -271,6 +313,77 @@ extension RecordEngine {
                             policy: policy))
                 }
                 return changes
+            }
+        }
+    }
+
+    /// The records of operation `sequence` that no other pending operation changes and whose
+    /// server value kept aside is newer than `version` (that value wins when the operation is
+    /// acknowledged with `version`). Usually none.
+    func newerAsides(of sequence: Int64, than version: Int64) throws -> [(record: SyncRecordKey, value: SyncValue, version: Int64)] {
+        try run {
+            try connection.withStatement(
+                """
+                SELECT c.collection, c.key, s.aside_payload, s.aside_deleted, s.aside_version
+                FROM sync_operation_changes c
+                JOIN sync_records s ON s.collection = c.collection AND s.key = c.key
+                WHERE c.sequence = ?1 AND s.aside_version > ?2
+                AND NOT EXISTS (SELECT 1 FROM sync_operation_changes o
+                                WHERE o.collection = c.collection AND o.key = c.key AND o.sequence != ?1)
+                """
+            ) { statement in
+                try statement.bind(sequence, at: 1)
+                try statement.bind(version, at: 2)
+                var result: [(record: SyncRecordKey, value: SyncValue, version: Int64)] = []
+                while try statement.step() {
+                    let value: SyncValue =
+                        statement.int64(at: 3) != 0 || statement.isNull(at: 2) ? .tombstone : .payload(statement.data(at: 2))
+                    result.append(
+                        (SyncRecordKey(collection: statement.string(at: 0), key: statement.string(at: 1)), value,
+                         statement.int64(at: 4)))
+                }
+                return result
+            }
+        }
+    }
+
+    /// Sets, in two statements, the server version of every record operation `sequence`
+    /// changes to `version` (the server applied the operation with it): a record that another
+    /// pending operation also changes keeps its value aside; any other forgets it, except the
+    /// records whose value aside is newer than `version` (see ``newerAsides(of:than:)``), which
+    /// are left alone.
+    func acknowledgeSyncChanges(of sequence: Int64, version: Int64) throws {
+        try run {
+            try connection.withStatement(
+                """
+                INSERT INTO sync_records (collection, key, server_version)
+                SELECT c.collection, c.key, ?2 FROM sync_operation_changes c
+                WHERE c.sequence = ?1
+                AND EXISTS (SELECT 1 FROM sync_operation_changes o
+                            WHERE o.collection = c.collection AND o.key = c.key AND o.sequence != ?1)
+                ON CONFLICT (collection, key) DO UPDATE SET server_version = excluded.server_version
+                """
+            ) { statement in
+                try statement.bind(sequence, at: 1)
+                try statement.bind(version, at: 2)
+                try statement.run()
+            }
+            try connection.withStatement(
+                """
+                INSERT INTO sync_records (collection, key, server_version)
+                SELECT c.collection, c.key, ?2 FROM sync_operation_changes c
+                WHERE c.sequence = ?1
+                AND NOT EXISTS (SELECT 1 FROM sync_operation_changes o
+                                WHERE o.collection = c.collection AND o.key = c.key AND o.sequence != ?1)
+                AND NOT EXISTS (SELECT 1 FROM sync_records s
+                                WHERE s.collection = c.collection AND s.key = c.key AND s.aside_version > ?2)
+                ON CONFLICT (collection, key) DO UPDATE SET server_version = excluded.server_version,
+                    aside_payload = NULL, aside_deleted = 0, aside_version = NULL
+                """
+            ) { statement in
+                try statement.bind(sequence, at: 1)
+                try statement.bind(version, at: 2)
+                try statement.run()
             }
         }
     }
@@ -386,6 +499,34 @@ extension RecordEngine {
                     serverVersion: statement.isNull(at: 0) ? nil : statement.int64(at: 0),
                     asideVersion: statement.isNull(at: 1) ? nil : statement.int64(at: 1),
                     pending: statement.int64(at: 2) != 0)
+            }
+        }
+    }
+
+    /// Whether any local change is pending (any record).
+    func hasPendingSyncChanges() throws -> Bool {
+        try run {
+            try connection.withStatement("SELECT 1 FROM sync_operation_changes LIMIT 1") { try $0.step() }
+        }
+    }
+
+    /// For a record without pending local changes: sets its server version to `version` and
+    /// forgets any value kept aside, unless the store already has that version or a later one.
+    /// One statement; returns whether it changed (the pulled value is then the record's value).
+    func advanceServerVersion(_ record: SyncRecordKey, to version: Int64) throws -> Bool {
+        try run(collection: record.collection, key: record.key) {
+            try connection.withStatement(
+                """
+                INSERT INTO sync_records (collection, key, server_version) VALUES (?1, ?2, ?3)
+                ON CONFLICT (collection, key) DO UPDATE SET server_version = excluded.server_version,
+                    aside_payload = NULL, aside_deleted = 0, aside_version = NULL
+                WHERE sync_records.server_version IS NULL OR sync_records.server_version < excluded.server_version
+                """
+            ) { statement in
+                // No RETURNING: it costs more than the upsert itself; the change count tells.
+                try bindRecordVersion(statement, record, version)
+                try statement.run()
+                return connection.changes > 0
             }
         }
     }

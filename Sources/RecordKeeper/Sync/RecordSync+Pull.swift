@@ -10,23 +10,51 @@ struct SyncPullPageResult: Sendable {
 }
 
 extension RecordSync {
-    /// Pulls page after page until the server's head.
+    /// Pulls page after page until the server's head. The next page is requested (after the
+    /// cursor the server gave) while the current one is written, so the server's time and the
+    /// local writes overlap; pages are still applied one at a time, in order.
     func pull(_ settings: SyncSettings, into report: inout SyncReport) async throws {
         var cursor = try await storedCursor()
+        let server = self.server
+        let space = settings.space
+        var pulledAfter = cursor
+        var page = try await server.pull(space: space, after: pulledAfter, limit: Self.pullLimit)
         while true {
-            let page = try await server.pull(space: settings.space, after: cursor, limit: Self.pullLimit)
-            let result = try await store.performWrite(.syncPull, collection: nil) { [cursor] context in
-                try Self.apply(page, after: cursor, in: context)
+            let after = page.cursor
+            let next: Task<SyncPage, any Error>? =
+                page.hasMore ? Task { try await server.pull(space: space, after: after, limit: Self.pullLimit) } : nil
+            let result: SyncPullPageResult
+            do {
+                result = try await store.performWrite(.syncPull, collection: nil) { [page, pulledAfter] context in
+                    try Self.apply(page, after: pulledAfter, in: context)
+                }
+            } catch {
+                // No request outlives the call: wait for the one in flight (its page is not used).
+                next?.cancel()
+                _ = await next?.result
+                throw error
             }
             report.pulledChanges += result.applied
             let previous = cursor
             cursor = result.cursor
-            if result.restarted { continue }
-            guard page.hasMore else { break }
+            if result.restarted {
+                // `start` reset the stored cursor meanwhile: the page in flight was asked for
+                // after the old one, so it is dropped and the pull goes on from the stored cursor.
+                next?.cancel()
+                _ = await next?.result
+                pulledAfter = cursor
+                page = try await server.pull(space: space, after: pulledAfter, limit: Self.pullLimit)
+                continue
+            }
+            guard let next else { break }
             if cursor <= previous {
+                next.cancel()
+                _ = await next.result
                 throw SyncError(
                     .serverFailure, "the server's page after cursor \(previous) did not advance it (\(page.cursor))")
             }
+            pulledAfter = after
+            page = try await next.value
         }
         report.cursor = cursor
     }
@@ -37,6 +65,9 @@ extension RecordSync {
         let engine = context.engine
         let synced = try engine.syncCollections()
         let conflictsExist = try engine.hasSyncConflicts()
+        // Nothing pending (the common case of a catching-up device): one statement a change
+        // both checks the version and records it.
+        let pendingExist = try engine.hasPendingSyncChanges()
         var upserts: [String: [(key: String, data: Data)]] = [:]
         var removals: [String: [String]] = [:]
         var applied = 0
@@ -45,6 +76,20 @@ extension RecordSync {
             let key = try RecordNames.key(change.key, collection: change.collection, operation: .syncPull)
             let record = SyncRecordKey(collection: change.collection, key: key)
             let version = change.version.rawValue
+            if !pendingExist {
+                // This store has it already (own write coming back, a page pulled again) when
+                // nothing changed.
+                guard try engine.advanceServerVersion(record, to: version) else { continue }
+                switch change.value {
+                case .payload(let data): upserts[record.collection, default: []].append((key, data))
+                case .tombstone: removals[record.collection, default: []].append(key)
+                }
+                if conflictsExist {
+                    try engine.updateSyncConflictServerSide(record, value: change.value, version: version)
+                }
+                applied += 1
+                continue
+            }
             let state = try engine.syncRecordState(record)
             // This store has it already: its own write coming back, or a page pulled again.
             if let known = state.serverVersion, version <= known { continue }

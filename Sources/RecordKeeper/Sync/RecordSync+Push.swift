@@ -38,42 +38,129 @@ extension RecordSync {
     }
 
     /// Pushes batch after batch until nothing is pending.
+    ///
+    /// When the server applied every operation of a batch, its outcomes are applied locally
+    /// while the next batch is read and sent, so the local transactions overlap the server's
+    /// time. The next batch is then rebased on those outcomes (a record the batch changed gets
+    /// the version the server gave it, as the local transaction records it), so it carries the
+    /// bases it would have had if read afterwards. Any other outcome (a conflict, an operation
+    /// out of order) is applied before anything more is read. Outcomes are applied in order, one
+    /// batch at a time, and the call waits for the one in flight before it returns or throws.
     func push(_ settings: SyncSettings, into report: inout SyncReport) async throws {
         var after: Int64 = 0
-        while true {
-            let batch = try await pendingBatch(after: after)
-            guard let last = batch.last else { return }
-            let operations = batch.map { pending in
-                SyncOperation(
-                    id: pending.id, device: settings.device, sequence: pending.sequence,
-                    changes: pending.changes.map { change in
-                        SyncChange(
-                            collection: change.collection, key: change.key, value: change.value, base: change.base,
-                            policy: change.policy == .lastWriterWins ? .lastWriterWins : .compareAndSet)
-                    })
+        var applying: Task<SyncPushBatchResult, any Error>?
+        var prefetched: [PendingSyncOperation]?
+        do {
+            while true {
+                let batch: [PendingSyncOperation]
+                if let next = prefetched {
+                    batch = next
+                    prefetched = nil
+                } else {
+                    batch = try await pendingBatch(after: after)
+                }
+                guard let last = batch.last else { break }
+                let operations = batch.map { pending in
+                    SyncOperation(
+                        id: pending.id, device: settings.device, sequence: pending.sequence,
+                        changes: pending.changes.map { change in
+                            SyncChange(
+                                collection: change.collection, key: change.key, value: change.value, base: change.base,
+                                policy: change.policy == .lastWriterWins ? .lastWriterWins : .compareAndSet)
+                        })
+                }
+                let outcomes = try await server.push(space: settings.space, operations: operations)
+                guard outcomes.count == operations.count,
+                    zip(outcomes, operations).allSatisfy({ $0.operationID == $1.id })
+                else {
+                    throw SyncError(
+                        .serverFailure,
+                        "the server answered \(operations.count) operations with \(outcomes.count) outcomes that do not match them")
+                }
+                if let previous = applying {
+                    applying = nil
+                    try Self.merge(try await previous.value, settings, into: &report)
+                }
+                let store = self.store
+                let current = Task {
+                    try await store.performWrite(.syncPush, collection: nil) { context in
+                        try Self.apply(outcomes, of: batch, in: context)
+                    }
+                }
+                applying = current
+                after = last.sequence
+                if let acknowledged = Self.acknowledgedVersions(outcomes, of: batch) {
+                    prefetched = Self.rebase(try await pendingBatch(after: after), on: acknowledged)
+                } else {
+                    applying = nil
+                    try Self.merge(try await current.value, settings, into: &report)
+                }
             }
-            let outcomes = try await server.push(space: settings.space, operations: operations)
-            guard outcomes.count == operations.count,
-                zip(outcomes, operations).allSatisfy({ $0.operationID == $1.id })
-            else {
-                throw SyncError(
-                    .serverFailure,
-                    "the server answered \(operations.count) operations with \(outcomes.count) outcomes that do not match them")
+        } catch {
+            // No local transaction outlives the call: the one in flight finishes first (an
+            // error of its own comes first, it happened first).
+            if let previous = applying {
+                switch await previous.result {
+                case .success(let result): try Self.merge(result, settings, into: &report)
+                case .failure(let applyError): throw applyError
+                }
             }
-            let result = try await store.performWrite(.syncPush, collection: nil) { context in
-                try Self.apply(outcomes, of: batch, in: context)
+            throw error
+        }
+        if let previous = applying {
+            try Self.merge(try await previous.value, settings, into: &report)
+        }
+    }
+
+    /// The server version each record of `batch` takes when every operation was applied (the
+    /// last operation's, for a record several change); nil when any outcome is not `.applied`.
+    static func acknowledgedVersions(
+        _ outcomes: [SyncOutcome], of batch: [PendingSyncOperation]
+    ) -> [SyncRecordKey: SyncServerVersion]? {
+        var versions: [SyncRecordKey: SyncServerVersion] = [:]
+        for (operation, outcome) in zip(batch, outcomes) {
+            guard case .applied(let version) = outcome.result else { return nil }
+            for change in operation.changes {
+                versions[SyncRecordKey(collection: change.collection, key: change.key)] = version
             }
-            report.pushedOperations += result.answered
-            report.pushedChanges += result.changes
-            report.newConflicts += result.conflicts
-            if let refused = result.outOfOrder {
-                throw SyncError(
-                    .serverFailure,
-                    "the server refused operation \(refused.sequence) of device \(settings.device) as out of order: "
-                        + "it already applied operation \(refused.last) of this device (was the store restored from an "
-                        + "older copy?); the operation stays pending")
+        }
+        return versions
+    }
+
+    /// `batch` with the base of every change of an acknowledged record set to the version the
+    /// acknowledgement gave it (what `sync_records` holds once it is applied).
+    static func rebase(
+        _ batch: [PendingSyncOperation], on acknowledged: [SyncRecordKey: SyncServerVersion]
+    ) -> [PendingSyncOperation] {
+        guard !acknowledged.isEmpty else { return batch }
+        return batch.map { operation in
+            var operation = operation
+            operation.changes = operation.changes.map { change in
+                guard let version = acknowledged[SyncRecordKey(collection: change.collection, key: change.key)] else {
+                    return change
+                }
+                return PendingSyncChange(
+                    collection: change.collection, key: change.key, value: change.value, base: version,
+                    policy: change.policy)
             }
-            after = last.sequence
+            return operation
+        }
+    }
+
+    /// Adds what applying one batch did to the report; throws when the server refused an
+    /// operation as out of order.
+    private static func merge(
+        _ result: SyncPushBatchResult, _ settings: SyncSettings, into report: inout SyncReport
+    ) throws {
+        report.pushedOperations += result.answered
+        report.pushedChanges += result.changes
+        report.newConflicts += result.conflicts
+        if let refused = result.outOfOrder {
+            throw SyncError(
+                .serverFailure,
+                "the server refused operation \(refused.sequence) of device \(settings.device) as out of order: "
+                    + "it already applied operation \(refused.last) of this device (was the store restored from an "
+                    + "older copy?); the operation stays pending")
         }
     }
 
@@ -86,9 +173,12 @@ extension RecordSync {
                 var batch: [PendingSyncOperation] = []
                 var changeCount = 0
                 for (sequence, id) in try engine.pendingSyncOperations(after: after, limit: Self.pushOperationLimit) {
-                    let changes = try engine.pendingSyncChanges(sequence)
+                    // The first operation goes whatever its size; of a later one, no more is
+                    // read than tells whether it still fits (one past the room left).
+                    let room = batch.isEmpty ? Int.max : Self.pushChangeLimit - changeCount
+                    let changes = try engine.pendingSyncChanges(sequence, limit: room == Int.max ? room : room + 1)
                     if changes.isEmpty { continue }
-                    if !batch.isEmpty, changeCount + changes.count > Self.pushChangeLimit { break }
+                    if changes.count > room { break }
                     batch.append(PendingSyncOperation(sequence: sequence, id: id, changes: changes))
                     changeCount += changes.count
                 }
@@ -116,18 +206,15 @@ extension RecordSync {
             case .applied(let version):
                 result.answered += 1
                 result.changes += operation.changes.count
-                try engine.deleteSyncOperation(operation.sequence)
-                for change in operation.changes {
-                    let record = SyncRecordKey(collection: change.collection, key: change.key)
-                    let laterPending = try engine.hasPendingSyncChange(record, besides: operation.sequence)
-                    if !laterPending, let aside = try engine.aside(record), aside.version > version.rawValue {
-                        // A newer server value arrived while this change was pending: it wins.
-                        try write(aside.value, to: record, in: context)
-                        try engine.setServerVersion(record, aside.version, clearingAside: true)
-                    } else {
-                        try engine.setServerVersion(record, version.rawValue, clearingAside: !laterPending)
-                    }
+                // Set-wise: a newer server value kept aside wins over the acknowledged change
+                // (read first, written last); every other record takes the version.
+                let asides = try engine.newerAsides(of: operation.sequence, than: version.rawValue)
+                try engine.acknowledgeSyncChanges(of: operation.sequence, version: version.rawValue)
+                for aside in asides {
+                    try write(aside.value, to: aside.record, in: context)
+                    try engine.setServerVersion(aside.record, aside.version, clearingAside: true)
                 }
+                try engine.deleteSyncOperation(operation.sequence)
             case .conflict(let conflicts):
                 result.answered += 1
                 result.changes += operation.changes.count

@@ -64,6 +64,61 @@ import Testing
     }
 
     @Test(arguments: StoreKind.allCases)
+    func `a record changed in every batch of one push builds on the device's own writes, without conflicts`(
+        kind: StoreKind
+    ) async throws {
+        try await withDevices(kind, count: 2) { stores in
+            let server = ScriptedServer()
+            let sync = RecordSync(store: stores[0], server: server)
+            try await sync.start(space: "s", collections: ["notes"])
+            // 450 transactions of one key: three requests, each read while the previous one's
+            // outcomes may still be being applied (its base can predate their acknowledgement).
+            for n in 0..<450 { try await stores[0].put("notes", key: "a", data: Data("\(n)")) }
+            let report = try await sync.push()
+            #expect(await server.pushes == 3)
+            #expect(report.pushedOperations == 450)
+            #expect(report.newConflicts.isEmpty)
+            #expect(try await stores[0].syncConflicts().isEmpty)
+            #expect(try await stores[0].syncStatus()?.pendingOperations == 0)
+            let other = RecordSync(store: stores[1], server: server)
+            try await other.start(space: "s", collections: ["notes"])
+            _ = try await other.sync()
+            #expect(try await strings(stores[1], "notes") == ["a": "449"])
+            // The next change is based on the last acknowledged version: no conflict either.
+            try await stores[0].put("notes", key: "a", data: Data("last"))
+            #expect(try await sync.sync().newConflicts.isEmpty)
+            _ = try await other.sync()
+            #expect(try await strings(stores[1], "notes") == ["a": "last"])
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func `a conflict in the first batch of a push is applied before the next batch is read`(kind: StoreKind) async throws {
+        try await withDevices(kind, count: 2) { stores in
+            let server = ScriptedServer()
+            let a = RecordSync(store: stores[0], server: server)
+            let b = RecordSync(store: stores[1], server: server)
+            try await a.start(space: "s", collections: ["notes"])
+            try await b.start(space: "s", collections: ["notes"])
+            try await stores[1].put("notes", key: "shared", data: Data("from b"))
+            _ = try await b.push()
+            // a's first operation conflicts; 250 more follow it, and one changes the key again.
+            try await stores[0].put("notes", key: "shared", data: Data("from a"))
+            for n in 0..<249 { try await stores[0].put("notes", key: "k\(n)", data: Data("\(n)")) }
+            try await stores[0].put("notes", key: "shared", data: Data("from a, later"))
+            let report = try await a.push()
+            #expect(report.newConflicts.map(\.key) == ["shared"])
+            #expect(report.newConflicts.first?.local == Data("from a, later"), "the conflict holds the latest local value")
+            #expect(try await stores[0].syncStatus()?.pendingOperations == 0)
+            _ = try await b.pull()
+            let values = try await strings(stores[1], "notes")
+            #expect(values.count == 250)
+            #expect(values["shared"] == "from b", "the later change was superseded by the conflict, not pushed")
+            #expect(values["k248"] == "248")
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
     func `many operations and records go in few round trips`(kind: StoreKind) async throws {
         try await withStore(kind) { store, _ in
             let server = ScriptedServer()

@@ -32,6 +32,9 @@ enum SyncCommand {
         }
         let collections = try parseCollections(arguments.values["collections"])
         let space = arguments.values["space"]
+        if let space, space.isEmpty {
+            throw ToolError(.dataError, "--space must not be empty; nothing was changed")
+        }
         let policy: SyncConflictPolicy = arguments.has("last-writer-wins") ? .lastWriterWins : .report
 
         // The store's settings, read without writing; a missing store has none (and is not

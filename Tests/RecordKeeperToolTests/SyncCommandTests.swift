@@ -113,11 +113,10 @@ import Testing
             let later = try tool.runOnStore(["sync", "--server", ToolPostgres.unreachable])
             #expect(later.status == 69, "\(later.stderr)")
             #expect(later.stderr.contains("local operation(s) stay pending"), "\(later.stderr)")
-            // The policy of a syncing collection is not changed by a later sync.
-            let policy = try tool.runOnStore(["sync", "--server", ToolPostgres.unreachable, "--collections", "notes",
-                                              "--last-writer-wins"])
+            // --last-writer-wins needs the collections it applies to.
+            let policy = try tool.runOnStore(["sync", "--server", ToolPostgres.unreachable, "--last-writer-wins"])
             #expect(policy.status == 65)
-            #expect(policy.stderr.contains("already syncs with policy report"), "\(policy.stderr)")
+            #expect(policy.stderr.contains("--last-writer-wins applies to the collections named"), "\(policy.stderr)")
             #expect(try Self.fingerprint(tool) == before)
         }
     }

@@ -98,12 +98,13 @@ enum CommandCatalog {
                        help: "The PostgreSQL sync server, as libpq conninfo or URI (default: $RECORDKEEPER_SYNC_SERVER)."),
                 .value("space", "SPACE", help: "The space to sync with (required the first time; later the stored one)."),
                 .value("collections", "a,b", help: "Collections to start syncing (required the first time)."),
-                .flag("last-writer-wins", help: "The collections starting now let the later push win instead of reporting conflicts."),
+                .flag("last-writer-wins", help: "The collections named let the later push win instead of reporting conflicts."),
             ],
             summary: "Push pending changes to a PostgreSQL sync server, then pull to its head.",
             discussion: """
                 The first sync of a store needs --space and --collections; they are stored, and later syncs
-                use them (a different --space is refused; --collections adds collections). Records present
+                use them (a different --space is refused; --collections adds collections, or sets the policy of
+                collections already syncing: report, or with --last-writer-wins the later push wins). Records present
                 when a collection starts syncing are uploaded once. Prints what was pushed and pulled, and one
                 tab-separated line per new conflict (collection, key, server version).
                 Exits 69 when the server cannot be reached (local data untouched: pending changes stay queued

@@ -18,9 +18,14 @@ enum SyncCommand {
         var conninfo: String
         /// The space to sync: given, or the one the store already syncs.
         var space: String
-        /// Collections to start syncing now (empty when the store syncs all it should already).
-        var newCollections: [String]
+        /// Collections to start syncing now.
+        var newCollections: [String] = []
+        /// Collections already syncing whose policy changes to ``policy``.
+        var changedPolicy: [String] = []
         var policy: SyncConflictPolicy
+
+        /// What `RecordSync.start` is called with (nothing when empty).
+        var toStart: [String] { newCollections + changedPolicy }
     }
 
     static func run(_ context: CommandContext) async throws -> ExitCode {
@@ -60,11 +65,8 @@ enum SyncCommand {
         let sync = RecordSync(store: store, server: server)
         var lines: [String] = []
         do {
-            if !request.newCollections.isEmpty {
-                try await sync.start(space: request.space, collections: request.newCollections, policy: request.policy)
-                let names = request.newCollections.map(quoted).joined(separator: ", ")
-                lines.append("started syncing \(names) with space \(quoted(request.space))"
-                             + (request.policy == .lastWriterWins ? " (last writer wins)" : ""))
+            if !request.toStart.isEmpty {
+                try await sync.start(space: request.space, collections: request.toStart, policy: request.policy)
             }
         } catch let error as SyncError {
             throw ToolError(error, pending: status?.pendingOperations, touched: false)
@@ -75,6 +77,15 @@ enum SyncCommand {
         } catch let error as SyncError {
             let pending = try await store.syncStatus()?.pendingOperations
             throw ToolError(error, pending: pending, touched: true)
+        }
+        let policyNote = request.policy == .lastWriterWins ? " (last writer wins)" : ""
+        if !request.newCollections.isEmpty {
+            lines.append("started syncing \(request.newCollections.map(quoted).joined(separator: ", ")) "
+                         + "with space \(quoted(request.space))\(policyNote)")
+        }
+        if !request.changedPolicy.isEmpty {
+            lines.append("\(request.changedPolicy.map(quoted).joined(separator: ", ")) now sync with policy "
+                         + "\(request.policy.rawValue)")
         }
         let after = try await store.syncStatus()
         lines.append(
@@ -112,8 +123,9 @@ enum SyncCommand {
     }
 
     /// Checks the command line against what the store already syncs: the first sync needs a
-    /// space and collections; later syncs keep their space; the policy is chosen when a
-    /// collection starts syncing. Every problem is exit 65 and nothing is changed.
+    /// space and collections; later syncs keep their space, and the collections they name get
+    /// the policy the command line gives (`--last-writer-wins` or the default, report).
+    /// Every problem is exit 65 and nothing is changed.
     static func plan(
         conninfo: String, space: String?, collections: [String]?, policy: SyncConflictPolicy,
         status: SyncStatus?, storePath: String
@@ -134,23 +146,19 @@ enum SyncCommand {
             throw ToolError(.dataError, "\(storePath) syncs space \(quoted(status.space)), not \(quoted(space)); "
                             + "a store syncs one space (use another store for \(quoted(space))); nothing was changed")
         }
-        var new: [String] = []
+        if policy == .lastWriterWins, collections == nil {
+            throw ToolError(.dataError, "--last-writer-wins applies to the collections named with --collections; "
+                            + "nothing was changed")
+        }
+        var request = Request(conninfo: conninfo, space: status.space, policy: policy)
         for name in collections ?? [] {
             if let existing = status.collections[name] {
-                guard existing == policy else {
-                    throw ToolError(.dataError, "collection \(quoted(name)) already syncs with policy "
-                                    + "\(existing.rawValue), not \(policy.rawValue): the policy is chosen when a "
-                                    + "collection starts syncing; nothing was changed")
-                }
+                if existing != policy { request.changedPolicy.append(name) }
             } else {
-                new.append(name)
+                request.newCollections.append(name)
             }
         }
-        if policy == .lastWriterWins, new.isEmpty, collections == nil {
-            throw ToolError(.dataError, "--last-writer-wins applies to collections starting to sync: name them "
-                            + "with --collections; nothing was changed")
-        }
-        return Request(conninfo: conninfo, space: status.space, newCollections: new, policy: policy)
+        return request
     }
 }
 

@@ -106,6 +106,62 @@ import Testing
         }
     }
 
+    @Test func `a format 4 store migrates to format 5 keeping everything, with nothing synced`() async throws {
+        try await withTemporaryDirectory { directory in
+            let url = try fixtureCopy("format-4.sqlite", into: directory)
+            let store = RecordStore(url: url)
+            let progressBefore = try #require(try await store.read("progress"))
+            try await store.put("later", key: "k", data: Data("written after the migration"))
+            #expect(try await store.info().formatVersion == 5)
+            #expect(try await store.read("progress") == progressBefore)
+            #expect(try await store.read("settings") == [:])
+            #expect(try await store.itemVersions() == ["books": 2, "chapters": 1])
+            let books = RecordRepository<ReadingApp.BookV2>(
+                store: store, collection: "books", itemVersion: 2, migrations: [ReadingApp.stepFrom1])
+            #expect(try await books.load() == ReadingApp.migratedBooks)
+            #expect(try await store.syncStatus() == nil)
+            #expect(try await store.syncConflicts().isEmpty)
+            // Nothing is synced until sync starts; then the existing records are captured.
+            try await store.put("progress", key: "positions/new", data: Data("{}"))
+            let sync = RecordSync(store: store, server: InMemorySyncServer())
+            try await sync.start(space: "reader", collections: ["progress"])
+            #expect(try await store.syncStatus()?.pendingOperations == 1)
+            #expect(try await sync.push().pushedChanges == progressBefore.count + 1)
+            #expect(try await store.integrityCheck() == ["ok"])
+        }
+    }
+
+    @Test func `a format 5 store opens with its sync state: queue, conflicts and values kept aside`() async throws {
+        try await withTemporaryDirectory { directory in
+            let url = try fixtureCopy("format-5.sqlite", into: directory)
+            let header = try Data(contentsOf: url)
+            #expect(header[60..<64] == Data([0, 0, 0, 5]), "the fixture was written by format 5 (user_version)")
+            let store = RecordStore(url: url)
+            let status = try #require(try await store.syncStatus())
+            #expect(status.space == "alice")
+            #expect(status.collections == ["notes": .report, "prefs": .lastWriterWins])
+            #expect(status.pendingOperations == 2)
+            #expect(status.conflicts == 1)
+            #expect(status.cursor == SyncCursor(counter: 3))
+            let conflicts = try await store.syncConflicts()
+            #expect(conflicts.map(\.key) == ["shared"])
+            #expect(conflicts.first?.local == Data("mine") && conflicts.first?.server == Data("theirs"))
+            #expect(try await store.read("notes") == ["shared": Data("theirs"), "today": Data("v2 local")])
+            #expect(try await store.read("scratch") == ["local": Data("not synced")])
+            #expect(try await store.info().formatVersion == 5)
+            // Writes keep being captured; the kept-aside value is what the server holds.
+            try await store.put("notes", key: "new", data: Data("n"))
+            #expect(try await store.syncStatus()?.pendingOperations == 3)
+            let aside = try await store.performRead(.syncPull, collection: nil) { source in
+                try source.engine?.aside(SyncRecordKey(collection: "notes", key: "today"))
+            }
+            #expect(aside?.value == .payload(Data("v2 theirs")))
+            try await store.resolveSyncConflict("notes", key: "shared", keeping: .local)
+            #expect(try await store.value("notes", key: "shared") == Data("mine"))
+            #expect(try await store.integrityCheck() == ["ok"])
+        }
+    }
+
     /// Regenerates `Fixtures/format-2.sqlite` (see Fixtures/README.md): runs only with
     /// `RECORDKEEPER_WRITE_FIXTURE=/path/to/format-2.sqlite swift test --filter FormatFixtureTests`.
     @Test(.enabled(if: ProcessInfo.processInfo.environment["RECORDKEEPER_WRITE_FIXTURE"] != nil))

@@ -111,8 +111,8 @@ extension RecordStore {
     ) async throws -> [RecordVersion?] {
         let inline = mayWriteInline(input.upserts.count)
         return try await performWrite(.apply, collection: input.collection, inline: inline) { context in
-            if let itemVersion, let id = try context.engine.collectionID(input.collection, ifItemVersion: itemVersion) {
-                context.remember(id, for: input.collection)
+            if let itemVersion, let ref = try context.engine.collectionID(input.collection, ifItemVersion: itemVersion) {
+                context.remember(ref, for: input.collection)
             } else if let check {
                 let transaction = RecordTransaction(context: context)
                 defer { transaction.invalidate() }

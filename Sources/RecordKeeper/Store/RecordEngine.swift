@@ -1,5 +1,12 @@
 import Foundation
 
+/// A collection as the write path knows it: its id, and whether its changes are captured for
+/// sync (format 5, `collections.synced`).
+struct CollectionRef: Equatable {
+    let id: Int64
+    let synced: Bool
+}
+
 /// The record operations of format 1, as SQL on one connection.
 ///
 /// Names passed in are already validated and normalized (`RecordNames`). Every SQLite failure
@@ -38,13 +45,45 @@ struct RecordEngine {
 
     /// The id of `name`, creating the collection when it is not established.
     func establish(_ name: String) throws -> Int64 {
-        if let id = try collectionID(name) { return id }
-        return try run(collection: name) {
-            try connection.withStatement("INSERT INTO collections (name) VALUES (?1)") { statement in
+        try establishForWriting(name).id
+    }
+
+    /// The id of `name` and whether it is synced (format 5, `collections.synced`), for the
+    /// write path: one statement, the lookup a write makes anyway. Only on the writer, whose
+    /// store is always migrated to the current format (reads use `collectionID`).
+    func collectionForWriting(_ name: String) throws -> CollectionRef? {
+        try run(collection: name) {
+            try connection.withStatement("SELECT id, synced FROM collections WHERE name = ?1") { statement in
                 try statement.bind(name, at: 1)
-                try statement.run()
+                guard try statement.step() else { return nil }
+                return CollectionRef(id: statement.int64(at: 0), synced: statement.int64(at: 1) != 0)
             }
-            return connection.lastInsertRowID
+        }
+    }
+
+    /// Like `collectionForWriting`, creating the collection when it is not established; a new
+    /// collection is synced when its name is registered for sync (`sync_collections`, which
+    /// outlives a removed collection).
+    func establishForWriting(_ name: String) throws -> CollectionRef {
+        if let ref = try collectionForWriting(name) { return ref }
+        return try run(collection: name) {
+            try connection.withStatement(
+                """
+                INSERT INTO collections (name, synced)
+                VALUES (?1, EXISTS (SELECT 1 FROM sync_collections WHERE name = ?1))
+                RETURNING id, synced
+                """
+            ) { statement in
+                try statement.bind(name, at: 1)
+                guard try statement.step() else {
+                    throw RecordStoreError(
+                        code: .malformedRecord, operation: operation, collection: name, path: path,
+                        detail: "creating the collection returned no id")
+                }
+                let ref = CollectionRef(id: statement.int64(at: 0), synced: statement.int64(at: 1) != 0)
+                while try statement.step() {}
+                return ref
+            }
         }
     }
 

@@ -161,19 +161,20 @@ extension RecordEngine {
         }
     }
 
-    /// The id of `name` when its recorded item version is `version`, in one statement; nil
-    /// otherwise (not established, another version, none recorded, or a format before 4).
-    /// The fast check of a repository's save, which then needs no other lookup of the
-    /// collection.
-    func collectionID(_ name: String, ifItemVersion version: Int) throws -> Int64? {
+    /// The id (and sync flag) of `name` when its recorded item version is `version`, in one
+    /// statement; nil otherwise (not established, another version, none recorded, or a format
+    /// before 4). The fast check of a repository's save, which then needs no other lookup of
+    /// the collection. Only on the writer (always at the current format).
+    func collectionID(_ name: String, ifItemVersion version: Int) throws -> CollectionRef? {
         do {
             return try run(collection: name) {
                 try connection.withStatement(
-                    "SELECT id FROM collections WHERE name = ?1 AND item_version = ?2"
+                    "SELECT id, synced FROM collections WHERE name = ?1 AND item_version = ?2"
                 ) { statement in
                     try statement.bind(name, at: 1)
                     try statement.bind(Int64(version), at: 2)
-                    return try statement.step() ? statement.int64(at: 0) : nil
+                    guard try statement.step() else { return nil }
+                    return CollectionRef(id: statement.int64(at: 0), synced: statement.int64(at: 1) != 0)
                 }
             }
         } catch where Self.predatesItemVersions(error) {

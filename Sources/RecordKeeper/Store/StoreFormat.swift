@@ -73,5 +73,52 @@ enum StoreFormat {
                 ALTER TABLE collections ADD COLUMN item_version INTEGER;
                 """
         ),
+        Migration(
+            version: 5,
+            name: "the device side of sync: registration, state, pending operations, server versions, conflicts",
+            sql: """
+                ALTER TABLE collections ADD COLUMN synced INTEGER NOT NULL DEFAULT 0;
+                CREATE TABLE sync_collections (
+                    name TEXT PRIMARY KEY,
+                    policy TEXT NOT NULL
+                ) WITHOUT ROWID;
+                CREATE TABLE sync_state (
+                    name TEXT PRIMARY KEY,
+                    value
+                ) WITHOUT ROWID;
+                CREATE TABLE sync_operations (
+                    sequence INTEGER PRIMARY KEY AUTOINCREMENT,
+                    id TEXT NOT NULL UNIQUE,
+                    created_at INTEGER NOT NULL
+                );
+                CREATE TABLE sync_operation_changes (
+                    sequence INTEGER NOT NULL,
+                    collection TEXT NOT NULL,
+                    key TEXT NOT NULL,
+                    payload BLOB,
+                    PRIMARY KEY (sequence, collection, key)
+                ) WITHOUT ROWID;
+                CREATE INDEX sync_operation_changes_record ON sync_operation_changes (collection, key);
+                CREATE TABLE sync_records (
+                    collection TEXT NOT NULL,
+                    key TEXT NOT NULL,
+                    server_version INTEGER,
+                    aside_payload BLOB,
+                    aside_deleted INTEGER NOT NULL DEFAULT 0,
+                    aside_version INTEGER,
+                    PRIMARY KEY (collection, key)
+                ) WITHOUT ROWID;
+                CREATE TABLE sync_conflicts (
+                    collection TEXT NOT NULL,
+                    key TEXT NOT NULL,
+                    local_payload BLOB,
+                    local_deleted INTEGER NOT NULL,
+                    server_payload BLOB,
+                    server_deleted INTEGER NOT NULL,
+                    server_version INTEGER,
+                    PRIMARY KEY (collection, key)
+                ) WITHOUT ROWID;
+                """
+        ),
     ]
 }

@@ -92,6 +92,18 @@ public struct StoreOperation: Hashable, Sendable, CustomStringConvertible {
     public static let close = StoreOperation("close", .inspect)
     /// A checkpoint scheduled in the background (copying the write-ahead log into the file).
     public static let checkpoint = StoreOperation("checkpoint", .inspect)
+    /// ``RecordSync/start(space:collections:policy:)``.
+    public static let syncStart = StoreOperation("sync.start", .save)
+    /// ``RecordSync/push()``: reading pending operations and applying the server's outcomes.
+    public static let syncPush = StoreOperation("sync.push", .save)
+    /// ``RecordSync/pull()``: applying a page of remote changes with its cursor.
+    public static let syncPull = StoreOperation("sync.pull", .save)
+    /// ``RecordStore/syncStatus()``.
+    public static let syncStatus = StoreOperation("sync.status", .read)
+    /// ``RecordStore/syncConflicts()``.
+    public static let syncConflicts = StoreOperation("sync.conflicts", .read)
+    /// ``RecordStore/resolveSyncConflict(_:key:keeping:)``.
+    public static let syncResolve = StoreOperation("sync.resolve", .save)
     /// Limiting the database's size (tests that simulate a full disk).
     static let setMaxPageCount = StoreOperation("setMaxPageCount", .inspect)
 }

@@ -18,14 +18,21 @@ final class WriteContext {
     private var lastLogged: Int64 = 0
     /// True once this transaction logged more rows than the log keeps (see `log`).
     private var overflowed = false
-    /// Collection ids this transaction already looked up (see `remember(_:for:)`).
-    private var knownCollectionIDs: [String: Int64] = [:]
+    /// Collections this transaction already looked up (see `remember(_:for:)`).
+    private var knownCollections: [String: CollectionRef] = [:]
     /// The stored floor, read on first need.
     private var storedFloor: Int64?
     /// The floor including the versions this transaction removed.
     private var floor: Int64?
     /// True once the transaction queued outbox operations (see `RecordStore+Outbox.swift`).
     var enqueuedOperations = false
+    /// False in transactions of sync itself (pulled changes, conflict bookkeeping): their
+    /// changes of synced collections are not captured as operations (no echo).
+    var capturesSync = true
+    /// The records of synced collections this transaction changed, in first-change order
+    /// (format 5): `finish()` writes them as one sync operation.
+    private var captured: [SyncRecordKey] = []
+    private var capturedSet: Set<SyncRecordKey> = []
 
     init(engine: RecordEngine, logsChanges: Bool) {
         self.engine = engine
@@ -54,6 +61,7 @@ final class WriteContext {
     /// Stores the raised floor, if removals raised it, and trims the change log when this
     /// transaction's entries crossed a trimming point. Call before committing.
     func finish() throws {
+        if !captured.isEmpty { try engine.captureSyncOperation(captured) }
         if let floor, let storedFloor, floor > storedFloor { try engine.setLastVersion(floor) }
         if overflowed {
             // Keep only the newest row (a seq is never given out twice): every stream is now
@@ -68,14 +76,14 @@ final class WriteContext {
 
     /// Notes the id of `collection`, found by a check earlier in this transaction, so that the
     /// write that follows needs no second lookup.
-    func remember(_ id: Int64, for collection: String) {
-        knownCollectionIDs[collection] = id
+    func remember(_ ref: CollectionRef, for collection: String) {
+        knownCollections[collection] = ref
     }
 
-    /// The id of `collection`, creating it when it is not established.
-    private func establish(_ collection: String) throws -> Int64 {
-        if let id = knownCollectionIDs[collection] { return id }
-        return try engine.establish(collection)
+    /// The id of `collection` and its sync flag, creating it when it is not established.
+    private func establish(_ collection: String) throws -> CollectionRef {
+        if let ref = knownCollections[collection] { return ref }
+        return try engine.establishForWriting(collection)
     }
 
     /// Removes and upserts; with `expected`, checks that each named key still has the stated
@@ -88,9 +96,9 @@ final class WriteContext {
         expecting expected: [String: RecordVersion?]? = nil
     ) throws -> [String: RecordVersion] {
         guard let expected else {
-            let id = try engine.establish(collection)
-            try remove(removals, id: id, collection: collection)
-            try upsertUnconditionally(upserts, id: id, collection: collection)
+            let ref = try establish(collection)
+            try remove(removals, ref: ref, collection: collection)
+            try upsertUnconditionally(upserts, ref: ref, collection: collection)
             return [:]
         }
         // The expectation of each upserted key (one lookup per key), and how many there are.
@@ -124,7 +132,8 @@ final class WriteContext {
         _ collection: String, upserts: [(key: String, data: Data)], expectations: [RecordVersion??],
         removals: [String], checks: [String: RecordVersion?]
     ) throws -> [RecordVersion?] {
-        let id = try establish(collection)
+        let ref = try establish(collection)
+        let id = ref.id
         var conflicts: [String: RecordVersion?] = [:]
         var expectedVersions: [String: RecordVersion?] = [:]
         for (key, version) in checks {
@@ -134,7 +143,7 @@ final class WriteContext {
                 expectedVersions[key] = .some(version)
             }
         }
-        if conflicts.isEmpty { try remove(removals, id: id, collection: collection) }
+        if conflicts.isEmpty { try remove(removals, ref: ref, collection: collection) }
         // Upserts: one conditional statement per key (a plain insert for a key expected
         // absent, an update of the expected version otherwise), a lookup only when it wrote
         // nothing. After a conflict, the remaining keys are only checked, to name them all.
@@ -146,7 +155,7 @@ final class WriteContext {
                     let new = try engine.upsertReturningVersion(
                         id, collection: collection, key: key, data: data, insertVersion: try insertVersion())
                     if let new {
-                        try log(collection, key)
+                        try log(collection, key, ref)
                         versions.append(RecordVersion(new))
                     } else {
                         versions.append(try engine.version(id, collection: collection, key: key))
@@ -166,7 +175,7 @@ final class WriteContext {
                 if let new = try engine.updateIfVersion(
                     id, collection: collection, key: key, data: data, expected: version.rawValue)
                 {
-                    try log(collection, key)
+                    try log(collection, key, ref)
                     versions.append(RecordVersion(new))
                     continue
                 }
@@ -180,7 +189,7 @@ final class WriteContext {
             } else {
                 let insertVersion = try insertVersion()
                 if try engine.insertIfAbsent(id, collection: collection, key: key, data: data, version: insertVersion) {
-                    try log(collection, key)
+                    try log(collection, key, ref)
                     versions.append(RecordVersion(insertVersion))
                 } else {
                     conflicts[key] = .some(try engine.version(id, collection: collection, key: key))
@@ -194,20 +203,23 @@ final class WriteContext {
         return versions
     }
 
-    private func remove(_ removals: [String], id: Int64, collection: String) throws {
+    private func remove(_ removals: [String], ref: CollectionRef, collection: String) throws {
         for key in removals {
-            guard let removedVersion = try engine.remove(id, collection: collection, key: key) else { continue }
+            guard let removedVersion = try engine.remove(ref.id, collection: collection, key: key) else { continue }
             try removed(version: removedVersion)
-            try log(collection, key)
+            try log(collection, key, ref)
         }
     }
 
-    private func upsertUnconditionally(_ upserts: [(key: String, data: Data)], id: Int64, collection: String) throws {
+    private func upsertUnconditionally(
+        _ upserts: [(key: String, data: Data)], ref: CollectionRef, collection: String
+    ) throws {
+        let id = ref.id
         // A single save into a transaction that has not needed the floor: the statement
         // reads it itself.
         if upserts.count == 1, floor == nil, let (key, data) = upserts.first {
             if try engine.upsertAtStoredFloor(id, collection: collection, key: key, data: data) {
-                try log(collection, key)
+                try log(collection, key, ref)
             }
             return
         }
@@ -215,7 +227,7 @@ final class WriteContext {
         let insertVersion = try insertVersion()
         for (key, data) in upserts
         where try engine.upsert(id, collection: collection, key: key, data: data, insertVersion: insertVersion) {
-            try log(collection, key)
+            try log(collection, key, ref)
         }
     }
 
@@ -226,8 +238,9 @@ final class WriteContext {
         _ collection: String, upserts: [(key: String, data: Data)], removals: [String]
     ) throws -> AppliedChanges {
         // A collection established only now holds nothing: every upsert is an insert.
-        let existingID = try engine.collectionID(collection)
-        let id = try existingID ?? engine.establish(collection)
+        let existing = try engine.collectionForWriting(collection)
+        let ref = try existing ?? engine.establishForWriting(collection)
+        let id = ref.id
         var applied = AppliedChanges()
         for key in removals {
             guard let removedVersion = try engine.remove(id, collection: collection, key: key) else {
@@ -235,17 +248,17 @@ final class WriteContext {
                 continue
             }
             try removed(version: removedVersion)
-            try log(collection, key)
+            try log(collection, key, ref)
             applied.removed.append(key)
         }
         guard !upserts.isEmpty else { return applied }
         let insertVersion = try insertVersion()
         for (key, data) in upserts {
-            let stored = existingID == nil
+            let stored = existing == nil
                 ? nil : try engine.storedPayloadEquals(id, collection: collection, key: key, data: data)
             if stored != true,
                try engine.upsert(id, collection: collection, key: key, data: data, insertVersion: insertVersion) {
-                try log(collection, key)
+                try log(collection, key, ref)
                 if stored == nil { applied.added.append(key) } else { applied.changed.append(key) }
             } else {
                 applied.unchanged.append(key)
@@ -256,7 +269,7 @@ final class WriteContext {
 
     /// Makes `values` the whole content of `collection`.
     func replace(_ collection: String, values: [(key: String, data: Data)]) throws {
-        let id = try engine.establish(collection)
+        let id = try engine.establishForWriting(collection).id
         let existing = try engine.versions(id, collection: collection)
         var removals: [String] = []
         if !existing.isEmpty {
@@ -268,18 +281,25 @@ final class WriteContext {
     }
 
     func removeCollection(_ collection: String) throws {
-        knownCollectionIDs[collection] = nil
-        guard let id = try engine.collectionID(collection) else { return }
-        // Every key, so that streams deliver the removal of each.
-        if logsChanges, !overflowed {
-            for key in try engine.versions(id, collection: collection).keys { try log(collection, key) }
+        knownCollections[collection] = nil
+        guard let ref = try engine.collectionForWriting(collection) else { return }
+        let id = ref.id
+        // Every key, so that streams deliver the removal of each (and a synced collection's
+        // removal travels as a tombstone per record).
+        if (logsChanges && !overflowed) || (ref.synced && capturesSync) {
+            for key in try engine.versions(id, collection: collection).keys { try log(collection, key, ref) }
         }
         if let highest = try engine.highestVersion(id, collection: collection) { try removed(version: highest) }
         try engine.removeCollection(id, name: collection)
     }
 
-    /// Logs that `key` of `collection` changed (inserted, updated or removed).
-    private func log(_ collection: String, _ key: String) throws {
+    /// Logs that `key` of `collection` changed (inserted, updated or removed), and captures
+    /// it for sync when the collection is synced.
+    private func log(_ collection: String, _ key: String, _ ref: CollectionRef) throws {
+        if ref.synced, capturesSync {
+            let record = SyncRecordKey(collection: collection, key: key)
+            if capturedSet.insert(record).inserted { captured.append(record) }
+        }
         // A transaction that changes more records than the log keeps would push every stream
         // behind the log anyway (each is positioned before it), so they all resync from the
         // records: the rows past that point would only be trimmed again at commit.

@@ -107,12 +107,30 @@ public struct SyncStatus: Sendable, Hashable {
 /// ```
 ///
 /// Sync settings live in the store file: once started, every committed change to a synced
-/// collection, through any `RecordStore` on that file in any process, is captured.
+/// collection, through any `RecordStore` on that file in any process, is captured as one
+/// operation per local transaction. A push sends many operations per round trip and applies
+/// the server's answers to a batch in one local transaction; a pull applies each page with its
+/// cursor in one local transaction, without capturing it again (no echo). When the server
+/// cannot be reached, ``SyncError/Code/unreachable`` is thrown, nothing local changes, and the
+/// operations stay queued for the next call. See <doc:Sync>.
+///
+/// Calls on one `RecordSync` run one at a time, in the order they were made.
 public actor RecordSync {
     /// The store synced.
     public nonisolated let store: RecordStore
     /// The server it talks to.
     public nonisolated let server: any RecordSyncServer
+    /// One call at a time: a push must not interleave with another push or pull of this client.
+    private var turns = RepositoryTurns()
+
+    /// Changes per push request (a single larger operation is sent alone: operations travel whole).
+    static let pushChangeLimit = 1000
+    /// Operations per push request.
+    static let pushOperationLimit = 200
+    /// Changes per pull request.
+    static let pullLimit = 1000
+    /// Changes per operation of the initial upload of a collection's existing records.
+    static let uploadChunk = 1000
 
     /// Creates a sync client. No I/O.
     public init(store: RecordStore, server: any RecordSyncServer) {
@@ -123,48 +141,102 @@ public actor RecordSync {
     /// Starts syncing `collections` with `space` (or adds collections to a store already
     /// syncing that space). Records present now are uploaded once, by the next push.
     ///
+    /// In one local transaction it records the space and a device id (generated once), registers
+    /// each collection with `policy` (a registered collection stays synced, even after
+    /// ``RecordStore/removeCollection(_:)``; starting again with another policy changes it),
+    /// and captures the records the new collections already hold as operations of up to 1,000
+    /// changes. Adding collections to a store that already pulled resets its cursor, so their
+    /// records on the server come down too (pulling again is harmless). Calling it again with
+    /// the same space and collections changes nothing.
+    ///
+    /// ```swift
+    /// try await sync.start(space: "alice", collections: ["notes", "settings"])
+    /// ```
+    ///
     /// - Throws: ``SyncError`` with ``SyncError/Code/invalidRequest`` when the store already
-    ///   syncs another space or a name is invalid (nothing is changed); ``RecordStoreError``.
+    ///   syncs another space, the space is empty, no collection is named on the first start, or
+    ///   a name is invalid (nothing is changed); ``RecordStoreError``.
     public func start(space: String, collections: [String], policy: SyncConflictPolicy = .report) async throws {
-        throw SyncError(.serverFailure, "RecordSync.start is not built yet")
+        await takeTurn()
+        defer { turns.release() }
+        if space.isEmpty { throw SyncError(.invalidRequest, "the space is empty") }
+        if space.utf8.contains(0) { throw SyncError(.invalidRequest, "the space contains a NUL character") }
+        var names: [String] = []
+        for collection in collections {
+            let name: String
+            do {
+                name = try RecordNames.collection(collection, operation: .syncStart)
+            } catch let error as RecordStoreError {
+                throw SyncError(.invalidRequest, "invalid collection name \(RecordStoreError.quoted(collection))", underlying: error)
+            }
+            if !names.contains(name) { names.append(name) }
+        }
+        try await store.performWrite(.syncStart, collection: nil) { [names] context in
+            try Self.start(space: space, collections: names, policy: policy, in: context)
+        }
     }
 
     /// Pushes every pending operation, then pulls to the server's head.
     ///
+    /// - Returns: what both did; ``SyncReport/cursor`` is the cursor after the pull.
     /// - Throws: ``SyncError`` (``SyncError/Code/unreachable``: nothing local is lost, try
-    ///   again later); ``RecordStoreError``.
+    ///   again later; what was answered before the failure stays applied); ``RecordStoreError``.
     public func sync() async throws -> SyncReport {
-        throw SyncError(.serverFailure, "RecordSync.sync is not built yet")
+        await takeTurn()
+        defer { turns.release() }
+        let settings = try await settings()
+        var report = SyncReport()
+        try await push(settings, into: &report)
+        try await pull(settings, into: &report)
+        return report
     }
 
     /// Pushes every pending operation and applies the outcomes.
+    ///
+    /// Operations go in sequence order, up to 200 operations or 1,000 changes per request, so
+    /// an initial upload of 100,000 records takes about 100 round trips. The outcomes of one
+    /// request are applied in one local transaction: applied operations are removed and their
+    /// records take the server version they got (later changes of them are based on it);
+    /// conflicting ones are recorded (see ``RecordStore/syncConflicts()``) and their other
+    /// changes queued again. An operation another process answered meanwhile is skipped.
+    ///
+    /// - Throws: ``SyncError``: ``SyncError/Code/unreachable`` when the server could not be
+    ///   reached (the outcome is unknown; the operations stay pending and the next push sends
+    ///   them again with the same ids, which the server answers without a second effect);
+    ///   ``SyncError/Code/serverFailure`` when the server refused an operation as out of order
+    ///   (it already applied a later operation of this device: was the store restored from an
+    ///   older copy?). ``RecordStoreError``.
     public func push() async throws -> SyncReport {
-        throw SyncError(.serverFailure, "RecordSync.push is not built yet")
+        await takeTurn()
+        defer { turns.release() }
+        let settings = try await settings()
+        var report = SyncReport()
+        try await push(settings, into: &report)
+        report.cursor = try await storedCursor()
+        return report
     }
 
     /// Pulls to the server's head, page by page, each page with its cursor in one transaction.
-    public func pull() async throws -> SyncReport {
-        throw SyncError(.serverFailure, "RecordSync.pull is not built yet")
-    }
-}
-
-extension RecordStore {
-    /// The store's sync settings and queue; `nil` when sync never started for it. Never writes.
-    public nonisolated(nonsending) func syncStatus() async throws -> SyncStatus? {
-        throw SyncError(.serverFailure, "syncStatus is not built yet")
-    }
-
-    /// The unresolved sync conflicts, by collection and key. Never writes.
-    public nonisolated(nonsending) func syncConflicts() async throws -> [SyncRecordConflict] {
-        throw SyncError(.serverFailure, "syncConflicts is not built yet")
-    }
-
-    /// Resolves the conflict of one record.
     ///
-    /// - Throws: ``RecordStoreError`` (code `.notFound`-like when there is no such conflict).
-    public nonisolated(nonsending) func resolveSyncConflict(
-        _ collection: String, key: String, keeping resolution: SyncResolution
-    ) async throws {
-        throw SyncError(.serverFailure, "resolveSyncConflict is not built yet")
+    /// Changes of collections not synced here are ignored; a change this store already has
+    /// (its own write coming back, or a page pulled again after a crash) is skipped; a record
+    /// with local changes still pending keeps its local value, and the server's value is kept
+    /// aside until the pending change is answered. Deletions arrive as tombstones and remove
+    /// the record. The stored cursor never moves backwards. Change streams see pulled changes.
+    ///
+    /// - Throws: ``SyncError`` (``SyncError/Code/unreachable``: pages applied before stay
+    ///   applied, nothing else changed); ``RecordStoreError``.
+    public func pull() async throws -> SyncReport {
+        await takeTurn()
+        defer { turns.release() }
+        let settings = try await settings()
+        var report = SyncReport()
+        try await pull(settings, into: &report)
+        return report
+    }
+
+    private func takeTurn() async {
+        if turns.takeIfFree() { return }
+        await withCheckedContinuation { turns.enqueue($0) }
     }
 }

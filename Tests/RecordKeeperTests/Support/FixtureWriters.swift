@@ -69,12 +69,56 @@ enum FixtureWriters {
     }
 }
 
+extension FixtureWriters {
+    /// `format-5.sqlite` (format 5, the device side of sync), synced through an in-memory
+    /// server with a second device: `notes` (policy report) and `prefs` (last-writer-wins)
+    /// synced with space `alice`, `scratch` not synced; one conflict (`notes/shared`: local
+    /// "mine", server "theirs"); two pending operations (`notes/today` = "v2 local", with the
+    /// other device's "v2 theirs" kept aside, and `prefs/theme` = "dark").
+    static func writeFormat5(to url: URL) async throws {
+        let server = InMemorySyncServer()
+        let store = RecordStore(url: url)
+        try await store.replace("scratch", values: ["local": Data("not synced".utf8)])
+        try await store.replace("notes", values: ["today": Data("v1".utf8), "shared": Data("mine".utf8)])
+        let sync = RecordSync(store: store, server: server)
+        try await sync.start(space: "alice", collections: ["notes"])
+        try await sync.start(space: "alice", collections: ["prefs"], policy: .lastWriterWins)
+        let other = RecordSync(store: RecordStore.inMemory(), server: server)
+        try await other.start(space: "alice", collections: ["notes"])
+        try await other.store.put("notes", key: "shared", data: Data("theirs".utf8))
+        _ = try await other.sync()
+        _ = try await sync.sync()
+        _ = try await other.sync()
+        try await other.store.put("notes", key: "today", data: Data("v2 theirs".utf8))
+        _ = try await other.sync()
+        try await store.put("notes", key: "today", data: Data("v2 local".utf8))
+        _ = try await sync.pull()
+        try await store.put("prefs", key: "theme", data: Data("dark".utf8))
+        await store.close()
+    }
+}
+
 /// Regenerates the fixtures written by ``FixtureWriters`` (needed when the format numbering
 /// changes). Run only on request:
 ///
 ///     RECORDKEEPER_WRITE_FIXTURES=1 swift test --filter FixtureWriterTests
 @Suite struct FixtureWriterTests {
-    static let isRequested = ProcessInfo.processInfo.environment["RECORDKEEPER_WRITE_FIXTURES"] != nil
+    static let isRequested = ProcessInfo.processInfo.environment["RECORDKEEPER_WRITE_FIXTURES"].map { $0 != "format-5" } ?? false
+    static let isFormat5Requested = ProcessInfo.processInfo.environment["RECORDKEEPER_WRITE_FIXTURES"] == "format-5"
+
+    /// `RECORDKEEPER_WRITE_FIXTURES=format-5 swift test --filter FixtureWriterTests` writes
+    /// `format-5.sqlite` alone (the format 4 fixtures stay as they are).
+    @Test(.enabled(if: isFormat5Requested))
+    func `writes the format 5 fixture into Tests/RecordKeeperTests/Fixtures`() async throws {
+        let directory = URL(fileURLWithPath: #filePath)
+            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Fixtures")
+        let url = directory.appendingPathComponent("format-5.sqlite")
+        for suffix in ["", "-wal", "-shm"] where FileManager.default.fileExists(atPath: url.path + suffix) {
+            try FileManager.default.removeItem(atPath: url.path + suffix)
+        }
+        try await FixtureWriters.writeFormat5(to: url)
+        #expect(!FileManager.default.fileExists(atPath: url.path + "-wal"), "closing checkpoints the log")
+    }
 
     @Test(.enabled(if: isRequested))
     func `writes the fixture stores into Tests/RecordKeeperTests/Fixtures`() async throws {

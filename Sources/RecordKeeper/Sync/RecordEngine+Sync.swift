@@ -1,0 +1,558 @@
+import Foundation
+
+/// A pending local change as a push sends it: the record's captured value, the server version
+/// the device's value is based on, and its collection's policy.
+struct PendingSyncChange: Sendable {
+    let collection: String
+    let key: String
+    let value: SyncValue
+    let base: SyncServerVersion?
+    let policy: SyncConflictPolicy
+}
+
+/// A pending local operation (format 5, `sync_operations`), with its changes.
+struct PendingSyncOperation: Sendable {
+    let sequence: Int64
+    let id: UUID
+    var changes: [PendingSyncChange]
+}
+
+/// What the store holds about one record's sync, for a pull: the server version its local
+/// value is based on, the version of a server value kept aside, and whether local changes of
+/// it are pending.
+struct LocalSyncRecordState: Sendable {
+    let serverVersion: Int64?
+    let asideVersion: Int64?
+    let pending: Bool
+}
+
+/// The SQL of the device side of sync (format 5, docs/FORMAT.md), on the writer or a reader.
+/// Every statement is a cached prepared statement; names are already validated.
+extension RecordEngine {
+    // MARK: Capture
+
+    /// Writes one operation whose changes are `records`' current values (absent: tombstone).
+    /// Returns its sequence.
+    @discardableResult
+    func captureSyncOperation(_ records: [SyncRecordKey]) throws -> Int64 {
+        let sequence = try newSyncOperation()
+        for record in records {
+            try run(collection: record.collection, key: record.key) {
+                try connection.withStatement(
+                    """
+                    INSERT INTO sync_operation_changes (sequence, collection, key, payload)
+                    VALUES (?1, ?2, ?3, (SELECT r.payload FROM records r JOIN collections c ON c.id = r.collection_id
+                                         WHERE c.name = ?2 AND r.key = ?3))
+                    """
+                ) { statement in
+                    try statement.bind(sequence, at: 1)
+                    try statement.bind(record.collection, at: 2)
+                    try statement.bind(record.key, at: 3)
+                    try statement.run()
+                }
+            }
+        }
+        return sequence
+    }
+
+    /// A new, empty operation with a fresh id and the next sequence (never given out before:
+    /// AUTOINCREMENT).
+    private func newSyncOperation() throws -> Int64 {
+        try run {
+            try connection.withStatement(
+                "INSERT INTO sync_operations (id, created_at) VALUES (?1, ?2) RETURNING sequence"
+            ) { statement in
+                try statement.bind(UUID().uuidString, at: 1)
+                try statement.bind(Int64(Date().timeIntervalSince1970 * 1000), at: 2)
+                guard try statement.step() else {
+                    throw RecordStoreError(
+                        code: .malformedRecord, operation: operation, path: path,
+                        detail: "creating a sync operation returned no sequence")
+                }
+                let sequence = statement.int64(at: 0)
+                while try statement.step() {}
+                return sequence
+            }
+        }
+    }
+
+    /// Captures every record of collection `id` (`name`) as operations of at most `chunk`
+    /// changes each (the initial upload when sync starts for a collection). Returns how many
+    /// operations it wrote.
+    @discardableResult
+    func captureExistingRecords(_ id: Int64, collection name: String, chunk: Int) throws -> Int {
+        var keys = try versions(id, collection: name).keys.sorted()
+        var operations = 0
+        while !keys.isEmpty {
+            let part = keys.prefix(chunk)
+            try captureSyncOperation(part.map { SyncRecordKey(collection: name, key: $0) })
+            keys.removeFirst(part.count)
+            operations += 1
+        }
+        return operations
+    }
+
+    // MARK: State and registration
+
+    func syncStateString(_ name: StaticString) throws -> String? {
+        try run {
+            try connection.withStatement("SELECT value FROM sync_state WHERE name = ?1") { statement in
+                try statement.bind(name.description, at: 1)
+                guard try statement.step(), !statement.isNull(at: 0) else { return nil }
+                return statement.string(at: 0)
+            }
+        }
+    }
+
+    func syncStateInteger(_ name: StaticString) throws -> Int64? {
+        try run {
+            try connection.withStatement("SELECT value FROM sync_state WHERE name = ?1") { statement in
+                try statement.bind(name.description, at: 1)
+                guard try statement.step(), !statement.isNull(at: 0) else { return nil }
+                return statement.int64(at: 0)
+            }
+        }
+    }
+
+    func setSyncState(_ name: StaticString, _ value: String?) throws {
+        try run {
+            try connection.withStatement(
+                "INSERT INTO sync_state (name, value) VALUES (?1, ?2) ON CONFLICT (name) DO UPDATE SET value = excluded.value"
+            ) { statement in
+                try statement.bind(name.description, at: 1)
+                if let value { try statement.bind(value, at: 2) } else { try statement.bindNull(at: 2) }
+                try statement.run()
+            }
+        }
+    }
+
+    func setSyncState(_ name: StaticString, integer value: Int64) throws {
+        try run {
+            try connection.withStatement(
+                "INSERT INTO sync_state (name, value) VALUES (?1, ?2) ON CONFLICT (name) DO UPDATE SET value = excluded.value"
+            ) { statement in
+                try statement.bind(name.description, at: 1)
+                try statement.bind(value, at: 2)
+                try statement.run()
+            }
+        }
+    }
+
+    /// The stored pull cursor (`.start` when none).
+    func syncCursor() throws -> SyncCursor {
+        let counter = try syncStateInteger("cursor.counter") ?? 0
+        if let collection = try syncStateString("cursor.collection"), let key = try syncStateString("cursor.key") {
+            return SyncCursor(counter: counter, position: SyncCursor.Position(collection: collection, key: key))
+        }
+        return SyncCursor(counter: counter)
+    }
+
+    func setSyncCursor(_ cursor: SyncCursor) throws {
+        try setSyncState("cursor.counter", integer: cursor.counter)
+        try setSyncState("cursor.collection", cursor.position?.collection)
+        try setSyncState("cursor.key", cursor.position?.key)
+    }
+
+    /// The registered collections and their policies.
+    func syncCollections() throws -> [String: SyncConflictPolicy] {
+        try run {
+            try connection.withStatement("SELECT name, policy FROM sync_collections") { statement in
+                var result: [String: SyncConflictPolicy] = [:]
+                while try statement.step() {
+                    let name = statement.string(at: 0)
+                    let policy = statement.string(at: 1)
+                    guard let value = SyncConflictPolicy(rawValue: policy) else {
+                        throw RecordStoreError(
+                            code: .malformedRecord, operation: operation, collection: name, path: path,
+                            detail: "unknown sync policy '\(policy)' in sync_collections")
+                    }
+                    result[name] = value
+                }
+                return result
+            }
+        }
+    }
+
+    func registerSyncCollection(_ name: String, policy: SyncConflictPolicy) throws {
+        try run(collection: name) {
+            try connection.withStatement(
+                """
+                INSERT INTO sync_collections (name, policy) VALUES (?1, ?2)
+                ON CONFLICT (name) DO UPDATE SET policy = excluded.policy
+                """
+            ) { statement in
+                try statement.bind(name, at: 1)
+                try statement.bind(policy.rawValue, at: 2)
+                try statement.run()
+            }
+            try connection.withStatement("UPDATE collections SET synced = 1 WHERE name = ?1") { statement in
+                try statement.bind(name, at: 1)
+                try statement.run()
+            }
+        }
+    }
+
+    /// True when the store file has the tables of format 5 (reads of older formats answer
+    /// "no sync" instead of failing; reads never migrate).
+    func hasSyncTables() throws -> Bool {
+        try run {
+            try connection.withStatement(
+                "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'sync_state'"
+            ) { try $0.step() }
+        }
+    }
+
+    // MARK: Pending operations
+
+    /// Up to `limit` pending operations after `sequence`, in order, without their changes.
+    func pendingSyncOperations(after sequence: Int64, limit: Int) throws -> [(sequence: Int64, id: UUID)] {
+        try run {
+            try connection.withStatement(
+                "SELECT sequence, id FROM sync_operations WHERE sequence > ?1 ORDER BY sequence LIMIT ?2"
+            ) { statement in
+                try statement.bind(sequence, at: 1)
+                try statement.bind(Int64(limit), at: 2)
+                var result: [(sequence: Int64, id: UUID)] = []
+                while try statement.step() {
+                    let text = statement.string(at: 1)
+                    guard let id = UUID(uuidString: text) else {
+                        throw RecordStoreError(
+                            code: .malformedRecord, operation: operation, path: path,
+                            detail: "sync operation \(statement.int64(at: 0)) has a malformed id '\(text)'")
+                    }
+                    result.append((statement.int64(at: 0), id))
+                }
+                return result
+            }
+        }
+    }
+
+    /// The changes of one pending operation, each with its base (the record's server version
+    /// now) and its collection's policy.
+    func pendingSyncChanges(_ sequence: Int64) throws -> [PendingSyncChange] {
+        try run {
+            try connection.withStatement(
+                """
+                SELECT c.collection, c.key, c.payload, s.server_version, p.policy
+                FROM sync_operation_changes c
+                LEFT JOIN sync_records s ON s.collection = c.collection AND s.key = c.key
+                LEFT JOIN sync_collections p ON p.name = c.collection
+                WHERE c.sequence = ?1
+                """
+            ) { statement in
+                try statement.bind(sequence, at: 1)
+                var changes: [PendingSyncChange] = []
+                while try statement.step() {
+                    changes.append(
+                        PendingSyncChange(
+                            collection: statement.string(at: 0), key: statement.string(at: 1),
+                            value: statement.isNull(at: 2) ? .tombstone : .payload(statement.data(at: 2)),
+                            base: statement.isNull(at: 3) ? nil : SyncServerVersion(statement.int64(at: 3)),
+                            policy: statement.isNull(at: 4)
+                                ? .report : SyncConflictPolicy(rawValue: statement.string(at: 4)) ?? .report))
+                }
+                return changes
+            }
+        }
+    }
+
+    /// The records an operation still changes (conflicts of earlier operations may have
+    /// dropped some); empty when the operation is no longer pending.
+    func pendingSyncRecords(_ sequence: Int64) throws -> [SyncRecordKey] {
+        try run {
+            try connection.withStatement(
+                "SELECT collection, key FROM sync_operation_changes WHERE sequence = ?1"
+            ) { statement in
+                try statement.bind(sequence, at: 1)
+                var records: [SyncRecordKey] = []
+                while try statement.step() {
+                    records.append(SyncRecordKey(collection: statement.string(at: 0), key: statement.string(at: 1)))
+                }
+                return records
+            }
+        }
+    }
+
+    func isSyncOperationPending(_ sequence: Int64) throws -> Bool {
+        try run {
+            try connection.withStatement("SELECT 1 FROM sync_operations WHERE sequence = ?1") { statement in
+                try statement.bind(sequence, at: 1)
+                return try statement.step()
+            }
+        }
+    }
+
+    /// Removes an answered operation and its changes.
+    func deleteSyncOperation(_ sequence: Int64) throws {
+        try run {
+            try connection.withStatement("DELETE FROM sync_operation_changes WHERE sequence = ?1") { statement in
+                try statement.bind(sequence, at: 1)
+                try statement.run()
+            }
+            try connection.withStatement("DELETE FROM sync_operations WHERE sequence = ?1") { statement in
+                try statement.bind(sequence, at: 1)
+                try statement.run()
+            }
+        }
+    }
+
+    /// Whether a pending operation other than `sequence` changes the record.
+    func hasPendingSyncChange(_ record: SyncRecordKey, besides sequence: Int64) throws -> Bool {
+        try run(collection: record.collection, key: record.key) {
+            try connection.withStatement(
+                "SELECT 1 FROM sync_operation_changes WHERE collection = ?1 AND key = ?2 AND sequence != ?3 LIMIT 1"
+            ) { statement in
+                try statement.bind(record.collection, at: 1)
+                try statement.bind(record.key, at: 2)
+                try statement.bind(sequence, at: 3)
+                return try statement.step()
+            }
+        }
+    }
+
+    /// Drops the record's changes from pending operations after `sequence` (its conflict
+    /// superseded them), and removes operations left empty.
+    func dropPendingSyncChanges(_ record: SyncRecordKey, after sequence: Int64) throws {
+        let emptied: [Int64] = try run(collection: record.collection, key: record.key) {
+            try connection.withStatement(
+                "DELETE FROM sync_operation_changes WHERE collection = ?1 AND key = ?2 AND sequence > ?3 RETURNING sequence"
+            ) { statement in
+                try statement.bind(record.collection, at: 1)
+                try statement.bind(record.key, at: 2)
+                try statement.bind(sequence, at: 3)
+                var sequences: [Int64] = []
+                while try statement.step() { sequences.append(statement.int64(at: 0)) }
+                return sequences
+            }
+        }
+        for sequence in emptied {
+            try run {
+                try connection.withStatement(
+                    """
+                    DELETE FROM sync_operations WHERE sequence = ?1
+                    AND NOT EXISTS (SELECT 1 FROM sync_operation_changes WHERE sequence = ?1)
+                    """
+                ) { statement in
+                    try statement.bind(sequence, at: 1)
+                    try statement.run()
+                }
+            }
+        }
+    }
+
+    func pendingSyncOperationCount() throws -> Int {
+        try run {
+            try connection.withStatement("SELECT count(*) FROM sync_operations") { statement in
+                try statement.step() ? Int(statement.int64(at: 0)) : 0
+            }
+        }
+    }
+
+    // MARK: Server versions and values kept aside
+
+    /// One record's sync state, in one statement.
+    func syncRecordState(_ record: SyncRecordKey) throws -> LocalSyncRecordState {
+        try run(collection: record.collection, key: record.key) {
+            try connection.withStatement(
+                """
+                SELECT s.server_version, s.aside_version,
+                       EXISTS (SELECT 1 FROM sync_operation_changes c WHERE c.collection = ?1 AND c.key = ?2)
+                FROM (SELECT 1) LEFT JOIN sync_records s ON s.collection = ?1 AND s.key = ?2
+                """
+            ) { statement in
+                try statement.bind(record.collection, at: 1)
+                try statement.bind(record.key, at: 2)
+                guard try statement.step() else { return LocalSyncRecordState(serverVersion: nil, asideVersion: nil, pending: false) }
+                return LocalSyncRecordState(
+                    serverVersion: statement.isNull(at: 0) ? nil : statement.int64(at: 0),
+                    asideVersion: statement.isNull(at: 1) ? nil : statement.int64(at: 1),
+                    pending: statement.int64(at: 2) != 0)
+            }
+        }
+    }
+
+    /// Sets the server version the record's local value is based on (nil: the server has
+    /// never had it); with `clearingAside`, forgets a server value kept aside.
+    func setServerVersion(_ record: SyncRecordKey, _ version: Int64?, clearingAside: Bool) throws {
+        try run(collection: record.collection, key: record.key) {
+            if clearingAside {
+                try connection.withStatement(
+                    """
+                    INSERT INTO sync_records (collection, key, server_version) VALUES (?1, ?2, ?3)
+                    ON CONFLICT (collection, key) DO UPDATE SET server_version = excluded.server_version,
+                        aside_payload = NULL, aside_deleted = 0, aside_version = NULL
+                    """
+                ) { statement in
+                    try bindRecordVersion(statement, record, version)
+                    try statement.run()
+                }
+            } else {
+                try connection.withStatement(
+                    """
+                    INSERT INTO sync_records (collection, key, server_version) VALUES (?1, ?2, ?3)
+                    ON CONFLICT (collection, key) DO UPDATE SET server_version = excluded.server_version
+                    """
+                ) { statement in
+                    try bindRecordVersion(statement, record, version)
+                    try statement.run()
+                }
+            }
+        }
+    }
+
+    private func bindRecordVersion(_ statement: Statement, _ record: SyncRecordKey, _ version: Int64?) throws {
+        try statement.bind(record.collection, at: 1)
+        try statement.bind(record.key, at: 2)
+        if let version { try statement.bind(version, at: 3) } else { try statement.bindNull(at: 3) }
+    }
+
+    /// Keeps a pulled server value aside while local changes of the record are pending.
+    func setAside(_ record: SyncRecordKey, value: SyncValue, version: Int64) throws {
+        try run(collection: record.collection, key: record.key) {
+            try connection.withStatement(
+                """
+                INSERT INTO sync_records (collection, key, server_version, aside_payload, aside_deleted, aside_version)
+                VALUES (?1, ?2, NULL, ?3, ?4, ?5)
+                ON CONFLICT (collection, key) DO UPDATE SET aside_payload = excluded.aside_payload,
+                    aside_deleted = excluded.aside_deleted, aside_version = excluded.aside_version
+                """
+            ) { statement in
+                try statement.bind(record.collection, at: 1)
+                try statement.bind(record.key, at: 2)
+                if let payload = value.payload { try statement.bind(payload, at: 3) } else { try statement.bindNull(at: 3) }
+                try statement.bind(value.payload == nil ? 1 : 0, at: 4)
+                try statement.bind(version, at: 5)
+                try statement.run()
+            }
+        }
+    }
+
+    /// The server value kept aside for a record, with its version; nil when there is none.
+    func aside(_ record: SyncRecordKey) throws -> (value: SyncValue, version: Int64)? {
+        try run(collection: record.collection, key: record.key) {
+            try connection.withStatement(
+                """
+                SELECT aside_payload, aside_deleted, aside_version FROM sync_records
+                WHERE collection = ?1 AND key = ?2 AND aside_version IS NOT NULL
+                """
+            ) { statement in
+                try statement.bind(record.collection, at: 1)
+                try statement.bind(record.key, at: 2)
+                guard try statement.step() else { return nil }
+                let value: SyncValue =
+                    statement.int64(at: 1) != 0 || statement.isNull(at: 0) ? .tombstone : .payload(statement.data(at: 0))
+                return (value, statement.int64(at: 2))
+            }
+        }
+    }
+
+    // MARK: Conflicts
+
+    /// Records (or replaces) the conflict of one record.
+    func recordSyncConflict(_ conflict: SyncRecordConflict) throws {
+        try run(collection: conflict.collection, key: conflict.key) {
+            try connection.withStatement(
+                """
+                INSERT OR REPLACE INTO sync_conflicts
+                    (collection, key, local_payload, local_deleted, server_payload, server_deleted, server_version)
+                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+                """
+            ) { statement in
+                try statement.bind(conflict.collection, at: 1)
+                try statement.bind(conflict.key, at: 2)
+                if let local = conflict.local { try statement.bind(local, at: 3) } else { try statement.bindNull(at: 3) }
+                try statement.bind(conflict.local == nil ? 1 : 0, at: 4)
+                if let server = conflict.server { try statement.bind(server, at: 5) } else { try statement.bindNull(at: 5) }
+                try statement.bind(conflict.server == nil ? 1 : 0, at: 6)
+                if let version = conflict.serverVersion {
+                    try statement.bind(version.rawValue, at: 7)
+                } else {
+                    try statement.bindNull(at: 7)
+                }
+                try statement.run()
+            }
+        }
+    }
+
+    /// Updates the server side of an unresolved conflict after a newer server value was pulled.
+    func updateSyncConflictServerSide(_ record: SyncRecordKey, value: SyncValue, version: Int64) throws {
+        try run(collection: record.collection, key: record.key) {
+            try connection.withStatement(
+                """
+                UPDATE sync_conflicts SET server_payload = ?3, server_deleted = ?4, server_version = ?5
+                WHERE collection = ?1 AND key = ?2
+                """
+            ) { statement in
+                try statement.bind(record.collection, at: 1)
+                try statement.bind(record.key, at: 2)
+                if let payload = value.payload { try statement.bind(payload, at: 3) } else { try statement.bindNull(at: 3) }
+                try statement.bind(value.payload == nil ? 1 : 0, at: 4)
+                try statement.bind(version, at: 5)
+                try statement.run()
+            }
+        }
+    }
+
+    func hasSyncConflicts() throws -> Bool {
+        try run {
+            try connection.withStatement("SELECT 1 FROM sync_conflicts LIMIT 1") { try $0.step() }
+        }
+    }
+
+    func syncConflictCount() throws -> Int {
+        try run {
+            try connection.withStatement("SELECT count(*) FROM sync_conflicts") { statement in
+                try statement.step() ? Int(statement.int64(at: 0)) : 0
+            }
+        }
+    }
+
+    /// Every unresolved conflict, by collection and key.
+    func syncConflicts() throws -> [SyncRecordConflict] {
+        try run {
+            try connection.withStatement(
+                """
+                SELECT collection, key, local_payload, local_deleted, server_payload, server_deleted, server_version
+                FROM sync_conflicts ORDER BY collection, key
+                """
+            ) { statement in
+                var conflicts: [SyncRecordConflict] = []
+                while try statement.step() { conflicts.append(Self.syncConflict(statement)) }
+                return conflicts
+            }
+        }
+    }
+
+    func syncConflict(_ record: SyncRecordKey) throws -> SyncRecordConflict? {
+        try run(collection: record.collection, key: record.key) {
+            try connection.withStatement(
+                """
+                SELECT collection, key, local_payload, local_deleted, server_payload, server_deleted, server_version
+                FROM sync_conflicts WHERE collection = ?1 AND key = ?2
+                """
+            ) { statement in
+                try statement.bind(record.collection, at: 1)
+                try statement.bind(record.key, at: 2)
+                return try statement.step() ? Self.syncConflict(statement) : nil
+            }
+        }
+    }
+
+    private static func syncConflict(_ statement: Statement) -> SyncRecordConflict {
+        SyncRecordConflict(
+            collection: statement.string(at: 0), key: statement.string(at: 1),
+            local: statement.int64(at: 3) != 0 || statement.isNull(at: 2) ? nil : statement.data(at: 2),
+            server: statement.int64(at: 5) != 0 || statement.isNull(at: 4) ? nil : statement.data(at: 4),
+            serverVersion: statement.isNull(at: 6) ? nil : SyncServerVersion(statement.int64(at: 6)))
+    }
+
+    func deleteSyncConflict(_ record: SyncRecordKey) throws {
+        try run(collection: record.collection, key: record.key) {
+            try connection.withStatement("DELETE FROM sync_conflicts WHERE collection = ?1 AND key = ?2") { statement in
+                try statement.bind(record.collection, at: 1)
+                try statement.bind(record.key, at: 2)
+                try statement.run()
+            }
+        }
+    }
+}

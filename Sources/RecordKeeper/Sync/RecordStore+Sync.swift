@@ -1,0 +1,93 @@
+import Foundation
+
+extension RecordStore {
+    /// The store's sync settings and queue; `nil` when sync never started for it.
+    ///
+    /// Reading never writes: a store without the tables of sync (never synced, or written by
+    /// an older format) answers `nil` and is left as it is.
+    ///
+    /// ```swift
+    /// if let status = try await store.syncStatus(), status.pendingOperations > 0 { … }
+    /// ```
+    /// - Throws: ``RecordStoreError`` when the store cannot be read.
+    public nonisolated(nonsending) func syncStatus() async throws -> SyncStatus? {
+        try await performRead(.syncStatus, collection: nil) { source in
+            guard let engine = source.engine, try engine.hasSyncTables() else { return nil }
+            try engine.begin(immediate: false)
+            do {
+                var status: SyncStatus?
+                if let space = try engine.syncStateString("space"), let device = try engine.syncStateString("device") {
+                    status = SyncStatus(
+                        space: space, device: device, collections: try engine.syncCollections(),
+                        cursor: try engine.syncCursor(), pendingOperations: try engine.pendingSyncOperationCount(),
+                        conflicts: try engine.syncConflictCount())
+                }
+                try engine.commit()
+                return status
+            } catch {
+                try engine.rollback(after: error)
+                throw error
+            }
+        }
+    }
+
+    /// The unresolved sync conflicts, by collection and key.
+    ///
+    /// Each holds the device's value and the server's (which is the record's value in the
+    /// store now). Reading never writes: a store that never synced answers `[]`.
+    ///
+    /// ```swift
+    /// for conflict in try await store.syncConflicts() {
+    ///     try await store.resolveSyncConflict(conflict.collection, key: conflict.key, keeping: .local)
+    /// }
+    /// ```
+    /// - Throws: ``RecordStoreError`` when the store cannot be read.
+    public nonisolated(nonsending) func syncConflicts() async throws -> [SyncRecordConflict] {
+        try await performRead(.syncConflicts, collection: nil) { source in
+            guard let engine = source.engine, try engine.hasSyncTables() else { return [] }
+            return try engine.syncConflicts()
+        }
+    }
+
+    /// Resolves the conflict of one record, in one transaction.
+    ///
+    /// - ``SyncResolution/server``: the record keeps the server's value; the conflict is dropped.
+    /// - ``SyncResolution/local``: the device's value is written again (or the record removed,
+    ///   when the device had deleted it) as an ordinary change, captured and pushed based on the
+    ///   server's version, so it wins unless another device changed the record meanwhile.
+    /// - ``SyncResolution/merged(_:)``: likewise with the given value (`nil` removes the record).
+    ///
+    /// ```swift
+    /// try await store.resolveSyncConflict("notes", key: "today", keeping: .merged(mergedData))
+    /// ```
+    /// - Throws: ``RecordStoreError`` with code ``RecordStoreError/Code/invalidArgument`` when
+    ///   there is no conflict for that record (nothing is written), or another failure.
+    public nonisolated(nonsending) func resolveSyncConflict(
+        _ collection: String, key: String, keeping resolution: SyncResolution
+    ) async throws {
+        let name = try RecordNames.collection(collection, operation: .syncResolve)
+        let key = try RecordNames.key(key, collection: name, operation: .syncResolve)
+        let record = SyncRecordKey(collection: name, key: key)
+        let noConflict = RecordStoreError(
+            code: .invalidArgument, operation: .syncResolve, collection: name, key: key, path: path,
+            detail: "there is no sync conflict for collection \(RecordStoreError.quoted(name)) key \(RecordStoreError.quoted(key))")
+        // Checked first by a read, so that a store without it is not created or migrated.
+        let exists = try await performRead(.syncResolve, collection: name) { source in
+            guard let engine = source.engine, try engine.hasSyncTables() else { return false }
+            return try engine.syncConflict(record) != nil
+        }
+        guard exists else { throw noConflict }
+        try await performWrite(.syncResolve, collection: name) { context in
+            guard let conflict = try context.engine.syncConflict(record) else { throw noConflict }
+            switch resolution {
+            case .server:
+                break
+            case .local:
+                try RecordSync.write(conflict.local.map { .payload($0) } ?? .tombstone, to: record, in: context)
+            case .merged(let value):
+                try RecordSync.write(value.map { .payload($0) } ?? .tombstone, to: record, in: context)
+            }
+            try context.engine.deleteSyncConflict(record)
+        }
+    }
+}

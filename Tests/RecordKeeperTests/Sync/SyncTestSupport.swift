@@ -1,0 +1,110 @@
+import RecordKeeperTestSupport
+import Foundation
+import Testing
+@testable import RecordKeeper
+
+/// Runs `body` with `count` fresh stores of one kind (separate files on disk, or separate
+/// in-memory stores), as separate devices.
+func withDevices(
+    _ kind: StoreKind, count: Int, _ body: ([RecordStore]) async throws -> Void
+) async throws {
+    try await withTemporaryDirectory { directory in
+        let stores = (0..<count).map { index in
+            kind == .onDisk
+                ? RecordStore(url: directory.appendingPathComponent("device-\(index).sqlite"))
+                : RecordStore.inMemory()
+        }
+        try await body(stores)
+    }
+}
+
+/// A server that counts requests and can be told to fail: before a push (`unreachable`, the
+/// push never arrived), or after applying it (`loseAnswers`, the answer never came back).
+actor ScriptedServer: RecordSyncServer {
+    let inner: any RecordSyncServer
+    private(set) var pushes = 0
+    private(set) var pulls = 0
+    private(set) var pushedOperations: [SyncOperation] = []
+    var unreachable = false
+    var loseAnswers = false
+
+    init(_ inner: any RecordSyncServer = InMemorySyncServer()) {
+        self.inner = inner
+    }
+
+    func setUnreachable(_ value: Bool) { unreachable = value }
+    func setLoseAnswers(_ value: Bool) { loseAnswers = value }
+
+    func push(space: String, operations: [SyncOperation]) async throws -> [SyncOutcome] {
+        pushes += 1
+        if unreachable { throw SyncError(.unreachable, "test: the server is unreachable") }
+        pushedOperations += operations
+        let outcomes = try await inner.push(space: space, operations: operations)
+        if loseAnswers { throw SyncError(.unreachable, "test: the connection broke before the answer arrived") }
+        return outcomes
+    }
+
+    func pull(space: String, after cursor: SyncCursor, limit: Int) async throws -> SyncPage {
+        pulls += 1
+        if unreachable { throw SyncError(.unreachable, "test: the server is unreachable") }
+        return try await inner.pull(space: space, after: cursor, limit: limit)
+    }
+}
+
+/// A server that can never be reached.
+struct OfflineServer: RecordSyncServer {
+    func push(space: String, operations: [SyncOperation]) async throws -> [SyncOutcome] {
+        throw SyncError(.unreachable, "test: offline")
+    }
+
+    func pull(space: String, after cursor: SyncCursor, limit: Int) async throws -> SyncPage {
+        throw SyncError(.unreachable, "test: offline")
+    }
+}
+
+/// The pending operations of a store, each as its records' (collection, key, payload or nil),
+/// read directly from the file's tables.
+func pendingOperations(_ store: RecordStore) async throws -> [[SyncRecordKey: Data?]] {
+    try await store.performRead(.syncPush, collection: nil) { source in
+        guard let engine = source.engine, try engine.hasSyncTables() else { return [] }
+        return try engine.pendingSyncOperations(after: 0, limit: 1_000_000).map { operation in
+            var changes: [SyncRecordKey: Data?] = [:]
+            for change in try engine.pendingSyncChanges(operation.sequence) {
+                changes[SyncRecordKey(collection: change.collection, key: change.key)] = .some(change.value.payload)
+            }
+            return changes
+        }
+    }
+}
+
+extension SyncRecordKey {
+    init(_ collection: String, _ key: String) { self.init(collection: collection, key: key) }
+}
+
+/// Every record of `collection` in `store`, as strings.
+func strings(_ store: RecordStore, _ collection: String) async throws -> [String: String] {
+    (try await store.read(collection) ?? [:]).mapValues { String(decoding: $0, as: UTF8.self) }
+}
+
+/// Copies a committed fixture store into `directory`.
+func fixtureCopy(_ name: String, into directory: URL) throws -> URL {
+    let source = try #require(Bundle.module.url(forResource: "Fixtures/\(name)", withExtension: nil))
+    let destination = directory.appendingPathComponent(name)
+    try FileManager.default.copyItem(at: source, to: destination)
+    return destination
+}
+
+/// A server whose pulls answer with the cursor `.start`, as a lagging replica or a restored
+/// server might: a cursor must never move backwards.
+struct StaleCursorServer: RecordSyncServer {
+    let inner: any RecordSyncServer
+
+    func push(space: String, operations: [SyncOperation]) async throws -> [SyncOutcome] {
+        try await inner.push(space: space, operations: operations)
+    }
+
+    func pull(space: String, after cursor: SyncCursor, limit: Int) async throws -> SyncPage {
+        let page = try await inner.pull(space: space, after: .start, limit: limit)
+        return SyncPage(changes: page.changes, cursor: .start, hasMore: false)
+    }
+}

@@ -13,8 +13,8 @@ import Testing
 @Suite(.enabled(if: SyncCrashPostgres.enabled, SyncCrashPostgres.disabledReason), .timeLimit(.minutes(1)))
 struct SyncCrashTests {
 
-    /// Kills per run: 12 by default (RECORDKEEPER_SYNC_KILLS=n to change), 100 in long mode.
-    static let kills = Int(environmentInteger("RECORDKEEPER_SYNC_KILLS") ?? (isLongMode ? 100 : 12))
+    /// Kills per run: 20 by default (RECORDKEEPER_SYNC_KILLS=n to change), 200 in long mode.
+    static let kills = Int(environmentInteger("RECORDKEEPER_SYNC_KILLS") ?? (isLongMode ? 200 : 20))
 
     @Test func `devices killed while syncing converge with every confirmed write, each applied once`() async throws {
         let conninfo = try #require(SyncCrashPostgres.conninfo, "CI=true but RECORDKEEPER_TEST_POSTGRES is not set")
@@ -24,7 +24,9 @@ struct SyncCrashTests {
         let space = "sync-crash-\(UUID().uuidString)"
         try await withTemporaryDirectory { directory in
             let stores = ["a", "b"].map { directory.appendingPathComponent("device-\($0).sqlite") }
+            let connection = try await PostgresConnection(conninfo: conninfo)
             var confirmed: [String] = []
+            var answersLost = 0
             var killed = 0
             var runs = 0
             // Runs until enough were killed mid-way (bounded at 3× the kills): the two devices
@@ -36,7 +38,7 @@ struct SyncCrashTests {
                     executable: helper,
                     arguments: [
                         "sync", "--store", stores[run % 2].path, "--server", conninfo, "--space", space,
-                        "--run", "r\(run)", "--count", "400",
+                        "--run", "r\(run)", "--count", "400", "--answer-delay-ms", "5",
                     ],
                     in: directory)
                 try child.start()
@@ -50,6 +52,8 @@ struct SyncCrashTests {
                 try child.removeFiles()
                 if child.process.terminationReason == .uncaughtSignal {
                     killed += 1
+                    answersLost += try await Self.appliedButPending(
+                        store: stores[run % 2], parity: run % 2, space: space, connection: connection)
                 } else {
                     #expect(lines.last == "done", "the helper failed: \(lines.suffix(2)) \(errors)")
                 }
@@ -99,7 +103,6 @@ struct SyncCrashTests {
             // operations, each with its own counter value: none was applied twice (a
             // re-delivered one is answered from the log), none is missing.
             let transactions = keys.filter { !$0.hasSuffix("-b") }.count
-            let connection = try await PostgresConnection(conninfo: conninfo)
             let counts = try await connection.transaction(readOnly: true) { connection in
                 try connection.execute(
                     """
@@ -113,10 +116,44 @@ struct SyncCrashTests {
             #expect(try counts.int64(0, 1) == applied)
             #expect(try counts.int64(0, 2) == applied, "the space's counter moved once per applied operation")
             reportFigure(
-                "sync crash: \(killed) kills in \(runs) runs, \(confirmed.count) "
+                "sync crash: \(killed) kills in \(runs) runs (leaving \(answersLost) operations applied on the server "
+                    + "but not yet answered on the device), \(confirmed.count) "
                     + "confirmed writes, \(transactions) local transactions, \(applied) operations applied once each, "
                     + "3 devices converged on \(keys.count) records, 0 lost")
         }
+    }
+}
+
+extension SyncCrashTests {
+    /// How many of a killed device's pending operations the server had applied already (the
+    /// kill came between the server's commit and the device's record of the answer): the
+    /// server's applied operations of the device, less those the device knows were answered
+    /// (its local transactions, one per "R-i" record of its runs, less those still pending).
+    static func appliedButPending(
+        store url: URL, parity: Int, space: String, connection: PostgresConnection
+    ) async throws -> Int {
+        let store = RecordStore(url: url)
+        let status = try await store.syncStatus()
+        let records = try await store.read("crash") ?? [:]
+        await store.close()
+        guard let status else { return 0 }  // killed before sync started
+        let own = records.keys.filter { key in
+            !key.hasSuffix("-b") && Int(key.split(separator: "-")[0].dropFirst()).map { $0 % 2 == parity } == true
+        }
+        let device = status.device
+        let applied = try await connection.transaction(readOnly: true) { connection in
+            try connection.execute(
+                """
+                SELECT count(*) FROM recordkeeper_sync_operations
+                WHERE space = $1 AND device = $2 AND version IS NOT NULL
+                """, [.text(space), .text(device)]
+            ).int64(0, 0)
+        }
+        let answered = own.count - status.pendingOperations
+        let result = Int(applied) - answered
+        #expect((0...status.pendingOperations).contains(result),
+                "the server applied \(applied) of the device's operations; it has \(own.count) transactions, \(status.pendingOperations) pending")
+        return result
     }
 }
 

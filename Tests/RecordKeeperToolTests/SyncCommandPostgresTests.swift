@@ -22,9 +22,9 @@ struct SyncCommandPostgresTests {
         let result = try tool.runOnStore(["list", collection, "--values"])
         #expect(result.status == 0, "\(result.stderr)")
         // key, size, version, value: the version is local to each store.
-        return result.outputLines.map { line in
+        return result.outputLines.filter { !$0.isEmpty }.map { line in
             let fields = line.split(separator: "\t", omittingEmptySubsequences: false)
-            return "\(fields[0])=\(fields[3])"
+            return fields.count == 4 ? "\(fields[0])=\(fields[3])" : "unexpected line: \(line)"
         }
     }
 
@@ -137,6 +137,34 @@ struct SyncCommandPostgresTests {
         }
     }
 
+    @Test func `a deletion meeting an edit is listed as deleted, and keeping it deletes the record everywhere`() async throws {
+        try await ToolPostgres.withPrivateSchema { conninfo in
+            try withTemporaryDirectory { directory in
+                let (a, b) = try Self.devices(directory)
+                _ = Self.ok(try a.runOnStore(["put", "notes", "today", "1"]))
+                _ = Self.ok(try a.runOnStore(["sync", "--server", conninfo, "--space", "s", "--collections", "notes"]))
+                _ = Self.ok(try b.runOnStore(["sync", "--server", conninfo, "--space", "s", "--collections", "notes"]))
+                _ = Self.ok(try a.runOnStore(["put", "notes", "today", "2"]))
+                _ = Self.ok(try b.runOnStore(["delete", "notes", "today"]))
+                _ = Self.ok(try a.runOnStore(["sync", "--server", conninfo]))
+                #expect(Self.ok(try b.runOnStore(["sync", "--server", conninfo])).output.contains("1 new conflict(s)"))
+
+                let line = Self.ok(try b.runOnStore(["conflicts"])).outputLines
+                #expect(line.count == 1)
+                #expect(line.first?.hasPrefix("notes\ttoday\t") == true)
+                #expect(line.first?.hasSuffix("\t(deleted)\t2") == true, "\(line)")
+                let json = Self.ok(try b.runOnStore(["conflicts", "--json"])).output
+                #expect(json.contains(#""local":{"deleted":true},"server":{"value":2}"#), "\(json)")
+
+                _ = Self.ok(try b.runOnStore(["resolve", "notes", "today", "--keep", "local"]))
+                _ = Self.ok(try b.runOnStore(["sync", "--server", conninfo]))
+                _ = Self.ok(try a.runOnStore(["sync", "--server", conninfo]))
+                #expect(try Self.values(a, "notes").isEmpty)
+                #expect(try Self.values(b, "notes").isEmpty)
+            }
+        }
+    }
+
     @Test func `last writer wins collections report no conflict`() async throws {
         try await ToolPostgres.withPrivateSchema { conninfo in
             try withTemporaryDirectory { directory in
@@ -153,6 +181,15 @@ struct SyncCommandPostgresTests {
                 _ = Self.ok(try a.runOnStore(["sync", "--server", conninfo]))
                 #expect(try Self.values(a, "cursor") == ["pos=2"])
                 #expect(try Self.values(b, "cursor") == ["pos=2"])
+
+                // A later sync sets the policy back for the collections it names.
+                let back = Self.ok(try a.runOnStore(["sync", "--server", conninfo, "--collections", "cursor"]))
+                #expect(back.outputLines.first == #"policy of "cursor" set to report"#)
+                _ = Self.ok(try a.runOnStore(["put", "cursor", "pos", "3"]))
+                _ = Self.ok(try b.runOnStore(["put", "cursor", "pos", "4"]))
+                _ = Self.ok(try b.runOnStore(["sync", "--server", conninfo]))
+                let reported = Self.ok(try a.runOnStore(["sync", "--server", conninfo]))
+                #expect(reported.output.contains("1 new conflict(s)"), "\(reported.output)")
             }
         }
     }

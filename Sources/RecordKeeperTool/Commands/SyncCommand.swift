@@ -84,7 +84,7 @@ enum SyncCommand {
                          + "with space \(quoted(request.space))\(policyNote)")
         }
         if !request.changedPolicy.isEmpty {
-            lines.append("\(request.changedPolicy.map(quoted).joined(separator: ", ")) now sync with policy "
+            lines.append("policy of \(request.changedPolicy.map(quoted).joined(separator: ", ")) set to "
                          + "\(request.policy.rawValue)")
         }
         let after = try await store.syncStatus()

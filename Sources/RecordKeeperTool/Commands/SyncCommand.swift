@@ -179,7 +179,7 @@ extension ToolError {
                 : "local data untouched;\(queue) run sync again later"
             self.init(.storeRefused, "the sync server could not be reached: \(error.message); \(local)")
         case .invalidRequest:
-            self.init(.dataError, "the sync request was refused as invalid: \(error.message); nothing was changed")
+            self.init(.dataError, "invalid sync request: \(error.message); nothing was changed")
         case .newerServerSchema:
             self.init(.storeRefused, "the sync server is newer than this tool: \(error.message); local data untouched")
         default:

@@ -7,7 +7,7 @@ import Testing
 /// private PostgreSQL schema named through the conninfo's `options=-csearch_path=…`: two stores
 /// synced only through the tool converge, a concurrent edit is listed by `conflicts` and
 /// cleared by `resolve`, and the resolution reaches the other store.
-@Suite(.enabled(if: ToolPostgres.enabled, ToolPostgres.disabledReason), .timeLimit(.minutes(1)))
+@Suite(.enabled(if: ToolPostgres.enabled, ToolPostgres.disabledReason), .timeLimit(.minutes(5)))
 struct SyncCommandPostgresTests {
     /// Two runners on two stores in one directory.
     private static func devices(_ directory: URL) throws -> (ToolRunner, ToolRunner) {

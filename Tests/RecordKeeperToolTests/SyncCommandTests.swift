@@ -57,6 +57,21 @@ import Testing
         }
     }
 
+    @Test(arguments: ["hots=db.internal", "postgresql://[::1", "host='unterminated"])
+    func `a connection string libpq cannot read is bad input, not an unreachable server`(conninfo: String) throws {
+        try withTemporaryDirectory { directory in
+            let tool = Self.runner(directory)
+            let result = try tool.runOnStore(["sync", "--server", conninfo, "--space", "s", "--collections", "notes"])
+            #expect(result.status == 65, "\(result.stderr)")
+            #expect(result.stderr.contains("--server is not a connection string libpq can read"), "\(result.stderr)")
+            #expect(try Self.fingerprint(tool).isEmpty)
+            let fromEnvironment = try ToolRunner(directory: directory, environment: ["RECORDKEEPER_SYNC_SERVER": conninfo])
+                .runOnStore(["sync"])
+            #expect(fromEnvironment.status == 65)
+            #expect(fromEnvironment.stderr.contains("RECORDKEEPER_SYNC_SERVER is not a connection string"))
+        }
+    }
+
     @Test func `a first sync without collections does not create a store`() throws {
         try withTemporaryDirectory { directory in
             let tool = Self.runner(directory)

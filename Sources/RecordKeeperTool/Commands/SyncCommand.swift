@@ -35,6 +35,13 @@ enum SyncCommand {
             throw UsageError(
                 message: "sync needs --server CONNINFO (or \(serverVariable) in the environment)", command: "sync")
         }
+        do {
+            try PostgresConnection.validate(conninfo: conninfo)
+        } catch {
+            let source = arguments.values["server"] == nil ? serverVariable : "--server"
+            throw ToolError(.dataError, "\(source) is not a connection string libpq can read: \(error.message); "
+                            + "nothing was changed")
+        }
         let collections = try parseCollections(arguments.values["collections"])
         let space = arguments.values["space"]
         if let space, space.isEmpty {

@@ -69,41 +69,4 @@ extension RecordSync {
         try engine.setSyncCursor(cursor)
         return SyncPullPageResult(applied: applied, cursor: cursor)
     }
-
-    /// `start` inside its transaction (see ``start(space:collections:policy:)``).
-    static func start(
-        space: String, collections names: [String], policy: SyncConflictPolicy, in context: WriteContext
-    ) throws {
-        context.capturesSync = false
-        let engine = context.engine
-        if let existing = try engine.syncStateString("space") {
-            guard existing == space else {
-                throw SyncError(
-                    .invalidRequest,
-                    "this store syncs space '\(existing)', not '\(space)'; nothing was changed")
-            }
-        } else {
-            guard !names.isEmpty else {
-                throw SyncError(.invalidRequest, "the first start of sync needs at least one collection")
-            }
-            try engine.setSyncState("space", space)
-            try engine.setSyncState("device", UUID().uuidString)
-        }
-        let registered = try engine.syncCollections()
-        var added = false
-        for name in names {
-            if let current = registered[name] {
-                if current != policy { try engine.registerSyncCollection(name, policy: policy) }
-                continue
-            }
-            try engine.registerSyncCollection(name, policy: policy)
-            added = true
-            if let ref = try engine.collectionForWriting(name) {
-                try engine.captureExistingRecords(ref.id, collection: name, chunk: uploadChunk)
-            }
-        }
-        // Records of the new collections that are already on the server come down with the
-        // next pull (a re-pull of the others is harmless).
-        if added, !registered.isEmpty { try engine.setSyncCursor(.start) }
-    }
 }

@@ -22,6 +22,7 @@ public struct SyncReport: Sendable, Hashable {
     /// The pull cursor after the pass.
     public var cursor: SyncCursor
 
+    /// Creates a report (``RecordSync`` makes them; tests and tools may too).
     public init(
         pushedOperations: Int = 0, pushedChanges: Int = 0, pulledChanges: Int = 0,
         newConflicts: [SyncRecordConflict] = [], cursor: SyncCursor = .start
@@ -50,6 +51,7 @@ public struct SyncRecordConflict: Sendable, Hashable {
     /// The server's version of the record.
     public var serverVersion: SyncServerVersion?
 
+    /// Creates a conflict (``RecordStore/syncConflicts()`` reads them from the store).
     public init(collection: String, key: String, local: Data?, server: Data?, serverVersion: SyncServerVersion?) {
         self.collection = collection
         self.key = key
@@ -84,6 +86,7 @@ public struct SyncStatus: Sendable, Hashable {
     /// Unresolved conflicts.
     public var conflicts: Int
 
+    /// Creates a status (``RecordStore/syncStatus()`` reads it from the store).
     public init(
         space: String, device: String, collections: [String: SyncConflictPolicy], cursor: SyncCursor,
         pendingOperations: Int, conflicts: Int

@@ -52,6 +52,31 @@ import Testing
     }
 
     @Test(arguments: StoreKind.allCases)
+    func `every write path is captured: apply, replace, repositories, removeCollection`(kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ in
+            try await RecordSync(store: store, server: InMemorySyncServer()).start(space: "s", collections: ["books", "notes"])
+            var changes = RecordChanges()
+            changes["n1"] = Data("1")
+            try await store.apply("notes", changes: changes)
+            try await store.replace("notes", values: ["n2": Data("2")])
+            let books = RecordRepository<ReadingApp.BookV1>(store: store, collection: "books")
+            try await books.save(ReadingApp.version1Books[0])  // records the item version
+            try await books.save(ReadingApp.version1Books[1])  // the fast path that remembers the collection
+            try await books.delete(ReadingApp.version1Books[0].id)
+            try await store.removeCollection("notes")
+            let pending = try await pendingOperations(store)
+            #expect(pending.count == 6)
+            guard pending.count == 6 else { return }
+            #expect(pending[0] == [SyncRecordKey("notes", "n1"): Data("1")])
+            #expect(pending[1] == [SyncRecordKey("notes", "n1"): Data?.none, SyncRecordKey("notes", "n2"): Data("2")])
+            #expect(pending[2].keys.map(\.key) == ["dune"])
+            #expect(pending[3].keys.map(\.key) == ["moby-dick"])
+            #expect(pending[4] == [SyncRecordKey("books", "dune"): Data?.none])
+            #expect(pending[5] == [SyncRecordKey("notes", "n2"): Data?.none])
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
     func `a rolled back transaction captures nothing`(kind: StoreKind) async throws {
         try await withStore(kind) { store, _ in
             try await RecordSync(store: store, server: InMemorySyncServer()).start(space: "s", collections: ["notes"])

@@ -178,4 +178,39 @@ import Testing
             #expect(try await strings(stores[1], "drafts") == ["3": "three"])
         }
     }
+
+    @Test(arguments: StoreKind.allCases)
+    func `an edit concurrent with a deletion is a conflict with a tombstone, and keeping the edit restores it`(
+        kind: StoreKind
+    ) async throws {
+        try await withDevices(kind, count: 2) { stores in
+            let server = InMemorySyncServer()
+            let (a, b) = (RecordSync(store: stores[0], server: server), RecordSync(store: stores[1], server: server))
+            try await a.start(space: "s", collections: ["notes"])
+            try await b.start(space: "s", collections: ["notes"])
+            try await stores[0].put("notes", key: "k", data: Data("0"))
+            try await stores[0].put("notes", key: "same", data: Data("0"))
+            _ = try await a.sync()
+            _ = try await b.sync()
+            var removal = RecordChanges()
+            removal["k"] = nil
+            try await stores[0].apply("notes", changes: removal)
+            try await stores[0].put("notes", key: "same", data: Data("agreed"))
+            try await stores[1].put("notes", key: "k", data: Data("b's edit"))
+            try await stores[1].put("notes", key: "same", data: Data("agreed"))
+            _ = try await a.sync()
+            let report = try await b.sync()
+            #expect(report.newConflicts.map(\.key) == ["k"], "equal values on both sides are no conflict")
+            let conflict = try #require(try await stores[1].syncConflicts().first)
+            #expect(conflict.local == Data("b's edit"))
+            #expect(conflict.server == nil, "the server deleted it")
+            #expect(try await strings(stores[1], "notes") == ["same": "agreed"], "the deletion is the record's state")
+            try await stores[1].resolveSyncConflict("notes", key: "k", keeping: .local)
+            _ = try await b.sync()
+            _ = try await a.sync()
+            for store in stores {
+                #expect(try await strings(store, "notes") == ["k": "b's edit", "same": "agreed"])
+            }
+        }
+    }
 }

@@ -107,4 +107,27 @@ import Testing
             #expect(try await strings(store, "notes") == ["a": "1"])
         }
     }
+
+    @Test func `two clients on one file pushing at once apply every operation once`() async throws {
+        try await withTemporaryDirectory { directory in
+            let url = directory.appendingPathComponent("records.sqlite")
+            let server = ScriptedServer()
+            let first = RecordSync(store: RecordStore(url: url), server: server)
+            let second = RecordSync(store: RecordStore(url: url), server: server)
+            try await first.start(space: "s", collections: ["notes"])
+            for n in 0..<300 { try await first.store.put("notes", key: "k\(n % 50)", data: Data("\(n)")) }
+            async let a = first.push()
+            async let b = second.push()
+            let reports = try await [a, b]
+            #expect(reports.allSatisfy { $0.newConflicts.isEmpty }, "a device never conflicts with its own writes")
+            #expect(try await first.store.syncStatus()?.pendingOperations == 0)
+            let sent = await server.pushedOperations
+            #expect(Set(sent.map(\.id)).count == 300, "every operation went, some maybe twice")
+            let reader = RecordSync(store: RecordStore.inMemory(), server: server)
+            try await reader.start(space: "s", collections: ["notes"])
+            _ = try await reader.sync()
+            #expect(try await reader.store.read("notes") == (try await first.store.read("notes")))
+            #expect(try await first.pull().pulledChanges == 0, "no own write comes back")
+        }
+    }
 }

@@ -63,7 +63,7 @@ let package = Package(
         ),
         .target(
             name: "RecordKeeperTool",
-            dependencies: ["RecordKeeper"],
+            dependencies: ["RecordKeeper", "RecordKeeperPostgres"],
             swiftSettings: swiftSettings
         ),
         .executableTarget(
@@ -101,14 +101,14 @@ let package = Package(
         ),
         .testTarget(
             name: "RecordKeeperToolTests",
-            dependencies: ["RecordKeeperTool", "RecordKeeper", "recordkeeper", "RecordKeeperTestSupport"],
+            dependencies: ["RecordKeeperTool", "RecordKeeper", "RecordKeeperPostgres", "recordkeeper", "RecordKeeperTestSupport"],
             swiftSettings: swiftSettings
         ),
         // A helper process for the crash and multi-process tests: performs record-level
         // batches and prints each batch id only after the store confirmed its commit.
         .executableTarget(
             name: "recordkeeper-crashtest",
-            dependencies: ["RecordKeeper"],
+            dependencies: ["RecordKeeper", "RecordKeeperPostgres"],
             swiftSettings: swiftSettings
         ),
         // Runs against a real PostgreSQL: scripts/with-postgres.sh starts one and exports
@@ -120,7 +120,7 @@ let package = Package(
         ),
         .testTarget(
             name: "RecordKeeperReliabilityTests",
-            dependencies: ["RecordKeeper", "CSQLite", "recordkeeper-crashtest", "RecordKeeperTestSupport"],
+            dependencies: ["RecordKeeper", "RecordKeeperPostgres", "CSQLite", "recordkeeper-crashtest", "RecordKeeperTestSupport"],
             swiftSettings: swiftSettings
         ),
     ]

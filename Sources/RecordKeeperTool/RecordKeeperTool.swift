@@ -56,7 +56,8 @@ public enum RecordKeeperTool {
             arguments: parsed,
             store: try StoreAccess.resolve(option: parsed.values["store"], environment: environment),
             quiet: parsed.has("quiet"),
-            output: output)
+            output: output,
+            environment: environment)
         switch command {
         case "collections": return try await ReadCommands.collections(context)
         case "list": return try await ReadCommands.list(context)
@@ -69,6 +70,9 @@ public enum RecordKeeperTool {
         case "check": return try await StoreCommands.check(context)
         case "info": return try await StoreCommands.info(context)
         case "backup": return try await BackupCommand.run(context)
+        case "sync": return try await SyncCommand.run(context)
+        case "conflicts": return try await ConflictCommands.list(context)
+        case "resolve": return try await ConflictCommands.resolve(context)
         default: throw ToolError(.internalError, "command '\(command)' is declared but not implemented")
         }
     }
@@ -88,6 +92,10 @@ public enum RecordKeeperTool {
             message = error.message
         case let error as RecordStoreError:
             let translated = ToolError(error)
+            code = translated.exitCode
+            message = translated.message
+        case let error as SyncError:
+            let translated = ToolError(error, pending: nil, touched: false)
             code = translated.exitCode
             message = translated.message
         case let conflict as RecordConflict:
@@ -112,6 +120,8 @@ struct CommandContext {
     let store: StoreAccess
     let quiet: Bool
     let output: ByteWriter
+    /// The tool's environment (tests pass their own).
+    let environment: [String: String]
 
     func positional(_ index: Int) -> String {
         arguments.positionals[index]

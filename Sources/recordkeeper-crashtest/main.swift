@@ -20,6 +20,8 @@ import RecordKeeper
 ///         one transaction and prints "done" (for the change-stream tests).
 ///     recordkeeper-crashtest outbox|deliver …
 ///         Enqueues and delivers outbox operations (see OutboxMode.swift).
+///     recordkeeper-crashtest sync --store PATH --server CONNINFO --space S --run R [--count N]
+///         Writes and syncs through PostgreSQL in a loop (see SyncMode.swift).
 ///
 /// Output is written with write(2) directly, so nothing confirmed sits in a buffer when the
 /// process is killed.
@@ -76,6 +78,8 @@ do {
         try await OutboxMode.enqueueAndDeliver(store: store, options: options)
     case "deliver":
         try await OutboxMode.deliverOnly(store: store, options: options)
+    case "sync":
+        try await SyncMode.run(store: store, options: options)
     default:
         fail("unknown mode \(mode)")
     }

@@ -30,6 +30,7 @@ import Testing
         let commands: [[String]] = [
             ["collections"], ["list", "notes"], ["get", "notes", "a"], ["export"], ["export", "notes"],
             ["check"], ["info"], ["import", input, "--dry-run"], ["import", input, "--replace", "--dry-run"],
+            ["conflicts"], ["conflicts", "--json"],
         ]
         for command in commands {
             let result = try tool.run(command + ["--store", url.path])

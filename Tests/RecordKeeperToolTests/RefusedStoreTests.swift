@@ -7,7 +7,8 @@ import Testing
     private static let commands: [[String]] = [
         ["collections"], ["list", "c"], ["get", "c", "k"], ["put", "c", "k", "1"], ["delete", "c", "k"],
         ["apply", "c", "CHANGES"], ["export"], ["import", "IMPORT"], ["import", "IMPORT", "--replace"],
-        ["import", "IMPORT", "--dry-run"], ["check"], ["info"],
+        ["import", "IMPORT", "--dry-run"], ["check"], ["info"], ["conflicts"], ["resolve", "c", "k", "--keep", "server"],
+        ["sync", "--server", "host=127.0.0.1 port=1 connect_timeout=2", "--space", "s", "--collections", "c"],
     ]
 
     @Test(arguments: commands)

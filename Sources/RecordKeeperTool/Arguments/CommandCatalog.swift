@@ -92,6 +92,47 @@ enum CommandCatalog {
                 Restore by opening the copy, or moving it to the store's path while nothing has the store open.
                 """),
         CommandSpec(
+            name: "sync", arguments: [],
+            options: [
+                .value("server", "CONNINFO",
+                       help: "The PostgreSQL sync server, as libpq conninfo or URI (default: $RECORDKEEPER_SYNC_SERVER)."),
+                .value("space", "SPACE", help: "The space to sync with (required the first time; later the stored one)."),
+                .value("collections", "a,b", help: "Collections to start syncing (required the first time)."),
+                .flag("last-writer-wins", help: "The collections named let the later push win instead of reporting conflicts."),
+            ],
+            summary: "Push pending changes to a PostgreSQL sync server, then pull to its head.",
+            discussion: """
+                The first sync of a store needs --space and --collections; they are stored, and later syncs
+                use them (a different --space is refused; --collections adds collections, or sets the policy of
+                collections already syncing: report, or with --last-writer-wins the later push wins). Records present
+                when a collection starts syncing are uploaded once. Prints what was pushed and pulled, and one
+                tab-separated line per new conflict (collection, key, server version).
+                Exits 69 when the server cannot be reached (local data untouched: pending changes stay queued
+                and go with the next sync), 65 for bad input (nothing changed).
+                Add connect_timeout=N to CONNINFO to bound the wait for an unreachable server.
+                """),
+        CommandSpec(
+            name: "conflicts", arguments: [],
+            options: [.flag("json", help: "Print one JSON document instead of lines.")],
+            summary: "List the unresolved sync conflicts; never writes.",
+            discussion: """
+                One tab-separated line per conflict: collection, key, server version, local value, server value
+                (values as 'get' prints them, (deleted) for a deleted side). The record holds the server's value
+                until the conflict is resolved. --json prints {"conflicts": [{"collection", "key", "serverVersion",
+                "local", "server"}]} with each side {"value": VALUE} or {"deleted": true}.
+                """),
+        CommandSpec(
+            name: "resolve",
+            arguments: [ArgumentSpec(name: "COLLECTION", isOptional: false), ArgumentSpec(name: "KEY", isOptional: false)],
+            options: [.value("keep", "local|server", help: "Which side to keep.")],
+            summary: "Resolve a sync conflict by keeping the local or the server's value.",
+            discussion: """
+                --keep server keeps the value the record has now (the server's) and drops the conflict.
+                --keep local writes the device's value back (or deletes the record, if it was deleted
+                locally); the next sync pushes it, based on the server's version. Exits 66 when there is no
+                such conflict. Needs no server.
+                """),
+        CommandSpec(
             name: "help", arguments: [ArgumentSpec(name: "COMMAND", isOptional: true)], options: [],
             summary: "Show help for the tool or for a command.",
             discussion: ""),
@@ -105,7 +146,7 @@ enum CommandCatalog {
     static var toolHelp: String {
         let width = commands.map(\.name.count).max() ?? 0
         var lines = [
-            "recordkeeper: inspect, edit, export, import and check RecordKeeper stores.",
+            "recordkeeper: inspect, edit, export, import, check and sync RecordKeeper stores.",
             "",
             "Usage: recordkeeper [--store PATH] COMMAND [ARGUMENTS] [OPTIONS]",
             "",
@@ -120,8 +161,8 @@ enum CommandCatalog {
         lines.append(contentsOf: optionLines(globalOptions))
         lines.append("")
         lines.append("Reading commands never create a store. Exit codes: 0 ok, 64 usage, 65 bad input data,")
-        lines.append("66 not found, 69 store refused, 70 internal error, 73 cannot create output, 74 I/O error,")
-        lines.append("75 conflict (store busy or record changed).")
+        lines.append("66 not found, 69 store refused or sync server unreachable, 70 internal error,")
+        lines.append("73 cannot create output, 74 I/O error, 75 conflict (store busy or record changed).")
         lines.append("Run 'recordkeeper COMMAND --help' for a command's details.")
         return lines.joined(separator: "\n") + "\n"
     }

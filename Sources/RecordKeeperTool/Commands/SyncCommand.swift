@@ -1,0 +1,197 @@
+import Foundation
+import RecordKeeper
+import RecordKeeperPostgres
+
+/// `sync --server CONNINFO --space SPACE [--collections a,b] [--last-writer-wins]`: pushes what
+/// is pending, then pulls to the server's head, through `RecordSync` and a `PostgresSyncServer`.
+///
+/// Everything that can be checked without the server is checked first (arguments, the space
+/// and collections the store already syncs), so bad input changes nothing. The server is
+/// reached before the store is touched, so an unreachable server (exit 69) leaves the store as
+/// it was: not even created when it did not exist.
+enum SyncCommand {
+    /// The environment variable `--server` defaults to.
+    static let serverVariable = "RECORDKEEPER_SYNC_SERVER"
+
+    /// What the command line asks for, checked against the store's recorded sync settings.
+    struct Request: Equatable {
+        var conninfo: String
+        /// The space to sync: given, or the one the store already syncs.
+        var space: String
+        /// Collections to start syncing now.
+        var newCollections: [String] = []
+        /// Collections already syncing whose policy changes to ``policy``.
+        var changedPolicy: [String] = []
+        var policy: SyncConflictPolicy
+
+        /// What `RecordSync.start` is called with (nothing when empty).
+        var toStart: [String] { newCollections + changedPolicy }
+    }
+
+    static func run(_ context: CommandContext) async throws -> ExitCode {
+        let arguments = context.arguments
+        guard let conninfo = arguments.values["server"] ?? context.environment[serverVariable], !conninfo.isEmpty
+        else {
+            throw UsageError(
+                message: "sync needs --server CONNINFO (or \(serverVariable) in the environment)", command: "sync")
+        }
+        do {
+            try PostgresConnection.validate(conninfo: conninfo)
+        } catch {
+            let source = arguments.values["server"] == nil ? serverVariable : "--server"
+            throw ToolError(.dataError, "\(source) is not a connection string libpq can read: \(error.message); "
+                            + "nothing was changed")
+        }
+        let collections = try parseCollections(arguments.values["collections"])
+        let space = arguments.values["space"]
+        if let space, space.isEmpty {
+            throw ToolError(.dataError, "--space must not be empty; nothing was changed")
+        }
+        let policy: SyncConflictPolicy = arguments.has("last-writer-wins") ? .lastWriterWins : .report
+
+        // The store's settings, read without writing; a missing store has none (and is not
+        // created unless the sync goes ahead).
+        let holdsStore: Bool
+        switch try context.store.state() {
+        case .directory: throw ToolError(.storeRefused, "\(context.store.path) is a directory, not a store file")
+        case .missing, .emptyFile: holdsStore = false
+        case .file: holdsStore = true
+        }
+        let store = try context.store.writableStore()
+        let status = holdsStore ? try await store.syncStatus() : nil
+        let request = try plan(
+            conninfo: conninfo, space: space, collections: collections, policy: policy, status: status,
+            storePath: context.store.path)
+
+        let server: PostgresSyncServer
+        do {
+            server = try await PostgresSyncServer.connect(request.conninfo)
+        } catch let error as SyncError {
+            throw ToolError(error, pending: status?.pendingOperations, touched: false)
+        }
+        let sync = RecordSync(store: store, server: server)
+        var lines: [String] = []
+        do {
+            if !request.toStart.isEmpty {
+                try await sync.start(space: request.space, collections: request.toStart, policy: request.policy)
+            }
+        } catch let error as SyncError {
+            throw ToolError(error, pending: status?.pendingOperations, touched: false)
+        }
+        let report: SyncReport
+        do {
+            report = try await sync.sync()
+        } catch let error as SyncError {
+            let pending = try await store.syncStatus()?.pendingOperations
+            throw ToolError(error, pending: pending, touched: true)
+        }
+        let policyNote = request.policy == .lastWriterWins ? " (last writer wins)" : ""
+        if !request.newCollections.isEmpty {
+            lines.append("started syncing \(request.newCollections.map(quoted).joined(separator: ", ")) "
+                         + "with space \(quoted(request.space))\(policyNote)")
+        }
+        if !request.changedPolicy.isEmpty {
+            lines.append("policy of \(request.changedPolicy.map(quoted).joined(separator: ", ")) set to "
+                         + "\(request.policy.rawValue)")
+        }
+        let after = try await store.syncStatus()
+        lines.append(
+            "pushed \(report.pushedOperations) operation(s) (\(report.pushedChanges) change(s)), "
+                + "pulled \(report.pulledChanges) change(s), \(report.newConflicts.count) new conflict(s)")
+        if let after, after.conflicts > 0 {
+            lines.append("\(after.conflicts) unresolved conflict(s): see 'recordkeeper conflicts'")
+        }
+        if !context.quiet {
+            for line in lines { try context.output.write(line + "\n") }
+        }
+        // New conflicts are printed even with --quiet: a value was set aside.
+        for conflict in report.newConflicts {
+            try context.output.write(
+                "conflict\t\(JSONText.displayName(conflict.collection))\t\(JSONText.displayName(conflict.key))\t"
+                    + "server version \(conflict.serverVersion.map(String.init(describing:)) ?? "-")\n")
+        }
+        return .ok
+    }
+
+    /// `--collections a,b`: nil when not given; names not empty and not repeated.
+    static func parseCollections(_ text: String?) throws(ToolError) -> [String]? {
+        guard let text else { return nil }
+        let names = text.split(separator: ",", omittingEmptySubsequences: false)
+            .map { String($0).trimmingCharacters(in: .whitespaces) }
+        guard !names.contains(where: \.isEmpty) else {
+            throw ToolError(.dataError, "--collections needs collection names separated by commas, "
+                            + "none of them empty (got \(quoted(text))); nothing was changed")
+        }
+        var seen = Set<String>()
+        for name in names where !seen.insert(name).inserted {
+            throw ToolError(.dataError, "--collections names \(quoted(name)) twice; nothing was changed")
+        }
+        return names
+    }
+
+    /// Checks the command line against what the store already syncs: the first sync needs a
+    /// space and collections; later syncs keep their space, and the collections they name get
+    /// the policy the command line gives (`--last-writer-wins` or the default, report).
+    /// Every problem is exit 65 and nothing is changed.
+    static func plan(
+        conninfo: String, space: String?, collections: [String]?, policy: SyncConflictPolicy,
+        status: SyncStatus?, storePath: String
+    ) throws(ToolError) -> Request {
+        if let space, space.isEmpty {
+            throw ToolError(.dataError, "--space must not be empty; nothing was changed")
+        }
+        guard let status else {
+            guard let space, let collections else {
+                let missing = [space == nil ? "--space SPACE" : nil, collections == nil ? "--collections a,b" : nil]
+                    .compactMap { $0 }.joined(separator: " and ")
+                throw ToolError(.dataError, "\(storePath) does not sync yet: its first sync needs \(missing) "
+                                + "(the collections to sync); nothing was changed")
+            }
+            return Request(conninfo: conninfo, space: space, newCollections: collections, policy: policy)
+        }
+        if let space, space != status.space {
+            throw ToolError(.dataError, "\(storePath) syncs space \(quoted(status.space)), not \(quoted(space)); "
+                            + "a store syncs one space (use another store for \(quoted(space))); nothing was changed")
+        }
+        if policy == .lastWriterWins, collections == nil {
+            throw ToolError(.dataError, "--last-writer-wins applies to the collections named with --collections; "
+                            + "nothing was changed")
+        }
+        var request = Request(conninfo: conninfo, space: status.space, policy: policy)
+        for name in collections ?? [] {
+            if let existing = status.collections[name] {
+                if existing != policy { request.changedPolicy.append(name) }
+            } else {
+                request.newCollections.append(name)
+            }
+        }
+        return request
+    }
+}
+
+extension ToolError {
+    /// A sync server failure as the tool reports it: unreachable (and refused) is exit 69 with
+    /// what stays pending locally, a bad request 65.
+    ///
+    /// - Parameters:
+    ///   - pending: local operations waiting for the server, when known.
+    ///   - touched: whether the sync had begun changing the store (pulled pages applied so
+    ///     far stay: each page is applied whole with its cursor).
+    init(_ error: SyncError, pending: Int?, touched: Bool) {
+        let queue = pending.map { " \($0) local operation(s) stay pending;" } ?? ""
+        switch error.code {
+        case .unreachable:
+            let local = touched
+                ? "nothing local was lost (what was applied before the connection broke stays);\(queue) run sync again later"
+                : "local data untouched;\(queue) run sync again later"
+            self.init(.storeRefused, "the sync server could not be reached: \(error.message); \(local)")
+        case .invalidRequest:
+            self.init(.dataError, "invalid sync request: \(error.message); nothing was changed")
+        case .newerServerSchema:
+            self.init(.storeRefused, "the sync server is newer than this tool: \(error.message); local data untouched")
+        default:
+            self.init(.storeRefused, "the sync server failed the request: \(error.message);\(queue) "
+                      + "nothing local was lost; run sync again later")
+        }
+    }
+}

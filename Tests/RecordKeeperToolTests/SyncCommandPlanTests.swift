@@ -1,0 +1,76 @@
+import Foundation
+import RecordKeeper
+import Testing
+@testable import RecordKeeperTool
+
+/// What `sync` asks of `RecordSync`, decided from the command line and the store's recorded
+/// settings before anything is reached or written.
+@Suite struct SyncCommandPlanTests {
+    private static let status = SyncStatus(
+        space: "alice", device: "D", collections: ["notes": .report, "cursor": .lastWriterWins],
+        cursor: .start, pendingOperations: 0, conflicts: 0)
+
+    private func plan(
+        space: String? = nil, collections: [String]? = nil, policy: SyncConflictPolicy = .report,
+        status: SyncStatus? = status
+    ) throws(ToolError) -> SyncCommand.Request {
+        try SyncCommand.plan(
+            conninfo: "host=db", space: space, collections: collections, policy: policy, status: status,
+            storePath: "s.sqlite")
+    }
+
+    @Test func `a first sync starts the named collections with the given space and policy`() throws {
+        let request = try plan(space: "bob", collections: ["a", "b"], policy: .lastWriterWins, status: nil)
+        #expect(request == SyncCommand.Request(conninfo: "host=db", space: "bob", newCollections: ["a", "b"], policy: .lastWriterWins))
+    }
+
+    @Test func `a first sync without a space or collections is refused, naming what is missing`() {
+        for (space, collections, missing) in [
+            ("s", nil, "--collections a,b"), (nil, ["a"], "--space SPACE"), (nil, nil, "--space SPACE and --collections a,b"),
+        ] as [(String?, [String]?, String)] {
+            let error = #expect(throws: ToolError.self) { try plan(space: space, collections: collections, status: nil) }
+            #expect(error?.exitCode == .dataError)
+            #expect(error?.message.contains("its first sync needs \(missing)") == true, "\(error?.message ?? "")")
+        }
+    }
+
+    @Test func `a later sync keeps the stored space and starts nothing unless asked`() throws {
+        #expect(try plan() == SyncCommand.Request(conninfo: "host=db", space: "alice", policy: .report))
+        #expect(try plan(space: "alice").toStart.isEmpty)
+        #expect(try plan(collections: ["notes"]).toStart.isEmpty, "already syncing with that policy")
+    }
+
+    @Test func `a later sync adds new collections and changes only the policies that differ`() throws {
+        let request = try plan(collections: ["notes", "cursor", "new"], policy: .lastWriterWins)
+        #expect(request.newCollections == ["new"])
+        #expect(request.changedPolicy == ["notes"])
+        let back = try plan(collections: ["cursor"])
+        #expect(back.changedPolicy == ["cursor"] && back.policy == .report)
+    }
+
+    @Test func `another space, or last writer wins without collections, is refused`() {
+        let other = #expect(throws: ToolError.self) { try plan(space: "bob") }
+        #expect(other?.exitCode == .dataError)
+        #expect(other?.message.contains(#"syncs space "alice", not "bob""#) == true)
+        let lww = #expect(throws: ToolError.self) { try plan(policy: .lastWriterWins) }
+        #expect(lww?.exitCode == .dataError)
+    }
+
+    @Test func `collection lists must not hold empty or repeated names`() throws {
+        #expect(try SyncCommand.parseCollections(nil) == nil)
+        #expect(try SyncCommand.parseCollections("a, b") == ["a", "b"])
+        #expect(throws: ToolError.self) { try SyncCommand.parseCollections("a,,b") }
+        #expect(throws: ToolError.self) { try SyncCommand.parseCollections("") }
+        #expect(throws: ToolError.self) { try SyncCommand.parseCollections("a,a") }
+    }
+
+    @Test func `server failures map to exit codes that say what happened to local data`() {
+        let unreachable = ToolError(SyncError(.unreachable, "refused"), pending: 3, touched: false)
+        #expect(unreachable.exitCode == .storeRefused)
+        #expect(unreachable.message.contains("local data untouched; 3 local operation(s) stay pending"))
+        let broken = ToolError(SyncError(.unreachable, "cut"), pending: nil, touched: true)
+        #expect(broken.message.contains("nothing local was lost"))
+        #expect(ToolError(SyncError(.invalidRequest, "x"), pending: nil, touched: false).exitCode == .dataError)
+        #expect(ToolError(SyncError(.serverFailure, "x"), pending: nil, touched: true).exitCode == .storeRefused)
+    }
+}

@@ -1,0 +1,196 @@
+import Foundation
+import RecordKeeper
+import RecordKeeperTestSupport
+import Testing
+
+/// The sync commands against a real PostgreSQL (scripts/with-postgres.sh), each test in a
+/// private PostgreSQL schema named through the conninfo's `options=-csearch_path=…`: two stores
+/// synced only through the tool converge, a concurrent edit is listed by `conflicts` and
+/// cleared by `resolve`, and the resolution reaches the other store.
+@Suite(.enabled(if: ToolPostgres.enabled, ToolPostgres.disabledReason), .timeLimit(.minutes(5)))
+struct SyncCommandPostgresTests {
+    /// Two runners on two stores in one directory.
+    private static func devices(_ directory: URL) throws -> (ToolRunner, ToolRunner) {
+        let a = directory.appendingPathComponent("a", isDirectory: true)
+        let b = directory.appendingPathComponent("b", isDirectory: true)
+        try FileManager.default.createDirectory(at: a, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(at: b, withIntermediateDirectories: true)
+        return (ToolRunner(directory: a), ToolRunner(directory: b))
+    }
+
+    private static func values(_ tool: ToolRunner, _ collection: String) throws -> [String] {
+        let result = try tool.runOnStore(["list", collection, "--values"])
+        #expect(result.status == 0, "\(result.stderr)")
+        // key, size, version, value: the version is local to each store.
+        return result.outputLines.filter { !$0.isEmpty }.map { line in
+            let fields = line.split(separator: "\t", omittingEmptySubsequences: false)
+            return fields.count == 4 ? "\(fields[0])=\(fields[3])" : "unexpected line: \(line)"
+        }
+    }
+
+    private static func ok(_ result: ToolResult, sourceLocation: SourceLocation = #_sourceLocation) -> ToolResult {
+        #expect(result.status == 0, "\(result.stderr)", sourceLocation: sourceLocation)
+        return result
+    }
+
+    @Test func `two stores synced through the tool converge`() async throws {
+        try await ToolPostgres.withPrivateSchema { conninfo in
+            try withTemporaryDirectory { directory in
+                let (a, b) = try Self.devices(directory)
+                _ = Self.ok(try a.runOnStore(["put", "notes", "one", "1"]))
+                _ = Self.ok(try a.runOnStore(["put", "notes", "two", "2"]))
+                _ = Self.ok(try a.runOnStore(["put", "todos", "t", #""milk""#, "--json"]))
+                let first = Self.ok(try a.runOnStore(
+                    ["sync", "--server", conninfo, "--space", "home", "--collections", "notes,todos"]))
+                #expect(first.outputLines.first == #"started syncing "notes", "todos" with space "home""#)
+                #expect(first.output.contains("pushed"))
+                #expect(first.output.contains("0 new conflict(s)"))
+
+                // A new store joins the space through RECORDKEEPER_SYNC_SERVER and gets everything.
+                let viaEnvironment = ToolRunner(directory: b.directory, environment: ["RECORDKEEPER_SYNC_SERVER": conninfo])
+                let joined = Self.ok(try viaEnvironment.runOnStore(["sync", "--space", "home", "--collections", "notes,todos"]))
+                #expect(joined.output.contains("pulled 3 change(s)"), "\(joined.output)")
+                #expect(try Self.values(b, "notes") == ["one=1", "two=2"])
+                #expect(try Self.values(b, "todos") == [#"t="milk""#])
+
+                // Edits and a deletion on b reach a; later syncs need only the server.
+                _ = Self.ok(try b.runOnStore(["put", "notes", "three", "3"]))
+                _ = Self.ok(try b.runOnStore(["delete", "notes", "one"]))
+                let pushed = Self.ok(try b.runOnStore(["sync", "--server", conninfo]))
+                #expect(pushed.output.contains("pushed 2 operation(s) (2 change(s))"), "\(pushed.output)")
+                let pulled = Self.ok(try a.runOnStore(["sync", "--server", conninfo, "--space", "home"]))
+                #expect(pulled.output.contains("pulled 2 change(s)"), "\(pulled.output)")
+                #expect(try Self.values(a, "notes") == ["three=3", "two=2"])
+                #expect(try Self.values(a, "notes") == (try Self.values(b, "notes")))
+
+                // Nothing pending: a sync again pushes and pulls nothing.
+                let idle = Self.ok(try a.runOnStore(["sync", "--server", conninfo]))
+                #expect(idle.output.contains("pushed 0 operation(s) (0 change(s)), pulled 0 change(s)"), "\(idle.output)")
+            }
+        }
+    }
+
+    @Test func `conflicts lists a concurrent edit and resolve clears it everywhere`() async throws {
+        try await ToolPostgres.withPrivateSchema { conninfo in
+            try withTemporaryDirectory { directory in
+                let (a, b) = try Self.devices(directory)
+                _ = Self.ok(try a.runOnStore(["put", "notes", "today", #""draft""#]))
+                _ = Self.ok(try a.runOnStore(["sync", "--server", conninfo, "--space", "home", "--collections", "notes"]))
+                _ = Self.ok(try b.runOnStore(["sync", "--server", conninfo, "--space", "home", "--collections", "notes"]))
+
+                // Both edit one record; a pushes first.
+                _ = Self.ok(try a.runOnStore(["put", "notes", "today", #""from a""#]))
+                _ = Self.ok(try b.runOnStore(["put", "notes", "today", #""from b""#]))
+                _ = Self.ok(try a.runOnStore(["sync", "--server", conninfo]))
+                let clash = Self.ok(try b.runOnStore(["sync", "--server", conninfo]))
+                #expect(clash.output.contains("1 new conflict(s)"), "\(clash.output)")
+                let conflictLines = clash.outputLines.filter { $0.hasPrefix("conflict\t") }
+                #expect(conflictLines.count == 1)
+                #expect(conflictLines.first?.hasPrefix("conflict\tnotes\ttoday\tserver version ") == true)
+
+                // b took the server's value and keeps its own in the conflict.
+                #expect(try Self.values(b, "notes") == [#"today="from a""#])
+                let listed = Self.ok(try b.runOnStore(["conflicts"]))
+                #expect(listed.outputLines.count == 1)
+                let fields = listed.outputLines.first?.split(separator: "\t").map(String.init) ?? []
+                #expect(fields.count == 5)
+                #expect(fields.first == "notes" && fields.dropFirst().first == "today")
+                #expect(Int64(fields.dropFirst(2).first ?? "") != nil, "a server version")
+                #expect(fields.suffix(2) == [#""from b""#, #""from a""#])
+                let json = Self.ok(try b.runOnStore(["conflicts", "--json"]))
+                let document = try #require(try JSONSerialization.jsonObject(with: json.stdout) as? [String: Any])
+                let entries = try #require(document["conflicts"] as? [[String: Any]])
+                #expect(entries.count == 1)
+                #expect(entries.first?["collection"] as? String == "notes")
+                #expect(entries.first?["key"] as? String == "today")
+                #expect((entries.first?["local"] as? [String: Any])?["value"] as? String == "from b")
+                #expect((entries.first?["server"] as? [String: Any])?["value"] as? String == "from a")
+                #expect(entries.first?["serverVersion"] as? Int != nil)
+                // Listing conflicts never writes.
+                let before = try SyncCommandTests.fingerprint(b)
+                _ = Self.ok(try b.runOnStore(["conflicts"]))
+                #expect(try SyncCommandTests.fingerprint(b) == before)
+
+                // Keeping the local value writes it back; the next syncs carry it to a.
+                let resolved = Self.ok(try b.runOnStore(["resolve", "notes", "today", "--keep", "local"]))
+                #expect(resolved.output.contains("kept the local value"))
+                #expect(Self.ok(try b.runOnStore(["conflicts"])).output.isEmpty)
+                #expect(try Self.values(b, "notes") == [#"today="from b""#])
+                let after = Self.ok(try b.runOnStore(["sync", "--server", conninfo]))
+                #expect(after.output.contains("0 new conflict(s)"), "\(after.output)")
+                _ = Self.ok(try a.runOnStore(["sync", "--server", conninfo]))
+                #expect(try Self.values(a, "notes") == [#"today="from b""#])
+                #expect(Self.ok(try a.runOnStore(["conflicts"])).output.isEmpty)
+
+                // Keeping the server's value: the record stays as the server has it.
+                _ = Self.ok(try a.runOnStore(["put", "notes", "today", #""a again""#]))
+                _ = Self.ok(try b.runOnStore(["put", "notes", "today", #""b again""#]))
+                _ = Self.ok(try b.runOnStore(["sync", "--server", conninfo]))
+                let second = Self.ok(try a.runOnStore(["sync", "--server", conninfo]))
+                #expect(second.output.contains("1 new conflict(s)"), "\(second.output)")
+                _ = Self.ok(try a.runOnStore(["resolve", "notes", "today", "--keep", "server"]))
+                #expect(Self.ok(try a.runOnStore(["conflicts", "--json"])).output == "{\"conflicts\":[]}\n")
+                _ = Self.ok(try a.runOnStore(["sync", "--server", conninfo]))
+                #expect(try Self.values(a, "notes") == [#"today="b again""#])
+                #expect(try Self.values(b, "notes") == [#"today="b again""#])
+            }
+        }
+    }
+
+    @Test func `a deletion meeting an edit is listed as deleted, and keeping it deletes the record everywhere`() async throws {
+        try await ToolPostgres.withPrivateSchema { conninfo in
+            try withTemporaryDirectory { directory in
+                let (a, b) = try Self.devices(directory)
+                _ = Self.ok(try a.runOnStore(["put", "notes", "today", "1"]))
+                _ = Self.ok(try a.runOnStore(["sync", "--server", conninfo, "--space", "s", "--collections", "notes"]))
+                _ = Self.ok(try b.runOnStore(["sync", "--server", conninfo, "--space", "s", "--collections", "notes"]))
+                _ = Self.ok(try a.runOnStore(["put", "notes", "today", "2"]))
+                _ = Self.ok(try b.runOnStore(["delete", "notes", "today"]))
+                _ = Self.ok(try a.runOnStore(["sync", "--server", conninfo]))
+                #expect(Self.ok(try b.runOnStore(["sync", "--server", conninfo])).output.contains("1 new conflict(s)"))
+
+                let line = Self.ok(try b.runOnStore(["conflicts"])).outputLines
+                #expect(line.count == 1)
+                #expect(line.first?.hasPrefix("notes\ttoday\t") == true)
+                #expect(line.first?.hasSuffix("\t(deleted)\t2") == true, "\(line)")
+                let json = Self.ok(try b.runOnStore(["conflicts", "--json"])).output
+                #expect(json.contains(#""local":{"deleted":true},"server":{"value":2}"#), "\(json)")
+
+                _ = Self.ok(try b.runOnStore(["resolve", "notes", "today", "--keep", "local"]))
+                _ = Self.ok(try b.runOnStore(["sync", "--server", conninfo]))
+                _ = Self.ok(try a.runOnStore(["sync", "--server", conninfo]))
+                #expect(try Self.values(a, "notes").isEmpty)
+                #expect(try Self.values(b, "notes").isEmpty)
+            }
+        }
+    }
+
+    @Test func `last writer wins collections report no conflict`() async throws {
+        try await ToolPostgres.withPrivateSchema { conninfo in
+            try withTemporaryDirectory { directory in
+                let (a, b) = try Self.devices(directory)
+                for tool in [a, b] {
+                    _ = Self.ok(try tool.runOnStore(
+                        ["sync", "--server", conninfo, "--space", "s", "--collections", "cursor", "--last-writer-wins"]))
+                }
+                _ = Self.ok(try a.runOnStore(["put", "cursor", "pos", "1"]))
+                _ = Self.ok(try b.runOnStore(["put", "cursor", "pos", "2"]))
+                _ = Self.ok(try a.runOnStore(["sync", "--server", conninfo]))
+                let later = Self.ok(try b.runOnStore(["sync", "--server", conninfo]))
+                #expect(later.output.contains("0 new conflict(s)"), "\(later.output)")
+                _ = Self.ok(try a.runOnStore(["sync", "--server", conninfo]))
+                #expect(try Self.values(a, "cursor") == ["pos=2"])
+                #expect(try Self.values(b, "cursor") == ["pos=2"])
+
+                // A later sync sets the policy back for the collections it names.
+                let back = Self.ok(try a.runOnStore(["sync", "--server", conninfo, "--collections", "cursor"]))
+                #expect(back.outputLines.first == #"policy of "cursor" set to report"#)
+                _ = Self.ok(try a.runOnStore(["put", "cursor", "pos", "3"]))
+                _ = Self.ok(try b.runOnStore(["put", "cursor", "pos", "4"]))
+                _ = Self.ok(try b.runOnStore(["sync", "--server", conninfo]))
+                let reported = Self.ok(try a.runOnStore(["sync", "--server", conninfo]))
+                #expect(reported.output.contains("1 new conflict(s)"), "\(reported.output)")
+            }
+        }
+    }
+}

@@ -1,0 +1,178 @@
+import Foundation
+import RecordKeeper
+import RecordKeeperTestSupport
+import Testing
+
+/// `sync`, `conflicts` and `resolve` without a server: bad input exits 64 or 65 and changes
+/// nothing, an unreachable server exits 69 and leaves the store as it was (not even created),
+/// and the conflict commands need no server.
+@Suite struct SyncCommandTests {
+    /// Every file in the directory (the runner's own stdin/stdout files aside) with its bytes.
+    static func fingerprint(_ tool: ToolRunner) throws -> [String: Data] {
+        var files: [String: Data] = [:]
+        for name in try FileManager.default.contentsOfDirectory(atPath: tool.directory.path) where !name.hasPrefix(".std") {
+            files[name] = try Data(contentsOf: tool.directory.appendingPathComponent(name))
+        }
+        return files
+    }
+
+    /// A runner whose environment names no default sync server.
+    static func runner(_ directory: URL) -> ToolRunner {
+        ToolRunner(directory: directory, environment: ["RECORDKEEPER_SYNC_SERVER": ""])
+    }
+
+    @Test func `sync without a server, and with none in the environment, is a usage error`() throws {
+        try withTemporaryDirectory { directory in
+            let tool = Self.runner(directory)
+            let result = try tool.runOnStore(["sync", "--space", "s", "--collections", "notes"])
+            #expect(result.status == 64)
+            #expect(result.stderr.contains("--server CONNINFO"))
+            #expect(result.stderr.contains("RECORDKEEPER_SYNC_SERVER"))
+            #expect(try Self.fingerprint(tool).isEmpty, "no store is created")
+        }
+    }
+
+    @Test(arguments: [
+        (["--space", "s"], "--collections"),
+        (["--collections", "notes"], "--space"),
+        ([], "--space SPACE and --collections"),
+        (["--space", "", "--collections", "notes"], "--space must not be empty"),
+        (["--space", "s", "--collections", "notes,,todos"], "none of them empty"),
+        (["--space", "s", "--collections", "notes,notes"], "twice"),
+    ])
+    func `a first sync with bad or missing settings exits 65 and changes nothing`(
+        arguments: [String], message: String
+    ) throws {
+        try withTemporaryDirectory { directory in
+            let tool = Self.runner(directory)
+            #expect(try tool.runOnStore(["put", "notes", "a", "1"]).status == 0)
+            let before = try Self.fingerprint(tool)
+            // The server is checked last: these fail before anything tries to reach it.
+            let result = try tool.runOnStore(["sync", "--server", ToolPostgres.unreachable] + arguments)
+            #expect(result.status == 65, "\(result.stderr)")
+            #expect(result.stderr.contains(message), "\(result.stderr)")
+            #expect(result.stderr.contains("nothing was changed"))
+            #expect(result.stdout.isEmpty)
+            #expect(try Self.fingerprint(tool) == before)
+        }
+    }
+
+    @Test(arguments: ["hots=db.internal", "postgresql://[::1", "host='unterminated"])
+    func `a connection string libpq cannot read is bad input, not an unreachable server`(conninfo: String) throws {
+        try withTemporaryDirectory { directory in
+            let tool = Self.runner(directory)
+            let result = try tool.runOnStore(["sync", "--server", conninfo, "--space", "s", "--collections", "notes"])
+            #expect(result.status == 65, "\(result.stderr)")
+            #expect(result.stderr.contains("--server is not a connection string libpq can read"), "\(result.stderr)")
+            #expect(try Self.fingerprint(tool).isEmpty)
+            let fromEnvironment = try ToolRunner(directory: directory, environment: ["RECORDKEEPER_SYNC_SERVER": conninfo])
+                .runOnStore(["sync"])
+            #expect(fromEnvironment.status == 65)
+            #expect(fromEnvironment.stderr.contains("RECORDKEEPER_SYNC_SERVER is not a connection string"))
+        }
+    }
+
+    @Test func `a first sync without collections does not create a store`() throws {
+        try withTemporaryDirectory { directory in
+            let tool = Self.runner(directory)
+            let result = try tool.runOnStore(["sync", "--server", ToolPostgres.unreachable, "--space", "s"])
+            #expect(result.status == 65)
+            #expect(try Self.fingerprint(tool).isEmpty)
+        }
+    }
+
+    @Test func `an unreachable server exits 69 and leaves the store untouched`() async throws {
+        try await withTemporaryDirectory { directory in
+            let tool = Self.runner(directory)
+            #expect(try tool.runOnStore(["put", "notes", "a", "1"]).status == 0)
+            let before = try Self.fingerprint(tool)
+            let result = try tool.runOnStore([
+                "sync", "--server", ToolPostgres.unreachable, "--space", "s", "--collections", "notes",
+            ])
+            #expect(result.status == 69)
+            #expect(result.stderr.contains("could not be reached"))
+            #expect(result.stderr.contains("local data untouched"))
+            #expect(result.stderr.split(separator: "\n").count == 1)
+            #expect(try Self.fingerprint(tool) == before)
+            let store = RecordStore(url: URL(fileURLWithPath: tool.storePath))
+            #expect(try await store.syncStatus() == nil, "sync did not start")
+            #expect(try await store.read("notes") == ["a": Data("1".utf8)])
+            await store.close()
+
+            // The environment's server is used when --server is not given; a missing store
+            // stays missing.
+            let fresh = ToolRunner(directory: directory, environment: ["RECORDKEEPER_SYNC_SERVER": ToolPostgres.unreachable])
+            let other = directory.appendingPathComponent("other.sqlite").path
+            let viaEnvironment = try fresh.run(["sync", "--space", "s", "--collections", "notes", "--store", other])
+            #expect(viaEnvironment.status == 69)
+            #expect(!FileManager.default.fileExists(atPath: other))
+        }
+    }
+
+    @Test func `a store syncing one space refuses another, before reaching any server`() async throws {
+        try await withTemporaryDirectory { directory in
+            let tool = Self.runner(directory)
+            let store = RecordStore(url: URL(fileURLWithPath: tool.storePath))
+            try await store.put("notes", key: "a", data: Data("1".utf8))
+            try await RecordSync(store: store, server: InMemorySyncServer())
+                .start(space: "alice", collections: ["notes"])
+            await store.close()
+            let before = try Self.fingerprint(tool)
+
+            let other = try tool.runOnStore(["sync", "--server", ToolPostgres.unreachable, "--space", "bob"])
+            #expect(other.status == 65)
+            #expect(other.stderr.contains(#"syncs space "alice", not "bob""#), "\(other.stderr)")
+            #expect(try Self.fingerprint(tool) == before)
+
+            // A later sync needs neither --space nor --collections: it goes on to the server.
+            let later = try tool.runOnStore(["sync", "--server", ToolPostgres.unreachable])
+            #expect(later.status == 69, "\(later.stderr)")
+            #expect(later.stderr.contains("local operation(s) stay pending"), "\(later.stderr)")
+            // --last-writer-wins needs the collections it applies to.
+            let policy = try tool.runOnStore(["sync", "--server", ToolPostgres.unreachable, "--last-writer-wins"])
+            #expect(policy.status == 65)
+            #expect(policy.stderr.contains("--last-writer-wins applies to the collections named"), "\(policy.stderr)")
+            #expect(try Self.fingerprint(tool) == before)
+        }
+    }
+
+    @Test func `conflicts of a store that never synced is empty, and resolve names what is missing`() throws {
+        try withTemporaryDirectory { directory in
+            let tool = Self.runner(directory)
+            #expect(try tool.runOnStore(["conflicts"]).status == 66, "no store: nothing is created")
+            #expect(try Self.fingerprint(tool).isEmpty)
+            #expect(try tool.runOnStore(["put", "notes", "a", "1"]).status == 0)
+            let before = try Self.fingerprint(tool)
+
+            let text = try tool.runOnStore(["conflicts"])
+            #expect(text.status == 0, "\(text.stderr)")
+            #expect(text.output.isEmpty)
+            let json = try tool.runOnStore(["conflicts", "--json"])
+            #expect(json.status == 0)
+            #expect(json.output == "{\"conflicts\":[]}\n")
+
+            let noKeep = try tool.runOnStore(["resolve", "notes", "a"])
+            #expect(noKeep.status == 64)
+            #expect(noKeep.stderr.contains("--keep local or --keep server"))
+            let badKeep = try tool.runOnStore(["resolve", "notes", "a", "--keep", "mine"])
+            #expect(badKeep.status == 64)
+            let missing = try tool.runOnStore(["resolve", "notes", "a", "--keep", "server"])
+            #expect(missing.status == 66)
+            #expect(missing.stderr.contains(#"no sync conflict for key "a" in collection "notes""#), "\(missing.stderr)")
+            #expect(try Self.fingerprint(tool) == before)
+        }
+    }
+
+    @Test func `help describes the sync commands`() throws {
+        try withTemporaryDirectory { directory in
+            let tool = Self.runner(directory)
+            let help = try tool.run(["--help"]).output
+            for command in ["sync", "conflicts", "resolve"] { #expect(help.contains("  \(command) ")) }
+            let sync = try tool.run(["sync", "--help"])
+            #expect(sync.status == 0)
+            #expect(sync.output.contains("--server CONNINFO"))
+            #expect(sync.output.contains("RECORDKEEPER_SYNC_SERVER"))
+            #expect(try tool.run(["help", "resolve"]).output.contains("--keep local|server"))
+        }
+    }
+}

@@ -8,7 +8,7 @@ import Testing
 /// server's push transaction (no sleeps): the pull cursor never skips a change, writers of one
 /// space queue while other spaces go on, and a batch of operations is a fixed number of
 /// statements.
-@Suite(.enabled(if: TestPostgres.enabled, TestPostgres.disabledReason), .timeLimit(.minutes(3)))
+@Suite(.enabled(if: TestPostgres.enabled, TestPostgres.disabledReason), .timeLimit(.minutes(10)))
 struct PostgresSyncConcurrencyTests {
     /// Returns once the backend `pid` waits for a lock. (Read the pid before the push starts:
     /// while a push blocks, its connection answers nothing else.)

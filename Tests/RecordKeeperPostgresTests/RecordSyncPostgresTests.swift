@@ -7,7 +7,7 @@ import Testing
 /// The device side of sync against a real PostgreSQL (`RECORDKEEPER_TEST_POSTGRES`, see
 /// ``TestPostgres``): three local stores converge through `PostgresSyncServer`, in a private
 /// PostgreSQL schema dropped afterwards.
-@Suite(.enabled(if: TestPostgres.enabled, TestPostgres.disabledReason), .timeLimit(.minutes(1)))
+@Suite(.enabled(if: TestPostgres.enabled, TestPostgres.disabledReason), .timeLimit(.minutes(10)))
 struct RecordSyncPostgresTests {
     /// Runs `body` with a server whose connections use a fresh schema, dropped afterwards.
     private func withPrivateServer(_ body: (PostgresSyncServer) async throws -> Void) async throws {

@@ -9,7 +9,7 @@ import Testing
 /// once resolved, deletions propagate, an offline device catches up, a re-delivered operation
 /// changes nothing, pushes committing while a device pulls never make it skip a change, and a
 /// device of another space sees nothing. Each test uses its own spaces.
-@Suite(.enabled(if: TestPostgres.enabled, TestPostgres.disabledReason), .timeLimit(.minutes(3)))
+@Suite(.enabled(if: TestPostgres.enabled, TestPostgres.disabledReason), .timeLimit(.minutes(10)))
 struct SyncMultiDeviceTests {
     /// One device: its own store file and its own connection to the server.
     struct Device {

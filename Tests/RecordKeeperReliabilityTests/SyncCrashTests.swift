@@ -10,7 +10,7 @@ import Testing
 /// and the operation is sent again) and in pulls. Afterwards every device, and a third that
 /// joins at the end, syncs to the end: all hold the same records, every write the helper
 /// confirmed is there, and the server applied each local transaction exactly once.
-@Suite(.enabled(if: SyncCrashPostgres.enabled, SyncCrashPostgres.disabledReason), .timeLimit(.minutes(3)))
+@Suite(.enabled(if: SyncCrashPostgres.enabled, SyncCrashPostgres.disabledReason), .timeLimit(.minutes(10)))
 struct SyncCrashTests {
 
     /// Kills per run: 20 by default (RECORDKEEPER_SYNC_KILLS=n to change), 200 in long mode.

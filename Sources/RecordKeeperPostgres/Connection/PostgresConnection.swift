@@ -51,6 +51,11 @@ public actor PostgresConnection {
 
     /// Connects to a server.
     ///
+    /// Unless the connection string (or `PGCONNECT_TIMEOUT`) says otherwise, connecting gives up
+    /// after ``defaultConnectTimeoutSeconds`` seconds: a server that does not answer at all (a
+    /// host that drops packets) is reported as unreachable in seconds, not after the operating
+    /// system's TCP timeout of minutes.
+    ///
     /// - Parameter conninfo: libpq's connection string, as keywords
     ///   (`"host=127.0.0.1 port=5432 user=app dbname=records"`) or a URI
     ///   (`"postgresql://app@127.0.0.1:5432/records"`).
@@ -63,7 +68,7 @@ public actor PostgresConnection {
             throw PostgresError(
                 .invalidArgument, operation: "connect", message: "the conninfo contains a NUL character")
         }
-        let connection = PQconnectdb(conninfo)
+        let connection = Self.connect(conninfo)
         guard let connection else {
             throw PostgresError(.connection, operation: "connect", message: "libpq is out of memory")
         }
@@ -170,6 +175,19 @@ public actor PostgresConnection {
     /// Rolls back after a failure. The failure is what the caller throws; if the rollback
     /// itself fails, the session's state is unknown, so the connection is reset (a new
     /// session: the server rolls back whatever the old one had open).
+    /// The settings libpq used for this connection, by keyword (`PQconninfo`), for tests.
+    func settings() -> [String: String] {
+        guard let handle, let options = PQconninfo(handle) else { return [:] }
+        defer { PQconninfoFree(options) }
+        var result: [String: String] = [:]
+        var option = options
+        while let keyword = option.pointee.keyword {
+            if let value = option.pointee.val { result[String(cString: keyword)] = String(cString: value) }
+            option += 1
+        }
+        return result
+    }
+
     private func rollBack(_ operation: String) {
         guard let handle else { return }
         if PQstatus(handle) != CONNECTION_OK { return }  // the server rolled back already

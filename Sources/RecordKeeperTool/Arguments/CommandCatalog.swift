@@ -109,7 +109,8 @@ enum CommandCatalog {
                 tab-separated line per new conflict (collection, key, server version).
                 Exits 69 when the server cannot be reached (local data untouched: pending changes stay queued
                 and go with the next sync), 65 for bad input (nothing changed).
-                Add connect_timeout=N to CONNINFO to bound the wait for an unreachable server.
+                A server that does not answer is given up on after 10 s; connect_timeout=N in CONNINFO
+                (or PGCONNECT_TIMEOUT) sets another bound.
                 """),
         CommandSpec(
             name: "conflicts", arguments: [],

@@ -27,24 +27,7 @@ extension BenchRunner {
             for implementation in order(forRepeat: repeatIndex) {
                 switch implementation {
                 case .raw:
-                    try freshSchema(raw)
-                    try raw.reset()
-                    let push = try measure {
-                        for start in stride(from: 0, to: rows.count, by: 1_000) {
-                            try raw.insert(rows[start..<min(start + 1_000, rows.count)])
-                        }
-                    }
-                    var read = 0
-                    let pull = try measure {
-                        var position: (collection: String, key: String)?
-                        while true {
-                            let page = try raw.page(after: position, limit: 1_000)
-                            read += page.count
-                            guard let last = page.last, page.count == 1_000 else { break }
-                            position = (last.collection, last.key)
-                        }
-                    }
-                    guard read == n else { throw BenchFailure("raw PostgreSQL read back \(read) rows, not \(n)") }
+                    let (push, pull) = try rawSyncBaseline(raw, rows: rows)
                     samples["raw push", default: []].append(push)
                     samples["raw pull", default: []].append(pull)
                     // The device's floor: the same pages, each written into a raw SQLite

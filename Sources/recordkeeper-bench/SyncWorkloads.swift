@@ -118,24 +118,7 @@ extension BenchRunner {
             for implementation in order(forRepeat: repeatIndex) {
                 switch implementation {
                 case .raw:
-                    try freshSchema(raw)
-                    try raw.reset()
-                    let push = try measure {
-                        for start in stride(from: 0, to: rows.count, by: 1_000) {
-                            try raw.insert(rows[start..<min(start + 1_000, rows.count)])
-                        }
-                    }
-                    var read = 0
-                    let pull = try measure {
-                        var position: (collection: String, key: String)?
-                        while true {
-                            let page = try raw.page(after: position, limit: 1_000)
-                            read += page.count
-                            guard let last = page.last, page.count == 1_000 else { break }
-                            position = (last.collection, last.key)
-                        }
-                    }
-                    guard read == n else { throw BenchFailure("raw PostgreSQL read back \(read) rows, not \(n)") }
+                    let (push, pull) = try rawSyncBaseline(raw, rows: rows)
                     samples["raw push", default: []].append(push)
                     samples["raw pull", default: []].append(pull)
                 case .recordKeeper:
@@ -181,6 +164,32 @@ extension BenchRunner {
         record("S2", variant: "pages of 1000", n: n, .raw, metric: "time_s", samples: samples["raw pull"] ?? [],
                note: "keyset pages of 1,000, one query each")
         record("S2", variant: "pages of 1000", n: n, .recordKeeper, metric: "time_s", samples: samples["rk pull"] ?? [])
+    }
+
+    /// The raw libpq baseline of one repeat, in a fresh schema: `rows` inserted in batches of
+    /// 1,000 (one transaction each), then read back in keyset pages of 1,000. Returns both times.
+    func rawSyncBaseline(_ raw: RawPostgres, rows: [RawPostgres.Row]) throws -> (push: Double, pull: Double) {
+        try freshSchema(raw)
+        try raw.reset()
+        let push = try measure {
+            for start in stride(from: 0, to: rows.count, by: 1_000) {
+                try raw.insert(rows[start..<min(start + 1_000, rows.count)])
+            }
+        }
+        var read = 0
+        let pull = try measure {
+            var position: (collection: String, key: String)?
+            while true {
+                let page = try raw.page(after: position, limit: 1_000)
+                read += page.count
+                guard let last = page.last, page.count == 1_000 else { break }
+                position = (last.collection, last.key)
+            }
+        }
+        guard read == rows.count else {
+            throw BenchFailure("raw PostgreSQL read back \(read) rows, not \(rows.count)")
+        }
+        return (push, pull)
     }
 
     /// Drops and creates the bench schema (untimed) through the raw connection.

@@ -1,3 +1,4 @@
+import RecordKeeperTestSupport
 import Foundation
 import Testing
 @testable import RecordKeeper
@@ -12,36 +13,31 @@ import Testing
 
     @Test(arguments: Existing.allCases)
     func `reading commands and a dry-run import leave the file and its directory as they were`(file: Existing) async throws {
-        let root = FileManager.default.temporaryDirectory
-            .appendingPathComponent("recordkeeper-tool-tests-\(UUID().uuidString)", isDirectory: true)
-        let data = root.appendingPathComponent("data", isDirectory: true)
-        try FileManager.default.createDirectory(at: data, withIntermediateDirectories: true)
-        defer {
-            do { try FileManager.default.removeItem(at: root) } catch {
-                Issue.record("could not remove \(root.path): \(error)")
-            }
-        }
-        let url = data.appendingPathComponent("store.sqlite")
-        try await Self.make(file, at: url)
-        let before = try Self.fingerprint(data)
+        try await withTemporaryDirectory { root in
+            let data = root.appendingPathComponent("data", isDirectory: true)
+            try FileManager.default.createDirectory(at: data, withIntermediateDirectories: true)
+            let url = data.appendingPathComponent("store.sqlite")
+            try await Self.make(file, at: url)
+            let before = try Self.fingerprint(data)
 
-        let tool = ToolRunner(directory: root)
-        let input = try tool.file("in.ndjson", #"{"collection":"notes","key":"a","value":1}"# + "\n")
-        let commands: [[String]] = [
-            ["collections"], ["list", "notes"], ["get", "notes", "a"], ["export"], ["export", "notes"],
-            ["check"], ["info"], ["import", input, "--dry-run"], ["import", input, "--replace", "--dry-run"],
-            ["conflicts"], ["conflicts", "--json"],
-        ]
-        for command in commands {
-            let result = try tool.run(command + ["--store", url.path])
-            #expect(try Self.fingerprint(data) == before, "\(command.joined(separator: " ")) changed \(data.path)")
-            if file.isEmptyDatabase, command == ["collections"] {
-                #expect(result.status == 0)
-                #expect(result.output.isEmpty)
-            }
-            if file.isEmptyDatabase, command.last == "--dry-run" {
-                #expect(result.status == 0)
-                #expect(result.output.contains("would add 1"))
+            let tool = ToolRunner(directory: root)
+            let input = try tool.file("in.ndjson", #"{"collection":"notes","key":"a","value":1}"# + "\n")
+            let commands: [[String]] = [
+                ["collections"], ["list", "notes"], ["get", "notes", "a"], ["export"], ["export", "notes"],
+                ["check"], ["info"], ["import", input, "--dry-run"], ["import", input, "--replace", "--dry-run"],
+                ["conflicts"], ["conflicts", "--json"],
+            ]
+            for command in commands {
+                let result = try tool.run(command + ["--store", url.path])
+                #expect(try Self.fingerprint(data) == before, "\(command.joined(separator: " ")) changed \(data.path)")
+                if file.isEmptyDatabase, command == ["collections"] {
+                    #expect(result.status == 0)
+                    #expect(result.output.isEmpty)
+                }
+                if file.isEmptyDatabase, command.last == "--dry-run" {
+                    #expect(result.status == 0)
+                    #expect(result.output.contains("would add 1"))
+                }
             }
         }
     }

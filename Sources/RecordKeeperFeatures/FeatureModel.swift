@@ -1,4 +1,5 @@
 import Foundation
+import RecordKeeper
 public import Observation
 
 /// The observable model of one feature's content: a ``LoadState`` filled by a loading
@@ -42,7 +43,7 @@ public final class FeatureModel<Value: Sendable> {
     public var content: Value? { state.content }
 
     @ObservationIgnored private let load: @Sendable () async throws -> Value
-    @ObservationIgnored private var turns = FeatureTurns()
+    @ObservationIgnored private var turns = OperationTurns()
     /// Refreshes asked for by change streams that have not started yet: a change arriving
     /// while one waits needs no second refresh, since the waiting one will see it.
     @ObservationIgnored private var waitingFollowRefreshes = 0

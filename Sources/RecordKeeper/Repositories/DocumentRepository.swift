@@ -41,7 +41,7 @@ public actor DocumentRepository<Document: RecordDocument> {
 
     /// Nil until the first load or save.
     private var confirmed: Confirmed?
-    private var turns = RepositoryTurns()
+    private var turns = OperationTurns()
     /// The steps that bring older stored documents forward, by the schema version they read.
     let migrations: [Int: DocumentMigrationStep]
 

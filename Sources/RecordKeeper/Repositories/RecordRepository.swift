@@ -43,7 +43,7 @@ public actor RecordRepository<Item> where Item: Codable & Identifiable & Equatab
     /// The version of every record this repository last loaded or saved, by key. A key not
     /// here is expected to be absent.
     var versions: [String: RecordVersion] = [:]
-    var turns = RepositoryTurns()
+    var turns = OperationTurns()
     /// Which coders read and write the payloads (both write the same bytes).
     public nonisolated let coding: RecordCoding.Engine
     /// One encoder and decoder for the repository's life, reusing their buffers across

@@ -30,7 +30,7 @@ public actor StoredValue<Value: Codable & Sendable> {
 
     /// The version last loaded or saved; nil: expected to be absent.
     private var version: RecordVersion?
-    private var turns = RepositoryTurns()
+    private var turns = OperationTurns()
 
     /// Creates a stored value. Does no I/O.
     public init(store: RecordStore, collection: String, key: String, default defaultValue: Value) {

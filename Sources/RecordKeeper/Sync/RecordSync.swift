@@ -124,7 +124,7 @@ public actor RecordSync {
     /// The server it talks to.
     public nonisolated let server: any RecordSyncServer
     /// One call at a time: a push must not interleave with another push or pull of this client.
-    private var turns = RepositoryTurns()
+    private var turns = OperationTurns()
 
     /// Changes per push request (a single larger operation is sent alone: operations travel whole).
     static let pushChangeLimit = 1000

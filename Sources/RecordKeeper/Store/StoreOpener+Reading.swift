@@ -122,22 +122,20 @@ extension StoreOpener {
             throw RecordStoreError(code: .cannotOpen, operation: .open, path: path, detail: "it is a directory")
         }
         if info.st_size == 0 { return nil }
-        let descriptor = openForReadingOnly(path)
-        guard descriptor >= 0 else {
+        // Through SQLite's file layer, never open(2)/close(2): closing a descriptor of the file
+        // would drop the locks this process's connections hold on it (see `SQLiteFile`).
+        let bytes: [UInt8]
+        let complete: Bool
+        do {
+            (bytes, complete) = try SQLiteFile.readPrefix(path, count: 100)
+        } catch {
+            let reason = error.systemError != 0 ? String(cString: strerror(error.systemError)) : "SQLite code \(error.code)"
             throw RecordStoreError(
-                code: errno == EACCES ? .readOnly : .cannotOpen, operation: .open, path: path,
-                detail: "could not read the file: \(String(cString: strerror(errno)))")
-        }
-        defer { close(descriptor) }
-        var bytes = [UInt8](repeating: 0, count: 100)
-        let count = bytes.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, 100) }
-        guard count >= 0 else {
-            throw RecordStoreError(
-                code: .ioError, operation: .open, path: path,
-                detail: "could not read the file: \(String(cString: strerror(errno)))")
+                code: error.systemError == EACCES ? .readOnly : error.code & 0xFF == SQLITE_IOERR ? .ioError : .cannotOpen,
+                operation: .open, path: path, detail: "could not read the file: \(reason)")
         }
         let magic = Array("SQLite format 3\0".utf8)
-        guard count == 100, Array(bytes[0..<16]) == magic else {
+        guard complete, Array(bytes[0..<16]) == magic else {
             // Not a database: SQLite's own read says so, in its words (a read-only
             // connection on a file without a WAL header creates nothing).
             return FileHeader(isWriteAheadLog: false, isStore: false)
@@ -152,9 +150,4 @@ extension StoreOpener {
             isStore: applicationID == StoreFormat.applicationID
                 && (StoreFormat.oldestReadableVersion...StoreFormat.currentVersion).contains(version))
     }
-}
-
-/// `open(2)` for reading, named apart from the `open` functions in scope.
-private func openForReadingOnly(_ path: String) -> Int32 {
-    open(path, O_RDONLY | O_CLOEXEC)
 }

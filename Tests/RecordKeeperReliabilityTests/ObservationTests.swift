@@ -37,4 +37,25 @@ import Testing
             #expect(removed == RecordChanges(upserts: [:], removals: Set(stride(from: 0, to: count, by: 2).map { "child-\($0)" })))
         }
     }
+
+    @Test func `a stream taken before the store exists hears a child process create it`() async throws {
+        let helper = try #require(BuildProducts.crashHelper, "recordkeeper-crashtest not found next to the tests")
+        try await withTemporaryDirectory { directory in
+            // Neither the store nor its directory exists when the stream is taken.
+            let url = directory.appendingPathComponent("Application Support/shared.sqlite")
+            let store = RecordStore(url: url)
+            let stream = await store.changes(in: "shared")
+            let count = 10
+            let writer = try ChildProcess(
+                executable: helper, arguments: ["writer", "--store", url.path, "--prefix", "child", "--count", "\(count)"],
+                in: directory)
+            try writer.start()
+            let written = try await changes(of: stream, timeout: .seconds(120)) { $0.upserts.count >= count }
+            await writer.waitForExit()
+            let writerErrors = try writer.errorOutput()
+            #expect(writer.process.terminationStatus == 0, "\(writerErrors)")
+            #expect(Set(written.upserts.keys) == Set((0..<count).map { "child-\($0)" }))
+            #expect(written.removals.isEmpty)
+        }
+    }
 }

@@ -26,3 +26,26 @@ public func changes(
         return merged
     }
 }
+
+/// The first element of `sequence`, failing after `timeout` (a hang guard, not a timing) or
+/// when the sequence ends first.
+public func firstElement<S>(
+    of sequence: S, timeout: Duration = .seconds(120)
+) async throws -> S.Element where S: AsyncSequence & Sendable, S.Element: Sendable {
+    try await withThrowingTaskGroup(of: S.Element?.self) { group in
+        group.addTask {
+            var iterator = sequence.makeAsyncIterator()
+            return try await iterator.next()
+        }
+        group.addTask {
+            try await Task.sleep(for: timeout)
+            return nil
+        }
+        defer { group.cancelAll() }
+        guard let first = try await group.next(), let element = first else {
+            Issue.record("no element arrived within \(timeout), or the sequence ended")
+            throw CancellationError()
+        }
+        return element
+    }
+}

@@ -64,6 +64,9 @@ final class ChangeWatcher: @unchecked Sendable {
     private var hasUnpositioned = false
 
     private var connection: SQLiteConnection?
+    /// Set while `connection` is an immutable snapshot of a store whose directory this process
+    /// cannot write: what the file looked like, to open it again once it changed.
+    private var snapshotStamp: FileStamp?
     /// The observers' lock, held shared while this watcher has streams (file stores only).
     private var observerLock: ObserverLock?
     private var observerLockFailed = false
@@ -127,6 +130,7 @@ final class ChangeWatcher: @unchecked Sendable {
                 guard locked({ subscribers.isEmpty }) else { return }
                 stopTimer()
                 connection = nil
+                snapshotStamp = nil
                 lastDataVersion = nil
                 observerLock?.release()
                 observerLock = nil
@@ -345,13 +349,29 @@ final class ChangeWatcher: @unchecked Sendable {
     /// The watcher's reader of the store at `path`, opened as reads open it: it never creates,
     /// migrates or changes anything. Nil while there is no store yet; the observers' lock is
     /// taken (creating its file beside the store) only once a file is there, before reading it.
+    ///
+    /// A store whose directory this process cannot write is read through an immutable snapshot
+    /// (see `ReadTarget.snapshot`), kept while the file stays as it was and opened again when it
+    /// changed (the next poll then serves every parked consumer).
     private func openConnection(_ path: String) throws -> SQLiteConnection? {
-        if let connection { return connection }
+        if let connection {
+            guard let stamp = snapshotStamp, !stamp.isCurrent(path) else { return connection }
+            self.connection = nil
+            snapshotStamp = nil
+            lastDataVersion = nil
+        }
         guard try StoreOpener.readHeader(path) != nil else { return nil }
         claimObserverLock()
-        guard case .store(let opened) = try StoreOpener.openForReading(path: path, options: options) else { return nil }
-        connection = opened
-        return opened
+        switch try StoreOpener.openForReading(path: path, options: options) {
+        case .store(let opened):
+            connection = opened
+        case .snapshot(let opened, let stamp):
+            connection = opened
+            snapshotStamp = stamp
+        case .notAStore:
+            return nil
+        }
+        return connection
     }
 
     /// The file's data version now; nil while there is no store or when it cannot be read

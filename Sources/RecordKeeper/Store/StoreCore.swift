@@ -379,7 +379,11 @@ extension StoreCore {
             do throws(SQLiteFailure) {
                 if checkpointer?.generation != generation {
                     checkpointer = nil
-                    let connection = try SQLiteConnection(path: path, busyTimeout: options.busyTimeout, mode: .readWrite)
+                    let connection = try SQLiteConnection(
+                        path: path, busyTimeout: options.busyTimeout, mode: .readWrite,
+                        protectionFlag: options.fileProtection.sqliteOpenFlag)
+                    // Checkpoints sync the main file: as the store's durability says.
+                    try connection.setDurability(full: options.durability == .full)
                     // A connection learns the file is in WAL mode on its first read; until
                     // then a checkpoint does nothing.
                     _ = try connection.header()

@@ -28,6 +28,8 @@ extension RecordStore {
         /// The data-protection class of the files the store creates (Apple platforms but macOS;
         /// no effect elsewhere). Default ``FileProtection/systemDefault``.
         public var fileProtection: FileProtection
+        /// What wakes change streams for other processes' commits (tests choose the fallback).
+        var changeSignal: ChangeSignalChoice = .platform
 
         /// Creates options; every argument has the default described on its property.
         public init(

@@ -298,6 +298,10 @@ extension StoreCore {
                     try checkFileIdentity(state, operation, collection: collection)
                     try engine.commit()
                     if context.enqueuedOperations { outboxSignal.notify() }
+                    #if canImport(Darwin)
+                        // Other processes' streams wake on this (see `DarwinChangeSignal`).
+                        if context.loggedChanges, let identity = state.fileIdentity { CommitNotice.post(identity) }
+                    #endif
                     return result
                 } catch {
                     do {

@@ -1,3 +1,7 @@
+// Subprocesses (Process, python3 or the built executables) exist on macOS and Linux only: these
+// tests are not built for iOS, tvOS, watchOS or visionOS.
+#if os(macOS) || os(Linux)
+
 import RecordKeeperTestSupport
 import Foundation
 import Testing
@@ -82,3 +86,5 @@ func permissions(of url: URL) throws -> Int {
     let attributes = try FileManager.default.attributesOfItem(atPath: url.path)
     return (attributes[.posixPermissions] as? NSNumber)?.intValue ?? -1
 }
+
+#endif

@@ -1,3 +1,7 @@
+// Subprocesses (Process, python3 or the built executables) exist on macOS and Linux only: these
+// tests are not built for iOS, tvOS, watchOS or visionOS.
+#if os(macOS) || os(Linux)
+
 import RecordKeeperTestSupport
 import Foundation
 #if canImport(FoundationNetworking)
@@ -125,3 +129,5 @@ import Testing
         #expect(HTTPOutboxTransport.retryAfter("soon", now: now) == nil)
     }
 }
+
+#endif

@@ -66,12 +66,14 @@ final class ToolProcess {
         }
     }
 
-    /// The paths the process has open now (`/proc/PID/fd`; Linux).
-    func openPaths() -> [String] {
-        let directory = "/proc/\(pid)/fd"
-        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return [] }
-        return entries.compactMap { try? FileManager.default.destinationOfSymbolicLink(atPath: "\(directory)/\($0)") }
-    }
+    #if os(Linux)
+        /// The paths the process has open now (`/proc/PID/fd`; Linux only).
+        func openPaths() -> [String] {
+            let directory = "/proc/\(pid)/fd"
+            guard let entries = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return [] }
+            return entries.compactMap { try? FileManager.default.destinationOfSymbolicLink(atPath: "\(directory)/\($0)") }
+        }
+    #endif
 
     func output() throws -> String { String(decoding: try Data(contentsOf: outputURL), as: UTF8.self) }
     func errorOutput() throws -> String { String(decoding: try Data(contentsOf: errorURL), as: UTF8.self) }

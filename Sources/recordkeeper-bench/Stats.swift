@@ -43,8 +43,8 @@ func measureAsync(_ body: () async throws -> Void) async rethrows -> Double {
     return (clock.now - start).seconds
 }
 
-/// Memory figures of the current process, in bytes: from /proc/self/status on Linux; from
-/// `getrusage` (peak) and Mach's `task_info` (current) on Apple platforms.
+/// Memory figures of the current process, in bytes: from /proc/self/status on Linux; the peak
+/// from `getrusage` on Apple platforms.
 enum ProcessMemory {
     #if os(Linux)
         static func status(_ field: String) -> Int? {
@@ -68,17 +68,10 @@ enum ProcessMemory {
             return Int(usage.ru_maxrss)
         }
 
-        /// Current resident set size (`MACH_TASK_BASIC_INFO`).
-        static var resident: Int? {
-            var info = mach_task_basic_info()
-            var count = mach_msg_type_number_t(MemoryLayout<mach_task_basic_info>.size / MemoryLayout<natural_t>.size)
-            let result = withUnsafeMutablePointer(to: &info) {
-                $0.withMemoryRebound(to: integer_t.self, capacity: Int(count)) {
-                    task_info(mach_task_self_, task_flavor_t(MACH_TASK_BASIC_INFO), $0, &count)
-                }
-            }
-            return result == KERN_SUCCESS ? Int(info.resident_size) : nil
-        }
+        /// Current resident set size: not measured on Darwin (Mach's `task_info` needs the
+        /// global `mach_task_self_`, which Swift 6 refuses as shared mutable state), so W6's
+        /// growth there is its peak.
+        static var resident: Int? { nil }
     #else
         static var peakResident: Int? { nil }
         static var resident: Int? { nil }

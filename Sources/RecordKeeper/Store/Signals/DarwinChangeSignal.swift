@@ -55,6 +55,10 @@
             guard registered || logSource != nil else { return nil }
         }
 
+        deinit {
+            if !cancelled { cancel() }
+        }
+
         func consumersWaiting(_ waiting: Bool) {}
         func checked(foundChange: Bool) {
             // A write may have been announced by an event that found the log gone: open it again.
@@ -78,17 +82,21 @@
             guard descriptor >= 0 else { return }
             let source = DispatchSource.makeFileSystemObjectSource(
                 fileDescriptor: descriptor, eventMask: [.write, .extend, .delete, .rename, .revoke], queue: queue)
-            source.setEventHandler { [weak self, weak source] in
-                guard let self, let source else { return }
-                if !source.data.isDisjoint(with: [.delete, .rename, .revoke]) {
-                    source.cancel()
-                    if self.logSource === source { self.logSource = nil }
-                }
-                self.wake()
-            }
+            source.setEventHandler { [weak self] in self?.logChanged() }
             source.setCancelHandler { close(descriptor) }
             source.resume()
             logSource = source
+        }
+
+        /// The `-wal` was written (or went away: then its source ends, and the next check opens
+        /// the new one).
+        private func logChanged() {
+            guard let source = logSource else { return }
+            if !source.data.isDisjoint(with: [.delete, .rename, .revoke]) {
+                source.cancel()
+                logSource = nil
+            }
+            wake()
         }
     }
 

@@ -48,7 +48,7 @@ extension RecordRepository {
     /// ``init(store:collection:itemVersion:migrations:)``).
     private func migrate() async throws {
         let migrator = migrator
-        try await store.write { transaction in try migrator.run(in: transaction) }
+        try await store.write(teachesRepositories: false) { transaction in try migrator.run(in: transaction) }
         isPrepared = true
     }
 

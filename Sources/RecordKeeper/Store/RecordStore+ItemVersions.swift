@@ -67,25 +67,6 @@ extension RecordStore {
             try source.engine?.recordWithItemVersion(name, key: key) ?? (.absent, nil)
         }
     }
-
-    /// Like ``apply(_:changes:expecting:)``, after running `check` in the same transaction
-    /// (repositories check and record their item version there). Small writes may run inline.
-    @discardableResult
-    nonisolated(nonsending) func apply(
-        _ collection: String, changes: RecordChanges, expecting expected: [String: RecordVersion?],
-        checking check: @Sendable (RecordTransaction) throws -> Void
-    ) async throws -> [String: RecordVersion] {
-        let input = try ValidatedChanges(collection, changes: changes, operation: .apply)
-        let expected = try ValidatedChanges.normalizedVersions(expected, collection: input.collection, operation: .apply)
-        let inline = mayWriteInline(input.upserts.count + input.removals.count)
-        return try await performWrite(.apply, collection: input.collection, inline: inline) { context in
-            let transaction = RecordTransaction(context: context)
-            defer { transaction.invalidate() }
-            try check(transaction)
-            return try context.apply(
-                input.collection, upserts: input.upserts, removals: input.removals, expecting: expected)
-        }
-    }
 }
 
 extension RecordTransaction {

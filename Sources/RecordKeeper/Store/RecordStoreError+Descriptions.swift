@@ -84,6 +84,7 @@ extension RecordStoreError: LocalizedError {
         case .open: return "open"
         case .read: return "read"
         case .save: return hasCollection ? "save to" : "save"
+        case .delete: return hasCollection ? "delete from" : "delete"
         case .replace: return "replace"
         case .remove: return "remove"
         case .list: return "list the collections"

@@ -43,7 +43,10 @@ enum CommandCatalog {
             arguments: [ArgumentSpec(name: "COLLECTION", isOptional: false), ArgumentSpec(name: "KEY", isOptional: false)],
             options: [.value("if-version", "VERSION", help: "Only if the record still has VERSION (see list).")],
             summary: "Remove one record.",
-            discussion: "Exits 66 when the record does not exist, 75 when --if-version no longer matches."),
+            discussion: """
+                Prints whether it removed the record; a record that does not exist is not an error (exit 0, nothing
+                written). Exits 66 when there is no store, 75 when --if-version no longer matches (or the record is gone).
+                """),
         CommandSpec(
             name: "apply",
             arguments: [ArgumentSpec(name: "COLLECTION", isOptional: false), ArgumentSpec(name: "FILE", isOptional: false)],

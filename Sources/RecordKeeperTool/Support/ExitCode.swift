@@ -7,7 +7,8 @@ enum ExitCode: Int32, Sendable {
     /// Input data was wrong: malformed JSON, a bad change set, invalid base64, or a store that
     /// failed `check`.
     case dataError = 65
-    /// Something named does not exist: the store file, an input file, a collection, a record.
+    /// Something named does not exist: the store file, an input file, a collection or record
+    /// to read. (A record to delete that is not stored is not an error: `delete` says so.)
     case notFound = 66
     /// The store file was refused: not a database, another application's database, a newer
     /// format, or damaged. It was left unchanged.

@@ -5,14 +5,6 @@ import Testing
 
 /// Stores already in people's hands must keep opening and reading in every later version.
 @Suite struct FormatFixtureTests {
-    /// Copies a committed fixture into a fresh directory (opening may migrate or checkpoint).
-    private func fixtureCopy(_ name: String, into directory: URL) throws -> URL {
-        let source = try #require(Bundle.module.url(forResource: "Fixtures/\(name)", withExtension: nil))
-        let destination = directory.appendingPathComponent(name)
-        try FileManager.default.copyItem(at: source, to: destination)
-        return destination
-    }
-
     @Test func `a format 1 store opens and reads as it was written`() async throws {
         try await withTemporaryDirectory { directory in
             let url = try fixtureCopy("format-1.sqlite", into: directory)
@@ -112,7 +104,7 @@ import Testing
             let store = RecordStore(url: url)
             let progressBefore = try #require(try await store.read("progress"))
             try await store.put("later", key: "k", data: Data("written after the migration"))
-            #expect(try await store.info().formatVersion == 5)
+            #expect(try await store.info().formatVersion == StoreFormat.currentVersion)
             #expect(try await store.read("progress") == progressBefore)
             #expect(try await store.read("settings") == [:])
             #expect(try await store.itemVersions() == ["books": 2, "chapters": 1])

@@ -119,7 +119,8 @@ extension RecordRepository {
     /// }
     /// ```
     public nonisolated func changes() async -> RepositoryChanges<Item> {
-        RepositoryChanges(records: await store.changes(in: collection), collection: collection, coding: coding)
+        RepositoryChanges(
+            records: await store.changes(in: collection), collection: collection, coding: coding, strategies: strategies)
     }
 
     /// Decodes one record-level change; the first failure throws.
@@ -154,9 +155,11 @@ where Item: Codable & Identifiable & Equatable & Sendable, Item.ID: Codable & Se
     let records: AsyncStream<RecordChanges>
     let collection: String
     let coding: RecordCoding.Engine
+    let strategies: RecordCoding.Strategies
 
     public func makeAsyncIterator() -> AsyncIterator {
-        AsyncIterator(base: records.makeAsyncIterator(), collection: collection, decoder: PayloadCoder(coding))
+        AsyncIterator(
+            base: records.makeAsyncIterator(), collection: collection, decoder: PayloadCoder(coding, strategies: strategies))
     }
 
     /// Reads the store's changes and decodes them, one transaction at a time.

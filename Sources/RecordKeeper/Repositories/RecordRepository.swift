@@ -54,6 +54,8 @@ public actor RecordRepository<Item> where Item: Codable & Identifiable & Equatab
     var turns = OperationTurns()
     /// Which coders read and write the payloads (both write the same bytes).
     public nonisolated let coding: RecordCoding.Engine
+    /// How payloads write dates and keys; recorded with the collection.
+    public nonisolated let strategies: RecordCoding.Strategies
     /// One encoder and decoder for the repository's life, reusing their buffers across
     /// records: they are used only on the actor.
     let coder: PayloadCoder
@@ -72,8 +74,23 @@ public actor RecordRepository<Item> where Item: Codable & Identifiable & Equatab
     /// `coding` chooses the payload coders: ``RecordCoding/Engine/recordJSON`` (the default,
     /// fast) or ``RecordCoding/Engine/foundation`` (Foundation's, for types whose `Codable`
     /// code needs it). Both read and write the same bytes, so a collection can switch freely.
-    public init(store: RecordStore, collection: String, coding: RecordCoding.Engine = .recordJSON) {
-        self.init(store: store, collection: collection, itemVersion: 1, migrations: [], coding: coding)
+    ///
+    /// `strategies` chooses how payloads write dates and keys (Foundation's defaults unless
+    /// given). They are recorded with the collection by the first write: a repository opened
+    /// later with other strategies is refused with ``RepositoryError`` (`codingMismatch`), on
+    /// reads and writes alike, so stored items are never misread. To change them, raise the
+    /// item version (``init(store:collection:itemVersion:migrations:coding:strategies:)``): the
+    /// migration reads every item with the recorded strategies and writes it with the new ones.
+    ///
+    /// ```swift
+    /// let events = RecordRepository<Event>(
+    ///     store: store, collection: "events", strategies: .init(dates: .iso8601, keys: .snakeCase))
+    /// ```
+    public init(
+        store: RecordStore, collection: String, coding: RecordCoding.Engine = .recordJSON,
+        strategies: RecordCoding.Strategies = .default
+    ) {
+        self.init(store: store, collection: collection, itemVersion: 1, migrations: [], coding: coding, strategies: strategies)
     }
 
     /// Creates a repository for `collection` in `store` whose items have version
@@ -90,6 +107,12 @@ public actor RecordRepository<Item> where Item: Codable & Identifiable & Equatab
     /// with a higher version than `itemVersion` (written by a newer app) is refused with
     /// `newerItemVersion` and left untouched.
     ///
+    /// The payload `strategies` are recorded with the item version. At the same item version,
+    /// other recorded strategies are refused (`codingMismatch`); a migration from an older
+    /// version reads the stored items with the strategies recorded for them (the steps see
+    /// that JSON) and writes them with `strategies`, so raising the item version, with steps
+    /// or only an identity step (`.data(from: 1) { $0 }`), is how a collection changes them.
+    ///
     /// ```swift
     /// struct Book: Codable, Identifiable, Equatable, Sendable {
     ///     var id: String
@@ -104,17 +127,18 @@ public actor RecordRepository<Item> where Item: Codable & Identifiable & Equatab
     ///   `itemVersion`, and no two steps start at the same version.
     public init(
         store: RecordStore, collection: String, itemVersion: Int, migrations: [ItemMigrationStep],
-        coding: RecordCoding.Engine = .recordJSON
+        coding: RecordCoding.Engine = .recordJSON, strategies: RecordCoding.Strategies = .default
     ) {
         self.store = store
         self.collection = collection
         self.itemVersion = itemVersion
         self.coding = coding
-        self.coder = PayloadCoder(coding)
+        self.strategies = strategies
+        self.coder = PayloadCoder(coding, strategies: strategies)
         self.migrator = ItemMigrator(
-            collection: collection, currentVersion: itemVersion,
+            collection: collection, currentVersion: itemVersion, strategies: strategies,
             steps: ItemMigrator.checkPlan(currentVersion: itemVersion, migrations: migrations),
-            makeFinisher: Self.makeFinisher(collection: collection, coding: coding))
+            makeFinisher: Self.makeFinisher(collection: collection, coding: coding, strategies: strategies))
         self.learnedName = RecordNames.normalized(collection)
         store.core.learned.register(inbox, for: learnedName)
     }
@@ -231,7 +255,7 @@ public actor RecordRepository<Item> where Item: Codable & Identifiable & Equatab
         try await prepareForWriting()
         let written = try await store.apply(
             input, expectations: expectations, checking: { [migrator] in try migrator.run(in: $0) },
-            unlessItemVersion: itemVersion, enqueue: queued)
+            unlessItemVersion: (itemVersion, strategies.recorded), enqueue: queued)
         for ((key, _), version) in zip(input.upserts, written) { versions[key] = version }
     }
 

@@ -120,16 +120,19 @@ extension RecordStore {
     ///
     /// `check`, when given, runs first in the same transaction (repositories check and record
     /// their item version there); with `itemVersion`, only when the collection's recorded item
-    /// version is not that one (found by the same lookup that finds the collection).
+    /// version and payload coding are not those (found by the same lookup that finds the
+    /// collection).
     /// `queued` is enqueued in the same transaction.
     nonisolated(nonsending) func apply(
         _ input: ValidatedChanges, expectations: [RecordVersion??],
         checking check: (@Sendable (RecordTransaction) throws -> Void)? = nil,
-        unlessItemVersion itemVersion: Int? = nil, enqueue queued: ValidatedMessages? = nil
+        unlessItemVersion itemVersion: (version: Int, coding: String?)? = nil, enqueue queued: ValidatedMessages? = nil
     ) async throws -> [RecordVersion?] {
         let inline = mayWriteInline(input.upserts.count + (queued?.messages.count ?? 0))
         return try await performWrite(.apply, collection: input.collection, inline: inline) { context in
-            if let itemVersion, let ref = try context.engine.collectionID(input.collection, ifItemVersion: itemVersion) {
+            if let itemVersion,
+               let ref = try context.engine.collectionID(
+                   input.collection, ifItemVersion: itemVersion.version, coding: itemVersion.coding) {
                 context.remember(ref, for: input.collection)
             } else if let check {
                 let transaction = RecordTransaction(context: context)

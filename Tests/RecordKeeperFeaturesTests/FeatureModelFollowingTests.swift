@@ -72,8 +72,10 @@ struct FeatureModelFollowingTests {
         #expect(model.loadCount >= 2)
     }
 
-    @Test @MainActor
-    func `stopping following while a refresh it started is running shows no failure`() async throws {
+    /// A model showing `[1]`, whose next load opens `loading`, waits for `release`, and then
+    /// throws `CancellationError` if its task was cancelled meanwhile (as the store does).
+    @MainActor
+    static func modelWhoseSecondLoadWaits() async -> (FeatureModel<[Int]>, loading: Gate, release: Gate) {
         let loading = Gate()
         let release = Gate()
         let answers = Answers<[Int]>([.success([1]), .success([2])])
@@ -82,11 +84,17 @@ struct FeatureModelFollowingTests {
             if await answers.served == 2 {
                 await loading.open()
                 await release.wait()
-                try Task.checkCancellation()  // as the store does when its task was cancelled
+                try Task.checkCancellation()
             }
             return try answer.get()
         })
         await model.refresh()
+        return (model, loading, release)
+    }
+
+    @Test @MainActor
+    func `stopping following while a refresh it started is running shows no failure`() async throws {
+        let (model, loading, release) = await Self.modelWhoseSecondLoadWaits()
         let (changes, continuation) = AsyncStream<Void>.makeStream()
         model.follow(changes)
         continuation.yield()
@@ -101,19 +109,7 @@ struct FeatureModelFollowingTests {
 
     @Test @MainActor
     func `a refresh whose task is cancelled keeps the state it had`() async throws {
-        let loading = Gate()
-        let release = Gate()
-        let answers = Answers<[Int]>([.success([1]), .success([2])])
-        let model = FeatureModel<[Int]>(load: {
-            let answer = await answers.next()
-            if await answers.served == 2 {
-                await loading.open()
-                await release.wait()
-                try Task.checkCancellation()
-            }
-            return try answer.get()
-        })
-        await model.refresh()
+        let (model, loading, release) = await Self.modelWhoseSecondLoadWaits()
         let refresh = Task { await model.refresh() }
         await loading.wait()
         refresh.cancel()

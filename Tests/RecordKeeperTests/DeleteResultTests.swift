@@ -57,11 +57,7 @@ import Testing
     @Test(arguments: StoreKind.allCases)
     func `a repository's conflicting delete says delete, not save`(kind: StoreKind) async throws {
         try await withStore(kind) { store, _ in
-            let mine = RecordRepository<Book>(store: store, collection: "books")
-            let theirs = RecordRepository<Book>(store: store, collection: "books")
-            try await mine.save(Book(id: "a", title: "A"))
-            _ = try await theirs.load()
-            try await theirs.save(Book(id: "a", title: "theirs"))
+            let mine = try await staleRepository(on: store)
             let conflict = await #expect(throws: RecordConflict.self) { try await mine.delete("a") }
             #expect(conflict?.localizedDescription.hasPrefix(#"Could not delete from collection "books": "a" changed"#) == true)
             #expect(conflict?.localizedDescription.hasSuffix("nothing was removed.") == true)

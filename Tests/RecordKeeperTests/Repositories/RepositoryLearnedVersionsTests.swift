@@ -42,11 +42,7 @@ import Testing
     @Test(arguments: StoreKind.allCases)
     func `another repository's change still conflicts, also when the store wrote on top of it`(kind: StoreKind) async throws {
         try await withStore(kind) { store, _ in
-            let mine = RecordRepository<Book>(store: store, collection: "books")
-            let theirs = RecordRepository<Book>(store: store, collection: "books")
-            try await mine.save(Book(id: "a", title: "A"))
-            _ = try await theirs.load()
-            try await theirs.save(Book(id: "a", title: "theirs"))
+            let mine = try await staleRepository(on: store)
             await #expect(throws: RecordConflict.self) { try await mine.save(Book(id: "a", title: "mine")) }
             // The store writing after their change does not make their change known to `mine`.
             try await store.put("books", key: "a", data: try RecordCoding.encode(Book(id: "a", title: "store")))

@@ -39,11 +39,7 @@ import Testing
     @Test(arguments: StoreKind.allCases)
     func `a conflicting save or delete enqueues nothing`(kind: StoreKind) async throws {
         try await withStore(kind) { store, _ in
-            let mine = RecordRepository<Book>(store: store, collection: "books")
-            let theirs = RecordRepository<Book>(store: store, collection: "books")
-            try await mine.save(Book(id: "a", title: "A"))
-            _ = try await theirs.load()
-            try await theirs.save(Book(id: "a", title: "theirs"))
+            let mine = try await staleRepository(on: store)
             await #expect(throws: RecordConflict.self) {
                 try await mine.save(Book(id: "a", title: "mine"), enqueue: [Self.message("book.save")])
             }

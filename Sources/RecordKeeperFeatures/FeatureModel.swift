@@ -15,7 +15,7 @@ public import Observation
 /// - ``follow(_:)`` refreshes on every element of a change stream; the model stops following
 ///   when it is released (the stream's task holds it weakly). A model made with
 ///   ``init(repository:)`` that follows that repository applies each committed change to its
-///   content instead (see ``follow(_:)-(RecordRepository<Item>)``), without loading the collection again.
+///   content instead (see `follow(_ repository:)`), without loading the collection again.
 /// - Cancellation is not a failure: a refresh whose task is cancelled (``stopFollowing()``, a
 ///   screen's task that ended) leaves the state as it was before it started.
 ///

@@ -27,7 +27,10 @@ extension FeatureModel {
     ///   repository's versions are not touched: a save or delete based on what the model loaded
     ///   still conflicts with another writer's change the model has shown (load again, through
     ///   ``refresh()`` or the repository, to base writes on it). Content not loaded yet, or
-    ///   shown beside a refresh error, is refreshed instead.
+    ///   shown beside a refresh error, is refreshed instead. A stream that fell behind the
+    ///   change log yields the whole collection as a full state
+    ///   (``RepositoryChange/isFullState``), naming no removal: it replaces the content, so
+    ///   items removed meanwhile go.
     /// - Any other model refreshes (runs its loading function) after each commit.
     ///
     /// Following starts before this returns: a change committed after it is seen. When the

@@ -39,6 +39,8 @@ import Testing
         small.upserted = [Book(id: "b", title: "B")]
         small.removed = ["Zoo"]
         #expect(try small.applied(to: applied).map(\.id) == expectedIDs.filter { $0 != "Zoo" }.inserting("b"))
+        let full = RepositoryChange<Book>(upserted: [Book(id: "only", title: "O")], isFullState: true)
+        #expect(try full.applied(to: applied) == [Book(id: "only", title: "O")], "a full state replaces the list")
     }
 }
 

@@ -95,8 +95,8 @@ struct PostgresSyncConcurrencyTests {
 
         let a = try await pushFirst.value
         let b = try await pushSecond.value
-        #expect(a == [SyncOutcome(operationID: op.id, result: .applied(SyncServerVersion(1)))])
-        #expect(b == [SyncOutcome(operationID: op.id, result: .applied(SyncServerVersion(1)), isRedelivery: true)])
+        #expect(a == [SyncOutcome(op, result: .applied(SyncServerVersion(1)))])
+        #expect(b == [SyncOutcome(op, result: .applied(SyncServerVersion(1)), isRedelivery: true)])
         #expect(try await second.pullAll(space: space).cursor == SyncCursor(counter: 1))
     }
 

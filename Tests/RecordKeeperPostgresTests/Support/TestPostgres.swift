@@ -44,6 +44,36 @@ enum TestPostgres {
         return try await PostgresSyncServer(connections: opened, hooks: hooks)
     }
 
+    /// Runs `body` with connections whose search_path is a fresh schema, dropped afterwards.
+    static func withPrivateSchema(_ body: (_ connect: () async throws -> PostgresConnection, _ name: String) async throws -> Void)
+        async throws
+    {
+        let name = "rk_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+        let admin = try await connection()
+        try await admin.transaction { connection in
+            // Schema names are identifiers, not values: format('%I') quotes the parameter.
+            try connection.execute(
+                """
+                CREATE FUNCTION pg_temp.rk_schema(name text, drop boolean) RETURNS void
+                LANGUAGE plpgsql AS $$
+                BEGIN
+                    IF drop THEN EXECUTE format('DROP SCHEMA %I CASCADE', name);
+                    ELSE EXECUTE format('CREATE SCHEMA %I', name);
+                    END IF;
+                END $$
+                """)
+            _ = try connection.execute("SELECT pg_temp.rk_schema($1, false)", [.text(name)])
+        }
+        let conninfo = try requireConninfo() + " options='-c search_path=\(name)'"
+        do {
+            try await body({ try await PostgresConnection(conninfo: conninfo) }, name)
+        } catch {
+            try await admin.transaction { _ = try $0.execute("SELECT pg_temp.rk_schema($1, true)", [.text(name)]) }
+            throw error
+        }
+        try await admin.transaction { _ = try $0.execute("SELECT pg_temp.rk_schema($1, true)", [.text(name)]) }
+    }
+
     /// A space no other test uses, so tests run in parallel on one database.
     static func space(_ label: String = "test") -> String {
         "\(label)-\(UUID().uuidString)"
@@ -81,6 +111,15 @@ func delete(_ collection: String, _ key: String, base: Int64?) -> SyncChange {
 
 func operation(_ device: String, _ sequence: Int64, _ changes: SyncChange...) -> SyncOperation {
     SyncOperation(device: device, sequence: sequence, changes: changes)
+}
+
+/// An operation with a checked chain: it follows `previous` (nil: the device's first).
+func operation(_ device: String, _ sequence: Int64, after previous: SyncOperation?, _ changes: SyncChange...)
+    -> SyncOperation
+{
+    SyncOperation(
+        device: device, sequence: sequence, predecessor: previous.map { .operation($0.id) } ?? .firstOfDevice,
+        changes: changes)
 }
 
 extension SyncValue {

@@ -107,6 +107,41 @@ struct PostgresSyncSchemaTests {
         }
     }
 
+    @Test func `devices recorded under schema 2 get their last operation at 3, so their chains go on`() async throws {
+        try await withPrivateSchema { connect, _ in
+            let connection = try await connect()
+            #expect(try await PostgresSyncSchema.migrate(connection, upTo: 2) == [1, 2])
+            // What a schema-2 server stored: two operations of the phone, one of the laptop.
+            let phone1 = UUID(), phone2 = UUID(), laptop1 = UUID()
+            _ = try await connection.transaction { connection in
+                try connection.execute("INSERT INTO recordkeeper_sync_spaces (space, counter) VALUES ('s', 3)")
+                try connection.execute(
+                    """
+                    INSERT INTO recordkeeper_sync_operations (space, operation_id, device, sequence, version, outcome)
+                    VALUES ('s', $1::uuid, 'phone', 1, 1, NULL), ('s', $2::uuid, 'phone', 2, 2, NULL),
+                           ('s', $3::uuid, 'laptop', 1, 3, NULL)
+                    """, [.text(phone1.uuidString), .text(phone2.uuidString), .text(laptop1.uuidString)])
+                try connection.execute(
+                    "INSERT INTO recordkeeper_sync_devices VALUES ('s', 'phone', 2), ('s', 'laptop', 1)")
+            }
+            #expect(try await PostgresSyncSchema.migrate(connection) == [3])
+            let last = try await connection.transaction { connection in
+                try connection.execute(
+                    "SELECT device, last_operation::text FROM recordkeeper_sync_devices WHERE space = 's' ORDER BY device")
+            }
+            #expect(try last.string(0, 0) == "laptop" && last.string(0, 1) == laptop1.uuidString.lowercased())
+            #expect(try last.string(1, 0) == "phone" && last.string(1, 1) == phone2.uuidString.lowercased())
+
+            let server = try await PostgresSyncServer(connection: connection)
+            let next = SyncOperation(
+                device: "phone", sequence: 3, predecessor: .operation(phone2), changes: [put("notes", "p", "P", base: nil)])
+            let fork = SyncOperation(
+                device: "laptop", sequence: 2, predecessor: .firstOfDevice, changes: [put("notes", "l", "L", base: nil)])
+            let outcomes = try await server.push(space: "s", operations: [next, fork])
+            #expect(outcomes.map(\.result) == [.applied(SyncServerVersion(4)), .outOfOrder(lastSequence: 1)])
+        }
+    }
+
     @Test func `a newer schema is refused and left untouched`() async throws {
         try await withPrivateSchema { connect, name in
             let connection = try await connect()

@@ -110,13 +110,30 @@ public actor PostgresConnection {
         _ sql: StaticString, _ parameters: [PostgresValue] = [], operation: String = "statement",
         resultFormat: ResultFormat = .text
     ) throws(PostgresError) -> PostgresResult {
+        try run(sql.withUTF8Buffer { Array($0) }, parameters, operation: operation, resultFormat: resultFormat)
+    }
+
+    /// PostgreSQL's plan for `sql` with `parameters` (`EXPLAIN`, as text), for tests that check
+    /// which indexes a statement uses. The statement is not run.
+    package func explain(_ sql: StaticString, _ parameters: [PostgresValue] = []) throws(PostgresError) -> String {
+        let result = try run(
+            Array("EXPLAIN ".utf8) + sql.withUTF8Buffer { Array($0) }, parameters, operation: "explain", resultFormat: .text)
+        var lines: [String] = []
+        for row in 0..<result.rowCount { lines.append(try result.string(row, 0)) }
+        return lines.joined(separator: "\n")
+    }
+
+    /// Runs one statement given as UTF-8 bytes (always a constant of this library's).
+    private func run(
+        _ sql: [UInt8], _ parameters: [PostgresValue], operation: String, resultFormat: ResultFormat
+    ) throws(PostgresError) -> PostgresResult {
         let connection = try connected(operation)
         let encoded = try parameters.map { value throws(PostgresError) in try value.encoded() }
         statementCount += 1
         let types = encoded.map(\.type)
         let formats = encoded.map(\.format)
         let lengths = encoded.map { Int32($0.bytes?.count ?? 0) }
-        // Copies of the parameter bytes that live until PQexecParams returns.
+        // Copies of the parameter bytes that live until the statement is sent.
         let buffers: [UnsafeMutablePointer<CChar>?] = encoded.map { item in
             guard let bytes = item.bytes else { return nil }
             let buffer = UnsafeMutablePointer<CChar>.allocate(capacity: max(bytes.count, 1))
@@ -131,7 +148,7 @@ public actor PostgresConnection {
         }
         defer { for buffer in buffers { buffer?.deallocate() } }
         let values = buffers.map { UnsafePointer($0) }
-        var command = sql.withUTF8Buffer { Array($0).map { CChar(bitPattern: $0) } }
+        var command = sql.map { CChar(bitPattern: $0) }
         command.append(0)
         let result = try sendAndReceive(connection, operation: operation) { connection in
             PQsendQueryParams(

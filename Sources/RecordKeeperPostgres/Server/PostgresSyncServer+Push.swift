@@ -56,53 +56,9 @@ extension PostgresSyncServer {
         _ space: String, counter: Int64, _ operations: [SyncOperation],
         on connection: isolated PostgresConnection
     ) throws -> SyncPushState {
-        let count = operations.reduce(0) { $0 + $1.changes.count }
-        var collections: [String?] = []
-        var keys: [String?] = []
-        collections.reserveCapacity(count)
-        keys.reserveCapacity(count)
-        // Every change's record, repeats included (deduplicating would hash every key once
-        // more; a repeated probe costs the server less).
-        for operation in operations {
-            for change in operation.changes {
-                collections.append(change.collection)
-                keys.append(change.key)
-            }
-        }
-        var devices: [String?] = []
-        var seenDevices = Set<String>()
-        for operation in operations where seenDevices.insert(operation.device).inserted {
-            devices.append(operation.device)
-        }
         let result = try connection.execute(
-            """
-            SELECT 0, o.operation_id::text, o.device, o.version, NULL::bytea, o.outcome::text, o.sequence
-            FROM unnest($2::uuid[]) AS w(id)
-            CROSS JOIN LATERAL (
-                SELECT operation_id, device, sequence, version, outcome FROM recordkeeper_sync_operations
-                WHERE space = $1 AND operation_id = w.id
-                LIMIT 1
-            ) o
-            UNION ALL
-            SELECT 1, d.device, d.last_operation::text, d.last_sequence, NULL, NULL, NULL
-            FROM recordkeeper_sync_devices d
-            WHERE d.space = $1 AND d.device = ANY($3::text[])
-            UNION ALL
-            SELECT 2, r.collection, r.key, r.version, r.payload, r.writer_device, r.writer_base
-            FROM unnest($4::text[], $5::text[]) AS w(collection, key)
-            CROSS JOIN LATERAL (
-                SELECT * FROM recordkeeper_sync_records
-                WHERE (space, collection, key) >= ($1, w.collection, w.key)
-                ORDER BY space, collection, key
-                LIMIT 1
-            ) r
-            WHERE r.space = $1 AND r.collection = w.collection AND r.key = w.key
-            """,
-            [
-                .text(space), .uuidArray(operations.map(\.id)), .binaryTextArray(devices),
-                .binaryTextArray(collections), .binaryTextArray(keys),
-            ], operation: "push: read the operations, devices and records the push names",
-            resultFormat: .binary)
+            readStateSQL, readStateParameters(space, operations),
+            operation: "push: read the operations, devices and records the push names", resultFormat: .binary)
 
         var state = SyncPushState(counter: counter)
         state.records.reserveCapacity(result.rowCount)
@@ -137,6 +93,66 @@ extension PostgresSyncServer {
             }
         }
         return state
+    }
+
+    /// The read of a push (see ``readState(_:counter:_:on:)``): outcomes (kind 0), devices (1)
+    /// and records (2) as rows of one shape.
+    static let readStateSQL: StaticString = """
+        SELECT 0, o.operation_id::text, o.device, o.version, NULL::bytea, o.outcome::text, o.sequence
+        FROM unnest($2::uuid[]) AS w(id)
+        CROSS JOIN LATERAL (
+            SELECT operation_id, device, sequence, version, outcome FROM recordkeeper_sync_operations
+            WHERE space = $1 AND operation_id = w.id
+            LIMIT 1
+        ) o
+        UNION ALL
+        SELECT 1, d.device, d.last_operation::text, d.last_sequence, NULL, NULL, NULL
+        FROM recordkeeper_sync_devices d
+        WHERE d.space = $1 AND d.device = ANY($3::text[])
+        UNION ALL
+        SELECT 2, r.collection, r.key, r.version, r.payload, r.writer_device, r.writer_base
+        FROM unnest($4::text[], $5::text[]) AS w(collection, key)
+        CROSS JOIN LATERAL (
+            SELECT * FROM recordkeeper_sync_records
+            WHERE (space, collection, key) >= ($1, w.collection, w.key)
+            ORDER BY space, collection, key
+            LIMIT 1
+        ) r
+        WHERE r.space = $1 AND r.collection = w.collection AND r.key = w.key
+        """
+
+    /// The parameters of ``readStateSQL`` for `operations` of `space`.
+    static func readStateParameters(_ space: String, _ operations: [SyncOperation]) -> [PostgresValue] {
+        let count = operations.reduce(0) { $0 + $1.changes.count }
+        var collections: [String?] = []
+        var keys: [String?] = []
+        collections.reserveCapacity(count)
+        keys.reserveCapacity(count)
+        // Every change's record, repeats included (deduplicating would hash every key once
+        // more; a repeated probe costs the server less).
+        for operation in operations {
+            for change in operation.changes {
+                collections.append(change.collection)
+                keys.append(change.key)
+            }
+        }
+        var devices: [String?] = []
+        var seenDevices = Set<String>()
+        for operation in operations where seenDevices.insert(operation.device).inserted {
+            devices.append(operation.device)
+        }
+        return [
+            .text(space), .uuidArray(operations.map(\.id)), .binaryTextArray(devices),
+            .binaryTextArray(collections), .binaryTextArray(keys),
+        ]
+    }
+
+    /// PostgreSQL's plan for the read of a push of `operations` (`EXPLAIN`), for tests that
+    /// check which index its look-ups use.
+    package static func planOfRead(
+        space: String, operations: [SyncOperation], on connection: PostgresConnection
+    ) async throws -> String {
+        try await connection.explain(readStateSQL, readStateParameters(space, operations))
     }
 
     /// Every write of a push in one statement, as data-modifying CTEs over the arrays of the

@@ -36,12 +36,27 @@ enum TestPostgres {
         try await PostgresConnection(conninfo: requireConninfo())
     }
 
-    static func server(connections: Int = 1, hooks: PostgresSyncServer.Hooks = .init()) async throws
-        -> PostgresSyncServer
-    {
+    static func server(
+        connections: Int = 1, hooks: PostgresSyncServer.Hooks = .init(),
+        timeout: Duration = PostgresSyncServer.defaultTimeout
+    ) async throws -> PostgresSyncServer {
         var opened: [PostgresConnection] = []
         for _ in 0..<connections { opened.append(try await connection()) }
-        return try await PostgresSyncServer(connections: opened, hooks: hooks)
+        return try await PostgresSyncServer(connections: opened, hooks: hooks, timeout: timeout)
+    }
+
+    /// Returns once the backend `pid` waits for a lock (`waiting`), or once it waits for none
+    /// (`!waiting`), as `monitor` sees it in `pg_locks`.
+    static func waitUntil(backend pid: Int32, waitsForLock waiting: Bool, monitor: PostgresConnection) async throws {
+        while true {
+            let count = try await monitor.transaction(operation: "watch locks") { connection in
+                try connection.execute(
+                    "SELECT count(*) FROM pg_locks WHERE pid = $1 AND NOT granted", [.int64(Int64(pid))]
+                ).int64(0, 0)
+            }
+            if (count > 0) == waiting { return }
+            await Task.yield()
+        }
     }
 
     /// Runs `body` with connections whose search_path is a fresh schema, dropped afterwards.

@@ -28,6 +28,16 @@ struct PostgresBoundedWaitTests {
         return sync
     }
 
+    /// A connection holding the row lock of the space's counter, in an open transaction
+    /// (`ROLLBACK` releases it): every push of the space waits for it.
+    private func holdCounterLock(of space: String) async throws -> PostgresConnection {
+        let holder = try await TestPostgres.connection()
+        try await holder.execute("BEGIN")
+        try await holder.execute(
+            "SELECT counter FROM recordkeeper_sync_spaces WHERE space = $1 FOR UPDATE", [.text(space)])
+        return holder
+    }
+
     private func expectUntouched(_ sync: RecordSync, sourceLocation: SourceLocation = #_sourceLocation) async throws {
         let notes = try await sync.store.read("notes") ?? [:]
         #expect(notes == ["synced": Data("1".utf8), "pending": Data("2".utf8)], sourceLocation: sourceLocation)
@@ -61,11 +71,8 @@ struct PostgresBoundedWaitTests {
             let server = try await TestPostgres.server(timeout: .seconds(2))
             let sync = try await device(directory, server, space: space)
             let pid = await server.connection.backendProcessID
-            let holder = try await TestPostgres.connection()
+            let holder = try await holdCounterLock(of: space)
             let monitor = try await TestPostgres.connection()
-            try await holder.execute("BEGIN")
-            try await holder.execute(
-                "SELECT counter FROM recordkeeper_sync_spaces WHERE space = $1 FOR UPDATE", [.text(space)])
             let error = await #expect(throws: SyncError.self) { _ = try await sync.push() }
             #expect(error?.code == .unreachable)
             try await expectUntouched(sync)
@@ -83,11 +90,8 @@ struct PostgresBoundedWaitTests {
             let server = try await TestPostgres.server()
             let sync = try await device(directory, server, space: space)
             let pid = await server.connection.backendProcessID
-            let holder = try await TestPostgres.connection()
+            let holder = try await holdCounterLock(of: space)
             let monitor = try await TestPostgres.connection()
-            try await holder.execute("BEGIN")
-            try await holder.execute(
-                "SELECT counter FROM recordkeeper_sync_spaces WHERE space = $1 FOR UPDATE", [.text(space)])
             let push = Task { try await sync.push() }
             try await TestPostgres.waitUntil(backend: pid, waitsForLock: true, monitor: monitor)
             push.cancel()

@@ -74,18 +74,34 @@ public actor PostgresConnection {
     /// host that drops packets) is reported as unreachable in seconds, not after the operating
     /// system's TCP timeout of minutes.
     ///
-    /// - Parameter conninfo: libpq's connection string, as keywords
-    ///   (`"host=127.0.0.1 port=5432 user=app dbname=records"`) or a URI
-    ///   (`"postgresql://app@127.0.0.1:5432/records"`).
-    /// - Throws: ``PostgresError`` of kind ``PostgresError/Kind/connection`` with libpq's message.
-    public init(conninfo: String) async throws(PostgresError) {
+    /// Notices and warnings the server sends (see ``PostgresNotice``) go to `notices`; without
+    /// it they are dropped (libpq would print them to stderr itself; this library prints
+    /// nothing).
+    ///
+    /// - Parameters:
+    ///   - conninfo: libpq's connection string, as keywords
+    ///     (`"host=127.0.0.1 port=5432 user=app dbname=records"`) or a URI
+    ///     (`"postgresql://app@127.0.0.1:5432/records"`).
+    ///   - notices: Receives the server's notices, on the connection's queue, while a statement
+    ///     runs: keep it short.
+    /// - Throws: ``PostgresError``: of kind ``PostgresError/Kind/connection`` when the server cannot be
+    ///   reached (libpq's message), ``PostgresError/Kind/configuration`` or
+    ///   ``PostgresError/Kind/authentication`` when it refuses the settings or credentials,
+    ///   ``PostgresError/Kind/cancelled`` when the task was cancelled.
+    public init(
+        conninfo: String, notices: (@Sendable (PostgresNotice) -> Void)? = nil
+    ) async throws(PostgresError) {
         executor = PostgresExecutor(label: "RecordKeeperPostgres.connection")
         owner = HandleOwner()
         running = RunningStatement(wake: try WakePipe())
         // From here on the initializer runs on the connection's own queue: connecting blocks.
         let settings = try Self.connectionSettings(conninfo)
         connectTimeout = settings.connectTimeout
-        owner.handle = try Self.connect(settings, wake: running.wake)
+        let connection = try Self.connect(settings, wake: running.wake)
+        // libpq keeps the receiver across resets.
+        owner.notices = NoticeReceiver(notices)
+        owner.notices?.install(on: connection)
+        owner.handle = connection
     }
 
     /// The process id of the server backend serving this connection (`pg_backend_pid()`), for
@@ -334,6 +350,8 @@ public actor PostgresConnection {
 /// the actor is gone, so nothing can use the pointer any more.
 private final class HandleOwner: @unchecked Sendable {
     var handle: OpaquePointer?
+    /// The receiver libpq calls with the connection's notices; lives as long as the handle.
+    var notices: NoticeReceiver?
 
     deinit {
         if let handle { PQfinish(handle) }

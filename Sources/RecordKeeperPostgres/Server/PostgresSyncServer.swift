@@ -11,9 +11,9 @@ public import RecordKeeper
 /// ```
 ///
 /// Connecting migrates the server schema forward (``PostgresSyncSchema``). A server runs each
-/// request on one of its connections (one by default; `connect(_:connections:timeout:)` opens
-/// more), so it runs as many requests at once as it has connections: pushes of different spaces
-/// run in parallel in PostgreSQL, pushes of one space queue on the space's counter row.
+/// request on one of its connections (one by default; `connect(_:connections:timeout:notices:)`
+/// opens more), so it runs as many requests at once as it has connections: pushes of different
+/// spaces run in parallel in PostgreSQL, pushes of one space queue on the space's counter row.
 ///
 /// **Bounded requests.** Each push and pull must end within ``timeout`` (default
 /// ``defaultTimeout``, 30 s): a server that stops answering (a stalled backend, a row lock held
@@ -64,6 +64,8 @@ public final class PostgresSyncServer: RecordSyncServer {
     ///     (at least 1).
     ///   - timeout: how long one push or pull may take (``defaultTimeout`` unless given);
     ///     connecting is bounded by the conninfo's `connect_timeout` instead.
+    ///   - notices: receives the notices and warnings the server sends (see
+    ///     ``PostgresNotice``); without it they are dropped.
     /// - Throws: ``RecordKeeper/SyncError``: ``RecordKeeper/SyncError/Code/unreachable`` when the
     ///   server cannot be reached, ``RecordKeeper/SyncError/Code/configuration`` when the
     ///   settings are wrong (a conninfo libpq refuses, a database that does not exist, TLS
@@ -71,7 +73,8 @@ public final class PostgresSyncServer: RecordSyncServer {
     ///   server refuses the role or password, ``RecordKeeper/SyncError/Code/newerServerSchema``,
     ///   or ``RecordKeeper/SyncError/Code/serverFailure`` (the `PostgresError` in `underlying`).
     public static func connect(
-        _ conninfo: String, connections: Int = 1, timeout: Duration = defaultTimeout
+        _ conninfo: String, connections: Int = 1, timeout: Duration = defaultTimeout,
+        notices: (@Sendable (PostgresNotice) -> Void)? = nil
     ) async throws -> PostgresSyncServer {
         guard connections >= 1 else {
             throw SyncError(.invalidRequest, "a server needs at least 1 connection, not \(connections)")
@@ -82,7 +85,7 @@ public final class PostgresSyncServer: RecordSyncServer {
         var opened: [PostgresConnection] = []
         for _ in 0..<connections {
             do {
-                opened.append(try await PostgresConnection(conninfo: conninfo))
+                opened.append(try await PostgresConnection(conninfo: conninfo, notices: notices))
             } catch {
                 if error.kind == .cancelled { throw CancellationError() }
                 throw Self.syncError(error, "connect to the sync server")
@@ -93,7 +96,7 @@ public final class PostgresSyncServer: RecordSyncServer {
 
     /// Uses an open connection, migrating the sync schema to the current version first.
     ///
-    /// - Throws: as ``connect(_:connections:timeout:)``.
+    /// - Throws: as ``connect(_:connections:timeout:notices:)``.
     public convenience init(connection: PostgresConnection, timeout: Duration = defaultTimeout) async throws {
         try await self.init(connections: [connection], hooks: Hooks(), timeout: timeout)
     }

@@ -283,6 +283,9 @@ struct SyncCommandPostgresTests {
                 ])
                 #expect(tls.status == 78, "\(tls.stderr)")
                 #expect(try SyncCommandTests.fingerprint(a) == before, "the store is untouched")
+            }
+        }
+    }
 
     @Test func `server notices reach stderr as the tool's own lines`() async throws {
         try await ToolPostgres.withPrivateSchema { conninfo in

@@ -36,7 +36,7 @@ struct PostgresConnectTimeoutTests {
         let error = await #expect(throws: PostgresError.self) {
             _ = try await PostgresConnection(conninfo: "hots=127.0.0.1")
         }
-        #expect(error?.kind == .connection)
+        #expect(error?.kind == .configuration)
         #expect(error?.message.contains("hots") == true)
     }
 }

@@ -160,6 +160,6 @@ struct PostgresConnectionTests {
         let malformed = await #expect(throws: PostgresError.self) {
             try await PostgresConnection(conninfo: "this is not = a conninfo ==")
         }
-        #expect(malformed?.kind == .connection)
+        #expect(malformed?.kind == .configuration, "a setting to correct, not a server to wait for")
     }
 }

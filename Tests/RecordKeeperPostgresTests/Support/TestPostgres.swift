@@ -36,12 +36,57 @@ enum TestPostgres {
         try await PostgresConnection(conninfo: requireConninfo())
     }
 
-    static func server(connections: Int = 1, hooks: PostgresSyncServer.Hooks = .init()) async throws
-        -> PostgresSyncServer
-    {
+    static func server(
+        connections: Int = 1, hooks: PostgresSyncServer.Hooks = .init(),
+        timeout: Duration = PostgresSyncServer.defaultTimeout
+    ) async throws -> PostgresSyncServer {
         var opened: [PostgresConnection] = []
         for _ in 0..<connections { opened.append(try await connection()) }
-        return try await PostgresSyncServer(connections: opened, hooks: hooks)
+        return try await PostgresSyncServer(connections: opened, hooks: hooks, timeout: timeout)
+    }
+
+    /// Returns once the backend `pid` waits for a lock (`waiting`), or once it waits for none
+    /// (`!waiting`), as `monitor` sees it in `pg_locks`.
+    static func waitUntil(backend pid: Int32, waitsForLock waiting: Bool, monitor: PostgresConnection) async throws {
+        while true {
+            let count = try await monitor.transaction(operation: "watch locks") { connection in
+                try connection.execute(
+                    "SELECT count(*) FROM pg_locks WHERE pid = $1 AND NOT granted", [.int64(Int64(pid))]
+                ).int64(0, 0)
+            }
+            if (count > 0) == waiting { return }
+            await Task.yield()
+        }
+    }
+
+    /// Runs `body` with connections whose search_path is a fresh schema, dropped afterwards.
+    static func withPrivateSchema(_ body: (_ connect: () async throws -> PostgresConnection, _ name: String) async throws -> Void)
+        async throws
+    {
+        let name = "rk_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+        let admin = try await connection()
+        try await admin.transaction { connection in
+            // Schema names are identifiers, not values: format('%I') quotes the parameter.
+            try connection.execute(
+                """
+                CREATE FUNCTION pg_temp.rk_schema(name text, drop boolean) RETURNS void
+                LANGUAGE plpgsql AS $$
+                BEGIN
+                    IF drop THEN EXECUTE format('DROP SCHEMA %I CASCADE', name);
+                    ELSE EXECUTE format('CREATE SCHEMA %I', name);
+                    END IF;
+                END $$
+                """)
+            _ = try connection.execute("SELECT pg_temp.rk_schema($1, false)", [.text(name)])
+        }
+        let conninfo = try requireConninfo() + " options='-c search_path=\(name)'"
+        do {
+            try await body({ try await PostgresConnection(conninfo: conninfo) }, name)
+        } catch {
+            try await admin.transaction { _ = try $0.execute("SELECT pg_temp.rk_schema($1, true)", [.text(name)]) }
+            throw error
+        }
+        try await admin.transaction { _ = try $0.execute("SELECT pg_temp.rk_schema($1, true)", [.text(name)]) }
     }
 
     /// A space no other test uses, so tests run in parallel on one database.
@@ -81,6 +126,15 @@ func delete(_ collection: String, _ key: String, base: Int64?) -> SyncChange {
 
 func operation(_ device: String, _ sequence: Int64, _ changes: SyncChange...) -> SyncOperation {
     SyncOperation(device: device, sequence: sequence, changes: changes)
+}
+
+/// An operation with a checked chain: it follows `previous` (nil: the device's first).
+func operation(_ device: String, _ sequence: Int64, after previous: SyncOperation?, _ changes: SyncChange...)
+    -> SyncOperation
+{
+    SyncOperation(
+        device: device, sequence: sequence, predecessor: previous.map { .operation($0.id) } ?? .firstOfDevice,
+        changes: changes)
 }
 
 extension SyncValue {

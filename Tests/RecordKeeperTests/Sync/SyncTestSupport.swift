@@ -95,7 +95,7 @@ func fixtureCopy(_ name: String, into directory: URL) throws -> URL {
 }
 
 /// A server whose pulls answer with the cursor `.start`, as a lagging replica or a restored
-/// server might: a cursor must never move backwards.
+/// server might: a client must refuse such a page, and its cursor never moves backwards.
 struct StaleCursorServer: RecordSyncServer {
     let inner: any RecordSyncServer
 

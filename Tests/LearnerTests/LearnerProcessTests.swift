@@ -1,4 +1,3 @@
-import CSQLite
 import Foundation
 import RecordKeeperTestSupport
 import Testing
@@ -69,10 +68,7 @@ import Testing
             if kind == "text file" {
                 try Data(String(repeating: "my notes, not a store\n", count: 100).utf8).write(to: file)
             } else {
-                var handle: OpaquePointer?
-                #expect(sqlite3_open(file.path, &handle) == SQLITE_OK)
-                #expect(sqlite3_exec(handle, "CREATE TABLE recipes(name TEXT); INSERT INTO recipes VALUES('soup')", nil, nil, nil) == SQLITE_OK)
-                #expect(sqlite3_close(handle) == SQLITE_OK)
+                try rawSQLite(file, "CREATE TABLE recipes(name TEXT); INSERT INTO recipes VALUES('soup')")
             }
             let before = try Data(contentsOf: file)
             let siblings = try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted()

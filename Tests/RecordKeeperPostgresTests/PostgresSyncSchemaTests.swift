@@ -1,6 +1,7 @@
 import Foundation
 import RecordKeeper
 import RecordKeeperPostgres
+import RecordKeeperTestSupport
 import Testing
 
 /// The server schema: created by the library in numbered steps, recorded in
@@ -12,30 +13,9 @@ struct PostgresSyncSchemaTests {
     private func withPrivateSchema(_ body: (_ connect: () async throws -> PostgresConnection, _ name: String) async throws -> Void)
         async throws
     {
-        let name = "rk_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
-        let admin = try await TestPostgres.connection()
-        try await admin.transaction { connection in
-            // Schema names are identifiers, not values: format('%I') quotes the parameter.
-            try connection.execute(
-                """
-                CREATE FUNCTION pg_temp.rk_schema(name text, drop boolean) RETURNS void
-                LANGUAGE plpgsql AS $$
-                BEGIN
-                    IF drop THEN EXECUTE format('DROP SCHEMA %I CASCADE', name);
-                    ELSE EXECUTE format('CREATE SCHEMA %I', name);
-                    END IF;
-                END $$
-                """)
-            _ = try connection.execute("SELECT pg_temp.rk_schema($1, false)", [.text(name)])
-        }
-        let conninfo = try TestPostgres.requireConninfo() + " options='-c search_path=\(name)'"
-        do {
+        try await TestPostgres.withPrivateSchema { conninfo, name in
             try await body({ try await PostgresConnection(conninfo: conninfo) }, name)
-        } catch {
-            try await admin.transaction { _ = try $0.execute("SELECT pg_temp.rk_schema($1, true)", [.text(name)]) }
-            throw error
         }
-        try await admin.transaction { _ = try $0.execute("SELECT pg_temp.rk_schema($1, true)", [.text(name)]) }
     }
 
     private func tableCount(_ connection: PostgresConnection, schema: String) async throws -> Int64 {

@@ -1,5 +1,6 @@
 import Foundation
 import RecordKeeper
+import RecordKeeperTestSupport
 import Testing
 
 /// The protocol's rules, against every server implementation (in memory, and PostgreSQL when a

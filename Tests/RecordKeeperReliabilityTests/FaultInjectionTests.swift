@@ -9,11 +9,6 @@ import Testing
 /// `RecordStoreError`, loses nothing confirmed, and the same `RecordStore` value works again
 /// once the condition is fixed, without restarting the process.
 @Suite struct FaultInjectionTests {
-    enum Kind: String, CaseIterable, CustomTestStringConvertible, Sendable {
-        case onDisk, inMemory
-        var testDescription: String { rawValue }
-    }
-
     // MARK: Full disk
 
     @Test(.enabled(if: SmallFilesystem.isAvailable, "needs root and a mountable tmpfs; the page-limit test below covers storageFull elsewhere"))
@@ -72,11 +67,10 @@ import Testing
         }
     }
 
-    @Test(arguments: Kind.allCases)
-    func `a database size limit fails every kind of write with storageFull and lifts cleanly`(kind: Kind) async throws {
+    @Test(arguments: StoreKind.allCases)
+    func `a database size limit fails every kind of write with storageFull and lifts cleanly`(kind: StoreKind) async throws {
         try await withTemporaryDirectory { directory in
-            let store = kind == .onDisk
-                ? RecordStore(url: directory.appendingPathComponent("limited.sqlite")) : RecordStore.inMemory()
+            let store = kind.makeStore(at: directory.appendingPathComponent("limited.sqlite"))
             try await store.replace("a", values: ["one": Data("1"), "two": Data("2")])
             try await store.put("b", key: "three", data: Data("3"))
             let before = try await snapshot(store, ["a", "b", "c"])
@@ -178,11 +172,10 @@ import Testing
 
     // MARK: Failed commits
 
-    @Test(arguments: Kind.allCases)
-    func `a failed commit in every kind of write leaves everything as it was and a retry succeeds`(kind: Kind) async throws {
+    @Test(arguments: StoreKind.allCases)
+    func `a failed commit in every kind of write leaves everything as it was and a retry succeeds`(kind: StoreKind) async throws {
         try await withTemporaryDirectory { directory in
-            let store = kind == .onDisk
-                ? RecordStore(url: directory.appendingPathComponent("commit.sqlite")) : RecordStore.inMemory()
+            let store = kind.makeStore(at: directory.appendingPathComponent("commit.sqlite"))
             try await store.replace("a", values: ["one": Data("1"), "two": Data("2")])
             try await store.put("b", key: "three", data: Data("3"))
             let writes: [(String, @Sendable (RecordStore) async throws -> Void)] = [

@@ -37,7 +37,7 @@ import Testing
                     ],
                     in: directory)
                 try child.start()
-                try await child.waitForOutput(timeout: .seconds(20))
+                try await child.waitForOutput()
                 // Killed 0–40 ms after its first confirmed enqueue: far before its 150 enqueues
                 // (each an fsync'd commit) and deliveries are done.
                 try await Task.sleep(for: .milliseconds(timing.below(40)))
@@ -101,7 +101,7 @@ import Testing
                     in: directory)
             }
             for child in children { try child.start() }
-            for child in children { try await child.waitForOutput(timeout: .seconds(20)) }
+            for child in children { try await child.waitForOutput() }
             #expect(FileManager.default.createFile(atPath: go.path, contents: nil))
             for child in children {
                 await child.waitForExit()

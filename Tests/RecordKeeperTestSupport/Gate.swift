@@ -77,9 +77,3 @@ public final class BlockingGate: @unchecked Sendable {
         condition.unlock()
     }
 }
-
-/// Yields until `condition` holds: for state another task reaches in a few steps (a request
-/// joining an opening), where no callback exists to say so. Never sleeps.
-public func waitUntil(_ condition: () async -> Bool) async {
-    while await !condition() { await Task.yield() }
-}

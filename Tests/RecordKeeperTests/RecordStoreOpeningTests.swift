@@ -134,7 +134,7 @@ import Testing
         async let first = store.read("c")
         async let second = store.value("c", key: "k")
         async let third: Void = store.put("c", key: "k", data: Data("v"))
-        await waitUntil { await store.openingRequests == 3 }
+        try await waitUntil { await store.openingRequests == 3 }
         await gate.open()
         _ = try await (first, second, third)
         #expect(attempts.count == 1)
@@ -155,7 +155,7 @@ import Testing
         }
         // Three requests wait on the first attempt.
         let waiters = (0..<3).map { _ in Task { try await store.read("c") } }
-        await waitUntil { await store.openingRequests == 3 && attempts.count == 1 }
+        try await waitUntil { await store.openingRequests == 3 && attempts.count == 1 }
         await firstGate.open()
         for waiter in waiters {
             await #expect(throws: Refused.self) { try await waiter.value }
@@ -165,7 +165,7 @@ import Testing
         let retry = Task { try await store.put("c", key: "k", data: Data("v")) }
         while attempts.count < 2 { await Task.yield() }
         let joiner = Task { try await store.read("c") }
-        await waitUntil { await store.openingRequests == 5 }
+        try await waitUntil { await store.openingRequests == 5 }
         #expect(attempts.count == 2)
         await secondGate.open()
         try await retry.value
@@ -225,18 +225,3 @@ import Testing
         }
     }
 }
-
-/// Runs SQL through a separate raw connection, as another program would.
-func rawSQLite(_ url: URL, _ sql: String) throws {
-    var handle: OpaquePointer?
-    guard sqlite3_open(url.path, &handle) == SQLITE_OK else { throw RawSQLiteError(message: "open") }
-    defer { sqlite3_close(handle) }
-    var message: UnsafeMutablePointer<CChar>?
-    guard sqlite3_exec(handle, sql, nil, nil, &message) == SQLITE_OK else {
-        let text = message.map { String(cString: $0) } ?? "?"
-        sqlite3_free(message)
-        throw RawSQLiteError(message: text)
-    }
-}
-
-struct RawSQLiteError: Error { let message: String }

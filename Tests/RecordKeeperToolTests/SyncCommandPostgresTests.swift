@@ -7,7 +7,7 @@ import Testing
 /// private PostgreSQL schema named through the conninfo's `options=-csearch_path=…`: two stores
 /// synced only through the tool converge, a concurrent edit is listed by `conflicts` and
 /// cleared by `resolve`, and the resolution reaches the other store.
-@Suite(.enabled(if: ToolPostgres.enabled, ToolPostgres.disabledReason), .timeLimit(.minutes(5)))
+@Suite(.enabled(if: TestPostgres.enabled, TestPostgres.disabledReason), .timeLimit(.minutes(5)))
 struct SyncCommandPostgresTests {
     /// Two runners on two stores in one directory.
     private static func devices(_ directory: URL) throws -> (ToolRunner, ToolRunner) {
@@ -34,7 +34,7 @@ struct SyncCommandPostgresTests {
     }
 
     @Test func `two stores synced through the tool converge`() async throws {
-        try await ToolPostgres.withPrivateSchema { conninfo in
+        try await TestPostgres.withPrivateSchema(prefix: "rk_tool") { conninfo, _ in
             try withTemporaryDirectory { directory in
                 let (a, b) = try Self.devices(directory)
                 _ = Self.ok(try a.runOnStore(["put", "notes", "one", "1"]))
@@ -71,7 +71,7 @@ struct SyncCommandPostgresTests {
     }
 
     @Test func `conflicts lists a concurrent edit and resolve clears it everywhere`() async throws {
-        try await ToolPostgres.withPrivateSchema { conninfo in
+        try await TestPostgres.withPrivateSchema(prefix: "rk_tool") { conninfo, _ in
             try withTemporaryDirectory { directory in
                 let (a, b) = try Self.devices(directory)
                 _ = Self.ok(try a.runOnStore(["put", "notes", "today", #""draft""#]))
@@ -138,7 +138,7 @@ struct SyncCommandPostgresTests {
     }
 
     @Test func `a deletion meeting an edit is listed as deleted, and keeping it deletes the record everywhere`() async throws {
-        try await ToolPostgres.withPrivateSchema { conninfo in
+        try await TestPostgres.withPrivateSchema(prefix: "rk_tool") { conninfo, _ in
             try withTemporaryDirectory { directory in
                 let (a, b) = try Self.devices(directory)
                 _ = Self.ok(try a.runOnStore(["put", "notes", "today", "1"]))
@@ -166,7 +166,7 @@ struct SyncCommandPostgresTests {
     }
 
     @Test func `last writer wins collections report no conflict`() async throws {
-        try await ToolPostgres.withPrivateSchema { conninfo in
+        try await TestPostgres.withPrivateSchema(prefix: "rk_tool") { conninfo, _ in
             try withTemporaryDirectory { directory in
                 let (a, b) = try Self.devices(directory)
                 for tool in [a, b] {

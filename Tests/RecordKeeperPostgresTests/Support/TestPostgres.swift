@@ -1,41 +1,12 @@
 import Foundation
 import RecordKeeper
 import RecordKeeperPostgres
+import RecordKeeperTestSupport
 import Testing
 
-/// The PostgreSQL server the tests use: `RECORDKEEPER_TEST_POSTGRES` (a libpq conninfo), set by
-/// `scripts/with-postgres.sh`. Locally without it the PostgreSQL suites are disabled, with the
-/// reason; in CI (`CI=true`) they run and fail, so a missing server is never a silent pass.
-enum TestPostgres {
-    static let conninfo: String? = {
-        let value = ProcessInfo.processInfo.environment["RECORDKEEPER_TEST_POSTGRES"]
-        return value?.isEmpty == false ? value : nil
-    }()
-
-    static let isCI = ProcessInfo.processInfo.environment["CI"] == "true"
-
-    /// Whether the PostgreSQL tests run: a server is configured, or this is CI.
-    static let enabled = conninfo != nil || isCI
-
-    static let disabledReason: Comment =
-        "RECORDKEEPER_TEST_POSTGRES is not set: run under scripts/with-postgres.sh (in CI these tests fail instead)"
-
-    struct Missing: Error, CustomStringConvertible {
-        var description: String {
-            "CI=true but RECORDKEEPER_TEST_POSTGRES is not set: the PostgreSQL tests need a server (.ci/run starts one with scripts/with-postgres.sh)"
-        }
-    }
-
-    /// The conninfo, or a failure when there is none.
-    static func requireConninfo() throws -> String {
-        guard let conninfo else { throw Missing() }
-        return conninfo
-    }
-
-    static func connection() async throws -> PostgresConnection {
-        try await PostgresConnection(conninfo: requireConninfo())
-    }
-
+/// What the PostgreSQL tests add to ``TestPostgres`` (its detection, connection and private
+/// schemas are shared by every test target).
+extension TestPostgres {
     static func server(connections: Int = 1, hooks: PostgresSyncServer.Hooks = .init()) async throws
         -> PostgresSyncServer
     {

@@ -9,11 +9,7 @@ func withDevices(
     _ kind: StoreKind, count: Int, _ body: ([RecordStore]) async throws -> Void
 ) async throws {
     try await withTemporaryDirectory { directory in
-        let stores = (0..<count).map { index in
-            kind == .onDisk
-                ? RecordStore(url: directory.appendingPathComponent("device-\(index).sqlite"))
-                : RecordStore.inMemory()
-        }
+        let stores = (0..<count).map { kind.makeStore(at: directory.appendingPathComponent("device-\($0).sqlite")) }
         try await body(stores)
     }
 }

@@ -32,12 +32,4 @@ struct PostgresConnectTimeoutTests {
         let fromURI = try await PostgresConnection(conninfo: uri)
         #expect(await fromURI.settings()["connect_timeout"] == "4")
     }
-
-    @Test func `a connection string libpq cannot read fails with libpq's own words`() async throws {
-        let error = await #expect(throws: PostgresError.self) {
-            _ = try await PostgresConnection(conninfo: "hots=127.0.0.1")
-        }
-        #expect(error?.kind == .connection)
-        #expect(error?.message.contains("hots") == true)
-    }
 }

@@ -224,14 +224,6 @@ struct PostgresSyncConcurrencyTests {
         #expect(error?.code == .invalidRequest)
     }
 
-    @Test func `an unreachable server is reported as unreachable`() async throws {
-        let error = await #expect(throws: SyncError.self) {
-            try await PostgresSyncServer.connect("host=127.0.0.1 port=1 connect_timeout=5 dbname=postgres")
-        }
-        #expect(error?.code == .unreachable)
-        #expect((error?.underlying as? PostgresError)?.kind == .connection)
-    }
-
     @Test func `a server whose connection was cut reports it and then reconnects`() async throws {
         let space = TestPostgres.space("cut")
         let server = try await TestPostgres.server()

@@ -28,13 +28,19 @@ enum ServerKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
 
     var testDescription: String { rawValue }
 
-    /// In-memory always; PostgreSQL when enabled (see ``TestPostgres``).
-    static let available: [ServerKind] = TestPostgres.enabled ? [.inMemory, .postgres] : [.inMemory]
-
-    func make() async throws -> any RecordSyncServer {
+    /// A new server of this kind; nil, with the skip printed (see ``skipCase(_:_:sourceLocation:)``),
+    /// for PostgreSQL when it is not enabled (see ``TestPostgres``): tests run with every kind
+    /// and return on nil, so a missing server is a visible skip of that case, never a case
+    /// silently left out.
+    func make(sourceLocation: SourceLocation = #_sourceLocation) async throws -> (any RecordSyncServer)? {
         switch self {
-        case .inMemory: InMemorySyncServer()
-        case .postgres: try await TestPostgres.server()
+        case .inMemory: return InMemorySyncServer()
+        case .postgres:
+            guard TestPostgres.enabled else {
+                try skipCase(rawValue, TestPostgres.disabledReason, sourceLocation: sourceLocation)
+                return nil
+            }
+            return try await TestPostgres.server()
         }
     }
 }

@@ -89,8 +89,19 @@ import Testing
             try await store.apply("c", changes: RecordChanges(upserts: ["k": Data()]), enqueue: [second])
             _ = await idle.next()
             #expect(transport.attempts.map(\.id) == [first.id, second.id])
-            // A write without an enqueue does not wake it (the idle sleep is the only one).
+            // A write without an enqueue does not wake it: the store's signal, run()'s only
+            // wake-up besides its sleep (which the test holds), does not move.
+            let signal = store.core.outboxSignal
+            let generation = signal.generation
+            let rounds = sleeper.requested.withLock { $0.count }
             try await store.put("c", key: "other", data: Data())
+            #expect(signal.generation == generation, "a write without an enqueue woke the processors")
+            // The next enqueue wakes it for exactly one more round.
+            let third = message("op", "3")
+            try await store.enqueue([third])
+            _ = await idle.next()
+            #expect(sleeper.requested.withLock { $0.count } == rounds + 1)
+            #expect(transport.attempts.map(\.id) == [first.id, second.id, third.id])
             #expect(sleeper.requested.withLock { $0 }.allSatisfy { $0 == OutboxProcessor.idleInterval })
             #expect(try await store.outbox.pending().isEmpty)
             run.cancel()

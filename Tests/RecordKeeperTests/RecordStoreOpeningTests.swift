@@ -163,7 +163,7 @@ import Testing
         // A new request starts a second attempt; the first attempt's waiters have all
         // finished, and none of them cleared it: a further request joins it.
         let retry = Task { try await store.put("c", key: "k", data: Data("v")) }
-        while attempts.count < 2 { await Task.yield() }
+        try await waitUntil("the second opening attempt started") { attempts.count == 2 }
         let joiner = Task { try await store.read("c") }
         try await waitUntil { await store.openingRequests == 5 }
         #expect(attempts.count == 2)
@@ -207,20 +207,22 @@ import Testing
             let url = directory.appendingPathComponent("records.sqlite")
             let store = RecordStore(url: url, options: .init(busyTimeout: .seconds(60)))
             try await store.put("c", key: "a", data: Data("1"))
-            // Another "process": a raw connection holding the write lock, released by a thread
-            // of its own, so the release never waits for a cooperative thread (with hundreds
-            // of tests running, the test's own continuation can wait longer than any timeout).
-            let released = Protected(false)
+            // Another "process": a raw connection holding the write lock.
             let lock = try ForeignWriteLock(url)
-            let holder = Thread {
-                Thread.sleep(forTimeInterval: 0.3)
-                released.withLock { $0 = true }
-                lock.release()
+            let finished = Protected(false)
+            let put = Task {
+                defer { finished.withLock { $0 = true } }
+                try await store.put("c", key: "b", data: Data("2"))
             }
-            holder.start()
-            try await store.put("c", key: "b", data: Data("2"))
-            // The put could only commit once the other connection let go of the lock.
-            #expect(released.withLock { $0 })
+            // The handshake: the put holds the store's writer, which it takes for its
+            // transaction and keeps while SQLite's busy handler waits for the other lock
+            // (a put that failed at once would have finished instead).
+            try await waitUntil("the put holds the writer or has finished") {
+                finished.withLock { $0 } || store.core.lockedIfFree({ _ in true }) == nil
+            }
+            #expect(!finished.withLock { $0 }, "the put ended while another connection held the write lock")
+            lock.release()
+            try await put.value
             #expect(try await store.read("c")?.count == 2)
         }
     }

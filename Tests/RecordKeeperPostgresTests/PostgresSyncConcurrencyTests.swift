@@ -13,15 +13,13 @@ struct PostgresSyncConcurrencyTests {
     /// Returns once the backend `pid` waits for a lock. (Read the pid before the push starts:
     /// while a push blocks, its connection answers nothing else.)
     private func waitUntilBlocked(pid: Int32, monitor: PostgresConnection) async throws {
-        while true {
-            let waiting = try await monitor.transaction(operation: "watch locks") { connection in
+        try await waitUntil("backend \(pid) waits for a lock") {
+            try await monitor.transaction(operation: "watch locks") { connection in
                 try connection.execute(
                     "SELECT count(*) FROM pg_locks WHERE pid = $1 AND NOT granted",
                     [.int64(Int64(pid))]
                 ).int64(0, 0)
-            }
-            if waiting > 0 { return }
-            await Task.yield()
+            } > 0
         }
     }
 
@@ -234,6 +232,13 @@ struct PostgresSyncConcurrencyTests {
             try connection.execute("SELECT pg_terminate_backend($1::integer)", [.int64(Int64(pid))]).bool(0, 0)
         }
         #expect(terminated)
+        // pg_terminate_backend only sends the signal: wait until the backend has gone (left
+        // pg_stat_activity, which it does on its way out), so the pull meets a dead session.
+        try await waitUntil("backend \(pid) ended") {
+            try await monitor.transaction(operation: "watch backends") { connection in
+                try connection.execute("SELECT count(*) FROM pg_stat_activity WHERE pid = $1", [.int64(Int64(pid))]).int64(0, 0)
+            } == 0
+        }
         let error = await #expect(throws: SyncError.self) {
             try await server.pull(space: space, after: .start, limit: 10)
         }

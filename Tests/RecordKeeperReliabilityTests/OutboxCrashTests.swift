@@ -97,7 +97,10 @@ import Testing
             let children = try (0..<2).map { _ in
                 try ChildProcess(
                     executable: helper,
-                    arguments: ["deliver", "--store", storeURL.path, "--received", received.path, "--go", go.path],
+                    arguments: [
+                        "deliver", "--store", storeURL.path, "--received", received.path, "--go", go.path,
+                        "--parties", "2",
+                    ],
                     in: directory)
             }
             for child in children { try child.start() }
@@ -125,6 +128,7 @@ import Testing
                 }
             }
             #expect(started.count == messages.count)
+            // Certain, not likely: no delivery ends before both processes started one.
             #expect(pids.count == 2, "both processes delivered some")
             #expect(started.values.allSatisfy { $0 == 1 }, "each operation delivered once")
             #expect(try await store.outbox.pending().isEmpty)

@@ -9,7 +9,7 @@ import Testing
 @Suite struct PostgresConnectFailureTests {
     @Test func `a connection that cannot be made says so with libpq's message`() async throws {
         let error = await #expect(throws: PostgresError.self) {
-            try await PostgresConnection(conninfo: "host=127.0.0.1 port=1 connect_timeout=5")
+            try await PostgresConnection(conninfo: "host=127.0.0.1 port=\(ClosedPort.shared().port) connect_timeout=5")
         }
         #expect(error?.kind == .connection)
         #expect(error?.isConnectionFailure == true)
@@ -30,7 +30,7 @@ import Testing
 
     @Test func `an unreachable server is reported as unreachable`() async throws {
         let error = await #expect(throws: SyncError.self) {
-            try await PostgresSyncServer.connect("host=127.0.0.1 port=1 connect_timeout=5 dbname=postgres")
+            try await PostgresSyncServer.connect("host=127.0.0.1 port=\(ClosedPort.shared().port) connect_timeout=5 dbname=postgres")
         }
         #expect(error?.code == .unreachable)
         #expect((error?.underlying as? PostgresError)?.kind == .connection)

@@ -48,7 +48,7 @@ import Testing
             #expect(try tool.runOnStore(["put", "notes", "a", "1"]).status == 0)
             let before = try Self.fingerprint(tool)
             // The server is checked last: these fail before anything tries to reach it.
-            let result = try tool.runOnStore(["sync", "--server", TestPostgres.unreachable] + arguments)
+            let result = try tool.runOnStore(["sync", "--server", try TestPostgres.unreachable()] + arguments)
             #expect(result.status == 65, "\(result.stderr)")
             #expect(result.stderr.contains(message), "\(result.stderr)")
             #expect(result.stderr.contains("nothing was changed"))
@@ -75,7 +75,7 @@ import Testing
     @Test func `a first sync without collections does not create a store`() throws {
         try withTemporaryDirectory { directory in
             let tool = Self.runner(directory)
-            let result = try tool.runOnStore(["sync", "--server", TestPostgres.unreachable, "--space", "s"])
+            let result = try tool.runOnStore(["sync", "--server", try TestPostgres.unreachable(), "--space", "s"])
             #expect(result.status == 65)
             #expect(try Self.fingerprint(tool).isEmpty)
         }
@@ -87,7 +87,7 @@ import Testing
             #expect(try tool.runOnStore(["put", "notes", "a", "1"]).status == 0)
             let before = try Self.fingerprint(tool)
             let result = try tool.runOnStore([
-                "sync", "--server", TestPostgres.unreachable, "--space", "s", "--collections", "notes",
+                "sync", "--server", try TestPostgres.unreachable(), "--space", "s", "--collections", "notes",
             ])
             #expect(result.status == 69)
             #expect(result.stderr.contains("could not be reached"))
@@ -101,7 +101,7 @@ import Testing
 
             // The environment's server is used when --server is not given; a missing store
             // stays missing.
-            let fresh = ToolRunner(directory: directory, environment: ["RECORDKEEPER_SYNC_SERVER": TestPostgres.unreachable])
+            let fresh = ToolRunner(directory: directory, environment: ["RECORDKEEPER_SYNC_SERVER": try TestPostgres.unreachable()])
             let other = directory.appendingPathComponent("other.sqlite").path
             let viaEnvironment = try fresh.run(["sync", "--space", "s", "--collections", "notes", "--store", other])
             #expect(viaEnvironment.status == 69)
@@ -119,17 +119,17 @@ import Testing
             await store.close()
             let before = try Self.fingerprint(tool)
 
-            let other = try tool.runOnStore(["sync", "--server", TestPostgres.unreachable, "--space", "bob"])
+            let other = try tool.runOnStore(["sync", "--server", try TestPostgres.unreachable(), "--space", "bob"])
             #expect(other.status == 65)
             #expect(other.stderr.contains(#"syncs space "alice", not "bob""#), "\(other.stderr)")
             #expect(try Self.fingerprint(tool) == before)
 
             // A later sync needs neither --space nor --collections: it goes on to the server.
-            let later = try tool.runOnStore(["sync", "--server", TestPostgres.unreachable])
+            let later = try tool.runOnStore(["sync", "--server", try TestPostgres.unreachable()])
             #expect(later.status == 69, "\(later.stderr)")
             #expect(later.stderr.contains("local operation(s) stay pending"), "\(later.stderr)")
             // --last-writer-wins needs the collections it applies to.
-            let policy = try tool.runOnStore(["sync", "--server", TestPostgres.unreachable, "--last-writer-wins"])
+            let policy = try tool.runOnStore(["sync", "--server", try TestPostgres.unreachable(), "--last-writer-wins"])
             #expect(policy.status == 65)
             #expect(policy.stderr.contains("--last-writer-wins applies to the collections named"), "\(policy.stderr)")
             #expect(try Self.fingerprint(tool) == before)

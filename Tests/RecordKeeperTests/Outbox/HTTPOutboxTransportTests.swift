@@ -48,7 +48,6 @@ import Testing
 
             var rounds = 1
             while try await !store.outbox.pending().isEmpty, rounds < 30 {
-                if !receiver.isRunning { try await receiver.start() }  // it comes back on its port
                 clock.advance(.seconds(60))
                 try await processor.deliverDue()
                 rounds += 1
@@ -89,9 +88,12 @@ import Testing
             let transport = HTTPOutboxTransport(endpoint: receiver.endpoint, session: session, timeout: 1) { [:] }
             let clock = TestClock()
             let processor = OutboxProcessor.testing(store, transport, clock: clock)
+            // The receiver applies it and then never answers, so the client's timeout always
+            // comes after the receiver applied it, however slow the machine.
             let slow = OutboxMessage(kind: "slow", payload: Data("{}".utf8))
             try await store.enqueue([slow])
             #expect(try await processor.deliverDue().retried == 1, "the outcome of a timed-out request is unknown")
+            try await receiver.waitFor("held \(slow.id.uuidString)")
             let pending = try #require(try await store.outbox.pending().first)
             #expect(pending.lastError?.contains("URLError \(URLError.timedOut.rawValue)") == true, "\(pending.lastError ?? "")")
             clock.advance(.seconds(2))
@@ -104,17 +106,18 @@ import Testing
     }
 
     @Test func `a server that is not there is a retryable failure`() async throws {
-        // Port 9 (discard) on loopback: nothing listens there in the test environment.
-        let transport = HTTPOutboxTransport(endpoint: URL(string: "http://127.0.0.1:9/")!)
+        let closed = try ClosedPort()
+        let transport = HTTPOutboxTransport(endpoint: URL(string: "http://127.0.0.1:\(closed.port)/")!)
         let operation = OutboxOperation(
             id: UUID(), kind: "k", payload: Data(), orderingKey: nil, attempts: 1, createdAt: Date(),
             nextAttemptAt: Date(), lastError: nil)
         await #expect {
             try await transport.deliver(operation)
         } throws: { error in
-            guard case OutboxDeliveryFailure.retryable = error else { return false }
-            return true
+            guard case OutboxDeliveryFailure.retryable(let message, _) = error else { return false }
+            return message.contains("URLError \(URLError.cannotConnectToHost.rawValue)")
         }
+        withExtendedLifetime(closed) {}
     }
 
     @Test func `Retry-After is read as seconds or as an HTTP date`() {

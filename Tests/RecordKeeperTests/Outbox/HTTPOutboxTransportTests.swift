@@ -105,6 +105,53 @@ import Testing
         }
     }
 
+    /// How a test stops delivery.
+    enum Stopping: String, CaseIterable, CustomTestStringConvertible, Sendable {
+        case deliverDue, run
+        var testDescription: String { "cancelling \(rawValue)()" }
+    }
+
+    @Test(arguments: Stopping.allCases)
+    func `a request under way when delivery is cancelled is a failed attempt due again at once`(stopping: Stopping) async throws {
+        try await withTemporaryDirectory { directory in
+            let receiver = try LoopbackReceiver(directory: directory)
+            try await receiver.start()
+            defer { receiver.stop() }
+            let store = RecordStore.inMemory()
+            let clock = TestClock()
+            let processor = OutboxProcessor.testing(store, HTTPOutboxTransport(endpoint: receiver.endpoint), clock: clock)
+            // The receiver holds the first request until the client goes away.
+            let held = OutboxMessage(kind: "hold", payload: Data("{}".utf8), orderingKey: "cart/a")
+            let behind = OutboxMessage(kind: "ok", payload: Data("{}".utf8), orderingKey: "cart/a")
+            try await store.enqueue([held, behind])
+            let delivery = Task {
+                switch stopping {
+                case .deliverDue: try await processor.deliverDue()
+                case .run: try await processor.run()
+                }
+            }
+            try await receiver.waitFor("held \(held.id.uuidString)")
+            delivery.cancel()
+            _ = try await withTimeLimit("the cancelled delivery") {
+                await #expect(throws: CancellationError.self) { try await delivery.value }
+            }
+            try await receiver.waitFor("released \(held.id.uuidString)")  // the request itself was cancelled
+
+            let pending = try await store.outbox.pending()
+            #expect(pending.map(\.id) == [held.id, behind.id], "nothing lost, nothing more started")
+            let first = try #require(pending.first)
+            #expect(first.attempts == 1)
+            #expect(first.lastError == "the delivery was cancelled")
+            #expect(first.nextAttemptAt <= clock.now, "due again at once, not after a backoff")
+            #expect(try receiver.applied().isEmpty)
+            // Due now, and no longer claimed: another processor delivers both at once, in order,
+            // without the clock moving.
+            let transport = ScriptedTransport()
+            #expect(try await OutboxProcessor.testing(store, transport, clock: clock).deliverDue().delivered == 2)
+            #expect(transport.attempts.map(\.id) == [held.id, behind.id])
+        }
+    }
+
     @Test func `a server that is not there is a retryable failure`() async throws {
         let closed = try ClosedPort()
         let transport = HTTPOutboxTransport(endpoint: URL(string: "http://127.0.0.1:\(closed.port)/")!)

@@ -134,4 +134,32 @@ import Testing
             #expect(transport.attempts.map(\.id) == ops.map(\.id))
         }
     }
+
+    @Test(arguments: StoreKind.allCases)
+    func `cancelling deliverDue starts nothing new and leaves the deliveries under way due again at once`(kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ in
+            let clock = TestClock()
+            let started = Counter()
+            let hanging = ScriptedTransport(hook: { _ in
+                started.increment()
+                try await Task.sleep(for: .seconds(86_400))
+            })
+            let processor = OutboxProcessor.testing(store, hanging, clock: clock)
+            // One more unkeyed operation than deliveries may run at once.
+            let ops = (0...OutboxProcessor.maximumConcurrentDeliveries).map { message("op", "\($0)") }
+            try await store.enqueue(ops)
+            let delivery = Task { try await processor.deliverDue() }
+            try await waitUntil("every delivery slot is taken") { started.count == OutboxProcessor.maximumConcurrentDeliveries }
+            delivery.cancel()
+            await #expect(throws: CancellationError.self) { try await delivery.value }
+            #expect(hanging.attempts.count == OutboxProcessor.maximumConcurrentDeliveries, "nothing new started")
+            let pending = try await store.outbox.pending()
+            #expect(Set(pending.map(\.id)) == Set(ops.map(\.id)))
+            let cancelled = pending.filter { $0.attempts == 1 }
+            #expect(cancelled.count == OutboxProcessor.maximumConcurrentDeliveries)
+            #expect(cancelled.allSatisfy { $0.lastError == "the delivery was cancelled" && $0.nextAttemptAt <= clock.now })
+            // Another processor delivers them all now, the clock unmoved.
+            #expect(try await OutboxProcessor.testing(store, ScriptedTransport(), clock: clock).deliverDue().delivered == ops.count)
+        }
+    }
 }

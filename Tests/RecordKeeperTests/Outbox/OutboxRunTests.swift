@@ -33,6 +33,80 @@ import Testing
         }
     }
 
+    /// A sleep hook whose idle sleeps last until the test lets them pass (``elapse()``), which
+    /// then moves the clock by the whole duration: the idle interval passing, without waiting.
+    struct IntervalSleeper {
+        let clock: TestClock
+        let idle: AsyncStream<Void>
+        private let idleContinuation: AsyncStream<Void>.Continuation
+        let requested = Protected<[Duration]>([])
+        /// The gate of each idle sleep by number, and how many sleeps (and elapses) there were.
+        private let intervals = Protected<(gates: [Int: Gate], sleeps: Int, elapsed: Int)>(([:], 0, 0))
+
+        init(clock: TestClock) {
+            self.clock = clock
+            (idle, idleContinuation) = AsyncStream<Void>.makeStream()
+        }
+
+        private static func gate(_ number: Int, in state: inout (gates: [Int: Gate], sleeps: Int, elapsed: Int)) -> Gate {
+            if let gate = state.gates[number] { return gate }
+            let gate = Gate()
+            state.gates[number] = gate
+            return gate
+        }
+
+        /// Lets the next idle sleep (under way or to come) come to its end.
+        func elapse() async {
+            let gate = intervals.withLock { state in
+                defer { state.elapsed += 1 }
+                return Self.gate(state.elapsed, in: &state)
+            }
+            await gate.open()
+        }
+
+        var hook: @Sendable (Duration) async throws -> Void {
+            { [clock, idleContinuation, requested, intervals] duration in
+                requested.withLock { $0.append(duration) }
+                guard duration >= OutboxProcessor.idleInterval else { return clock.advance(duration) }
+                let gate = intervals.withLock { state in
+                    defer { state.sleeps += 1 }
+                    return Self.gate(state.sleeps, in: &state)
+                }
+                idleContinuation.yield()
+                try await gate.waitUnlessCancelled()
+                clock.advance(duration)
+            }
+        }
+    }
+
+    @Test func `run notices within the idle interval what another process enqueued`() async throws {
+        try await withTemporaryDirectory { directory in
+            let url = directory.appendingPathComponent("records.sqlite")
+            let store = RecordStore(url: url)
+            try await store.put("c", key: "created", data: Data())
+            // Another process: its commits reach the file but never this store's signal.
+            let otherProcess = RecordStore(url: url)
+            let clock = TestClock()
+            let sleeper = IntervalSleeper(clock: clock)
+            let transport = ScriptedTransport()
+            let processor = OutboxProcessor.testing(store, transport, clock: clock, sleep: sleeper.hook)
+            let run = Task { try await processor.run() }
+            var idle = sleeper.idle.makeAsyncIterator()
+            _ = await idle.next()  // nothing to do: run() sleeps, at most the idle interval
+            let op = message("op", "from elsewhere")
+            try await otherProcess.enqueue([op])
+            #expect(transport.attempts.isEmpty, "an enqueue elsewhere woke run() (it cannot: test broken?)")
+            await sleeper.elapse()  // the interval passes
+            _ = await idle.next()  // run() looked again, delivered, and sleeps again
+            #expect(transport.attempts.map(\.id) == [op.id])
+            #expect(try await store.outbox.pending().isEmpty)
+            #expect(OutboxProcessor.idleInterval == .seconds(60))
+            #expect(sleeper.requested.withLock { $0 } == [OutboxProcessor.idleInterval, OutboxProcessor.idleInterval])
+            run.cancel()
+            await #expect(throws: CancellationError.self) { try await run.value }
+        }
+    }
+
     @Test(arguments: StoreKind.allCases)
     func `retries are made when due without waiting for a new write`(kind: StoreKind) async throws {
         try await withStore(kind) { store, _ in

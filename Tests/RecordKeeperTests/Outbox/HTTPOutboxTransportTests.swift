@@ -105,6 +105,37 @@ import Testing
         }
     }
 
+    @Test func `408 and 401 are retried, 408 not before its Retry-After, and every other 4xx is a dead letter`() async throws {
+        try await withTemporaryDirectory { directory in
+            let receiver = try LoopbackReceiver(directory: directory)
+            try await receiver.start()
+            defer { receiver.stop() }
+            let store = RecordStore.inMemory()
+            let clock = TestClock()
+            let processor = OutboxProcessor.testing(store, HTTPOutboxTransport(endpoint: receiver.endpoint), clock: clock)
+            let retried = [408, 401]
+            let refused = [400, 403, 404, 405, 409, 410, 413, 415, 422, 451]
+            let messages = (retried + refused).map { OutboxMessage(kind: "status-\($0)", payload: Data("{}".utf8)) }
+            try await store.enqueue(messages)
+            let report = try await processor.deliverDue()
+            #expect(report == OutboxDeliveryReport(delivered: 0, retried: retried.count, deadLettered: refused.count))
+
+            let pending = Dictionary(uniqueKeysWithValues: try await store.outbox.pending().map { ($0.kind, $0) })
+            #expect(Set(pending.keys) == Set(retried.map { "status-\($0)" }))
+            let timeout = try #require(pending["status-408"])
+            #expect(timeout.lastError?.hasPrefix("HTTP 408") == true, "\(timeout.lastError ?? "")")
+            #expect(timeout.nextAttemptAt >= clock.now.addingTimeInterval(7), "Retry-After: 7 is honoured")
+            #expect(pending["status-401"]?.lastError?.hasPrefix("HTTP 401") == true)
+            let dead = try await store.outbox.deadLetters()
+            #expect(Set(dead.map(\.kind)) == Set(refused.map { "status-\($0)" }))
+            for letter in dead {
+                let status = letter.kind.dropFirst(7)
+                #expect(letter.lastError?.hasPrefix("HTTP \(status) from") == true, "\(letter.lastError ?? "")")
+                #expect(letter.lastError?.contains("answered \(status)") == true, "the start of the body")
+            }
+        }
+    }
+
     /// How a test stops delivery.
     enum Stopping: String, CaseIterable, CustomTestStringConvertible, Sendable {
         case deliverDue, run

@@ -14,7 +14,7 @@ import Testing
 /// counted as a duplicate, not applied again), appends every applied operation to a log file,
 /// and misbehaves by operation kind: `fail500` (500 twice), `throttle` (429 with
 /// `Retry-After: 30` once), `reject` (422 always), `auth` (401 unless `Authorization: Bearer
-/// fresh`), `slow` (applies it, then the first time never answers: it holds the request until
+/// fresh`), `status-NNN` (that status always, with `Retry-After: 7` for 408), `slow` (applies it, then the first time never answers: it holds the request until
 /// the client gives up), `hold` (applies nothing and holds the request until the client goes
 /// away), `crash` (applies it, then the serving process dies without answering, once per log).
 ///
@@ -68,6 +68,10 @@ final class LoopbackReceiver {
                     status, text = 422, b'{"error":"unknown sku"}'
                 elif kind == "auth" and self.headers.get("Authorization") != "Bearer fresh":
                     status = 401
+                elif kind.startswith("status-"):
+                    status, text = int(kind[7:]), b"answered " + kind[7:].encode()
+                    if status == 408:
+                        extra = {"Retry-After": "7"}
                 if status == 200:
                     with lock:
                         if key in applied:

@@ -53,3 +53,34 @@ public final class ForeignWriteLock: @unchecked Sendable {
 
     deinit { if handle != nil { release() } }
 }
+
+/// Another "process" holding a read snapshot of a store: a raw connection in a read
+/// transaction started by `init`, until ``release()``. While it holds the snapshot, a
+/// truncating checkpoint cannot finish (it waits for every reader to see the newest commit).
+///
+/// `@unchecked Sendable`: as ``ForeignWriteLock``, the handle is used by `init` and then once
+/// by `release()` (or `deinit`), never at the same time.
+public final class ForeignReadSnapshot: @unchecked Sendable {
+    private var handle: OpaquePointer?
+
+    /// Opens `url` and starts a read transaction on it.
+    public init(_ url: URL) throws {
+        guard sqlite3_open(url.path, &handle) == SQLITE_OK,
+            sqlite3_exec(handle, "BEGIN; SELECT count(*) FROM sqlite_master", nil, nil, nil) == SQLITE_OK
+        else {
+            let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+            sqlite3_close(handle)
+            handle = nil
+            throw RawSQLiteError(message: "could not start a read transaction: \(message)")
+        }
+    }
+
+    /// Ends the read transaction and closes the connection.
+    public func release() {
+        sqlite3_exec(handle, "COMMIT", nil, nil, nil)
+        sqlite3_close(handle)
+        handle = nil
+    }
+
+    deinit { if handle != nil { release() } }
+}

@@ -107,7 +107,7 @@ import Testing
             // The handshake: the consumer is parked in the watcher, waiting for a change.
             try await waitUntil("the consumer waits") { store.waitingConsumerCount("c") == 1 }
             consumer.cancel()
-            #expect(try await withTimeLimit("the cancelled consumer's next()") { await consumer.value } == nil)
+            #expect(try await withTimeLimit("the cancelled consumer's next()", timeout: .seconds(30)) { await consumer.value } == nil)
             #expect(store.observerCount("c") == 0, "the cancelled stream still observes")
             try await store.put("c", key: "a", data: Data("1"))
         }
@@ -125,7 +125,7 @@ import Testing
             }
             consumer.cancel()
             await cancelled.open()
-            #expect(try await withTimeLimit("the cancelled consumer's next()") { await consumer.value } == nil)
+            #expect(try await withTimeLimit("the cancelled consumer's next()", timeout: .seconds(30)) { await consumer.value } == nil)
             try await store.put("c", key: "a", data: Data("1"))
         }
     }

@@ -24,63 +24,60 @@ public struct RawSQLiteError: Error, CustomStringConvertible {
     public var description: String { "raw SQLite: \(message)" }
 }
 
-/// Another "process" holding a store's write lock: a raw connection in an immediate
-/// transaction, until ``release()``.
+/// A raw connection of "another process" in a transaction it began, until `end()`: what
+/// ``ForeignWriteLock`` and ``ForeignReadSnapshot`` hold.
 ///
-/// `@unchecked Sendable`: the handle is used by `init` and then once by `release()` (or
-/// `deinit`), which a test calls after it is done with the lock, never at the same time.
-public final class ForeignWriteLock: @unchecked Sendable {
+/// `@unchecked Sendable`: the handle is used by `init` and then once by `end()` (or `deinit`),
+/// which a test calls after it is done with the transaction, never at the same time.
+private final class RawTransaction: @unchecked Sendable {
     private var handle: OpaquePointer?
 
-    /// Opens `url` and takes its write lock (`BEGIN IMMEDIATE`).
-    public init(_ url: URL) throws {
-        guard sqlite3_open(url.path, &handle) == SQLITE_OK,
-            sqlite3_exec(handle, "BEGIN IMMEDIATE", nil, nil, nil) == SQLITE_OK
-        else {
+    init(_ url: URL, begin sql: String, purpose: String) throws {
+        guard sqlite3_open(url.path, &handle) == SQLITE_OK, sqlite3_exec(handle, sql, nil, nil, nil) == SQLITE_OK else {
             let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
             sqlite3_close(handle)
             handle = nil
-            throw RawSQLiteError(message: "could not take the write lock: \(message)")
+            throw RawSQLiteError(message: "could not \(purpose): \(message)")
         }
     }
 
-    /// Commits the empty transaction and closes the connection.
-    public func release() {
+    /// Commits (nothing was written) and closes the connection.
+    func end() {
+        guard handle != nil else { return }
         sqlite3_exec(handle, "COMMIT", nil, nil, nil)
         sqlite3_close(handle)
         handle = nil
     }
 
-    deinit { if handle != nil { release() } }
+    deinit { end() }
+}
+
+/// Another "process" holding a store's write lock: a raw connection in an immediate
+/// transaction, until ``release()``.
+public final class ForeignWriteLock: Sendable {
+    private let transaction: RawTransaction
+
+    /// Opens `url` and takes its write lock (`BEGIN IMMEDIATE`).
+    public init(_ url: URL) throws {
+        transaction = try RawTransaction(url, begin: "BEGIN IMMEDIATE", purpose: "take the write lock")
+    }
+
+    /// Lets go of the lock and closes the connection.
+    public func release() { transaction.end() }
 }
 
 /// Another "process" holding a read snapshot of a store: a raw connection in a read
 /// transaction started by `init`, until ``release()``. While it holds the snapshot, a
 /// truncating checkpoint cannot finish (it waits for every reader to see the newest commit).
-///
-/// `@unchecked Sendable`: as ``ForeignWriteLock``, the handle is used by `init` and then once
-/// by `release()` (or `deinit`), never at the same time.
-public final class ForeignReadSnapshot: @unchecked Sendable {
-    private var handle: OpaquePointer?
+public final class ForeignReadSnapshot: Sendable {
+    private let transaction: RawTransaction
 
     /// Opens `url` and starts a read transaction on it.
     public init(_ url: URL) throws {
-        guard sqlite3_open(url.path, &handle) == SQLITE_OK,
-            sqlite3_exec(handle, "BEGIN; SELECT count(*) FROM sqlite_master", nil, nil, nil) == SQLITE_OK
-        else {
-            let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
-            sqlite3_close(handle)
-            handle = nil
-            throw RawSQLiteError(message: "could not start a read transaction: \(message)")
-        }
+        transaction = try RawTransaction(
+            url, begin: "BEGIN; SELECT count(*) FROM sqlite_master", purpose: "start a read transaction")
     }
 
     /// Ends the read transaction and closes the connection.
-    public func release() {
-        sqlite3_exec(handle, "COMMIT", nil, nil, nil)
-        sqlite3_close(handle)
-        handle = nil
-    }
-
-    deinit { if handle != nil { release() } }
+    public func release() { transaction.end() }
 }

@@ -9,10 +9,7 @@ import Testing
 /// The HTTP transport against a receiver on loopback that fails in every way it may.
 @Suite struct HTTPOutboxTransportTests {
     @Test func `every operation is applied exactly once or dead-lettered through 500, 429, 401, 422 and a server that dies`() async throws {
-        try await withTemporaryDirectory { directory in
-            let receiver = try LoopbackReceiver(directory: directory)
-            try await receiver.start()
-            defer { receiver.stop() }
+        try await LoopbackReceiver.withRunning { receiver, directory in
             let store = RecordStore(url: directory.appendingPathComponent("records.sqlite"))
             let token = Protected("stale")
             let transport = HTTPOutboxTransport(endpoint: receiver.endpoint) {
@@ -76,10 +73,7 @@ import Testing
     }
 
     @Test func `a request that timed out after the server applied it is sent again and deduped`() async throws {
-        try await withTemporaryDirectory { directory in
-            let receiver = try LoopbackReceiver(directory: directory)
-            try await receiver.start()
-            defer { receiver.stop() }
+        try await LoopbackReceiver.withRunning { receiver, _ in
             let store = RecordStore.inMemory()
             let configuration = URLSessionConfiguration.ephemeral
             // Whole seconds: on Linux, FoundationNetworking timed out at once with 0.5 s.
@@ -106,10 +100,7 @@ import Testing
     }
 
     @Test func `408 and 401 are retried, 408 not before its Retry-After, and every other 4xx is a dead letter`() async throws {
-        try await withTemporaryDirectory { directory in
-            let receiver = try LoopbackReceiver(directory: directory)
-            try await receiver.start()
-            defer { receiver.stop() }
+        try await LoopbackReceiver.withRunning { receiver, _ in
             let store = RecordStore.inMemory()
             let clock = TestClock()
             let processor = OutboxProcessor.testing(store, HTTPOutboxTransport(endpoint: receiver.endpoint), clock: clock)
@@ -144,10 +135,7 @@ import Testing
 
     @Test(arguments: Stopping.allCases)
     func `a request under way when delivery is cancelled is a failed attempt due again at once`(stopping: Stopping) async throws {
-        try await withTemporaryDirectory { directory in
-            let receiver = try LoopbackReceiver(directory: directory)
-            try await receiver.start()
-            defer { receiver.stop() }
+        try await LoopbackReceiver.withRunning { receiver, _ in
             let store = RecordStore.inMemory()
             let clock = TestClock()
             let processor = OutboxProcessor.testing(store, HTTPOutboxTransport(endpoint: receiver.endpoint), clock: clock)

@@ -141,6 +141,17 @@ final class LoopbackReceiver {
 
     var endpoint: URL { URL(string: "http://127.0.0.1:\(port)/operations")! }
 
+    /// Runs `body` with a receiver started in a fresh temporary directory (also passed to
+    /// `body`), stopped afterwards.
+    static func withRunning(_ body: (LoopbackReceiver, URL) async throws -> Void) async throws {
+        try await withTemporaryDirectory { directory in
+            let receiver = try LoopbackReceiver(directory: directory)
+            try await receiver.start()
+            defer { receiver.stop() }
+            try await body(receiver, directory)
+        }
+    }
+
     /// Starts the receiver and waits until it listens.
     func start() async throws {
         let child = try ChildProcess(

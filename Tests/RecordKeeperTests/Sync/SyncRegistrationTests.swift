@@ -13,11 +13,7 @@ import Testing
         _ kind: StoreKind,
         _ body: (_ stores: [RecordStore], _ a: RecordSync, _ b: RecordSync) async throws -> Void
     ) async throws {
-        try await withDevices(kind, count: 2) { stores in
-            let server = InMemorySyncServer()
-            let (a, b) = (RecordSync(store: stores[0], server: server), RecordSync(store: stores[1], server: server))
-            try await a.start(space: "alice", collections: ["notes"])
-            try await b.start(space: "alice", collections: ["notes"])
+        try await withSyncingDevices(kind, collections: ["notes"]) { stores, a, b in
             try await stores[0].put("notes", key: "today", data: Data("first"))
             try await stores[0].put("notes", key: "calm", data: Data("untouched"))
             _ = try await a.sync()
@@ -85,11 +81,7 @@ import Testing
 
     @Test(arguments: StoreKind.allCases)
     func `starting again with another policy changes it, both ways`(kind: StoreKind) async throws {
-        try await withDevices(kind, count: 2) { stores in
-            let server = InMemorySyncServer()
-            let (a, b) = (RecordSync(store: stores[0], server: server), RecordSync(store: stores[1], server: server))
-            try await a.start(space: "alice", collections: ["prefs"])
-            try await b.start(space: "alice", collections: ["prefs"])
+        try await withSyncingDevices(kind, collections: ["prefs"]) { stores, a, b in
             try await stores[0].put("prefs", key: "theme", data: Data("light"))
             _ = try await a.sync()
             _ = try await b.sync()
@@ -118,11 +110,7 @@ import Testing
 
     @Test(arguments: StoreKind.allCases)
     func `a registration outlives removeCollection: later writes are captured and synced`(kind: StoreKind) async throws {
-        try await withDevices(kind, count: 2) { stores in
-            let server = InMemorySyncServer()
-            let (a, b) = (RecordSync(store: stores[0], server: server), RecordSync(store: stores[1], server: server))
-            try await a.start(space: "alice", collections: ["notes"])
-            try await b.start(space: "alice", collections: ["notes"])
+        try await withSyncingDevices(kind, collections: ["notes"]) { stores, a, b in
             try await stores[0].replace("notes", values: ["x": Data("1"), "y": Data("2")])
             _ = try await a.sync()
             _ = try await b.sync()

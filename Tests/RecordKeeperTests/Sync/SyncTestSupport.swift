@@ -14,6 +14,21 @@ func withDevices(
     }
 }
 
+/// Runs `body` with two devices (stores of one kind) of space "alice" that started syncing
+/// `collections` through one in-memory server.
+func withSyncingDevices(
+    _ kind: StoreKind, collections: [String],
+    _ body: (_ stores: [RecordStore], _ a: RecordSync, _ b: RecordSync) async throws -> Void
+) async throws {
+    try await withDevices(kind, count: 2) { stores in
+        let server = InMemorySyncServer()
+        let (a, b) = (RecordSync(store: stores[0], server: server), RecordSync(store: stores[1], server: server))
+        try await a.start(space: "alice", collections: collections)
+        try await b.start(space: "alice", collections: collections)
+        try await body(stores, a, b)
+    }
+}
+
 /// A server that counts requests and can be told to fail: before a push (`unreachable`, the
 /// push never arrived), or after applying it (`loseAnswers`, the answer never came back).
 actor ScriptedServer: RecordSyncServer {

@@ -19,6 +19,10 @@ extension FeatureModel {
     /// another process (the `recordkeeper` tool, an app extension), the latter within a few
     /// milliseconds (see RecordKeeper's Observation article).
     ///
+    /// A stream that fell behind the change log yields the whole collection as a full state
+    /// (``RepositoryChange/isFullState``), naming no removal: the model replaces its content
+    /// then (today every change refreshes, which replaces), so items removed meanwhile go.
+    ///
     /// Following starts before this returns: a change committed after it is seen. When the
     /// stream ends with an error (a changed record that does not decode), the model refreshes,
     /// which shows the error in ``state``, and follows a new stream from then on.

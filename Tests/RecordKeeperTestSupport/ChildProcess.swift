@@ -22,15 +22,18 @@ public final class ChildProcess: @unchecked Sendable {
     private let inputURL: URL?
     private let exited = Gate()
 
-    /// Prepares `executable` with `arguments`, run in `directory` (where its output files go).
-    /// `environment` changes the inherited environment: a nil value removes the variable.
+    /// Prepares `executable` with `arguments`, run in `directory`. Its output files go to
+    /// `outputDirectory` (default: `directory`). `environment` changes the inherited
+    /// environment: a nil value removes the variable. Standard input is `input` (from a file),
+    /// or `inputPipe`, which the test writes while the process runs, or nothing.
     public init(
-        executable: URL, arguments: [String], in directory: URL, environment: [String: String?] = [:],
-        input: Data? = nil
+        executable: URL, arguments: [String], in directory: URL, outputDirectory: URL? = nil,
+        environment: [String: String?] = [:], input: Data? = nil, inputPipe: Pipe? = nil
     ) throws {
         let id = UUID().uuidString
-        outputURL = directory.appendingPathComponent(".out-\(id)")
-        errorURL = directory.appendingPathComponent(".err-\(id)")
+        let outputs = outputDirectory ?? directory
+        outputURL = outputs.appendingPathComponent(".out-\(id)")
+        errorURL = outputs.appendingPathComponent(".err-\(id)")
         guard FileManager.default.createFile(atPath: outputURL.path, contents: nil),
             FileManager.default.createFile(atPath: errorURL.path, contents: nil)
         else { throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: directory.path]) }
@@ -42,8 +45,11 @@ public final class ChildProcess: @unchecked Sendable {
         process.environment = inherited
         process.standardOutput = try FileHandle(forWritingTo: outputURL)
         process.standardError = try FileHandle(forWritingTo: errorURL)
-        if let input {
-            let url = directory.appendingPathComponent(".in-\(id)")
+        if let inputPipe {
+            inputURL = nil
+            process.standardInput = inputPipe
+        } else if let input {
+            let url = outputs.appendingPathComponent(".in-\(id)")
             try input.write(to: url)
             inputURL = url
             process.standardInput = try FileHandle(forReadingFrom: url)
@@ -65,6 +71,19 @@ public final class ChildProcess: @unchecked Sendable {
     public func waitForExit() async {
         await exited.wait()
         process.waitUntilExit()  // the status is set by now; this only makes sure
+    }
+
+    /// Returns once the process has ended; when it has not within `timeout` (a hang guard),
+    /// kills it and records an issue.
+    public func waitForExit(timeout: Duration, sourceLocation: SourceLocation = #_sourceLocation) async {
+        do {
+            try await withTimeLimit("the process's exit", timeout: timeout, sourceLocation: sourceLocation) {
+                [exited] in await exited.wait()
+            }
+        } catch {
+            kill()
+        }
+        process.waitUntilExit()
     }
 
     /// Returns once the process has written something to stdout.

@@ -9,12 +9,14 @@ public struct TimedOut: Error, CustomStringConvertible {
 }
 
 /// Yields until `condition` holds: for state another task reaches in a few steps (a request
-/// joining an opening), where no callback exists to say so. Never sleeps.
+/// joining an opening), where no callback exists to say so. Never sleeps, unless given
+/// `polling`: then it looks again after that pause, for state another process reaches (a file
+/// it creates), which is no reason to keep a core busy.
 ///
 /// - Throws: ``TimedOut`` (recorded as an issue at the caller) when it still does not hold
 ///   after `timeout`, so a broken handshake fails the test instead of spinning for ever.
 public func waitUntil(
-    _ what: String = "the condition", timeout: Duration = .seconds(120),
+    _ what: String = "the condition", timeout: Duration = .seconds(120), polling: Duration? = nil,
     sourceLocation: SourceLocation = #_sourceLocation, _ condition: () async throws -> Bool
 ) async throws {
     let deadline = ContinuousClock.now + timeout
@@ -24,7 +26,7 @@ public func waitUntil(
             Issue.record(Comment(rawValue: failure.description), sourceLocation: sourceLocation)
             throw failure
         }
-        await Task.yield()
+        if let polling { try await Task.sleep(for: polling) } else { await Task.yield() }
     }
 }
 

@@ -47,6 +47,22 @@ import Testing
         }
     }
 
+    @Test func `the observers' lock file is created owner-only, by a writer and by a stream alike`() async throws {
+        try await withTemporaryDirectory { directory in
+            let written = directory.appendingPathComponent("written.sqlite")
+            try await RecordStore(url: written).put("c", key: "k", data: Data("v"))
+            #expect(try permissions(of: URL(fileURLWithPath: written.path + "-observers")) == 0o600)
+
+            let observed = directory.appendingPathComponent("observed.sqlite")
+            try await RecordStore(url: observed).write { _ in }  // the store, before its lock file
+            try FileManager.default.removeItem(atPath: observed.path + "-observers")
+            let observer = RecordStore(url: observed)
+            let stream = await observer.changes(in: "c")
+            #expect(try permissions(of: URL(fileURLWithPath: observed.path + "-observers")) == 0o600)
+            _ = stream
+        }
+    }
+
     @Test func `a reopened store has the records that were committed`() async throws {
         try await withTemporaryDirectory { directory in
             let url = directory.appendingPathComponent("records.sqlite")

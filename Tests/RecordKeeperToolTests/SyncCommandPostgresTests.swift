@@ -1,5 +1,6 @@
 import Foundation
 import RecordKeeper
+import RecordKeeperPostgres
 import RecordKeeperTestSupport
 import Testing
 
@@ -190,6 +191,31 @@ struct SyncCommandPostgresTests {
                 _ = Self.ok(try b.runOnStore(["sync", "--server", conninfo]))
                 let reported = Self.ok(try a.runOnStore(["sync", "--server", conninfo]))
                 #expect(reported.output.contains("1 new conflict(s)"), "\(reported.output)")
+            }
+        }
+    }
+
+    @Test func `server notices reach stderr as the tool's own lines`() async throws {
+        try await TestPostgres.withPrivateSchema(prefix: "rk_tool") { conninfo, _ in
+            try await withTemporaryDirectory { directory in
+                let (a, _) = try Self.devices(directory)
+                _ = Self.ok(try a.runOnStore(["put", "notes", "one", "1"]))
+                _ = Self.ok(try a.runOnStore(["sync", "--server", conninfo, "--space", "home", "--collections", "notes"]))
+                // A trigger in the test's schema raises a notice for every record the server stores.
+                let admin = try await PostgresConnection(conninfo: conninfo)
+                try await admin.transaction { connection in
+                    try connection.execute(
+                        """
+                        CREATE FUNCTION rk_notice() RETURNS trigger LANGUAGE plpgsql AS $$
+                        BEGIN RAISE NOTICE 'hello from the trigger'; RETURN NEW; END $$
+                        """)
+                    try connection.execute(
+                        "CREATE TRIGGER rk_notice BEFORE INSERT OR UPDATE ON recordkeeper_sync_records FOR EACH ROW EXECUTE FUNCTION rk_notice()")
+                }
+                _ = Self.ok(try a.runOnStore(["put", "notes", "two", "2"]))
+                let synced = Self.ok(try a.runOnStore(["sync", "--server", conninfo]))
+                let lines = synced.stderr.split(separator: "\n").map(String.init)
+                #expect(lines == ["recordkeeper: server NOTICE: hello from the trigger"], "\(synced.stderr)")
             }
         }
     }

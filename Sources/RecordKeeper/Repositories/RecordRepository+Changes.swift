@@ -1,16 +1,21 @@
 import Foundation
 
-/// What one committed transaction changed in a repository's collection, as typed values.
+/// What one committed transaction changed in a repository's collection, as typed values, or,
+/// after the stream fell behind the change log, the whole collection (``isFullState``).
 public struct RepositoryChange<Item: Identifiable & Sendable>: Sendable where Item.ID: Sendable {
-    /// Items inserted or changed, sorted by record key.
+    /// Items inserted or changed, sorted by record key. In a full state: every item.
     public var upserted: [Item]
-    /// IDs of items removed, sorted by record key.
+    /// IDs of items removed, sorted by record key. Empty in a full state.
     public var removed: [Item.ID]
+    /// True when ``upserted`` is every item of the collection: replace your copy with it, since
+    /// items removed meanwhile are not named (see ``RecordChanges/isFullState``).
+    public var isFullState: Bool
 
     /// Creates a change value.
-    public init(upserted: [Item] = [], removed: [Item.ID] = []) {
+    public init(upserted: [Item] = [], removed: [Item.ID] = [], isFullState: Bool = false) {
         self.upserted = upserted
         self.removed = removed
+        self.isFullState = isFullState
     }
 }
 
@@ -31,11 +36,16 @@ extension RecordRepository {
     /// stream by throwing ``RepositoryError`` (naming the key): it is never skipped. Load again
     /// to see the state, and call `changes()` again to keep listening.
     ///
+    /// A stream that fell far behind (see ``RecordStore/changes(in:)``) yields one element with
+    /// ``RepositoryChange/isFullState`` set: every item, with the removed ones not named. A
+    /// consumer keeping a copy replaces it then.
+    ///
     /// The stream does not change the versions the repository bases its saves on: to save on
     /// top of a change someone else made, ``load()`` or ``item(_:)`` first.
     ///
     /// ```swift
     /// for try await change in await books.changes() {
+    ///     if change.isFullState { shelf = [:] }
     ///     for book in change.upserted { shelf[book.id] = book }
     ///     for id in change.removed { shelf[id] = nil }
     /// }
@@ -47,7 +57,7 @@ extension RecordRepository {
     /// Decodes one record-level change; the first failure throws.
     static func decode(_ change: RecordChanges, collection: String, decoder: PayloadCoder) throws -> RepositoryChange<Item> {
         let byKey: (String, String) -> Bool = { $0 < $1 }  // code-point order = UTF-8 byte order
-        var result = RepositoryChange<Item>()
+        var result = RepositoryChange<Item>(isFullState: change.isFullState)
         for key in change.upserts.keys.sorted(by: byKey) {
             guard let data = change.upserts[key] else { continue }
             result.upserted.append(try decode(data, key: key, collection: collection, decoder: decoder))

@@ -42,6 +42,8 @@ extension RecordStoreError: LocalizedError {
             return "Check that the directory exists or can be created, and that nothing else is in the way."
         case .readOnly:
             return "Make the store file and its directory writable."
+        case .cannotRead:
+            return "Give this user permission to read the store file, or open it as its owner; nothing was changed."
         case .storageFull:
             return "Free some disk space and try again; committed records are intact."
         case .busy:
@@ -65,9 +67,10 @@ extension RecordStoreError: LocalizedError {
         case .newerFormat: return "the store was written by a newer RecordKeeper" + (detail.map { " (\($0))" } ?? "")
         case .corruptStore: return "the database file is damaged"
         case .cannotOpen: return detail ?? "the file or its directory could not be opened"
+        case .cannotRead: return "cannot read the store file" + (detail.map { " (\($0))" } ?? "")
         case .readOnly: return detail ?? "the store is read-only"
         case .storageFull: return "the disk is full"
-        case .busy: return "another connection kept the store locked past the busy timeout"
+        case .busy: return detail ?? "another connection kept the store locked past the busy timeout"
         case .ioError: return "a disk I/O error occurred"
         case .tooBig: return "the key or payload is too large"
         case .malformedRecord: return detail ?? "a stored record is malformed"

@@ -235,6 +235,17 @@ extension StoreCore {
             case .store(let connection):
                 readState.connection = connection
                 readState.fileGeneration = generation
+            case .snapshot(let connection, let stamp):
+                // Not kept: another request opens the file again and sees what changed.
+                let result = try traced(operation, collection: collection, on: connection, refuseWaiting: refuseWaiting) {
+                    try body(.store(RecordEngine(connection: connection, path: path, operation: operation)))
+                }
+                guard stamp.isCurrent(path) else {
+                    throw RecordStoreError(
+                        code: .busy, operation: operation, collection: collection, path: path,
+                        detail: "the store changed while it was read without locks (its directory is not writable); read again")
+                }
+                return result
             case .notAStore(let glance):
                 return try traced(operation, collection: collection, on: glance, refuseWaiting: refuseWaiting) {
                     try body(.notAStore(glance))

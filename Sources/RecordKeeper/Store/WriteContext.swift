@@ -322,6 +322,12 @@ struct ValidatedChanges {
 
     init(_ collection: String, changes: RecordChanges, operation: StoreOperation) throws {
         self.collection = try RecordNames.collection(collection, operation: operation)
+        guard !changes.isFullState else {
+            // Applying it would keep records it says are gone: replacing is `replace`'s.
+            throw RecordStoreError(
+                code: .invalidArgument, operation: operation, collection: collection,
+                detail: "a full state from a change stream replaces the collection: pass its upserts to replace(_:values:)")
+        }
         (upserts, renamedKeys) = try Self.validate(changes.upserts, collection: collection, operation: operation)
         removals = try changes.removals.map {
             try RecordNames.key($0, collection: collection, operation: operation)

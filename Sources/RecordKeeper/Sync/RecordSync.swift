@@ -144,6 +144,10 @@ public actor RecordSync {
     /// Starts syncing `collections` with `space` (or adds collections to a store already
     /// syncing that space). Records present now are uploaded once, by the next push.
     ///
+    /// The space is stored in Unicode Normalization Form C, as collection names and keys are, so
+    /// "café" typed precomposed or decomposed is one space on the server; a store whose space an
+    /// older version stored in another form keeps using it, and `space` is compared in NFC.
+    ///
     /// In one local transaction it records the space and a device id (generated once), registers
     /// each collection with `policy` (a registered collection stays synced, even after
     /// ``RecordStore/removeCollection(_:)``; starting again with another policy changes it),

@@ -56,11 +56,20 @@ public actor PostgresConnection {
     /// host that drops packets) is reported as unreachable in seconds, not after the operating
     /// system's TCP timeout of minutes.
     ///
-    /// - Parameter conninfo: libpq's connection string, as keywords
-    ///   (`"host=127.0.0.1 port=5432 user=app dbname=records"`) or a URI
-    ///   (`"postgresql://app@127.0.0.1:5432/records"`).
+    /// Notices and warnings the server sends (see ``PostgresNotice``) go to `notices`; without
+    /// it they are dropped (libpq would print them to stderr itself; this library prints
+    /// nothing).
+    ///
+    /// - Parameters:
+    ///   - conninfo: libpq's connection string, as keywords
+    ///     (`"host=127.0.0.1 port=5432 user=app dbname=records"`) or a URI
+    ///     (`"postgresql://app@127.0.0.1:5432/records"`).
+    ///   - notices: Receives the server's notices, on the connection's queue, while a statement
+    ///     runs: keep it short.
     /// - Throws: ``PostgresError`` of kind ``PostgresError/Kind/connection`` with libpq's message.
-    public init(conninfo: String) async throws(PostgresError) {
+    public init(
+        conninfo: String, notices: (@Sendable (PostgresNotice) -> Void)? = nil
+    ) async throws(PostgresError) {
         executor = PostgresExecutor(label: "RecordKeeperPostgres.connection")
         owner = HandleOwner()
         // From here on the initializer runs on the connection's own queue: connecting blocks.
@@ -77,6 +86,8 @@ public actor PostgresConnection {
             PQfinish(connection)
             throw PostgresError(.connection, operation: "connect", message: message)
         }
+        owner.notices = NoticeReceiver(notices)
+        owner.notices?.install(on: connection)
         owner.handle = connection
     }
 
@@ -260,6 +271,8 @@ public actor PostgresConnection {
 /// the actor is gone, so nothing can use the pointer any more.
 private final class HandleOwner: @unchecked Sendable {
     var handle: OpaquePointer?
+    /// The receiver libpq calls with the connection's notices; lives as long as the handle.
+    var notices: NoticeReceiver?
 
     deinit {
         if let handle { PQfinish(handle) }

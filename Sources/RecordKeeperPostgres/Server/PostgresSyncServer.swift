@@ -11,7 +11,7 @@ public import RecordKeeper
 /// ```
 ///
 /// Connecting migrates the server schema forward (``PostgresSyncSchema``). A server runs each
-/// request on one of its connections (one by default; `connect(_:connections:)` opens more), so
+/// request on one of its connections (one by default; `connect(_:connections:notices:)` opens more), so
 /// it runs as many requests at once as it has connections: pushes of different spaces run in
 /// parallel in PostgreSQL, pushes of one space queue on the space's counter row.
 public final class PostgresSyncServer: RecordSyncServer {
@@ -46,17 +46,21 @@ public final class PostgresSyncServer: RecordSyncServer {
     ///   - conninfo: libpq's keyword form (`"host=… port=… dbname=…"`) or a URI.
     ///   - connections: how many connections to open, so that as many requests run at once
     ///     (at least 1).
+    ///   - notices: receives the notices and warnings the server sends (see
+    ///     ``PostgresNotice``); without it they are dropped.
     /// - Throws: ``RecordKeeper/SyncError``: ``RecordKeeper/SyncError/Code/unreachable`` when the
     ///   server cannot be reached, ``RecordKeeper/SyncError/Code/newerServerSchema``, or
     ///   ``RecordKeeper/SyncError/Code/serverFailure`` (the `PostgresError` in `underlying`).
-    public static func connect(_ conninfo: String, connections: Int = 1) async throws -> PostgresSyncServer {
+    public static func connect(
+        _ conninfo: String, connections: Int = 1, notices: (@Sendable (PostgresNotice) -> Void)? = nil
+    ) async throws -> PostgresSyncServer {
         guard connections >= 1 else {
             throw SyncError(.invalidRequest, "a server needs at least 1 connection, not \(connections)")
         }
         var opened: [PostgresConnection] = []
         for _ in 0..<connections {
             do {
-                opened.append(try await PostgresConnection(conninfo: conninfo))
+                opened.append(try await PostgresConnection(conninfo: conninfo, notices: notices))
             } catch {
                 throw Self.syncError(error, "connect to the sync server")
             }
@@ -66,7 +70,7 @@ public final class PostgresSyncServer: RecordSyncServer {
 
     /// Uses an open connection, migrating the sync schema to the current version first.
     ///
-    /// - Throws: as ``connect(_:connections:)``.
+    /// - Throws: as ``connect(_:connections:notices:)``.
     public convenience init(connection: PostgresConnection) async throws {
         try await self.init(connections: [connection], hooks: Hooks())
     }

@@ -65,7 +65,10 @@ enum SyncCommand {
 
         let server: PostgresSyncServer
         do {
-            server = try await PostgresSyncServer.connect(request.conninfo)
+            server = try await PostgresSyncServer.connect(request.conninfo, notices: { notice in
+                // The tool's own stderr line, never libpq's unprefixed one.
+                StandardError.writeLine("recordkeeper: server \(notice)")
+            })
         } catch let error as SyncError {
             throw ToolError(error, pending: status?.pendingOperations, touched: false)
         }

@@ -34,6 +34,13 @@ enum SmallFilesystem {
         return runCommand(mount, ["-o", "remount,size=\(megabytes)m", directory.path]) == 0
     }
 
+    /// Remounts the filesystem read-only (`readOnly`) or read-write again: read-only media.
+    @discardableResult
+    static func remount(_ directory: URL, readOnly: Bool) -> Bool {
+        guard let mount else { return false }
+        return runCommand(mount, ["-o", readOnly ? "remount,ro" : "remount,rw", directory.path]) == 0
+    }
+
     static func detach(_ directory: URL) {
         guard let umount else { return }
         if runCommand(umount, [directory.path]) != 0 {

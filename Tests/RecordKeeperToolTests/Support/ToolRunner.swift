@@ -18,6 +18,9 @@ struct ToolResult {
 struct ToolRunner {
     let directory: URL
     var environment: [String: String] = [:]
+    /// Runs the tool as this user and group (through `setpriv`, which `OtherUser` finds), to
+    /// test a store as a person other than its owner sees it.
+    var user: OtherUser?
 
     /// The built `recordkeeper` (`RECORDKEEPER_TOOL` overrides it).
     static let executable = BuildProducts.executable(named: "recordkeeper", override: "RECORDKEEPER_TOOL")
@@ -39,7 +42,15 @@ struct ToolRunner {
                                       sourceLocation: sourceLocation)
         var environment: [String: String?] = ["RECORDKEEPER_STORE": nil]
         for (name, value) in self.environment { environment[name] = value }
-        let result = try ChildProcess.run(executable, arguments, in: directory, environment: environment, input: input)
+        let result =
+            if let user {
+                try ChildProcess.run(
+                    URL(fileURLWithPath: user.setpriv),
+                    ["--reuid=\(user.uid)", "--regid=\(user.gid)", "--clear-groups", executable.path] + arguments,
+                    in: directory, environment: environment, input: input)
+            } else {
+                try ChildProcess.run(executable, arguments, in: directory, environment: environment, input: input)
+            }
         return ToolResult(status: result.status, stdout: result.stdout, stderr: result.stderr)
     }
 
@@ -62,4 +73,22 @@ struct ToolRunner {
 /// Runs `body` with a runner in a fresh temporary directory.
 func withTool<T>(_ body: (ToolRunner) throws -> T) throws -> T {
     try withTemporaryDirectory { try body(ToolRunner(directory: $0)) }
+}
+
+/// A user other than the tests' (root's), to run the tool as: `nobody` through `setpriv`.
+struct OtherUser {
+    let setpriv: String
+    let uid: UInt32
+    let gid: UInt32
+
+    /// `nobody`, when the tests run as root and `setpriv` is installed; nil otherwise.
+    static let nobody: OtherUser? = {
+        guard getuid() == 0,
+            let setpriv = ["/usr/bin/setpriv", "/bin/setpriv"].first(where: { FileManager.default.isExecutableFile(atPath: $0) }),
+            let entry = getpwnam("nobody")
+        else { return nil }
+        return OtherUser(setpriv: setpriv, uid: entry.pointee.pw_uid, gid: entry.pointee.pw_gid)
+    }()
+
+    static let unavailableReason: Comment = "needs root and setpriv to run the tool as another user (nobody)"
 }

@@ -134,9 +134,11 @@ import Testing
                 try await store.put("c", key: "k2", data: Data("2"))
             }
             FaultTally.shared.add("unwritable directory")
-            // The file is writable but SQLite cannot create its log (-wal) beside it.
-            #expect(reopenError?.code == .cannotOpen, "\(String(describing: reopenError))")
+            // The file is writable but its directory is not: the log (-wal) cannot be made.
+            #expect(reopenError?.code == .readOnly, "\(String(describing: reopenError))")
             #expect(reopenError?.path == url.path)
+            #expect(reopenError?.errorDescription?.contains("the directory \(locked.path) is not writable") == true,
+                    "\(reopenError?.errorDescription ?? "")")
             WriteProtection.unprotect(locked)
             try await store.put("c", key: "k2", data: Data("2"))
             #expect(try await store.read("c") == ["k": Data("1"), "k2": Data("2")])

@@ -21,8 +21,11 @@ import Testing
             let url = directory.appendingPathComponent("records.sqlite")
             let one = RecordStore(url: url, options: .init(durability: .normal))
             let other = RecordStore(url: url, options: .init(durability: .normal))  // another connection
+            try await one.put("c", key: "k0", data: Data("created"))
+            // Writers log only while a stream observes (one taken once the store exists holds
+            // the observers' lock from the start).
             let observer = RecordStore(url: url)
-            let stream = await observer.changes(in: "c")  // writers log only while one observes
+            let stream = await observer.changes(in: "c")
             let keys = (0..<8_000).map { "k\($0)" }
             let retained = ChangeLog.retainedEntries, interval = ChangeLog.trimInterval
 

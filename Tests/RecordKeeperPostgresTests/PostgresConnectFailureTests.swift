@@ -4,35 +4,69 @@ import RecordKeeper
 import RecordKeeperTestSupport
 import Testing
 
-/// Connections that cannot be made fail clearly with libpq's words, and the sync server calls
-/// that unreachable. None of this needs a server, so it runs in every run.
-@Suite struct PostgresConnectFailureTests {
-    @Test func `a connection that cannot be made says so with libpq's message`() async throws {
-        let error = await #expect(throws: PostgresError.self) {
-            try await PostgresConnection(conninfo: "host=127.0.0.1 port=\(ClosedPort.shared().port) connect_timeout=5")
-        }
-        #expect(error?.kind == .connection)
-        #expect(error?.isConnectionFailure == true)
-        #expect(error?.message.isEmpty == false)
-        let malformed = await #expect(throws: PostgresError.self) {
-            try await PostgresConnection(conninfo: "this is not = a conninfo ==")
-        }
-        #expect(malformed?.kind == .connection)
+/// A connection the settings or the credentials make impossible is a configuration or an
+/// authentication error, never "unreachable, try later": an app would retry it for ever.
+@Suite(.enabled(if: TestPostgres.enabled, TestPostgres.disabledReason))
+struct PostgresConnectFailureTests {
+    /// The test server's conninfo with `extra` settings after it (later keywords win).
+    private func conninfo(_ extra: String) throws -> String {
+        try TestPostgres.requireConninfo() + " " + extra
     }
 
-    @Test func `a connection string libpq cannot read fails with libpq's own words`() async throws {
-        let error = await #expect(throws: PostgresError.self) {
-            _ = try await PostgresConnection(conninfo: "hots=127.0.0.1")
-        }
-        #expect(error?.kind == .connection)
-        #expect(error?.message.contains("hots") == true)
+    private func connectError(_ conninfo: String) async -> SyncError? {
+        await #expect(throws: SyncError.self) { _ = try await PostgresSyncServer.connect(conninfo) }
     }
 
-    @Test func `an unreachable server is reported as unreachable`() async throws {
-        let error = await #expect(throws: SyncError.self) {
-            try await PostgresSyncServer.connect("host=127.0.0.1 port=\(ClosedPort.shared().port) connect_timeout=5 dbname=postgres")
+    @Test func `a misspelled keyword or a value libpq refuses is a configuration error`() async throws {
+        for bad in [try conninfo("dbnmae=postgres"), try conninfo("sslmode=requir"), try conninfo("port=abc")] {
+            let error = await connectError(bad)
+            #expect(error?.code == .configuration, "\(bad): \(String(describing: error))")
         }
-        #expect(error?.code == .unreachable)
-        #expect((error?.underlying as? PostgresError)?.kind == .connection)
+    }
+
+    @Test func `a database that does not exist is a configuration error`() async throws {
+        let error = await connectError(try conninfo("dbname=recordkeeper_no_such_database"))
+        #expect(error?.code == .configuration)
+        #expect(error?.message.contains("recordkeeper_no_such_database") == true)
+        #expect((error?.underlying as? PostgresError)?.sqlState == "3D000")
+        #expect(error?.message.contains("LOCATION") == false, "the verbose parts stay out of the message")
+    }
+
+    @Test func `TLS required by the settings but not offered by the server is a configuration error`() async throws {
+        let error = await connectError(try conninfo("sslmode=require"))
+        #expect(error?.code == .configuration, "\(String(describing: error))")
+    }
+
+    @Test func `a role that does not exist or a wrong password is an authentication error`() async throws {
+        let unknown = await connectError(try conninfo("user=recordkeeper_no_such_role"))
+        #expect(unknown?.code == .authentication, "\(String(describing: unknown))")
+        #expect((unknown?.underlying as? PostgresError)?.sqlState == "28000")
+
+        // scripts/with-postgres.sh makes this role give its password (scram-sha-256).
+        let admin = try await TestPostgres.connection()
+        _ = try await admin.transaction { connection in
+            try connection.execute(
+                """
+                DO $$ BEGIN
+                    CREATE ROLE recordkeeper_password LOGIN PASSWORD 'the right one';
+                EXCEPTION WHEN duplicate_object THEN NULL;
+                END $$
+                """)
+        }
+        let wrong = await connectError(try conninfo("user=recordkeeper_password password=wrong"))
+        #expect(wrong?.code == .authentication, "\(String(describing: wrong))")
+        #expect((wrong?.underlying as? PostgresError)?.sqlState == "28P01")
+        let missing = await connectError(try conninfo("user=recordkeeper_password password=''"))
+        #expect(missing?.code == .authentication, "\(String(describing: missing))")
+    }
+
+    @Test func `keepalives are on by default and a connection string's own settings win`() async throws {
+        let connection = try await TestPostgres.connection()
+        let settings = await connection.settings()
+        for (keyword, value) in PostgresConnection.defaultConnectionSettings {
+            #expect(settings[keyword] == value, "\(keyword)")
+        }
+        let own = try await PostgresConnection(conninfo: try conninfo("keepalives_idle=60"))
+        #expect(await own.settings()["keepalives_idle"] == "60")
     }
 }

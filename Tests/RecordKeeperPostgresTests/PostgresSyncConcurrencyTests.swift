@@ -13,14 +13,7 @@ struct PostgresSyncConcurrencyTests {
     /// Returns once the backend `pid` waits for a lock. (Read the pid before the push starts:
     /// while a push blocks, its connection answers nothing else.)
     private func waitUntilBlocked(pid: Int32, monitor: PostgresConnection) async throws {
-        try await waitUntil("backend \(pid) waits for a lock") {
-            try await monitor.transaction(operation: "watch locks") { connection in
-                try connection.execute(
-                    "SELECT count(*) FROM pg_locks WHERE pid = $1 AND NOT granted",
-                    [.int64(Int64(pid))]
-                ).int64(0, 0)
-            } > 0
-        }
+        try await TestPostgres.waitUntil(backend: pid, waitsForLock: true, monitor: monitor)
     }
 
     @Test func `pushes committing out of order never make a pull skip a change`() async throws {
@@ -93,8 +86,8 @@ struct PostgresSyncConcurrencyTests {
 
         let a = try await pushFirst.value
         let b = try await pushSecond.value
-        #expect(a == [SyncOutcome(operationID: op.id, result: .applied(SyncServerVersion(1)))])
-        #expect(b == [SyncOutcome(operationID: op.id, result: .applied(SyncServerVersion(1)), isRedelivery: true)])
+        #expect(a == [SyncOutcome(op, result: .applied(SyncServerVersion(1)))])
+        #expect(b == [SyncOutcome(op, result: .applied(SyncServerVersion(1)), isRedelivery: true)])
         #expect(try await second.pullAll(space: space).cursor == SyncCursor(counter: 1))
     }
 

@@ -58,17 +58,38 @@ import Testing
     }
 
     @Test(arguments: ["hots=db.internal", "postgresql://[::1", "host='unterminated"])
-    func `a connection string libpq cannot read is bad input, not an unreachable server`(conninfo: String) throws {
+    func `a connection string libpq cannot read is a configuration error, not an unreachable server`(
+        conninfo: String
+    ) throws {
         try withTemporaryDirectory { directory in
             let tool = Self.runner(directory)
             let result = try tool.runOnStore(["sync", "--server", conninfo, "--space", "s", "--collections", "notes"])
-            #expect(result.status == 65, "\(result.stderr)")
+            #expect(result.status == 78, "\(result.stderr)")
             #expect(result.stderr.contains("--server is not a connection string libpq can read"), "\(result.stderr)")
             #expect(try Self.fingerprint(tool).isEmpty)
             let fromEnvironment = try ToolRunner(directory: directory, environment: ["RECORDKEEPER_SYNC_SERVER": conninfo])
                 .runOnStore(["sync"])
-            #expect(fromEnvironment.status == 65)
+            #expect(fromEnvironment.status == 78)
             #expect(fromEnvironment.stderr.contains("RECORDKEEPER_SYNC_SERVER is not a connection string"))
+        }
+    }
+
+    @Test func `recover on a store that never synced, or a bad timeout, is refused before any server`() throws {
+        try withTemporaryDirectory { directory in
+            let tool = Self.runner(directory)
+            #expect(try tool.runOnStore(["put", "notes", "a", "1"]).status == 0)
+            let before = try Self.fingerprint(tool)
+            let recover = try tool.runOnStore([
+                "sync", "--server", try TestPostgres.unreachable(), "--space", "s", "--collections", "notes", "--recover",
+            ])
+            #expect(recover.status == 65, "\(recover.stderr)")
+            #expect(recover.stderr.contains("does not sync yet: --recover has nothing to recover"), "\(recover.stderr)")
+            for bad in ["0", "-3", "soon"] {
+                let timeout = try tool.runOnStore(["sync", "--server", try TestPostgres.unreachable(), "--timeout", bad])
+                #expect(timeout.status == 64, "\(timeout.stderr)")
+                #expect(timeout.stderr.contains("--timeout needs a number of seconds"))
+            }
+            #expect(try Self.fingerprint(tool) == before)
         }
     }
 

@@ -59,8 +59,8 @@ extension RecordStoreError: LocalizedError {
 
     private var reason: String {
         switch code {
-        case .invalidCollectionName: return "a collection name must not be empty"
-        case .invalidKey: return "a record key must not be empty"
+        case .invalidCollectionName: return detail ?? "a collection name must not be empty"
+        case .invalidKey: return detail ?? "a record key must not be empty"
         case .invalidArgument: return detail ?? "an argument is out of range"
         case .notADatabase: return "the file is not an SQLite database"
         case .foreignDatabase: return "the file is an SQLite database of another application"

@@ -21,6 +21,12 @@ enum ExitCode: Int32, Sendable {
     case ioError = 74
     /// The store stayed locked by another process past the busy timeout; try again.
     case conflict = 75
+    /// The sync server refused the credentials (a role that does not exist, a wrong or
+    /// missing password, no permission to connect); trying again does not help.
+    case noPermission = 77
+    /// The sync server settings are wrong (a conninfo libpq cannot read or refuses, a database
+    /// that does not exist, TLS required but not offered); trying again does not help.
+    case configuration = 78
 }
 
 /// A failure the tool reports as one line on stderr and an exit code.

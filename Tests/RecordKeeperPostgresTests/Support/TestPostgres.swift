@@ -7,12 +7,35 @@ import Testing
 /// What the PostgreSQL tests add to ``TestPostgres`` (its detection, connection and private
 /// schemas are shared by every test target).
 extension TestPostgres {
-    static func server(connections: Int = 1, hooks: PostgresSyncServer.Hooks = .init()) async throws
-        -> PostgresSyncServer
-    {
+    static func server(
+        connections: Int = 1, hooks: PostgresSyncServer.Hooks = .init(),
+        timeout: Duration = PostgresSyncServer.defaultTimeout
+    ) async throws -> PostgresSyncServer {
         var opened: [PostgresConnection] = []
         for _ in 0..<connections { opened.append(try await connection()) }
-        return try await PostgresSyncServer(connections: opened, hooks: hooks)
+        return try await PostgresSyncServer(connections: opened, hooks: hooks, timeout: timeout)
+    }
+
+    /// Returns once the backend `pid` waits for a lock (`waiting`), or once it waits for none
+    /// (`!waiting`), as `monitor` sees it in `pg_locks`; fails after `waitUntil`'s limit.
+    static func waitUntil(backend pid: Int32, waitsForLock waiting: Bool, monitor: PostgresConnection) async throws {
+        try await RecordKeeperTestSupport.waitUntil("backend \(pid) \(waiting ? "waits" : "waits for no lock")") {
+            (try await monitor.transaction(operation: "watch locks") { connection in
+                try connection.execute(
+                    "SELECT count(*) FROM pg_locks WHERE pid = $1 AND NOT granted", [.int64(Int64(pid))]
+                ).int64(0, 0)
+            } > 0) == waiting
+        }
+    }
+
+    /// Runs `body` with connections whose search_path is a fresh schema, and its name (see
+    /// ``TestPostgres/withPrivateSchema(prefix:_:)``), dropped afterwards.
+    static func withPrivateConnections(
+        _ body: (_ connect: () async throws -> PostgresConnection, _ name: String) async throws -> Void
+    ) async throws {
+        try await withPrivateSchema { conninfo, name in
+            try await body({ try await PostgresConnection(conninfo: conninfo) }, name)
+        }
     }
 
     /// A space no other test uses, so tests run in parallel on one database.
@@ -58,6 +81,15 @@ func delete(_ collection: String, _ key: String, base: Int64?) -> SyncChange {
 
 func operation(_ device: String, _ sequence: Int64, _ changes: SyncChange...) -> SyncOperation {
     SyncOperation(device: device, sequence: sequence, changes: changes)
+}
+
+/// An operation with a checked chain: it follows `previous` (nil: the device's first).
+func operation(_ device: String, _ sequence: Int64, after previous: SyncOperation?, _ changes: SyncChange...)
+    -> SyncOperation
+{
+    SyncOperation(
+        device: device, sequence: sequence, predecessor: previous.map { .operation($0.id) } ?? .firstOfDevice,
+        changes: changes)
 }
 
 extension SyncValue {

@@ -7,29 +7,12 @@ import Testing
 /// not exist throws and writes nothing; starting again with another policy changes it; a
 /// registration outlives `removeCollection`; a second conflict of a record replaces the first.
 @Suite struct SyncRegistrationTests {
-    /// Two devices of space "alice" syncing `notes`, with `today` in conflict on device 1
-    /// (local "from b", server "from a"), its other records in sync.
-    private func withConflict(
-        _ kind: StoreKind,
-        _ body: (_ stores: [RecordStore], _ a: RecordSync, _ b: RecordSync) async throws -> Void
-    ) async throws {
-        try await withSyncingDevices(kind, collections: ["notes"]) { stores, a, b in
-            try await stores[0].put("notes", key: "today", data: Data("first"))
-            try await stores[0].put("notes", key: "calm", data: Data("untouched"))
-            _ = try await a.sync()
-            _ = try await b.sync()
-            try await stores[0].put("notes", key: "today", data: Data("from a"))
-            try await stores[1].put("notes", key: "today", data: Data("from b"))
-            _ = try await a.sync()
-            #expect(try await b.sync().newConflicts.count == 1)
-            try await body(stores, a, b)
-        }
-    }
-
     @Test(arguments: StoreKind.allCases)
     func `resolving a conflict that does not exist throws invalidArgument and writes nothing`(kind: StoreKind) async throws {
-        try await withConflict(kind) { stores, _, _ in
+        try await withConflictOnToday(kind) { stores, _, b in
             let store = stores[1]
+            try await store.put("notes", key: "calm", data: Data("untouched"))
+            _ = try await b.sync()
             try await store.resolveSyncConflict("notes", key: "today", keeping: .server)
             let records = try await strings(store, "notes")
             let status = try await store.syncStatus()
@@ -127,7 +110,7 @@ import Testing
 
     @Test(arguments: StoreKind.allCases)
     func `a second conflict of a record replaces the first, with the device's newer value`(kind: StoreKind) async throws {
-        try await withConflict(kind) { stores, a, b in
+        try await withConflictOnToday(kind) { stores, a, b in
             let first = try #require(try await stores[1].syncConflicts().first)
             #expect(first.local == Data("from b") && first.server == Data("from a"))
             // Unresolved, both edit the record again, a first.

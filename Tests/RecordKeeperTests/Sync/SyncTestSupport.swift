@@ -29,6 +29,23 @@ func withSyncingDevices(
     }
 }
 
+/// Runs `body` with two devices syncing `notes` (``withSyncingDevices(_:collections:_:)``) and
+/// one conflict on `today` on device 1: its local value "from b", the server's "from a".
+func withConflictOnToday(
+    _ kind: StoreKind, _ body: (_ stores: [RecordStore], _ a: RecordSync, _ b: RecordSync) async throws -> Void
+) async throws {
+    try await withSyncingDevices(kind, collections: ["notes"]) { stores, a, b in
+        try await stores[0].put("notes", key: "today", data: Data("first"))
+        _ = try await a.sync()
+        _ = try await b.sync()
+        try await stores[0].put("notes", key: "today", data: Data("from a"))
+        try await stores[1].put("notes", key: "today", data: Data("from b"))
+        _ = try await a.sync()
+        #expect(try await b.sync().newConflicts.count == 1)
+        try await body(stores, a, b)
+    }
+}
+
 /// A server that counts requests and can be told to fail: before a push (`unreachable`, the
 /// push never arrived), or after applying it (`loseAnswers`, the answer never came back).
 actor ScriptedServer: RecordSyncServer {
@@ -106,7 +123,7 @@ func fixtureCopy(_ name: String, into directory: URL) throws -> URL {
 }
 
 /// A server whose pulls answer with the cursor `.start`, as a lagging replica or a restored
-/// server might: a cursor must never move backwards.
+/// server might: a client must refuse such a page, and its cursor never moves backwards.
 struct StaleCursorServer: RecordSyncServer {
     let inner: any RecordSyncServer
 

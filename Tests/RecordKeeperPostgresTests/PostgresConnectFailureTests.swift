@@ -1,6 +1,7 @@
 import Foundation
 import RecordKeeper
 @testable import RecordKeeperPostgres
+import RecordKeeperTestSupport
 import Testing
 
 /// A connection the settings or the credentials make impossible is a configuration or an
@@ -57,13 +58,6 @@ struct PostgresConnectFailureTests {
         #expect((wrong?.underlying as? PostgresError)?.sqlState == "28P01")
         let missing = await connectError(try conninfo("user=recordkeeper_password password=''"))
         #expect(missing?.code == .authentication, "\(String(describing: missing))")
-    }
-
-    @Test func `a server that does not answer is still unreachable`() async throws {
-        let closedPort = await connectError("host=127.0.0.1 port=1 connect_timeout=5")
-        #expect(closedPort?.code == .unreachable)
-        let unknownHost = await connectError("host=recordkeeper-no-such-host.invalid connect_timeout=5")
-        #expect(unknownHost?.code == .unreachable, "\(String(describing: unknownHost))")
     }
 
     @Test func `keepalives are on by default and a connection string's own settings win`() async throws {

@@ -1,6 +1,7 @@
 import Foundation
 import RecordKeeper
 @testable import RecordKeeperPostgres
+import RecordKeeperTestSupport
 import Testing
 
 /// A push looks its records up by the primary key whatever the statistics say: a new space
@@ -12,7 +13,7 @@ struct PostgresPushPlanTests {
     @Test func `a push into a new space looks its records up by primary key on a server holding other spaces`()
         async throws
     {
-        try await TestPostgres.withPrivateSchema { connect, _ in
+        try await TestPostgres.withPrivateConnections { connect, _ in
             let connection = try await connect()
             let server = try await PostgresSyncServer(connection: connection)
             try await connection.execute(

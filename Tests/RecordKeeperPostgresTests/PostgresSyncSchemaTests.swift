@@ -1,6 +1,7 @@
 import Foundation
 import RecordKeeper
 import RecordKeeperPostgres
+import RecordKeeperTestSupport
 import Testing
 
 /// The server schema: created by the library in numbered steps, recorded in
@@ -8,10 +9,11 @@ import Testing
 /// when it is newer than the library. Each test works in a private PostgreSQL schema.
 @Suite(.enabled(if: TestPostgres.enabled, TestPostgres.disabledReason))
 struct PostgresSyncSchemaTests {
+    /// Runs `body` with connections whose search_path is a fresh schema, dropped afterwards.
     private func withPrivateSchema(
         _ body: (_ connect: () async throws -> PostgresConnection, _ name: String) async throws -> Void
     ) async throws {
-        try await TestPostgres.withPrivateSchema(body)
+        try await TestPostgres.withPrivateConnections(body)
     }
 
     private func tableCount(_ connection: PostgresConnection, schema: String) async throws -> Int64 {

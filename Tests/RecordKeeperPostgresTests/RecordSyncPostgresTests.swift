@@ -11,7 +11,7 @@ import Testing
 struct RecordSyncPostgresTests {
     /// Runs `body` with a server whose connections use a fresh schema, dropped afterwards.
     private func withPrivateServer(_ body: (PostgresSyncServer) async throws -> Void) async throws {
-        try await TestPostgres.withPrivateSchema { connect, _ in
+        try await TestPostgres.withPrivateConnections { connect, _ in
             try await body(try await PostgresSyncServer(connection: try await connect()))
         }
     }

@@ -243,19 +243,21 @@ import Testing
         }
         try await FixtureWriters.writeStore(format: 3, to: url) { scratch in
             let store = RecordStore(url: scratch)
-            // Writers log only while a stream observes the store.
-            var stream: AsyncStream<RecordChanges>? = await store.changes(in: "progress")
-            try await store.put("progress", key: "positions/moby-dick", data: Data(#"{"chapter":12,"offset":3400}"#.utf8))
-            try await store.put("progress", key: "positions/don-quijote", data: Data(#"{"chapter":1,"offset":0}"#.utf8))
-            try await store.put("progress", key: "vocabulary/ballena", data: Data(#"{"meaning":"whale","seen":3}"#.utf8))
-            try await store.put("progress", key: "vocabulary/café", data: Data(#"{"meaning":"coffee","seen":1}"#.utf8))
-            try await store.put("progress", key: "positions/moby-dick", data: Data(#"{"chapter":13,"offset":120}"#.utf8))
-            try await store.replace("settings", values: [:])
-            try await store.put("notes", key: "empty", data: Data())
-            try await store.put("notes", key: "binary", data: Data([0x00, 0xFF, 0x10, 0x80]))
-            try await store.apply("progress", changes: RecordChanges(upserts: [:], removals: ["vocabulary/ballena"]))
-            #expect(stream != nil)
-            stream = nil
+            do {
+                // Writers log only while a stream observes the store: keep one until the writes
+                // are done (the change log compared below shows they logged).
+                let stream = await store.changes(in: "progress")
+                try await store.put("progress", key: "positions/moby-dick", data: Data(#"{"chapter":12,"offset":3400}"#.utf8))
+                try await store.put("progress", key: "positions/don-quijote", data: Data(#"{"chapter":1,"offset":0}"#.utf8))
+                try await store.put("progress", key: "vocabulary/ballena", data: Data(#"{"meaning":"whale","seen":3}"#.utf8))
+                try await store.put("progress", key: "vocabulary/café", data: Data(#"{"meaning":"coffee","seen":1}"#.utf8))
+                try await store.put("progress", key: "positions/moby-dick", data: Data(#"{"chapter":13,"offset":120}"#.utf8))
+                try await store.replace("settings", values: [:])
+                try await store.put("notes", key: "empty", data: Data())
+                try await store.put("notes", key: "binary", data: Data([0x00, 0xFF, 0x10, 0x80]))
+                try await store.apply("progress", changes: RecordChanges(upserts: [:], removals: ["vocabulary/ballena"]))
+                withExtendedLifetime(stream) {}
+            }
             store.core.watcher.waitUntilIdleForTesting()  // its connection closed
             await store.close()  // the last connection: the WAL is checkpointed into the file
             try FileManager.default.removeItem(atPath: scratch.path + "-observers")

@@ -8,7 +8,7 @@ import Testing
 /// private PostgreSQL schema named through the conninfo's `options=-csearch_path=…`: two stores
 /// synced only through the tool converge, a concurrent edit is listed by `conflicts` and
 /// cleared by `resolve`, and the resolution reaches the other store.
-@Suite(.enabled(if: ToolPostgres.enabled, ToolPostgres.disabledReason), .timeLimit(.minutes(5)))
+@Suite(.enabled(if: TestPostgres.enabled, TestPostgres.disabledReason), .timeLimit(.minutes(5)))
 struct SyncCommandPostgresTests {
     /// Two runners on two stores in one directory.
     private static func devices(_ directory: URL) throws -> (ToolRunner, ToolRunner) {
@@ -35,7 +35,7 @@ struct SyncCommandPostgresTests {
     }
 
     @Test func `two stores synced through the tool converge`() async throws {
-        try await ToolPostgres.withPrivateSchema { conninfo in
+        try await TestPostgres.withPrivateSchema(prefix: "rk_tool") { conninfo, _ in
             try withTemporaryDirectory { directory in
                 let (a, b) = try Self.devices(directory)
                 _ = Self.ok(try a.runOnStore(["put", "notes", "one", "1"]))
@@ -72,7 +72,7 @@ struct SyncCommandPostgresTests {
     }
 
     @Test func `conflicts lists a concurrent edit and resolve clears it everywhere`() async throws {
-        try await ToolPostgres.withPrivateSchema { conninfo in
+        try await TestPostgres.withPrivateSchema(prefix: "rk_tool") { conninfo, _ in
             try withTemporaryDirectory { directory in
                 let (a, b) = try Self.devices(directory)
                 _ = Self.ok(try a.runOnStore(["put", "notes", "today", #""draft""#]))
@@ -139,7 +139,7 @@ struct SyncCommandPostgresTests {
     }
 
     @Test func `a deletion meeting an edit is listed as deleted, and keeping it deletes the record everywhere`() async throws {
-        try await ToolPostgres.withPrivateSchema { conninfo in
+        try await TestPostgres.withPrivateSchema(prefix: "rk_tool") { conninfo, _ in
             try withTemporaryDirectory { directory in
                 let (a, b) = try Self.devices(directory)
                 _ = Self.ok(try a.runOnStore(["put", "notes", "today", "1"]))
@@ -167,7 +167,7 @@ struct SyncCommandPostgresTests {
     }
 
     @Test func `last writer wins collections report no conflict`() async throws {
-        try await ToolPostgres.withPrivateSchema { conninfo in
+        try await TestPostgres.withPrivateSchema(prefix: "rk_tool") { conninfo, _ in
             try withTemporaryDirectory { directory in
                 let (a, b) = try Self.devices(directory)
                 for tool in [a, b] {
@@ -198,7 +198,7 @@ struct SyncCommandPostgresTests {
     @Test func `a store restored from a backup as docs/BACKUP.md says recovers with sync --recover and loses nothing`()
         async throws
     {
-        try await ToolPostgres.withPrivateSchema { conninfo in
+        try await TestPostgres.withPrivateSchema(prefix: "rk_tool") { conninfo, _ in
             try withTemporaryDirectory { directory in
                 let (a, b) = try Self.devices(directory)
                 _ = Self.ok(try a.runOnStore(["put", "notes", "today", #""1""#]))
@@ -240,7 +240,7 @@ struct SyncCommandPostgresTests {
     }
 
     @Test func `a copy made with backup syncs as a new device and says so`() async throws {
-        try await ToolPostgres.withPrivateSchema { conninfo in
+        try await TestPostgres.withPrivateSchema(prefix: "rk_tool") { conninfo, _ in
             try withTemporaryDirectory { directory in
                 let (a, b) = try Self.devices(directory)
                 _ = Self.ok(try a.runOnStore(["put", "notes", "shared", "1"]))
@@ -261,7 +261,7 @@ struct SyncCommandPostgresTests {
     }
 
     @Test func `settings and credentials the server refuses exit 78 and 77, never 69`() async throws {
-        try await ToolPostgres.withPrivateSchema { conninfo in
+        try await TestPostgres.withPrivateSchema(prefix: "rk_tool") { conninfo, _ in
             try withTemporaryDirectory { directory in
                 let (a, _) = try Self.devices(directory)
                 _ = Self.ok(try a.runOnStore(["put", "notes", "one", "1"]))
@@ -288,7 +288,7 @@ struct SyncCommandPostgresTests {
     }
 
     @Test func `server notices reach stderr as the tool's own lines`() async throws {
-        try await ToolPostgres.withPrivateSchema { conninfo in
+        try await TestPostgres.withPrivateSchema(prefix: "rk_tool") { conninfo, _ in
             try await withTemporaryDirectory { directory in
                 let (a, _) = try Self.devices(directory)
                 _ = Self.ok(try a.runOnStore(["put", "notes", "one", "1"]))

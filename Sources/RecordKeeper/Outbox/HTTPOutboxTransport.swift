@@ -20,6 +20,10 @@ public import Foundation
 /// The receiver must dedupe by `Idempotency-Key`: an operation whose outcome was unknown (a
 /// timeout, a lost connection, a process that died) is sent again with the same key.
 ///
+/// Cancelling the delivering task cancels the request and throws `CancellationError`, so an
+/// ``OutboxProcessor`` that is cancelled records the attempt and leaves the operation due
+/// again at once.
+///
 /// **Timeouts.** The session's own timeout is the one that applies: its configuration's
 /// `timeoutIntervalForRequest` (60 s for `URLSession.shared` and for a new configuration).
 /// On Linux (FoundationNetworking) the request's `timeoutInterval` is ignored: measured, a
@@ -76,6 +80,9 @@ public struct HTTPOutboxTransport: OutboxTransport {
     }
 
     /// Posts `operation`; see the type's table for what each response means.
+    ///
+    /// - Throws: ``OutboxDeliveryFailure`` (retryable or permanent, as the table says), an
+    ///   error of the `headers` closure, or `CancellationError` when the task was cancelled.
     public func deliver(_ operation: OutboxOperation) async throws {
         var request = URLRequest(url: endpoint, timeoutInterval: timeout)
         request.httpMethod = "POST"
@@ -89,6 +96,12 @@ public struct HTTPOutboxTransport: OutboxTransport {
         let response: URLResponse
         do {
             (data, response) = try await session.data(for: request)
+        } catch let error as URLError where error.code == .cancelled && Task.isCancelled {
+            // The delivering task was cancelled (URLSession reports that as URLError.cancelled
+            // on Apple platforms and on Linux alike): a cancellation, which the processor
+            // records as an attempt due again at once, not a failure to back off from.
+            // (A CancellationError from the session passes through unchanged.)
+            throw CancellationError()
         } catch let error as URLError {
             throw OutboxDeliveryFailure.retryable(
                 "\(endpoint.absoluteString): \(Self.describe(error, timeout: session.configuration.timeoutIntervalForRequest))")

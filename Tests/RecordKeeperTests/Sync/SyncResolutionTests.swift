@@ -7,29 +7,9 @@ import Testing
 /// `.server` the server's, and a later write the server applied settles the conflict, so the
 /// older local value never comes back.
 @Suite struct SyncResolutionTests {
-    /// Two devices with one conflict on "notes/today" on device 1: its local value "from b",
-    /// the server's "from a".
-    private func conflicted(
-        _ stores: [RecordStore]
-    ) async throws -> (a: RecordSync, b: RecordSync) {
-        let server = InMemorySyncServer()
-        let (a, b) = (RecordSync(store: stores[0], server: server), RecordSync(store: stores[1], server: server))
-        try await a.start(space: "alice", collections: ["notes"])
-        try await b.start(space: "alice", collections: ["notes"])
-        try await stores[0].put("notes", key: "today", data: Data("first"))
-        _ = try await a.sync()
-        _ = try await b.sync()
-        try await stores[0].put("notes", key: "today", data: Data("from a"))
-        try await stores[1].put("notes", key: "today", data: Data("from b"))
-        _ = try await a.sync()
-        #expect(try await b.sync().newConflicts.count == 1)
-        return (a, b)
-    }
-
     @Test(arguments: StoreKind.allCases)
     func `keeping local after typing again keeps the latest local value everywhere`(kind: StoreKind) async throws {
-        try await withDevices(kind, count: 2) { stores in
-            let (a, b) = try await conflicted(stores)
+        try await withConflictOnToday(kind) { stores, a, b in
             // The person types on after the conflict appeared, then keeps their side.
             try await stores[1].put("notes", key: "today", data: Data("from b, edited"))
             try await stores[1].resolveSyncConflict("notes", key: "today", keeping: .local)
@@ -47,8 +27,7 @@ import Testing
     func `keeping the server after typing again puts the server's value back and pushes nothing`(
         kind: StoreKind
     ) async throws {
-        try await withDevices(kind, count: 2) { stores in
-            let (a, b) = try await conflicted(stores)
+        try await withConflictOnToday(kind) { stores, a, b in
             try await stores[1].put("notes", key: "today", data: Data("from b, edited"))
             try await stores[1].resolveSyncConflict("notes", key: "today", keeping: .server)
             #expect(try await strings(stores[1], "notes") == ["today": "from a"])
@@ -63,8 +42,7 @@ import Testing
     func `a conflict the device's later write settled is gone and never brings the older value back`(
         kind: StoreKind
     ) async throws {
-        try await withDevices(kind, count: 2) { stores in
-            let (a, b) = try await conflicted(stores)
+        try await withConflictOnToday(kind) { stores, a, b in
             // Typing after the conflict appeared, synced before resolving: the server applies it.
             try await stores[1].put("notes", key: "today", data: Data("from b, later"))
             let report = try await b.sync()

@@ -105,8 +105,28 @@ import Testing
                 var iterator = stream.makeAsyncIterator()
                 return await iterator.next()
             }
+            // The handshake: the consumer is parked in the watcher, waiting for a change.
+            try await waitUntil("the consumer waits") { store.waitingConsumerCount("c") == 1 }
             consumer.cancel()
-            #expect(await consumer.value == nil)
+            #expect(try await withTimeLimit("the cancelled consumer's next()", timeout: .seconds(30)) { await consumer.value } == nil)
+            #expect(store.observerCount("c") == 0, "the cancelled stream still observes")
+            try await store.put("c", key: "a", data: Data("1"))
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func `a consumer cancelled before it waits gets the end of its stream`(kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ in
+            let stream = await store.changes(in: "c")
+            let cancelled = Gate()
+            let consumer = Task {
+                await cancelled.wait()
+                var iterator = stream.makeAsyncIterator()
+                return await iterator.next()
+            }
+            consumer.cancel()
+            await cancelled.open()
+            #expect(try await withTimeLimit("the cancelled consumer's next()", timeout: .seconds(30)) { await consumer.value } == nil)
             try await store.put("c", key: "a", data: Data("1"))
         }
     }

@@ -9,24 +9,10 @@ import Testing
     private func runRaw(_ arguments: String, in directory: URL) throws -> ToolResult {
         let executable = try #require(ToolRunner.executable, "recordkeeper executable not found")
         let bash = try #require(["/bin/bash", "/usr/bin/bash"].first { FileManager.default.isExecutableFile(atPath: $0) })
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: bash)
-        process.arguments = ["-c", "exec \"$TOOL\" \(arguments)"]
-        process.currentDirectoryURL = directory
-        var environment = ProcessInfo.processInfo.environment
-        environment["RECORDKEEPER_STORE"] = nil
-        environment["TOOL"] = executable.path
-        process.environment = environment
-        let output = Pipe()
-        let errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        let out = output.fileHandleForReading.readDataToEndOfFile()
-        let err = errors.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return ToolResult(status: process.terminationStatus, stdout: out, stderr: String(decoding: err, as: UTF8.self))
+        let run = try ChildProcess.run(
+            URL(fileURLWithPath: bash), ["-c", "exec \"$TOOL\" \(arguments)"], in: directory,
+            environment: ["RECORDKEEPER_STORE": nil, "TOOL": executable.path])
+        return ToolResult(status: run.status, stdout: run.stdout, stderr: run.stderr)
     }
 
     @Test(arguments: [

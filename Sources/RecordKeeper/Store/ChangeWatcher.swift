@@ -197,6 +197,11 @@ final class ChangeWatcher: @unchecked Sendable {
         }
     }
 
+    /// How many streams of `collection` have a consumer parked, waiting for a change.
+    func waitingCount(_ collection: String) -> Int {
+        locked { subscribers.values.count { $0.collection == collection && $0.waiting != nil } }
+    }
+
     // MARK: Hooks of this store's writes (called with the store's lock held)
 
     /// Positions streams registered before this write at the end of the log, so that they

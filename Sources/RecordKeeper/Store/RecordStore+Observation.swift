@@ -120,6 +120,12 @@ extension RecordStore {
     nonisolated func observerCount(_ collection: String) -> Int {
         core.watcher.count(RecordNames.normalized(collection))
     }
+
+    /// How many change streams of `collection` have a consumer waiting for a change (for tests:
+    /// the handshake "the consumer is parked now").
+    nonisolated func waitingConsumerCount(_ collection: String) -> Int {
+        core.watcher.waitingCount(RecordNames.normalized(collection))
+    }
 }
 
 /// One stream's registration: it ends when the stream's consumer task is cancelled or when the

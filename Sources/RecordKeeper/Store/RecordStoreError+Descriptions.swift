@@ -61,8 +61,8 @@ extension RecordStoreError: LocalizedError {
 
     private var reason: String {
         switch code {
-        case .invalidCollectionName: return "a collection name must not be empty"
-        case .invalidKey: return "a record key must not be empty"
+        case .invalidCollectionName: return detail ?? "a collection name must not be empty"
+        case .invalidKey: return detail ?? "a record key must not be empty"
         case .invalidArgument: return detail ?? "an argument is out of range"
         case .notADatabase: return "the file is not an SQLite database"
         case .foreignDatabase: return "the file is an SQLite database of another application"
@@ -91,6 +91,7 @@ extension RecordStoreError: LocalizedError {
         case .open: return "open"
         case .read: return "read"
         case .save: return hasCollection ? "save to" : "save"
+        case .delete: return hasCollection ? "delete from" : "delete"
         case .replace: return "replace"
         case .remove: return "remove"
         case .list: return "list the collections"

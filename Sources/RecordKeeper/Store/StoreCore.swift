@@ -42,6 +42,8 @@ final class StoreCore: @unchecked Sendable {
     let watcher: ChangeWatcher
     /// Wakes outbox processors after a commit that enqueued operations.
     let outboxSignal = OutboxSignal()
+    /// The repositories on this store that learn the versions its own record API writes.
+    let learned = LearnedVersions()
     private let readLock = NSLock()
     private let readState = ReadState()
     private let generationLock = NSLock()
@@ -276,7 +278,7 @@ extension StoreCore {
     /// Call with the lock held.
     func performWrite<T>(
         _ state: CoreState, _ operation: StoreOperation, collection: String?, refuseWaiting: Bool = false,
-        _ body: (WriteContext) throws -> T
+        teachesRepositories: Bool = false, _ body: (WriteContext) throws -> T
     ) throws -> T {
         do {
             let result = try perform(state, operation, collection: collection, refuseWaiting: refuseWaiting) {
@@ -284,7 +286,8 @@ extension StoreCore {
                 try engine.begin(immediate: true)
                 let unobserved = claimUnobserved(state)
                 defer { if unobserved { state.observerLock?.release() } }
-                let context = WriteContext(engine: engine, logsChanges: !unobserved)
+                let context = WriteContext(engine: engine, logsChanges: !unobserved, learned: learned)
+                context.teachesRepositories = teachesRepositories
                 do {
                     try watcher.positionNewStreams(engine)
                     let result = try body(context)
@@ -298,6 +301,7 @@ extension StoreCore {
                     try checkFileIdentity(state, operation, collection: collection)
                     try engine.commit()
                     if context.enqueuedOperations { outboxSignal.notify() }
+                    context.teachRepositories()
                     #if canImport(Darwin)
                         // Other processes' streams wake on this (see `DarwinChangeSignal`).
                         if context.loggedChanges, let identity = state.fileIdentity { CommitNotice.post(identity) }

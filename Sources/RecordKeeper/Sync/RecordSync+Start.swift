@@ -22,7 +22,11 @@ extension RecordSync {
                 throw SyncError(.invalidRequest, "the first start of sync needs at least one collection")
             }
             try engine.setSyncState("space", space)
+            // The device id is bound to this file: a copy of it takes a new one (see
+            // `RecordSync.bind`).
             try engine.setSyncState("device", UUID().uuidString)
+            try engine.setSyncState("device.file", engine.syncFileMarker)
+            try engine.setSyncState("server.seen", integer: 0)
         }
         let registered = try engine.syncCollections()
         var added = false

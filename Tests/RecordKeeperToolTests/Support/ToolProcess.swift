@@ -7,63 +7,40 @@ import Testing
 #endif
 
 /// The `recordkeeper` tool as a running subprocess the test talks to while it runs: standard
-/// input is a pipe the test writes, stdout and stderr go to files in `outputDirectory`.
+/// input is a pipe the test writes, stdout and stderr go to files in `outputDirectory`
+/// (a ``ChildProcess``).
 final class ToolProcess {
-    let process = Process()
+    private let child: ChildProcess
     let input = Pipe()
-    private let outputURL: URL
-    private let errorURL: URL
 
     init(_ arguments: [String], in directory: URL, outputDirectory: URL, environment: [String: String] = [:]) throws {
         let executable = try #require(ToolRunner.executable, "recordkeeper executable not found; build it first")
-        let id = UUID().uuidString
-        outputURL = outputDirectory.appendingPathComponent("stdout-\(id)")
-        errorURL = outputDirectory.appendingPathComponent("stderr-\(id)")
-        for url in [outputURL, errorURL] { try Data().write(to: url) }
-        process.executableURL = executable
-        process.arguments = arguments
-        process.currentDirectoryURL = directory
-        var merged = ProcessInfo.processInfo.environment
-        merged["RECORDKEEPER_STORE"] = nil
-        merged.merge(environment) { _, new in new }
-        process.environment = merged
-        process.standardInput = input
-        process.standardOutput = try FileHandle(forWritingTo: outputURL)
-        process.standardError = try FileHandle(forWritingTo: errorURL)
+        var changes: [String: String?] = ["RECORDKEEPER_STORE": nil]
+        for (name, value) in environment { changes[name] = value }
+        child = try ChildProcess(
+            executable: executable, arguments: arguments, in: directory, outputDirectory: outputDirectory,
+            environment: changes, inputPipe: input)
     }
 
-    func start() throws { try process.run() }
+    var process: Process { child.process }
+
+    func start() throws { try child.start() }
 
     var pid: Int32 { process.processIdentifier }
 
-    func send(_ signal: Int32) { _ = kill(process.processIdentifier, signal) }
+    func send(_ signal: Int32) { child.kill(signal) }
 
-    /// Waits for the process to end, polling (a hang guard of `timeout`, not a timing).
+    /// Waits for the process to end (a hang guard of `timeout`, not a timing: then it is
+    /// killed and an issue recorded).
     func waitForExit(timeout: Duration = .seconds(120)) async throws {
-        let deadline = ContinuousClock.now + timeout
-        while process.isRunning {
-            guard ContinuousClock.now < deadline else {
-                send(SIGKILL)
-                Issue.record("the tool did not exit within \(timeout)")
-                break
-            }
-            try await Task.sleep(for: .milliseconds(2))
-        }
-        process.waitUntilExit()
+        await child.waitForExit(timeout: timeout)
     }
 
     /// Polls until `condition` holds, failing after `timeout` (a hang guard).
     static func waitUntil(
         _ what: String, timeout: Duration = .seconds(120), _ condition: () throws -> Bool
     ) async throws {
-        let deadline = ContinuousClock.now + timeout
-        while try !condition() {
-            guard ContinuousClock.now < deadline else {
-                Issue.record("\(what) did not happen within \(timeout)")
-                throw CancellationError()
-            }
-            try await Task.sleep(for: .milliseconds(2))
-        }
+        try await RecordKeeperTestSupport.waitUntil(what, timeout: timeout, polling: .milliseconds(2)) { try condition() }
     }
 
     #if os(Linux)
@@ -75,6 +52,6 @@ final class ToolProcess {
         }
     #endif
 
-    func output() throws -> String { String(decoding: try Data(contentsOf: outputURL), as: UTF8.self) }
-    func errorOutput() throws -> String { String(decoding: try Data(contentsOf: errorURL), as: UTF8.self) }
+    func output() throws -> String { try child.output() }
+    func errorOutput() throws -> String { try child.errorOutput() }
 }

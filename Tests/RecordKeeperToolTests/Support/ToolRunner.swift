@@ -13,8 +13,8 @@ struct ToolResult {
 }
 
 /// Runs the built `recordkeeper` executable as a subprocess, in a working directory, with its
-/// own environment (no inherited `RECORDKEEPER_STORE`). Output goes through files, so large
-/// outputs cannot deadlock on a pipe.
+/// own environment (no inherited `RECORDKEEPER_STORE`). Output goes through files
+/// (``ChildProcess``), so large outputs cannot deadlock on a pipe.
 struct ToolRunner {
     let directory: URL
     var environment: [String: String] = [:]
@@ -40,59 +40,18 @@ struct ToolRunner {
     {
         let executable = try #require(Self.executable, "recordkeeper executable not found; build it first",
                                       sourceLocation: sourceLocation)
-        let id = UUID().uuidString
-        let inputURL = directory.appendingPathComponent(".stdin-\(id)")
-        let outputURL = directory.appendingPathComponent(".stdout-\(id)")
-        let errorURL = directory.appendingPathComponent(".stderr-\(id)")
-        try input.write(to: inputURL)
-        try Data().write(to: outputURL)
-        try Data().write(to: errorURL)
-        defer {
-            for url in [inputURL, outputURL, errorURL] {
-                do {
-                    try FileManager.default.removeItem(at: url)
-                } catch {
-                    Issue.record("could not remove \(url.path): \(error)")
-                }
+        var environment: [String: String?] = ["RECORDKEEPER_STORE": nil]
+        for (name, value) in self.environment { environment[name] = value }
+        let result =
+            if let user {
+                try ChildProcess.run(
+                    URL(fileURLWithPath: user.setpriv),
+                    ["--reuid=\(user.uid)", "--regid=\(user.gid)", "--clear-groups", executable.path] + arguments,
+                    in: directory, environment: environment, input: input)
+            } else {
+                try ChildProcess.run(executable, arguments, in: directory, environment: environment, input: input)
             }
-        }
-        let inputHandle = try FileHandle(forReadingFrom: inputURL)
-        let outputHandle = try FileHandle(forWritingTo: outputURL)
-        let errorHandle = try FileHandle(forWritingTo: errorURL)
-        defer {
-            for handle in [inputHandle, outputHandle, errorHandle] {
-                do {
-                    try handle.close()
-                } catch {
-                    Issue.record("could not close a handle: \(error)")
-                }
-            }
-        }
-
-        let process = Process()
-        if let user {
-            process.executableURL = URL(fileURLWithPath: user.setpriv)
-            process.arguments = [
-                "--reuid=\(user.uid)", "--regid=\(user.gid)", "--clear-groups", executable.path,
-            ] + arguments
-        } else {
-            process.executableURL = executable
-            process.arguments = arguments
-        }
-        process.currentDirectoryURL = directory
-        var environment = ProcessInfo.processInfo.environment
-        environment["RECORDKEEPER_STORE"] = nil
-        environment.merge(self.environment) { _, new in new }
-        process.environment = environment
-        process.standardInput = inputHandle
-        process.standardOutput = outputHandle
-        process.standardError = errorHandle
-        try process.run()
-        process.waitUntilExit()
-        return ToolResult(
-            status: process.terminationStatus,
-            stdout: try Data(contentsOf: outputURL),
-            stderr: String(decoding: try Data(contentsOf: errorURL), as: UTF8.self))
+        return ToolResult(status: result.status, stdout: result.stdout, stderr: result.stderr)
     }
 
     /// Runs with `--store` pointing at this directory's store.

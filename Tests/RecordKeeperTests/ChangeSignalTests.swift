@@ -47,6 +47,49 @@ import Testing
             }
         }
 
+        @Test func `more stores than the kernel allows inotify instances per user all get events`() async throws {
+            // fs.inotify.max_user_instances is 128 by default, for all of a user's processes:
+            // a signal per instance would leave most of these stores polling.
+            try await withTemporaryDirectory { directory in
+                let queue = DispatchQueue(label: "test")
+                var signals: [InotifyChangeSignal] = []
+                for index in 0..<300 {
+                    let folder = directory.appendingPathComponent("s\(index)")
+                    try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: false)
+                    let path = folder.appendingPathComponent("records.sqlite").path
+                    signals.append(try #require(InotifyChangeSignal(storePath: path, queue: queue) {}, "store \(index)"))
+                }
+                // The last one still hears a write.
+                let (wakes, woken) = AsyncStream.makeStream(of: Void.self)
+                let path = directory.appendingPathComponent("s299/last.sqlite").path
+                let last = try #require(InotifyChangeSignal(storePath: path, queue: queue) { woken.yield() })
+                try Data("frame".utf8).write(to: URL(fileURLWithPath: path + "-wal"))
+                _ = try await firstElement(of: wakes, timeout: .seconds(30))
+                queue.sync {
+                    for signal in signals { signal.cancel() }
+                    last.cancel()
+                }
+            }
+        }
+
+        @Test func `two stores in one directory share its watch and one cancelling leaves the other hearing`() async throws {
+            try await withTemporaryDirectory { directory in
+                let queue = DispatchQueue(label: "test")
+                let (wakes, woken) = AsyncStream.makeStream(of: String.self)
+                let first = try #require(InotifyChangeSignal(storePath: directory.appendingPathComponent("a.sqlite").path, queue: queue) { woken.yield("a") })
+                let second = try #require(InotifyChangeSignal(storePath: directory.appendingPathComponent("b.sqlite").path, queue: queue) { woken.yield("b") })
+                queue.sync { first.cancel() }
+                #expect(!first.isWatchingForTesting)
+                #expect(second.isWatchingForTesting)
+                // A write to the cancelled store's log wakes nobody; one to the other's wakes it.
+                try Data("frame".utf8).write(to: directory.appendingPathComponent("a.sqlite-wal"))
+                try Data("frame".utf8).write(to: directory.appendingPathComponent("b.sqlite-wal"))
+                #expect(try await firstElement(of: wakes, timeout: .seconds(30)) == "b")
+                queue.sync { second.cancel() }
+                #expect(!second.isWatchingForTesting)
+            }
+        }
+
         @Test func `a store's signal on Linux is inotify with the poll behind it`() async throws {
             try await withTemporaryDirectory { directory in
                 let url = directory.appendingPathComponent("records.sqlite")

@@ -17,9 +17,12 @@ import Testing
             try await store.put("shared", key: "first", data: Data("0"))
             let stream = await store.changes(in: "shared")
             let count = 30
+            let hearing = Task { try await changes(of: stream, timeout: .seconds(120)) { $0.upserts.count >= count } }
+            // The signal is made when a consumer waits: the child writes after it does.
+            try await waitUntil("the consumer waits") { store.core.watcher.waitingCount("shared") == 1 }
             let writer = try Self.writer(count: count, store: url, in: directory)
             try writer.start()
-            let heard = try await changes(of: stream, timeout: .seconds(120)) { $0.upserts.count >= count }
+            let heard = try await hearing.value
             await writer.waitForExit()
             let errors = try writer.errorOutput()
             #expect(writer.process.terminationStatus == 0, "\(errors)")

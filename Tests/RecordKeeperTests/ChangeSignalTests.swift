@@ -98,6 +98,8 @@ import Testing
                 try await writer.put("c", key: "a", data: Data("0"))
                 let stream = await store.changes(in: "c")
                 let heard = Task { try await changes(of: stream, timeout: .seconds(30), until: { !$0.isEmpty }) }
+                // The signal is made when a consumer waits: the write comes after it does.
+                try await waitUntil("the consumer waits") { store.core.watcher.waitingCount("c") == 1 }
                 try await writer.put("c", key: "b", data: Data("1"))
                 #expect(try await heard.value.upserts["b"] == Data("1"))
                 // The signal was made when the consumer waited, for the store that exists.
@@ -117,9 +119,11 @@ import Testing
             try await writer.put("c", key: "a", data: Data("0"))
             let stream = await store.changes(in: "c")
             let heard = Task { try await changes(of: stream, timeout: .seconds(30), until: { !$0.isEmpty }) }
+            try await waitUntil("the consumer waits") { store.core.watcher.waitingCount("c") == 1 }
             try await writer.put("c", key: "b", data: Data("1"))
             #expect(try await heard.value.upserts["b"] == Data("1"))
-            #expect(store.core.watcher.stateForTesting().events == false)
+            let state = store.core.watcher.stateForTesting()
+            #expect(state.signal && !state.events)
         }
     }
 }

@@ -170,3 +170,7 @@ public final class ChildProcess: @unchecked Sendable {
 private func sendSignal(_ pid: Int32, _ signal: Int32) -> Int32 { kill(pid, signal) }
 
 #endif
+
+/// Whether this run is under ThreadSanitizer (`scripts/sanitize.sh` says so in
+/// `RECORDKEEPER_SANITIZER`): the tests' helper processes are built with it too.
+public let underThreadSanitizer = ProcessInfo.processInfo.environment["RECORDKEEPER_SANITIZER"] == "thread"

@@ -230,7 +230,7 @@ struct RecordEngine {
         }
     }
 
-    private static func storedRecord(_ statement: Statement) -> StoredRecord {
+    static func storedRecord(_ statement: Statement) -> StoredRecord {
         StoredRecord(
             key: statement.string(at: 0), data: statement.data(at: 1),
             version: RecordVersion(statement.int64(at: 2)))

@@ -19,14 +19,21 @@ struct QuerySQL {
 
     private(set) var text = ""
     private(set) var values: [QueryValue] = []
+    /// True once a condition rendered as the constant `0` (an empty `in` or `or`).
+    private var rendersFalse = false
 
     /// The SQL of `query` (fields and values already resolved: no `.date` left) over the
-    /// collection with id `collectionID`.
-    init(_ query: RecordQuery, collectionID: Int64, shape: Shape) {
+    /// collection with id `collectionID`, whose `indexed` fields have a declared index.
+    init(_ query: RecordQuery, collectionID: Int64, indexed: [FieldPath], shape: Shape) {
         var conditions = ["collection_id = \(collectionID)"]
         if let predicate = query.predicate { conditions.append(render(predicate)) }
         if let token = query.after, shape == .rows { conditions.append(keyset(after: token, order: query.order)) }
-        let filter = "FROM records WHERE " + conditions.joined(separator: " AND ")
+        var source = "FROM records"
+        // SQLite refuses `INDEXED BY` in a statement whose condition it folds to false.
+        if !rendersFalse, let field = Self.indexToUse(query, indexed: Set(indexed), shape: shape) {
+            source += " INDEXED BY \"\(DeclaredIndex(collectionID: collectionID, field: field).name)\""
+        }
+        let filter = source + " WHERE " + conditions.joined(separator: " AND ")
         switch shape {
         case .count:
             text = "SELECT count(*) " + filter
@@ -34,10 +41,35 @@ struct QuerySQL {
             text = "SELECT EXISTS (SELECT 1 " + filter + ")"
         case .rows:
             let sortColumns = query.order.map { ", " + $0.field.sqlExpression }.joined()
-            let ordering = query.order.map { $0.field.sqlExpression + ($0.descending ? " DESC" : " ASC") } + ["key ASC"]
+            let ordering = query.order.map { $0.field.sqlExpression + ($0.descending ? " DESC" : " ASC") } + ["key" + (query.keyDescending ? " DESC" : " ASC")]
             text = "SELECT key, payload, version\(sortColumns) " + filter + " ORDER BY " + ordering.joined(separator: ", ")
             if let limit = query.limit { text += " LIMIT " + bind(.integer(Int64(limit))) }
         }
+    }
+
+    /// The declared index the statement names (`INDEXED BY`): the first condition of the
+    /// predicate's top-level `and` that an index on its field answers (a comparison other than
+    /// `!=`, `between`, `in`, a prefix), else the first sort key if it is indexed (rows come in
+    /// order, and a limit stops early). Named rather than left to SQLite's planner because,
+    /// without statistics, it often rates the primary key's `collection_id` prefix (which
+    /// holds the payload) above a secondary index: a declared index is a promise to use it.
+    /// Nil when the query has no such condition or sort key: the statement scans.
+    static func indexToUse(_ query: RecordQuery, indexed: Set<FieldPath>, shape: Shape) -> FieldPath? {
+        guard !indexed.isEmpty else { return nil }
+        var conjuncts: [RecordPredicate] = query.predicate.map { [$0] } ?? []
+        var searchable: [FieldPath] = []
+        while !conjuncts.isEmpty {
+            switch conjuncts.removeFirst() {
+            case .and(let all): conjuncts.insert(contentsOf: all, at: 0)
+            case .compare(let field, let comparison, _) where comparison != .notEqual: searchable.append(field)
+            case .between(let field, _, _), .isIn(let field, _), .hasPrefix(let field, _), .isNull(let field):
+                searchable.append(field)
+            default: break
+            }
+        }
+        if let field = searchable.first(where: indexed.contains) { return field }
+        if shape == .rows, let first = query.order.first, indexed.contains(first.field) { return first.field }
+        return nil
     }
 
     /// A placeholder for `value`, which is bound at its position.
@@ -66,6 +98,7 @@ struct QuerySQL {
                 parts.append("\(field.sqlExpression) IN (" + present.map { bind($0) }.joined(separator: ", ") + ")")
             }
             if present.count != values.count { parts.append("\(field.sqlExpression) IS NULL") }
+            if parts.isEmpty { rendersFalse = true }
             return parts.isEmpty ? "0" : "(" + parts.joined(separator: " OR ") + ")"
         case .hasPrefix(let field, let prefix):
             let column = field.sqlExpression
@@ -82,6 +115,7 @@ struct QuerySQL {
         case .and(let all):
             return all.isEmpty ? "1" : "(" + all.map { render($0) }.joined(separator: " AND ") + ")"
         case .or(let all):
+            if all.isEmpty { rendersFalse = true }
             return all.isEmpty ? "0" : "(" + all.map { render($0) }.joined(separator: " OR ") + ")"
         case .not(let inner):
             // A comparison with a missing field is NULL in SQL; `IS NOT TRUE` makes its
@@ -90,26 +124,27 @@ struct QuerySQL {
         }
     }
 
-    /// The rows after `token` in the order `order`, then key: after on the first sort key,
+    /// The rows after `token` in the order `order`, then key (in the last sort key's direction): after on the first sort key,
     /// or equal on it and after on the next, …, or equal on all and a greater key.
     private mutating func keyset(after token: QueryPageToken, order: [RecordOrder]) -> String {
         var alternatives: [String] = []
         var equalSoFar: [String] = []
         for (sort, value) in zip(order, token.values) {
             let column = sort.field.sqlExpression
-            let after: String
+            let after: String?
             switch (sort.descending, value) {
             // Ascending, missing values come first: after them, every present value.
             case (false, .null): after = "\(column) IS NOT NULL"
             case (false, _): after = "\(column) > \(bind(value))"
             // Descending, missing values come last: nothing is after them but equals.
-            case (true, .null): after = "0"
+            case (true, .null): after = nil
             case (true, _): after = "(\(column) < \(bind(value)) OR \(column) IS NULL)"
             }
-            alternatives.append("(" + (equalSoFar + [after]).joined(separator: " AND ") + ")")
+            if let after { alternatives.append("(" + (equalSoFar + [after]).joined(separator: " AND ") + ")") }
             equalSoFar.append("\(column) IS \(bind(value))")
         }
-        alternatives.append("(" + (equalSoFar + ["key > \(bind(.string(token.key)))"]).joined(separator: " AND ") + ")")
+        let keyAfter = "key \(order.last?.descending == true ? "<" : ">") \(bind(.string(token.key)))"
+        alternatives.append("(" + (equalSoFar + [keyAfter]).joined(separator: " AND ") + ")")
         return "(" + alternatives.joined(separator: " OR ") + ")"
     }
 

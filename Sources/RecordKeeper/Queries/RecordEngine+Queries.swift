@@ -38,7 +38,7 @@ extension RecordEngine {
 
     /// The page of records `query` selects in collection `id`.
     func queryRecords(_ query: RecordQuery, collectionID id: Int64, collection: String) throws -> QueryPage<StoredRecord> {
-        let sql = QuerySQL(query, collectionID: id, shape: .rows)
+        let sql = QuerySQL(query, collectionID: id, indexed: try declaredIndexes(id, collection: collection), shape: .rows)
         return try run(collection: collection) {
             let statement = try prepared(sql)
             var records: [StoredRecord] = []
@@ -59,7 +59,7 @@ extension RecordEngine {
 
     /// How many records of collection `id` `query` selects (its order and pages ignored).
     func countRecords(_ query: RecordQuery, collectionID id: Int64, collection: String, shape: QuerySQL.Shape) throws -> Int {
-        let sql = QuerySQL(query, collectionID: id, shape: shape)
+        let sql = QuerySQL(query, collectionID: id, indexed: try declaredIndexes(id, collection: collection), shape: shape)
         return try run(collection: collection) {
             let statement = try prepared(sql)
             return try statement.step() ? Int(statement.int64(at: 0)) : 0
@@ -68,7 +68,7 @@ extension RecordEngine {
 
     /// The query plan SQLite chooses for `query` (`EXPLAIN QUERY PLAN`, the detail column).
     func queryPlan(_ query: RecordQuery, collectionID id: Int64, collection: String) throws -> [String] {
-        let sql = QuerySQL(query, collectionID: id, shape: .rows)
+        let sql = QuerySQL(query, collectionID: id, indexed: try declaredIndexes(id, collection: collection), shape: .rows)
         return try run(collection: collection) {
             let statement = try Statement(
                 connection: connection.handle, sql: "EXPLAIN QUERY PLAN " + sql.text, persistent: false)

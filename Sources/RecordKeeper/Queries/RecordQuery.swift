@@ -3,7 +3,9 @@ import Foundation
 /// One sort key of a query: a field, ascending or descending.
 ///
 /// Missing and `null` fields sort first ascending and last descending; records that tie on
-/// every sort key are in key order (ascending by UTF-8 bytes), so every result has one order.
+/// every sort key are in key order (by UTF-8 bytes), in the direction of the last sort key
+/// (ascending without one), so every result has one order, and a declared index, read
+/// forwards or backwards, gives it without sorting.
 public struct RecordOrder: Sendable, Hashable {
     /// The field sorted by.
     public let field: FieldPath
@@ -44,6 +46,9 @@ public struct RecordQuery: Sendable, Hashable {
         self.limit = limit
         self.after = after
     }
+
+    /// True when ties are broken by descending key: the last sort key is descending.
+    var keyDescending: Bool { order.last?.descending == true }
 
     /// Every field the query reads.
     var fields: [FieldPath] { (predicate?.fields ?? []) + order.map(\.field) }

@@ -379,6 +379,7 @@ struct RecordEngine {
 
     /// Removes the collection and all its records.
     func removeCollection(_ id: Int64, name: String) throws {
+        try dropDeclaredIndexes(id, collection: name)
         try run(collection: name) {
             try connection.withStatement("DELETE FROM records WHERE collection_id = ?1") { statement in
                 try statement.bind(id, at: 1)

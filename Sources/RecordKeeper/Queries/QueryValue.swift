@@ -47,8 +47,11 @@ extension QueryValue {
         case "false": self = .bool(false)
         default:
             if first == UInt8(ascii: "\"") {
-                guard let string = try? JSONDecoder().decode(String.self, from: Data(text.utf8)) else { return nil }
-                self = .string(string)
+                do {
+                    self = .string(try JSONDecoder().decode(String.self, from: Data(text.utf8)))
+                } catch {
+                    return nil  // not a JSON string: not a scalar (the caller names the value)
+                }
             } else if text.contains(where: { $0 == "." || $0 == "e" || $0 == "E" }) || Int64(text) == nil {
                 guard let number = Double(text), number.isFinite else { return nil }
                 self = .double(number)

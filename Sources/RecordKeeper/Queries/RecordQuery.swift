@@ -94,10 +94,12 @@ public struct QueryPageToken: Sendable, Hashable, Codable {
 
     /// The token `text` stands for; nil when it is not one.
     public init?(text: String) {
-        guard let data = Data(base64Encoded: text),
-            let token = try? JSONDecoder().decode(QueryPageToken.self, from: data)
-        else { return nil }
-        self = token
+        guard let data = Data(base64Encoded: text) else { return nil }
+        do {
+            self = try JSONDecoder().decode(QueryPageToken.self, from: data)
+        } catch {
+            return nil  // not a token this library wrote
+        }
     }
 }
 

@@ -44,6 +44,9 @@ struct ParsedCommandLine: Equatable {
     var flags: Set<String> = []
     /// Options with a value, by long name; the last occurrence wins.
     var values: [String: String] = [:]
+    /// Every value of each option with a value, by long name, in command-line order (for
+    /// options that may repeat, such as `list --where`).
+    var allValues: [String: [String]] = [:]
 
     var wantsHelp: Bool { flags.contains("help") }
     func has(_ flag: String) -> Bool { flags.contains(flag) }
@@ -105,8 +108,10 @@ enum ArgumentParser {
                 if spec.takesValue {
                     if let inlineValue {
                         result.values[spec.name] = inlineValue
+                        result.allValues[spec.name, default: []].append(inlineValue)
                     } else if index < arguments.count {
                         result.values[spec.name] = arguments[index]
+                        result.allValues[spec.name, default: []].append(arguments[index])
                         index += 1
                     } else {
                         throw UsageError(message: "option --\(spec.name) needs a value (\(spec.valueName ?? "VALUE"))",

@@ -1,3 +1,5 @@
+import RecordKeeperCommandLine
+
 /// Every command the tool knows, with the text its `--help` prints.
 enum CommandCatalog {
     static let globalOptions: [OptionSpec] = [
@@ -186,19 +188,10 @@ enum CommandCatalog {
     }
 
     private static func padded(_ text: String, to width: Int) -> String {
-        text + String(repeating: " ", count: max(0, width - text.count))
+        HelpText.padded(text, to: width)
     }
 
     private static func optionLines(_ options: [OptionSpec]) -> [String] {
-        let labels = options.map { option -> String in
-            var label = option.shortName.map { "-\($0), " } ?? "    "
-            label += "--" + option.name
-            if let valueName = option.valueName { label += " " + valueName }
-            return label
-        }
-        let width = labels.map(\.count).max() ?? 0
-        return zip(labels, options).map { label, option in
-            "  " + padded(label, to: width) + "  " + option.help
-        }
+        HelpText.optionLines(options)
     }
 }

@@ -28,9 +28,10 @@ extension HTTPServer {
         /// (`MHD_OPTION_CONNECTION_TIMEOUT`, whole seconds, at least 1). A request being handled
         /// is never timed out by it.
         public var idleTimeout: Duration = .seconds(30)
-        /// The most connections open at once; more are closed as soon as they are accepted
-        /// (`MHD_OPTION_CONNECTION_LIMIT`). Each needs a file descriptor: the process's limit
-        /// (`ulimit -n`) must be higher.
+        /// The most connections open at once (`MHD_OPTION_CONNECTION_LIMIT`). At the limit
+        /// libmicrohttpd stops accepting: further connections wait in the kernel's listen queue
+        /// until one closes (and are refused by the kernel when that queue is full). Each
+        /// connection needs a file descriptor: the process's limit (`ulimit -n`) must be higher.
         public var connectionLimit: Int = 1024
         /// The number of polling threads (at least 1). Each runs its own epoll loop (poll on
         /// macOS) over the connections it accepted. Handlers never run on them.

@@ -34,7 +34,7 @@ import Foundation
 /// ``Configuration/headerTimeout`` however slowly the bytes trickle in (see
 /// ``Configuration/headerTimeout``); an idle connection closes after
 /// ``Configuration/idleTimeout``; at most ``Configuration/connectionLimit`` connections are
-/// open at once.
+/// open at once (more wait to be accepted).
 ///
 /// ## Logging
 ///
@@ -108,6 +108,9 @@ public final class HTTPServer: Sendable {
     public var statistics: (connections: Int, requests: Int, handlers: Int) {
         (core.deadlines.count, core.liveExchanges, core.runningHandlers)
     }
+
+    /// Whether ``shutdown(gracePeriod:)`` has begun: new requests are answered 503.
+    public var isShuttingDown: Bool { core.isShuttingDown }
 
     /// Stops the server gracefully, and returns once it has stopped.
     ///

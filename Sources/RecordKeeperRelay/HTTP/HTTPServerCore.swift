@@ -238,5 +238,5 @@ final class HTTPServerCore: Sendable {
         state.withLock { $0.phase = .stopped }
     }
 
-    var isStopped: Bool { state.withLock { $0.phase == .stopped } }
+    var isShuttingDown: Bool { state.withLock { $0.phase != .running } }
 }

@@ -114,6 +114,21 @@ final class RawConnection: @unchecked Sendable {
         return closed ?? true
     }
 
+    /// Closes the connection from this side (the descriptor itself is closed on deinit).
+    func disconnect() {
+        _ = shutdown(descriptor, Int32(SHUT_RDWR))
+    }
+
+    /// Whether the server sent something (or closed) within `milliseconds`.
+    func hasAnswer(withinMilliseconds milliseconds: Int32) async -> Bool {
+        let descriptor = descriptor
+        let ready: Bool? = try? await Self.blocking {
+            var entry = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+            return poll(&entry, 1, milliseconds) > 0
+        }
+        return ready ?? false
+    }
+
     /// Receives what is there; false at the end of the stream (or a reset).
     private func receive() async throws -> Bool {
         let descriptor = descriptor

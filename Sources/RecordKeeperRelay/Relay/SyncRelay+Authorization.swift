@@ -26,4 +26,22 @@ extension SyncRelay {
         throw RelayResponses.forbidden(
             "the token does not grant space \(JWTError.shown(named))", reason: "other_space", space: access.space)
     }
+
+    /// Runs `body` for the access the request's token grants, and turns a refusal into its
+    /// response (counted in the metrics, with the token's space in the log line when known).
+    func authorized(
+        _ request: HTTPRequest, _ body: (RelayAccess) async throws(RelayRefusal) -> HTTPResponse
+    ) async -> HTTPResponse {
+        var space: String?
+        do throws(RelayRefusal) {
+            let access = try authorize(request)
+            space = access.space
+            return try await body(access)
+        } catch {
+            if let reason = error.reason { metrics.recordRefusal(reason) }
+            var response = error.response
+            if let space = error.space ?? space { response.logFields = [("space", space)] }
+            return response
+        }
+    }
 }

@@ -4,18 +4,10 @@ import RecordKeeper
 extension SyncRelay {
     /// `GET /v1/pull?after=COUNTER[&afterCollection=C&afterKey=K][&limit=N][&space=S]`.
     func pull(_ request: HTTPRequest) async -> HTTPResponse {
-        var space: String?
-        do throws(RelayRefusal) {
-            let access = try authorize(request)
-            space = access.space
+        await authorized(request) { access throws(RelayRefusal) in
             let page = try await pull(request, access: access)
             var response = RelayResponses.json(200, page)
             response.logFields = [("space", access.space), ("changes", String(page.changes.count))]
-            return response
-        } catch {
-            if let reason = error.reason { metrics.recordRefusal(reason) }
-            var response = error.response
-            if let space = error.space ?? space { response.logFields = [("space", space)] }
             return response
         }
     }

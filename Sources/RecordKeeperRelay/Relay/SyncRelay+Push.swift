@@ -4,18 +4,10 @@ import RecordKeeper
 extension SyncRelay {
     /// `POST /v1/push`.
     func push(_ request: HTTPRequest) async -> HTTPResponse {
-        var space: String?
-        do throws(RelayRefusal) {
-            let access = try authorize(request)
-            space = access.space
+        await authorized(request) { access throws(RelayRefusal) in
             let outcomes = try await push(request, access: access)
             var response = RelayResponses.json(200, RelayWire.PushResponse(outcomes: outcomes))
             response.logFields = [("space", access.space), ("operations", String(outcomes.count))]
-            return response
-        } catch {
-            if let reason = error.reason { metrics.recordRefusal(reason) }
-            var response = error.response
-            if let space = error.space ?? space { response.logFields = [("space", space)] }
             return response
         }
     }

@@ -7,8 +7,9 @@ import Testing
 /// grace period are cancelled, and then the server stops listening.
 @Suite struct HTTPServerShutdownTests {
     /// A route that holds its request until `gate` opens, or answers 503 when cancelled.
-    private static func holding(_ gate: Gate) -> HTTPRoute {
+    private static func holding(_ gate: Gate, _ arrivals: Arrivals) -> HTTPRoute {
         HTTPRoute(.get, "/hold") { _ in
+            await arrivals.arrive()
             await withTaskCancellationHandler {
                 await gate.wait()
             } onCancel: {
@@ -23,13 +24,14 @@ import Testing
 
     @Test func `in-flight requests finish while new ones get 503, then the server stops listening`() async throws {
         let gate = Gate()
+        let arrivals = Arrivals()
         var configuration = HTTPServer.Configuration()
         configuration.log = { _ in }
-        let server = try HTTPServer(configuration: configuration, routes: [Self.holding(gate), Self.quick])
+        let server = try HTTPServer(configuration: configuration, routes: [Self.holding(gate, arrivals), Self.quick])
         let port = server.port
         let held = try await RawConnection.open(port: port)
         try await held.send("GET /hold HTTP/1.1\r\nHost: x\r\n\r\n")
-        await waitUntil { server.statistics.handlers == 1 }
+        await arrivals.wait(for: 1)
         let kept = try await RawConnection.open(port: port)
         try await kept.send("GET /quick HTTP/1.1\r\nHost: x\r\n\r\n")
         #expect(try await kept.readResponse().status == 200)
@@ -57,12 +59,13 @@ import Testing
 
     @Test func `handlers still running when the grace period ends are cancelled and answer`() async throws {
         let gate = Gate()
+        let arrivals = Arrivals()
         var configuration = HTTPServer.Configuration()
         configuration.log = { _ in }
-        let server = try HTTPServer(configuration: configuration, routes: [Self.holding(gate)])
+        let server = try HTTPServer(configuration: configuration, routes: [Self.holding(gate, arrivals)])
         let held = try await RawConnection.open(port: server.port)
         try await held.send("GET /hold HTTP/1.1\r\nHost: x\r\n\r\n")
-        await waitUntil { server.statistics.handlers == 1 }
+        await arrivals.wait(for: 1)
         await server.shutdown(gracePeriod: .zero)
         let response = try await held.readResponse()
         #expect(response.status == 503)

@@ -8,23 +8,17 @@ import Testing
 @Suite struct HTTPServerTLSTests {
     /// Runs curl with `arguments`; returns its exit status and standard output.
     private func curl(_ arguments: [String]) async throws -> (status: Int32, output: String) {
-        try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global().async {
-                do {
-                    let process = Process()
-                    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-                    process.arguments = ["curl", "--silent", "--show-error", "--max-time", "60"] + arguments
-                    let output = Pipe()
-                    process.standardOutput = output
-                    process.standardError = FileHandle.nullDevice
-                    try process.run()
-                    let data = output.fileHandleForReading.readDataToEndOfFile()
-                    process.waitUntilExit()
-                    continuation.resume(returning: (process.terminationStatus, String(decoding: data, as: UTF8.self)))
-                } catch {
-                    continuation.resume(throwing: error)
-                }
-            }
+        try await onOwnThread {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            process.arguments = ["curl", "--silent", "--show-error", "--max-time", "60"] + arguments
+            let output = Pipe()
+            process.standardOutput = output
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            let data = output.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            return (process.terminationStatus, String(decoding: data, as: UTF8.self))
         }
     }
 

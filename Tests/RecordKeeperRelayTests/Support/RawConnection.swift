@@ -9,8 +9,9 @@ import Foundation
 /// A plain TCP connection to a test server on 127.0.0.1, for what URLSession cannot do: send
 /// a request byte by byte, hold hundreds of requests open at once, see when the server closes.
 ///
-/// Every blocking socket call runs on a Dispatch thread, never on Swift's cooperative pool
-/// (whose few threads the server's handlers need), and gives up after `timeout` (a hang guard).
+/// Every blocking socket call runs on a thread of its own (``onOwnThread(_:)``), never on Swift's
+/// cooperative pool (whose few threads the server's handlers need), and gives up after `timeout`
+/// (a hang guard).
 ///
 /// `@unchecked Sendable`: the descriptor is used by one call at a time (a test awaits each).
 final class RawConnection: @unchecked Sendable {
@@ -166,11 +167,7 @@ final class RawConnection: @unchecked Sendable {
     }
 
     private static func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global().async {
-                continuation.resume(with: Result { try body() })
-            }
-        }
+        try await onOwnThread(body)
     }
 }
 

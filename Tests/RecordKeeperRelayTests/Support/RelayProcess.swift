@@ -46,15 +46,11 @@ struct RelayProcess {
         process.standardOutput = output
         process.standardError = error
         try process.run()
-        return await withCheckedContinuation { continuation in
-            DispatchQueue.global().async {
-                let out = output.fileHandleForReading.readDataToEndOfFile()
-                let err = error.fileHandleForReading.readDataToEndOfFile()
-                process.waitUntilExit()
-                continuation.resume(returning: (
-                    process.terminationStatus, String(decoding: out, as: UTF8.self), String(decoding: err, as: UTF8.self)
-                ))
-            }
+        return await onOwnThread {
+            let out = output.fileHandleForReading.readDataToEndOfFile()
+            let err = error.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            return (process.terminationStatus, String(decoding: out, as: UTF8.self), String(decoding: err, as: UTF8.self))
         }
     }
 
@@ -74,16 +70,14 @@ struct RelayProcess {
         process.standardOutput = output
         process.standardError = errors
         try process.run()
-        let line: String = await withCheckedContinuation { continuation in
-            DispatchQueue.global().async {
-                var bytes = Data()
-                while !bytes.contains(UInt8(ascii: "\n")) {
-                    let chunk = output.fileHandleForReading.availableData
-                    if chunk.isEmpty { break }  // the process ended
-                    bytes.append(chunk)
-                }
-                continuation.resume(returning: String(decoding: bytes, as: UTF8.self))
+        let line: String = await onOwnThread {
+            var bytes = Data()
+            while !bytes.contains(UInt8(ascii: "\n")) {
+                let chunk = output.fileHandleForReading.availableData
+                if chunk.isEmpty { break }  // the process ended
+                bytes.append(chunk)
             }
+            return String(decoding: bytes, as: UTF8.self)
         }
         guard let range = line.range(of: "listening on ") else {
             process.terminate()
@@ -97,12 +91,12 @@ struct RelayProcess {
     /// Sends SIGTERM; returns the exit status and everything the relay wrote to stderr.
     func terminate() async -> (status: Int32, log: String) {
         process.terminate()
-        return await withCheckedContinuation { continuation in
-            DispatchQueue.global().async {
-                let log = errors.fileHandleForReading.readDataToEndOfFile()
-                process.waitUntilExit()
-                continuation.resume(returning: (process.terminationStatus, String(decoding: log, as: UTF8.self)))
-            }
+        let errors = errors
+        let process = process
+        return await onOwnThread {
+            let log = errors.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            return (process.terminationStatus, String(decoding: log, as: UTF8.self))
         }
     }
 }

@@ -4,7 +4,7 @@ import RecordKeeperTestSupport
 import Testing
 
 /// Requests whose handlers wait hold a suspended connection, not a thread.
-@Suite struct HTTPServerHeldRequestsTests {
+@Suite(.timeLimit(.minutes(10))) struct HTTPServerHeldRequestsTests {
     /// The names of this process's threads (Linux: /proc/self/task/*/comm), or nil where
     /// unknown. libmicrohttpd names its own: `MHD-single`, `MHD-worker`, `MHD-connection` (one
     /// per connection, in the thread-per-connection mode the server must not use).

@@ -5,7 +5,7 @@ import Testing
 
 /// What the server refuses to take: bodies over the limit (413), headers that trickle in
 /// byte by byte (disconnected), connections past the limit.
-@Suite struct HTTPServerLimitsTests {
+@Suite(.timeLimit(.minutes(10))) struct HTTPServerLimitsTests {
     private static let sink = HTTPRoute(.post, "/sink") { request in
         HTTPResponse(status: 200, text: "\(request.body.count)")
     }

@@ -5,7 +5,7 @@ import Testing
 
 /// A graceful shutdown: requests being handled finish, new ones get 503, handlers past the
 /// grace period are cancelled, and then the server stops listening.
-@Suite struct HTTPServerShutdownTests {
+@Suite(.timeLimit(.minutes(10))) struct HTTPServerShutdownTests {
     /// A route that holds its request until `gate` opens, or answers 503 when cancelled.
     private static func holding(_ gate: Gate, _ arrivals: Arrivals) -> HTTPRoute {
         HTTPRoute(.get, "/hold") { _ in
@@ -27,6 +27,7 @@ import Testing
         let arrivals = Arrivals()
         var configuration = HTTPServer.Configuration()
         configuration.log = { _ in }
+        configuration.relaxedForTests()
         let server = try HTTPServer(configuration: configuration, routes: [Self.holding(gate, arrivals), Self.quick])
         let port = server.port
         let held = try await RawConnection.open(port: port)
@@ -62,6 +63,7 @@ import Testing
         let arrivals = Arrivals()
         var configuration = HTTPServer.Configuration()
         configuration.log = { _ in }
+        configuration.relaxedForTests()
         let server = try HTTPServer(configuration: configuration, routes: [Self.holding(gate, arrivals)])
         let held = try await RawConnection.open(port: server.port)
         try await held.send("GET /hold HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -75,6 +77,7 @@ import Testing
     @Test func `shutting down twice waits for the same shutdown`() async throws {
         var configuration = HTTPServer.Configuration()
         configuration.log = { _ in }
+        configuration.relaxedForTests()
         let server = try HTTPServer(configuration: configuration, routes: [Self.quick])
         async let first: Void = server.shutdown()
         async let second: Void = server.shutdown()

@@ -5,7 +5,7 @@ import Testing
 
 /// TLS terminated by the server itself (libmicrohttpd with GnuTLS), with a certificate the test
 /// makes, reached by curl that trusts only that certificate.
-@Suite struct HTTPServerTLSTests {
+@Suite(.timeLimit(.minutes(10))) struct HTTPServerTLSTests {
     /// Runs curl with `arguments`; returns its exit status and standard output.
     private func curl(_ arguments: [String]) async throws -> (status: Int32, output: String) {
         try await onOwnThread {

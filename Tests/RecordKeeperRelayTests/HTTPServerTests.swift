@@ -5,7 +5,7 @@ import Testing
 
 /// The HTTP server over libmicrohttpd, over real loopback connections: routes, query
 /// parameters, headers and bodies reach the handler; responses carry status, headers, body.
-@Suite struct HTTPServerTests {
+@Suite(.timeLimit(.minutes(10))) struct HTTPServerTests {
     private static let echo = HTTPRoute(.post, "/echo") { request in
         var response = HTTPResponse(status: 201, body: request.body)
         response.headers.add("X-Query-Name", request.query["name"] ?? "-")

@@ -7,7 +7,7 @@ import Testing
 @testable import RecordKeeperRelayTool
 
 /// The `recordkeeper-relay` command line, run as a process: `token`, `migrate`, `serve`.
-@Suite struct RelayToolTests {
+@Suite(.timeLimit(.minutes(10))) struct RelayToolTests {
     private func secretFile(in directory: URL) throws -> URL {
         let url = directory.appendingPathComponent("secret")
         try Data("a relay secret for the tool tests, 32+ bytes\n".utf8).write(to: url)

@@ -6,7 +6,7 @@ import Testing
 
 /// The space comes from the token only; tokens that are not valid, or do not grant a request,
 /// are refused before anything is read or written.
-@Suite struct SyncRelayAuthorizationTests {
+@Suite(.timeLimit(.minutes(10))) struct SyncRelayAuthorizationTests {
     @Test func `bob's token gets 403 for alice's space and nothing of hers is read or written`() async throws {
         let inner = InMemorySyncServer()
         let alices = SyncOperation.writing(["diary": "dear diary"], sequence: 1)

@@ -6,7 +6,7 @@ import Testing
 
 /// Bad input is 400 with the reason and nothing written; a body over the limit is 413; the
 /// server's failures become statuses a device can act on.
-@Suite struct SyncRelayBadInputTests {
+@Suite(.timeLimit(.minutes(10))) struct SyncRelayBadInputTests {
     private func post(_ relay: RelayHarness, _ body: String) async throws -> ClientResponse {
         try await request(
             "POST", relay.base + "/v1/push",

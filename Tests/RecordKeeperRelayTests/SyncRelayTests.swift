@@ -6,7 +6,7 @@ import Testing
 
 /// The relay's protocol over real loopback HTTP, in front of an in-memory sync server: pushes
 /// apply, pulls page, and the answers are what the server itself answers.
-@Suite struct SyncRelayTests {
+@Suite(.timeLimit(.minutes(10))) struct SyncRelayTests {
     @Test func `a push through the relay applies and a pull returns what the server holds`() async throws {
         let inner = InMemorySyncServer()
         try await withRelay(server: inner) { relay in

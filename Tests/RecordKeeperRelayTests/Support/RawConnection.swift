@@ -43,7 +43,7 @@ final class RawConnection: @unchecked Sendable {
     #endif
 
     /// Connects to `port` on 127.0.0.1.
-    static func open(port: UInt16, timeout: Duration = .seconds(60)) async throws -> RawConnection {
+    static func open(port: UInt16, timeout: Duration = .seconds(600)) async throws -> RawConnection {
         try await blocking {
             let descriptor = socket(AF_INET, streamType, 0)
             guard descriptor >= 0 else { throw Failure(description: "socket() failed: errno \(errno)") }

@@ -61,6 +61,7 @@ func withRelay<T>(
     let relay = SyncRelay(server: counting, configuration: configuration)
     var http = HTTPServer.Configuration(host: "127.0.0.1", port: 0)
     http.log = { lines.append($0) }
+    http.relaxedForTests()
     let server = try relay.serve(http)
     let harness = RelayHarness(http: server, relay: relay, server: counting, lines: lines)
     do {

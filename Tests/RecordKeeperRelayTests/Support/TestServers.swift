@@ -15,6 +15,7 @@ func withServer<T>(
 ) async throws -> T {
     var configuration = HTTPServer.Configuration(host: "127.0.0.1", port: 0)
     configuration.log = { _ in }
+    configuration.relaxedForTests()
     configure(&configuration)
     let server = try HTTPServer(configuration: configuration, routes: routes, observer: observer)
     do {
@@ -24,6 +25,18 @@ func withServer<T>(
     } catch {
         await server.shutdown(gracePeriod: .seconds(5))
         throw error
+    }
+}
+
+extension HTTPServer.Configuration {
+    /// Timeouts far above any test's pace. The whole suite runs in one process, and other
+    /// suites' work can keep Swift's few cooperative threads busy for a minute or more: a test
+    /// that connects and then waits its turn to send must not be cut off by the default header
+    /// timeout. Tests of the timeouts set their own.
+    mutating func relaxedForTests() {
+        headerTimeout = .seconds(600)
+        bodyTimeout = .seconds(600)
+        idleTimeout = .seconds(600)
     }
 }
 
@@ -47,7 +60,7 @@ func request(
 ) async throws -> ClientResponse {
     var request = URLRequest(url: URL(string: url)!)
     request.httpMethod = method
-    request.timeoutInterval = 60
+    request.timeoutInterval = 600
     for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
     request.httpBody = body
     let (data, response) = try await session.data(for: request)

@@ -144,8 +144,9 @@ public final class HTTPServer: Sendable {
         }
         let listening = daemon.quiesce()
         _ = await waitUntil(clock.now + .seconds(5)) { core.liveExchanges == 0 }
-        daemon.stop(listeningSocket: listening)
+        // The watchdog stops first: once the daemon has closed its sockets, none may be touched.
         core.deadlines.stopWatchdog()
+        daemon.stop(listeningSocket: listening)
         core.markStopped()
         Unmanaged.passUnretained(core).release()
     }

@@ -115,10 +115,11 @@ let package = Package(
             dependencies: ["RecordKeeper", "CSQLite", "RecordKeeperPostgres", "CLibPQ"],
             swiftSettings: swiftSettings
         ),
-        // What the test targets share: temporary directories, gates, locked test state.
+        // What the test targets share: temporary directories, gates, locked test state, store
+        // kinds, the PostgreSQL test server, subprocesses, raw SQLite connections.
         .target(
             name: "RecordKeeperTestSupport",
-            dependencies: ["RecordKeeper"],
+            dependencies: ["RecordKeeper", "RecordKeeperPostgres", "CSQLite"],
             path: "Tests/RecordKeeperTestSupport",
             swiftSettings: swiftSettings
         ),

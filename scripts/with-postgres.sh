@@ -7,7 +7,8 @@
 # The server: `initdb` into a fresh temporary directory, run as an unprivileged user (initdb
 # refuses root: as root, the user `recordkeeper-ci` is created when missing), listening on
 # 127.0.0.1 only, on a free port, with its unix socket in the temporary directory. Trust
-# authentication, fsync off: it holds test data only, on loopback, for one run.
+# authentication (except for the role `recordkeeper_password`, which must give its password),
+# fsync off: it holds test data only, on loopback, for one run.
 # The command gets its connection string in RECORDKEEPER_TEST_POSTGRES (libpq conninfo).
 set -euo pipefail
 
@@ -98,6 +99,10 @@ free_port() {
 
 as_owner "$pgbin/initdb" -D "$data" -U recordkeeper -A trust -E UTF8 --locale=C --no-sync \
     >"$tmp/initdb.log" 2>&1 || { cat "$tmp/initdb.log" >&2; exit 1; }
+# One role must give its password (the tests of a refused password create it): the first
+# matching line of pg_hba.conf wins.
+as_owner sh -c 'printf "host all recordkeeper_password 127.0.0.1/32 scram-sha-256\n" | cat - "$1" > "$1.new" && mv "$1.new" "$1"' \
+    sh "$data/pg_hba.conf"
 
 port=""
 for attempt in 1 2 3 4 5; do

@@ -9,5 +9,6 @@
 static inline int recordkeeper_pg_diag_sqlstate(void) { return PG_DIAG_SQLSTATE; }
 static inline int recordkeeper_pg_diag_message_primary(void) { return PG_DIAG_MESSAGE_PRIMARY; }
 static inline int recordkeeper_pg_diag_message_detail(void) { return PG_DIAG_MESSAGE_DETAIL; }
+static inline int recordkeeper_pg_diag_severity(void) { return PG_DIAG_SEVERITY; }
 
 #endif

@@ -13,7 +13,11 @@ public import Observation
 /// - A failed action becomes ``actionFailure`` (with a message a screen can show); the content
 ///   stays as it was.
 /// - ``follow(_:)`` refreshes on every element of a change stream; the model stops following
-///   when it is released (the stream's task holds it weakly).
+///   when it is released (the stream's task holds it weakly). A model made with
+///   ``init(repository:)`` that follows that repository applies each committed change to its
+///   content instead (see `follow(_ repository:)`), without loading the collection again.
+/// - Cancellation is not a failure: a refresh whose task is cancelled (``stopFollowing()``, a
+///   screen's task that ended) leaves the state as it was before it started.
 ///
 /// The model is isolated to the main actor, where a screen reads it; its loading function and
 /// actions are `@Sendable` and run off the main actor. Call it from any task with `await`.
@@ -49,6 +53,11 @@ public final class FeatureModel<Value: Sendable> {
     @ObservationIgnored private var waitingFollowRefreshes = 0
     /// The tasks following change streams; cancelled when the model is released.
     @ObservationIgnored private let followers = FollowerTasks()
+    /// The repository whose `load()` is the content (set by `init(repository:)`): following it
+    /// applies its changes to the content instead of refreshing.
+    @ObservationIgnored var contentSource: ObjectIdentifier?
+    /// How many times the loading function ran (for tests).
+    @ObservationIgnored var loadCount = 0
 
     /// Creates a model whose content comes from `load`. Does no work until ``refresh()``.
     /// - Parameter load: Reads the content; a thrown error is shown beside the last confirmed
@@ -115,11 +124,19 @@ public final class FeatureModel<Value: Sendable> {
     /// `AsyncStream`.
     public func follow<Changes>(_ changes: Changes)
     where Changes: AsyncSequence & Sendable, Changes.Element: Sendable {
+        follow(changes) { model, _ in await model.refreshForChange() }
+    }
+
+    /// Follows `changes`, calling `handle` in the model for each element, and refreshing once
+    /// when the sequence throws; the task holds the model weakly.
+    func follow<Changes>(
+        _ changes: Changes, _ handle: @escaping @MainActor (FeatureModel, Changes.Element) async -> Void
+    ) where Changes: AsyncSequence & Sendable, Changes.Element: Sendable {
         let task = Task { [weak self] in
             do {
-                for try await _ in changes {
+                for try await element in changes {
                     guard let model = self else { return }
-                    await model.refreshForChange()
+                    await handle(model, element)
                 }
             } catch {
                 guard let model = self else { return }
@@ -137,16 +154,40 @@ public final class FeatureModel<Value: Sendable> {
     // MARK: Turns
 
     private func runRefresh() async {
+        let before = state
         state.startLoading()
+        loadCount += 1
         do {
             let value = try await load()
             state.finish(.success(value))
+        } catch where error is CancellationError || Task.isCancelled {
+            // Cancellation the app asked for (stopFollowing, a screen's task that ended) is
+            // not a failure of the content: it stays what it was.
+            state = before
         } catch {
             state.finish(.failure(error))
         }
     }
 
-    private func refreshForChange() async {
+    /// Applies one change to loaded content in its turn (ordered with refreshes and actions);
+    /// content that is not loaded (never, or beside an error) is refreshed instead, as is
+    /// content `apply` cannot take the change into (it throws).
+    func applyForChange(_ apply: (Value) throws -> Value) async {
+        guard waitingFollowRefreshes == 0 else { return }  // a waiting refresh will see it
+        await takeTurn()
+        defer { releaseTurn() }
+        guard case .loaded(let content) = state else {
+            await runRefresh()
+            return
+        }
+        do {
+            state = .loaded(try apply(content))
+        } catch {
+            await runRefresh()
+        }
+    }
+
+    func refreshForChange() async {
         guard waitingFollowRefreshes == 0 else { return }
         waitingFollowRefreshes += 1
         await takeTurn()

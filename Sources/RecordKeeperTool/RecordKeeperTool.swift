@@ -5,6 +5,18 @@ import RecordKeeper
 /// `main.swift` of the `recordkeeper` executable only calls ``run(arguments:environment:)``
 /// and exits with the code it returns.
 public enum RecordKeeperTool {
+    /// Runs one command line given as the bytes of each argument (without the program name),
+    /// as `main` receives them: an argument that is not valid UTF-8 is refused (exit 65) with a
+    /// message naming it, before anything is opened.
+    public static func run(rawArguments: [[UInt8]], environment: [String: String]) async -> Int32 {
+        switch ArgumentEncoding.decode(rawArguments) {
+        case .success(let arguments):
+            return await run(arguments: arguments, environment: environment)
+        case .failure(let error):
+            return report(error, command: nil).rawValue
+        }
+    }
+
     /// Runs one command line (without the program name) and returns the exit code.
     /// Output goes to stdout, messages and progress to stderr.
     public static func run(arguments: [String], environment: [String: String]) async -> Int32 {

@@ -85,6 +85,8 @@ func runBench(_ options: BenchOptions) async -> Int32 {
                     syncClientDone = true
                     try await runner.runSyncClient(conninfo: conninfo)
                 }
+            case .s5:
+                if let conninfo = options.postgres { try await runner.runCrowdedPush(conninfo: conninfo) }
             }
         }
     } catch {
@@ -110,7 +112,7 @@ func runBench(_ options: BenchOptions) async -> Int32 {
             case .table:
                 let settings = header.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
                 return "recordkeeper-bench  \(settings)\n"
-                    + "ratio = implementation / raw SQLite (raw libpq for S1..S4; time or memory; throughput inverted), > 1 is slower/bigger\n\n"
+                    + "ratio = implementation / raw SQLite (raw libpq for S1..S4, the same push into an empty server for S5; time or memory; throughput inverted), > 1 is slower/bigger\n\n"
                     + ResultFormatter.table(rows)
             case .json: return try ResultFormatter.json(rows, header: header)
             case .csv: return ResultFormatter.csv(rows)

@@ -15,10 +15,12 @@ import RecordKeeper
 ///         "enqueued ID" after each commit; then delivers until nothing is due, printing
 ///         "drained". The transport appends "ID PID" to the received file. The processor's
 ///         clock runs S seconds ahead, so leases left by earlier (killed) runs have ended.
-///     recordkeeper-crashtest deliver --store PATH --received PATH [--go PATH] [--clock-offset S]
+///     recordkeeper-crashtest deliver --store PATH --received PATH [--go PATH] [--parties N] [--clock-offset S]
 ///         Only delivers (for two processes on one store): prints "ready" once the store is
 ///         open, waits until the file --go exists, delivers, and prints "drained" at the end.
-///         The transport logs "start ID PID" and "end ID PID" around a 2 ms pause.
+///         The transport logs "start ID PID" and "end ID PID" around a 2 ms pause. With
+///         --parties N no delivery ends before N processes have logged a start (a barrier, so
+///         each of them delivers some; it fails after 60 s).
 enum OutboxMode {
     /// Appends lines to a file with one write(2) each (O_APPEND: lines from several processes
     /// never interleave), so a line written is on its way to disk even if the process is killed.
@@ -37,16 +39,46 @@ enum OutboxMode {
         }
     }
 
+    /// Holds deliveries until `parties` processes have logged a start in the shared log.
+    actor Barrier {
+        let parties: Int
+        let path: String
+        private var passed = false
+
+        init(parties: Int, path: String) {
+            self.parties = parties
+            self.path = path
+        }
+
+        func wait() async throws {
+            let deadline = ContinuousClock.now + .seconds(60)
+            while !passed {
+                let lines = String(decoding: try Data(contentsOf: URL(fileURLWithPath: path)), as: UTF8.self).split(separator: "\n")
+                let starters = Set(lines.compactMap { line -> Substring? in
+                    let fields = line.split(separator: " ")
+                    return fields.count == 3 && fields[0] == "start" ? fields[2] : nil
+                })
+                if starters.count >= parties {
+                    passed = true
+                } else {
+                    if ContinuousClock.now > deadline { fail("only \(starters.count) of \(parties) processes started a delivery") }
+                    try await Task.sleep(for: .milliseconds(1))
+                }
+            }
+        }
+    }
+
     struct LoggingTransport: OutboxTransport {
         let log: Log
         let bracketed: Bool
+        var barrier: Barrier? = nil
 
         func deliver(_ operation: OutboxOperation) async throws {
             if bracketed {
                 log.write("start \(operation.id.uuidString) \(getpid())")
-                // Long enough (at least 300 ms for the test's 120 operations, 4 at a time) that
-                // the other process, started together, always gets some of them too.
-                try await Task.sleep(for: .milliseconds(10))
+                try await barrier?.wait()
+                // Widens the window in which a second delivery of the operation would overlap.
+                try await Task.sleep(for: .milliseconds(2))
                 log.write("end \(operation.id.uuidString) \(getpid())")
             } else {
                 log.write("\(operation.id.uuidString) \(getpid())")
@@ -78,8 +110,9 @@ enum OutboxMode {
     static func deliverOnly(store: RecordStore, options: [String: String]) async throws {
         guard let received = options["received"] else { fail("deliver needs --received PATH") }
         let offset = options["clock-offset"].flatMap(Double.init) ?? 0
+        let barrier = options["parties"].flatMap(Int.init).map { Barrier(parties: $0, path: received) }
         let processor = OutboxProcessor(
-            store: store, transport: LoggingTransport(log: Log(path: received), bracketed: true),
+            store: store, transport: LoggingTransport(log: Log(path: received), bracketed: true, barrier: barrier),
             now: { Date().addingTimeInterval(offset) })
         // Opened and ready: wait for the test's go, so that both processes start together.
         _ = try await store.outbox.pending()

@@ -22,6 +22,8 @@ import RecordKeeper
 ///         Enqueues and delivers outbox operations (see OutboxMode.swift).
 ///     recordkeeper-crashtest sync --store PATH --server CONNINFO --space S --run R [--count N]
 ///         Writes and syncs through PostgreSQL in a loop (see SyncMode.swift).
+///     recordkeeper-crashtest migrate --store PATH [--go PATH] [--busy-timeout S]
+///         Opens the store for writing, migrating an older format (see MigrateMode.swift).
 ///
 /// Output is written with write(2) directly, so nothing confirmed sits in a buffer when the
 /// process is killed.
@@ -80,6 +82,8 @@ do {
         try await OutboxMode.deliverOnly(store: store, options: options)
     case "sync":
         try await SyncMode.run(store: store, options: options)
+    case "migrate":
+        try await MigrateMode.run(path: storePath, options: options)
     default:
         fail("unknown mode \(mode)")
     }

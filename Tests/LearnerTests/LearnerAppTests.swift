@@ -64,10 +64,9 @@ import Testing
         #expect(try await repository.words().map(\.id) == ["uno"])  // nothing reset, nothing half-written
     }
 
-    @Test(arguments: ["onDisk", "inMemory"])
-    func `updating one word through RecordKeeper never rewrites the others`(kind: String) async throws {
-        try await withTemporaryDirectory { directory async throws in
-            let store = kind == "onDisk" ? RecordStore(url: directory.appendingPathComponent("learner.sqlite")) : .inMemory()
+    @Test(arguments: StoreKind.allCases)
+    func `updating one word through RecordKeeper never rewrites the others`(kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ in
             let repository = RecordKeeperLearnerRepository(store: store)
             let now = Date(timeIntervalSinceReferenceDate: 0)
             try await repository.save([Word(id: "uno", translation: "one", addedAt: now),

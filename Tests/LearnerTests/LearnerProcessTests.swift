@@ -1,4 +1,3 @@
-import CSQLite
 import Foundation
 import RecordKeeperTestSupport
 import Testing
@@ -69,10 +68,7 @@ import Testing
             if kind == "text file" {
                 try Data(String(repeating: "my notes, not a store\n", count: 100).utf8).write(to: file)
             } else {
-                var handle: OpaquePointer?
-                #expect(sqlite3_open(file.path, &handle) == SQLITE_OK)
-                #expect(sqlite3_exec(handle, "CREATE TABLE recipes(name TEXT); INSERT INTO recipes VALUES('soup')", nil, nil, nil) == SQLITE_OK)
-                #expect(sqlite3_close(handle) == SQLITE_OK)
+                try rawSQLite(file, "CREATE TABLE recipes(name TEXT); INSERT INTO recipes VALUES('soup')")
             }
             let before = try Data(contentsOf: file)
             let siblings = try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted()
@@ -106,16 +102,26 @@ import Testing
             #expect(viaDefault.status == 74, "\(viaDefault.errors)")
             #expect(try Data(contentsOf: blocker) == Data("a file where a directory should be".utf8))
             #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path) == ["data"])
+        }
+    }
 
-            // A read-only directory stops a non-root user (root may write anywhere).
-            if getuid() != 0 {
-                let locked = directory.appendingPathComponent("locked")
-                try FileManager.default.createDirectory(at: locked, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o500])
-                defer { chmod(locked.path, 0o700) }
-                let result = try learner.run(["words", "add", "ballena", "whale", "--store", locked.appendingPathComponent("learner.sqlite").path])
-                #expect(result.status != 0)
-                #expect(try FileManager.default.contentsOfDirectory(atPath: locked.path).isEmpty)
+    @Test(.enabled(if: WriteProtection.isAvailable, WriteProtection.unavailableReason))
+    func `a store in a read-only directory is an I/O error naming the directory, and nothing is created`() async throws {
+        try await withTemporaryDirectory { directory in
+            // chmod for a user, the immutable attribute for root (who ignores permission bits).
+            let locked = directory.appendingPathComponent("locked")
+            try FileManager.default.createDirectory(at: locked, withIntermediateDirectories: false)
+            try #require(WriteProtection.protect(locked))
+            defer { WriteProtection.unprotect(locked) }
+            let learner = LearnerRunner(directory: directory)
+            let store = locked.appendingPathComponent("learner.sqlite").path
+            for arguments in [["words", "add", "ballena", "whale"], ["read", "moby-dick", "--page", "1"]] {
+                let result = try learner.run(arguments + ["--store", store])
+                #expect(result.status == 74, "\(arguments): \(result.errors)")
+                #expect(result.errors.contains("the directory \(locked.path) is not writable"), "\(arguments): \(result.errors)")
+                #expect(result.output.isEmpty, "\(arguments)")
             }
+            #expect(try FileManager.default.contentsOfDirectory(atPath: locked.path).isEmpty)
         }
     }
 

@@ -206,6 +206,28 @@ struct FeatureModelTests {
         }
     }
 
+    @Test(arguments: StoreKind.allCases) @MainActor
+    func `a follower that fell behind the change log drops the items removed meanwhile`(kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ in
+            let books = RecordRepository<Book>(store: store, collection: "books")
+            try await books.save([Book(id: "gone", title: "G"), Book(id: "a", title: "A")])
+            let model = FeatureModel(repository: books)
+            await model.follow(books)
+            await model.refresh()
+            #expect(model.state.content?.count == 2)
+            // One commit removes `gone`, adds `b` and trims the log past the follower's position:
+            // its stream gets a full state, which names no removal.
+            try await store.write { transaction in
+                try transaction.apply(
+                    "books", changes: RecordChanges(upserts: ["b": RecordCoding.encode(Book(id: "b", title: "B"))], removals: ["gone"]))
+                let engine = transaction.context.engine
+                try engine.trimChangeLog(through: try engine.changeLogBounds().last - 1)
+            }
+            await waitUntilObserved { model.state.content?.count == 2 && model.state.content?.contains { $0.id == "b" } == true }
+            #expect(model.state.content == [Book(id: "a", title: "A"), Book(id: "b", title: "B")])
+        }
+    }
+
     @Test @MainActor
     func `a followed repository refreshes the model when another store on the same file writes`() async throws {
         try await withTemporaryDirectory { directory in

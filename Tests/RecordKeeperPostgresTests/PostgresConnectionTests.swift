@@ -1,5 +1,6 @@
 import Foundation
 import RecordKeeperPostgres
+import RecordKeeperTestSupport
 import Testing
 
 /// The libpq connection: parameters travel apart from the SQL, results decode by type, errors
@@ -148,18 +149,5 @@ struct PostgresConnectionTests {
         }
         #expect(arrayError?.kind == .invalidArgument)
         #expect(await connection.statementCount == before)
-    }
-
-    @Test func `a connection that cannot be made says so with libpq's message`() async throws {
-        let error = await #expect(throws: PostgresError.self) {
-            try await PostgresConnection(conninfo: "host=127.0.0.1 port=1 connect_timeout=5")
-        }
-        #expect(error?.kind == .connection)
-        #expect(error?.isConnectionFailure == true)
-        #expect(error?.message.isEmpty == false)
-        let malformed = await #expect(throws: PostgresError.self) {
-            try await PostgresConnection(conninfo: "this is not = a conninfo ==")
-        }
-        #expect(malformed?.kind == .connection)
     }
 }

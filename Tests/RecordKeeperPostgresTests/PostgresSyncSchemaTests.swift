@@ -1,6 +1,7 @@
 import Foundation
 import RecordKeeper
 import RecordKeeperPostgres
+import RecordKeeperTestSupport
 import Testing
 
 /// The server schema: created by the library in numbered steps, recorded in
@@ -9,33 +10,10 @@ import Testing
 @Suite(.enabled(if: TestPostgres.enabled, TestPostgres.disabledReason))
 struct PostgresSyncSchemaTests {
     /// Runs `body` with connections whose search_path is a fresh schema, dropped afterwards.
-    private func withPrivateSchema(_ body: (_ connect: () async throws -> PostgresConnection, _ name: String) async throws -> Void)
-        async throws
-    {
-        let name = "rk_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
-        let admin = try await TestPostgres.connection()
-        try await admin.transaction { connection in
-            // Schema names are identifiers, not values: format('%I') quotes the parameter.
-            try connection.execute(
-                """
-                CREATE FUNCTION pg_temp.rk_schema(name text, drop boolean) RETURNS void
-                LANGUAGE plpgsql AS $$
-                BEGIN
-                    IF drop THEN EXECUTE format('DROP SCHEMA %I CASCADE', name);
-                    ELSE EXECUTE format('CREATE SCHEMA %I', name);
-                    END IF;
-                END $$
-                """)
-            _ = try connection.execute("SELECT pg_temp.rk_schema($1, false)", [.text(name)])
-        }
-        let conninfo = try TestPostgres.requireConninfo() + " options='-c search_path=\(name)'"
-        do {
-            try await body({ try await PostgresConnection(conninfo: conninfo) }, name)
-        } catch {
-            try await admin.transaction { _ = try $0.execute("SELECT pg_temp.rk_schema($1, true)", [.text(name)]) }
-            throw error
-        }
-        try await admin.transaction { _ = try $0.execute("SELECT pg_temp.rk_schema($1, true)", [.text(name)]) }
+    private func withPrivateSchema(
+        _ body: (_ connect: () async throws -> PostgresConnection, _ name: String) async throws -> Void
+    ) async throws {
+        try await TestPostgres.withPrivateConnections(body)
     }
 
     private func tableCount(_ connection: PostgresConnection, schema: String) async throws -> Int64 {
@@ -51,7 +29,7 @@ struct PostgresSyncSchemaTests {
         try await withPrivateSchema { connect, name in
             let connection = try await connect()
             #expect(try await PostgresSyncSchema.version(connection) == 0)
-            #expect(try await PostgresSyncSchema.migrate(connection) == [1, 2])
+            #expect(try await PostgresSyncSchema.migrate(connection) == [1, 2, 3])
             #expect(try await PostgresSyncSchema.version(connection) == PostgresSyncSchema.currentVersion)
             #expect(try await tableCount(connection, schema: name) == 5)
             #expect(try await PostgresSyncSchema.migrate(connection) == [])
@@ -71,7 +49,7 @@ struct PostgresSyncSchemaTests {
             let applied = try await [a, b]
             // Each step ran once, by one of them (each step is its own transaction under the
             // lock, so one may take step 1 and the other step 2).
-            #expect(applied.joined().sorted() == [1, 2])
+            #expect(applied.joined().sorted() == [1, 2, 3])
         }
     }
 
@@ -83,13 +61,13 @@ struct PostgresSyncSchemaTests {
             let applied = operation("phone", 1, put("notes", "a", "A1", base: nil))
             let conflicting = operation("laptop", 1, put("notes", "a", "L", base: nil))
             let conflict = SyncOutcome(
-                operationID: conflicting.id,
+                conflicting,
                 result: .conflict([
                     SyncConflict(
                         collection: "notes", key: "a", base: nil,
                         server: SyncRecordState(value: .text("A1"), version: SyncServerVersion(1)))
                 ]))
-            let appliedJSON = try OutcomeJSON.encode(SyncOutcome(operationID: applied.id, result: .applied(SyncServerVersion(1))))
+            let appliedJSON = try OutcomeJSON.encode(SyncOutcome(applied, result: .applied(SyncServerVersion(1))))
             let conflictJSON = try OutcomeJSON.encode(conflict)
             try await connection.transaction { connection in
                 try connection.execute(
@@ -109,7 +87,7 @@ struct PostgresSyncSchemaTests {
                 try connection.execute(
                     "INSERT INTO recordkeeper_sync_devices VALUES ('s', 'phone', 1), ('s', 'laptop', 1)")
             }
-            #expect(try await PostgresSyncSchema.migrate(connection) == [2])
+            #expect(try await PostgresSyncSchema.migrate(connection) == [2, 3])
 
             let server = try await PostgresSyncServer(connection: connection)
             let fresh = operation("phone", 2, put("notes", "a", "A2", base: 1))
@@ -127,7 +105,42 @@ struct PostgresSyncSchemaTests {
             #expect(try stored.bool(0, 0))
             #expect(try stored.int64(0, 1) == 2)
             let again = try await server.push(space: "s", operations: [fresh])
-            #expect(again == [SyncOutcome(operationID: fresh.id, result: .applied(SyncServerVersion(2)), isRedelivery: true)])
+            #expect(again == [SyncOutcome(fresh, result: .applied(SyncServerVersion(2)), isRedelivery: true)])
+        }
+    }
+
+    @Test func `devices recorded under schema 2 get their last operation at 3, so their chains go on`() async throws {
+        try await withPrivateSchema { connect, _ in
+            let connection = try await connect()
+            #expect(try await PostgresSyncSchema.migrate(connection, upTo: 2) == [1, 2])
+            // What a schema-2 server stored: two operations of the phone, one of the laptop.
+            let phone1 = UUID(), phone2 = UUID(), laptop1 = UUID()
+            _ = try await connection.transaction { connection in
+                try connection.execute("INSERT INTO recordkeeper_sync_spaces (space, counter) VALUES ('s', 3)")
+                try connection.execute(
+                    """
+                    INSERT INTO recordkeeper_sync_operations (space, operation_id, device, sequence, version, outcome)
+                    VALUES ('s', $1::uuid, 'phone', 1, 1, NULL), ('s', $2::uuid, 'phone', 2, 2, NULL),
+                           ('s', $3::uuid, 'laptop', 1, 3, NULL)
+                    """, [.text(phone1.uuidString), .text(phone2.uuidString), .text(laptop1.uuidString)])
+                try connection.execute(
+                    "INSERT INTO recordkeeper_sync_devices VALUES ('s', 'phone', 2), ('s', 'laptop', 1)")
+            }
+            #expect(try await PostgresSyncSchema.migrate(connection) == [3])
+            let last = try await connection.transaction { connection in
+                try connection.execute(
+                    "SELECT device, last_operation::text FROM recordkeeper_sync_devices WHERE space = 's' ORDER BY device")
+            }
+            #expect(try last.string(0, 0) == "laptop" && last.string(0, 1) == laptop1.uuidString.lowercased())
+            #expect(try last.string(1, 0) == "phone" && last.string(1, 1) == phone2.uuidString.lowercased())
+
+            let server = try await PostgresSyncServer(connection: connection)
+            let next = SyncOperation(
+                device: "phone", sequence: 3, predecessor: .operation(phone2), changes: [put("notes", "p", "P", base: nil)])
+            let fork = SyncOperation(
+                device: "laptop", sequence: 2, predecessor: .firstOfDevice, changes: [put("notes", "l", "L", base: nil)])
+            let outcomes = try await server.push(space: "s", operations: [next, fork])
+            #expect(outcomes.map(\.result) == [.applied(SyncServerVersion(4)), .outOfOrder(lastSequence: 1)])
         }
     }
 

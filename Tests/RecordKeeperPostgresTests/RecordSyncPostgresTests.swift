@@ -11,30 +11,9 @@ import Testing
 struct RecordSyncPostgresTests {
     /// Runs `body` with a server whose connections use a fresh schema, dropped afterwards.
     private func withPrivateServer(_ body: (PostgresSyncServer) async throws -> Void) async throws {
-        let name = "rk_client_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
-        let admin = try await TestPostgres.connection()
-        try await admin.transaction { connection in
-            // Schema names are identifiers, not values: format('%I') quotes the parameter.
-            try connection.execute(
-                """
-                CREATE FUNCTION pg_temp.rk_schema(name text, drop boolean) RETURNS void
-                LANGUAGE plpgsql AS $$
-                BEGIN
-                    IF drop THEN EXECUTE format('DROP SCHEMA %I CASCADE', name);
-                    ELSE EXECUTE format('CREATE SCHEMA %I', name);
-                    END IF;
-                END $$
-                """)
-            _ = try connection.execute("SELECT pg_temp.rk_schema($1, false)", [.text(name)])
+        try await TestPostgres.withPrivateConnections { connect, _ in
+            try await body(try await PostgresSyncServer(connection: try await connect()))
         }
-        let conninfo = try TestPostgres.requireConninfo() + " options='-c search_path=\(name)'"
-        do {
-            try await body(try await PostgresSyncServer.connect(conninfo))
-        } catch {
-            try await admin.transaction { _ = try $0.execute("SELECT pg_temp.rk_schema($1, true)", [.text(name)]) }
-            throw error
-        }
-        try await admin.transaction { _ = try $0.execute("SELECT pg_temp.rk_schema($1, true)", [.text(name)]) }
     }
 
     private func text(_ store: RecordStore, _ collection: String) async throws -> [String: String] {

@@ -48,7 +48,7 @@ import Testing
                 #expect(response.status == 200)
                 #expect(String(decoding: response.body, as: UTF8.self) == "\(index)\n")
             }
-            await waitUntil { server.statistics.handlers == 0 }
+            try await waitUntil { server.statistics.handlers == 0 }
         }
     }
 }

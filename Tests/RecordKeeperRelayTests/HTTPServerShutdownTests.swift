@@ -38,7 +38,7 @@ import Testing
         #expect(try await kept.readResponse().status == 200)
 
         let shutdown = Task { await server.shutdown(gracePeriod: .seconds(120)) }
-        await waitUntil { server.isShuttingDown }
+        try await waitUntil { server.isShuttingDown }
         // A new connection, and a connection kept alive from before: both 503, told to close.
         let fresh = try await RawConnection.open(port: port)
         try await fresh.send("GET /quick HTTP/1.1\r\nHost: x\r\n\r\n")

@@ -66,9 +66,9 @@ import Testing
         #expect(throws: (any Error).self) { try ServeCommand.listenAddress("127.0.0.1:70000") }
     }
 
-    @Test(.enabled(if: RelayTestPostgres.enabled, RelayTestPostgres.disabledReason))
+    @Test(.enabled(if: TestPostgres.enabled, TestPostgres.disabledReason))
     func `serve relays pushes and pulls to PostgreSQL and stops on SIGTERM`() async throws {
-        let conninfo = try RelayTestPostgres.requireConninfo()
+        let conninfo = try TestPostgres.requireConninfo()
         try await withTemporaryDirectory { directory in
             let secret = try secretFile(in: directory)
             let migrated = try await RelayProcess.run(["migrate", "--database", conninfo])

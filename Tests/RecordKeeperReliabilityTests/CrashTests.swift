@@ -36,7 +36,7 @@ import Testing
                     arguments: ["batches", "--store", storeURL.path, "--seed", "\(runSeed)", "--durability", durability],
                     in: directory)
                 try child.start()
-                if !early { try await child.waitForOutput(timeout: .seconds(20)) }
+                if !early { try await child.waitForOutput() }
                 try await Task.sleep(for: .milliseconds(delay))
                 child.kill()
                 await child.waitForExit()

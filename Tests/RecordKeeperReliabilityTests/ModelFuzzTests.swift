@@ -12,20 +12,14 @@ import Testing
 /// `SWIFT_DETERMINISTIC_HASHING=1 RECORDKEEPER_FUZZ_SEED=<seed> swift test --filter ModelFuzzTests`
 /// (deterministic hashing keeps Dictionary order, and so SQLite's page layout, the same).
 @Suite struct ModelFuzzTests {
-    enum Kind: String, CaseIterable, CustomTestStringConvertible, Sendable {
-        case onDisk, inMemory
-        var testDescription: String { rawValue }
-    }
-
     /// Steps per store kind: 20,000 in CI (so 40,000 in all), 200,000 with RECORDKEEPER_LONG=1.
     static let steps = Int(environmentInteger("RECORDKEEPER_FUZZ_STEPS") ?? (isLongMode ? 200_000 : 20_000))
 
-    @Test(arguments: Kind.allCases)
-    func `random operations agree with a dictionary model step by step and after reopening`(kind: Kind) async throws {
+    @Test(arguments: StoreKind.allCases)
+    func `random operations agree with a dictionary model step by step and after reopening`(kind: StoreKind) async throws {
         let seed = environmentInteger("RECORDKEEPER_FUZZ_SEED") ?? (kind == .onDisk ? 0x5EED_0001 : 0x5EED_0002)
         try await withTemporaryDirectory { directory in
-            let store = kind == .onDisk
-                ? RecordStore(url: directory.appendingPathComponent("fuzz.sqlite")) : RecordStore.inMemory()
+            let store = kind.makeStore(at: directory.appendingPathComponent("fuzz.sqlite"))
             var fuzzer = Fuzzer(store: store, seed: seed, canReopen: kind == .onDisk)
             let start = ContinuousClock.now
             do {

@@ -37,7 +37,7 @@ import Testing
                     ],
                     in: directory)
                 try child.start()
-                try await child.waitForOutput(timeout: .seconds(20))
+                try await child.waitForOutput()
                 // Killed 0–40 ms after its first confirmed enqueue: far before its 150 enqueues
                 // (each an fsync'd commit) and deliveries are done.
                 try await Task.sleep(for: .milliseconds(timing.below(40)))
@@ -97,11 +97,14 @@ import Testing
             let children = try (0..<2).map { _ in
                 try ChildProcess(
                     executable: helper,
-                    arguments: ["deliver", "--store", storeURL.path, "--received", received.path, "--go", go.path],
+                    arguments: [
+                        "deliver", "--store", storeURL.path, "--received", received.path, "--go", go.path,
+                        "--parties", "2",
+                    ],
                     in: directory)
             }
             for child in children { try child.start() }
-            for child in children { try await child.waitForOutput(timeout: .seconds(20)) }
+            for child in children { try await child.waitForOutput() }
             #expect(FileManager.default.createFile(atPath: go.path, contents: nil))
             for child in children {
                 await child.waitForExit()
@@ -125,6 +128,7 @@ import Testing
                 }
             }
             #expect(started.count == messages.count)
+            // Certain, not likely: no delivery ends before both processes started one.
             #expect(pids.count == 2, "both processes delivered some")
             #expect(started.values.allSatisfy { $0 == 1 }, "each operation delivered once")
             #expect(try await store.outbox.pending().isEmpty)

@@ -10,14 +10,14 @@ import Testing
 /// and the operation is sent again) and in pulls. Afterwards every device, and a third that
 /// joins at the end, syncs to the end: all hold the same records, every write the helper
 /// confirmed is there, and the server applied each local transaction exactly once.
-@Suite(.enabled(if: SyncCrashPostgres.enabled, SyncCrashPostgres.disabledReason), .timeLimit(.minutes(10)))
+@Suite(.enabled(if: TestPostgres.enabled, TestPostgres.disabledReason), .timeLimit(.minutes(10)))
 struct SyncCrashTests {
 
     /// Kills per run: 20 by default (RECORDKEEPER_SYNC_KILLS=n to change), 200 in long mode.
     static let kills = Int(environmentInteger("RECORDKEEPER_SYNC_KILLS") ?? (isLongMode ? 200 : 20))
 
     @Test func `devices killed while syncing converge with every confirmed write, each applied once`() async throws {
-        let conninfo = try #require(SyncCrashPostgres.conninfo, "CI=true but RECORDKEEPER_TEST_POSTGRES is not set")
+        let conninfo = try TestPostgres.requireConninfo()
         let helper = try #require(BuildProducts.crashHelper, "recordkeeper-crashtest not found next to the tests")
         let seed = environmentInteger("RECORDKEEPER_CRASH_SEED") ?? 20_261_130
         var timing = SplitMix64(seed: seed)
@@ -42,7 +42,7 @@ struct SyncCrashTests {
                     ],
                     in: directory)
                 try child.start()
-                try await child.waitForOutput(timeout: .seconds(20))
+                try await child.waitForOutput()
                 // Killed 0–80 ms after it connected: far before its 400 writes and 200 syncs.
                 try await Task.sleep(for: .milliseconds(timing.below(80)))
                 child.kill()
@@ -155,16 +155,4 @@ extension SyncCrashTests {
                 "the server applied \(applied) of the device's operations; it has \(own.count) transactions, \(status.pendingOperations) pending")
         return result
     }
-}
-
-/// The PostgreSQL server of the sync crash test: `RECORDKEEPER_TEST_POSTGRES`, as in
-/// RecordKeeperPostgresTests. Locally without it the test is disabled; with `CI=true` it fails.
-enum SyncCrashPostgres {
-    static let conninfo: String? = {
-        let value = ProcessInfo.processInfo.environment["RECORDKEEPER_TEST_POSTGRES"]
-        return value?.isEmpty == false ? value : nil
-    }()
-    static let enabled = conninfo != nil || ProcessInfo.processInfo.environment["CI"] == "true"
-    static let disabledReason: Comment =
-        "RECORDKEEPER_TEST_POSTGRES is not set: run under scripts/with-postgres.sh (in CI this test fails instead)"
 }

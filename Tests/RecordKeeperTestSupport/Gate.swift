@@ -5,6 +5,7 @@ import Foundation
 public actor Gate {
     private var isOpen = false
     private var waiters: [CheckedContinuation<Void, Never>] = []
+    private var cancellableWaiters: [UUID: CheckedContinuation<Void, any Error>] = [:]
 
     public init() {}
 
@@ -14,11 +15,36 @@ public actor Gate {
         await withCheckedContinuation { waiters.append($0) }
     }
 
+    /// Returns once the gate is open, or throws `CancellationError` when the waiting task is
+    /// cancelled first (for a stand-in of something cancellable, like a sleep).
+    public func waitUnlessCancelled() async throws {
+        let id = UUID()
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                if isOpen {
+                    continuation.resume()
+                } else if Task.isCancelled {
+                    continuation.resume(throwing: CancellationError())
+                } else {
+                    cancellableWaiters[id] = continuation
+                }
+            }
+        } onCancel: {
+            Task { await self.cancelWaiter(id) }
+        }
+    }
+
+    private func cancelWaiter(_ id: UUID) {
+        cancellableWaiters.removeValue(forKey: id)?.resume(throwing: CancellationError())
+    }
+
     /// Opens the gate for every waiter, present and future.
     public func open() {
         isOpen = true
         for waiter in waiters { waiter.resume() }
         waiters.removeAll()
+        for waiter in cancellableWaiters.values { waiter.resume() }
+        cancellableWaiters.removeAll()
     }
 
     /// Whether the gate has been opened.
@@ -76,10 +102,4 @@ public final class BlockingGate: @unchecked Sendable {
         condition.broadcast()
         condition.unlock()
     }
-}
-
-/// Yields until `condition` holds: for state another task reaches in a few steps (a request
-/// joining an opening), where no callback exists to say so. Never sleeps.
-public func waitUntil(_ condition: () async -> Bool) async {
-    while await !condition() { await Task.yield() }
 }

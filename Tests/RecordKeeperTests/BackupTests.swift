@@ -156,4 +156,52 @@ import Testing
                     + "\(directory.path)/no/such does not exist.")
         }
     }
+
+    @Test func `an in-memory store saved with backup is a store file with everything it held`() async throws {
+        try await withTemporaryDirectory { directory in
+            let store = RecordStore.inMemory()
+            try await store.replace("notes", values: ["a": Data("1"), "b": Data("2")])
+            try await store.apply("notes", changes: RecordChanges(upserts: ["a": Data("1b")], removals: ["b"]))
+            try await store.apply("carts", changes: RecordChanges(upserts: ["x": Data("3")]),
+                                  enqueue: [OutboxMessage(kind: "cart.set", payload: Data("{}"), orderingKey: "cart")])
+            let destination = directory.appendingPathComponent("saved.sqlite")
+            try await store.backup(to: destination)
+
+            #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path) == ["saved.sqlite"],
+                    "one file, no -wal, -shm or temporary file")
+            #expect(try permissions(of: destination) == 0o600)
+            let saved = RecordStore(url: destination)
+            #expect(try await saved.integrityCheck() == ["ok"])
+            #expect(try await saved.info().formatVersion == StoreFormat.currentVersion)
+            for collection in ["notes", "carts"] {
+                #expect(try await saved.records(collection) == (try await store.records(collection)), "\(collection), versions too")
+            }
+            #expect(try await saved.outbox.pending().map(\.id) == (try await store.outbox.pending().map(\.id)))
+            // The in-memory store goes on as before.
+            try await store.put("notes", key: "c", data: Data("4"))
+            #expect(try await store.read("notes") == ["a": Data("1b"), "c": Data("4")])
+            #expect(try await saved.read("notes") == ["a": Data("1b")])
+        }
+    }
+
+    @Test(arguments: [false, true])
+    func `a directory is refused as destination, even with overwrite, and left as it is`(overwrite: Bool) async throws {
+        try await withStore(.onDisk) { store, url in
+            try await store.put("c", key: "k", data: Data("1"))
+            let parent = url.deletingLastPathComponent()
+            let folder = parent.appendingPathComponent("backups", isDirectory: true)
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: false)
+            try Data("old").write(to: folder.appendingPathComponent("inside.txt"))
+            let before = try FileManager.default.contentsOfDirectory(atPath: parent.path).sorted()
+
+            let error = await #expect(throws: RecordStoreError.self) { try await store.backup(to: folder, overwrite: overwrite) }
+            #expect(error?.code == .invalidArgument)
+            #expect(error?.operation == .backup)
+            #expect(error?.errorDescription?.contains("the destination \(folder.path) is a directory") == true,
+                    "\(error?.errorDescription ?? "")")
+            #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path) == ["inside.txt"])
+            #expect(try contents(of: folder.appendingPathComponent("inside.txt")) == Data("old"))
+            #expect(try FileManager.default.contentsOfDirectory(atPath: parent.path).sorted() == before)
+        }
+    }
 }

@@ -45,10 +45,11 @@ import Testing
                 if case .changeObservationFailed(let error) = event { return error }
                 return nil
             }
-            // The observers' lock file and the store itself could not be opened: both said.
-            #expect(failures.map(\.code) == [.cannotOpen, .cannotOpen])
-            #expect(failures.first?.path?.hasSuffix("records.sqlite-observers") == true)
-            #expect(failures.last?.detail?.contains("is a file, not a directory") == true)
+            // The store's path cannot be looked at: said once (nothing is created for a stream,
+            // so the observers' lock file is not tried before there is a store).
+            #expect(failures.map(\.code) == [.cannotOpen])
+            #expect(failures.first?.path?.hasSuffix("records.sqlite") == true)
+            #expect(failures.first?.detail?.contains("is a file, not a directory") == true)
         }
     }
 
@@ -104,8 +105,28 @@ import Testing
                 var iterator = stream.makeAsyncIterator()
                 return await iterator.next()
             }
+            // The handshake: the consumer is parked in the watcher, waiting for a change.
+            try await waitUntil("the consumer waits") { store.waitingConsumerCount("c") == 1 }
             consumer.cancel()
-            #expect(await consumer.value == nil)
+            #expect(try await withTimeLimit("the cancelled consumer's next()", timeout: .seconds(30)) { await consumer.value } == nil)
+            #expect(store.observerCount("c") == 0, "the cancelled stream still observes")
+            try await store.put("c", key: "a", data: Data("1"))
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func `a consumer cancelled before it waits gets the end of its stream`(kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ in
+            let stream = await store.changes(in: "c")
+            let cancelled = Gate()
+            let consumer = Task {
+                await cancelled.wait()
+                var iterator = stream.makeAsyncIterator()
+                return await iterator.next()
+            }
+            consumer.cancel()
+            await cancelled.open()
+            #expect(try await withTimeLimit("the cancelled consumer's next()", timeout: .seconds(30)) { await consumer.value } == nil)
             try await store.put("c", key: "a", data: Data("1"))
         }
     }

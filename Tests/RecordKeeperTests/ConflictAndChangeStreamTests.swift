@@ -1,4 +1,5 @@
 import Foundation
+import RecordKeeperTestSupport
 import Testing
 @testable import RecordKeeper
 

@@ -5,14 +5,6 @@ import Testing
 
 /// Stores already in people's hands must keep opening and reading in every later version.
 @Suite struct FormatFixtureTests {
-    /// Copies a committed fixture into a fresh directory (opening may migrate or checkpoint).
-    private func fixtureCopy(_ name: String, into directory: URL) throws -> URL {
-        let source = try #require(Bundle.module.url(forResource: "Fixtures/\(name)", withExtension: nil))
-        let destination = directory.appendingPathComponent(name)
-        try FileManager.default.copyItem(at: source, to: destination)
-        return destination
-    }
-
     @Test func `a format 1 store opens and reads as it was written`() async throws {
         try await withTemporaryDirectory { directory in
             let url = try fixtureCopy("format-1.sqlite", into: directory)
@@ -112,7 +104,7 @@ import Testing
             let store = RecordStore(url: url)
             let progressBefore = try #require(try await store.read("progress"))
             try await store.put("later", key: "k", data: Data("written after the migration"))
-            #expect(try await store.info().formatVersion == 5)
+            #expect(try await store.info().formatVersion == StoreFormat.currentVersion)
             #expect(try await store.read("progress") == progressBefore)
             #expect(try await store.read("settings") == [:])
             #expect(try await store.itemVersions() == ["books": 2, "chapters": 1])
@@ -251,19 +243,21 @@ import Testing
         }
         try await FixtureWriters.writeStore(format: 3, to: url) { scratch in
             let store = RecordStore(url: scratch)
-            // Writers log only while a stream observes the store.
-            var stream: AsyncStream<RecordChanges>? = await store.changes(in: "progress")
-            try await store.put("progress", key: "positions/moby-dick", data: Data(#"{"chapter":12,"offset":3400}"#.utf8))
-            try await store.put("progress", key: "positions/don-quijote", data: Data(#"{"chapter":1,"offset":0}"#.utf8))
-            try await store.put("progress", key: "vocabulary/ballena", data: Data(#"{"meaning":"whale","seen":3}"#.utf8))
-            try await store.put("progress", key: "vocabulary/café", data: Data(#"{"meaning":"coffee","seen":1}"#.utf8))
-            try await store.put("progress", key: "positions/moby-dick", data: Data(#"{"chapter":13,"offset":120}"#.utf8))
-            try await store.replace("settings", values: [:])
-            try await store.put("notes", key: "empty", data: Data())
-            try await store.put("notes", key: "binary", data: Data([0x00, 0xFF, 0x10, 0x80]))
-            try await store.apply("progress", changes: RecordChanges(upserts: [:], removals: ["vocabulary/ballena"]))
-            #expect(stream != nil)
-            stream = nil
+            do {
+                // Writers log only while a stream observes the store: keep one until the writes
+                // are done (the change log compared below shows they logged).
+                let stream = await store.changes(in: "progress")
+                try await store.put("progress", key: "positions/moby-dick", data: Data(#"{"chapter":12,"offset":3400}"#.utf8))
+                try await store.put("progress", key: "positions/don-quijote", data: Data(#"{"chapter":1,"offset":0}"#.utf8))
+                try await store.put("progress", key: "vocabulary/ballena", data: Data(#"{"meaning":"whale","seen":3}"#.utf8))
+                try await store.put("progress", key: "vocabulary/café", data: Data(#"{"meaning":"coffee","seen":1}"#.utf8))
+                try await store.put("progress", key: "positions/moby-dick", data: Data(#"{"chapter":13,"offset":120}"#.utf8))
+                try await store.replace("settings", values: [:])
+                try await store.put("notes", key: "empty", data: Data())
+                try await store.put("notes", key: "binary", data: Data([0x00, 0xFF, 0x10, 0x80]))
+                try await store.apply("progress", changes: RecordChanges(upserts: [:], removals: ["vocabulary/ballena"]))
+                withExtendedLifetime(stream) {}
+            }
             store.core.watcher.waitUntilIdleForTesting()  // its connection closed
             await store.close()  // the last connection: the WAL is checkpointed into the file
             try FileManager.default.removeItem(atPath: scratch.path + "-observers")

@@ -1,5 +1,4 @@
 import RecordKeeperTestSupport
-import CSQLite
 import Dispatch
 import Foundation
 import Testing
@@ -13,28 +12,6 @@ func wait(for semaphore: DispatchSemaphore) async {
             continuation.resume()
         }
     }
-}
-
-/// A raw SQLite connection of "another process" holding the write lock of `url`.
-///
-/// `@unchecked Sendable`: the handle is used by one thread at a time, the one that took the
-/// lock and then the one that releases it (a test hands it over, never shares it).
-final class ForeignWriteLock: @unchecked Sendable {
-    private var handle: OpaquePointer?
-
-    init(_ url: URL) throws {
-        guard sqlite3_open(url.path, &handle) == SQLITE_OK,
-            sqlite3_exec(handle, "BEGIN IMMEDIATE", nil, nil, nil) == SQLITE_OK
-        else { throw RawSQLiteError(message: "could not take the write lock") }
-    }
-
-    func release() {
-        sqlite3_exec(handle, "COMMIT", nil, nil, nil)
-        sqlite3_close(handle)
-        handle = nil
-    }
-
-    deinit { if handle != nil { release() } }
 }
 
 @Suite struct ReadersBesideWriterTests {

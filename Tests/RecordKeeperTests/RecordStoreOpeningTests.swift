@@ -47,6 +47,22 @@ import Testing
         }
     }
 
+    @Test func `the observers' lock file is created owner-only, by a writer and by a stream alike`() async throws {
+        try await withTemporaryDirectory { directory in
+            let written = directory.appendingPathComponent("written.sqlite")
+            try await RecordStore(url: written).put("c", key: "k", data: Data("v"))
+            #expect(try permissions(of: URL(fileURLWithPath: written.path + "-observers")) == 0o600)
+
+            let observed = directory.appendingPathComponent("observed.sqlite")
+            try await RecordStore(url: observed).write { _ in }  // the store, before its lock file
+            try FileManager.default.removeItem(atPath: observed.path + "-observers")
+            let observer = RecordStore(url: observed)
+            let stream = await observer.changes(in: "c")
+            #expect(try permissions(of: URL(fileURLWithPath: observed.path + "-observers")) == 0o600)
+            _ = stream
+        }
+    }
+
     @Test func `a reopened store has the records that were committed`() async throws {
         try await withTemporaryDirectory { directory in
             let url = directory.appendingPathComponent("records.sqlite")
@@ -134,7 +150,7 @@ import Testing
         async let first = store.read("c")
         async let second = store.value("c", key: "k")
         async let third: Void = store.put("c", key: "k", data: Data("v"))
-        await waitUntil { await store.openingRequests == 3 }
+        try await waitUntil { await store.openingRequests == 3 }
         await gate.open()
         _ = try await (first, second, third)
         #expect(attempts.count == 1)
@@ -155,7 +171,7 @@ import Testing
         }
         // Three requests wait on the first attempt.
         let waiters = (0..<3).map { _ in Task { try await store.read("c") } }
-        await waitUntil { await store.openingRequests == 3 && attempts.count == 1 }
+        try await waitUntil { await store.openingRequests == 3 && attempts.count == 1 }
         await firstGate.open()
         for waiter in waiters {
             await #expect(throws: Refused.self) { try await waiter.value }
@@ -163,9 +179,9 @@ import Testing
         // A new request starts a second attempt; the first attempt's waiters have all
         // finished, and none of them cleared it: a further request joins it.
         let retry = Task { try await store.put("c", key: "k", data: Data("v")) }
-        while attempts.count < 2 { await Task.yield() }
+        try await waitUntil("the second opening attempt started") { attempts.count == 2 }
         let joiner = Task { try await store.read("c") }
-        await waitUntil { await store.openingRequests == 5 }
+        try await waitUntil { await store.openingRequests == 5 }
         #expect(attempts.count == 2)
         await secondGate.open()
         try await retry.value
@@ -207,36 +223,23 @@ import Testing
             let url = directory.appendingPathComponent("records.sqlite")
             let store = RecordStore(url: url, options: .init(busyTimeout: .seconds(60)))
             try await store.put("c", key: "a", data: Data("1"))
-            // Another "process": a raw connection holding the write lock, released by a thread
-            // of its own, so the release never waits for a cooperative thread (with hundreds
-            // of tests running, the test's own continuation can wait longer than any timeout).
-            let released = Protected(false)
+            // Another "process": a raw connection holding the write lock.
             let lock = try ForeignWriteLock(url)
-            let holder = Thread {
-                Thread.sleep(forTimeInterval: 0.3)
-                released.withLock { $0 = true }
-                lock.release()
+            let finished = Protected(false)
+            let put = Task {
+                defer { finished.withLock { $0 = true } }
+                try await store.put("c", key: "b", data: Data("2"))
             }
-            holder.start()
-            try await store.put("c", key: "b", data: Data("2"))
-            // The put could only commit once the other connection let go of the lock.
-            #expect(released.withLock { $0 })
+            // The handshake: the put holds the store's writer, which it takes for its
+            // transaction and keeps while SQLite's busy handler waits for the other lock
+            // (a put that failed at once would have finished instead).
+            try await waitUntil("the put holds the writer or has finished") {
+                finished.withLock { $0 } || store.core.lockedIfFree({ _ in true }) == nil
+            }
+            #expect(!finished.withLock { $0 }, "the put ended while another connection held the write lock")
+            lock.release()
+            try await put.value
             #expect(try await store.read("c")?.count == 2)
         }
     }
 }
-
-/// Runs SQL through a separate raw connection, as another program would.
-func rawSQLite(_ url: URL, _ sql: String) throws {
-    var handle: OpaquePointer?
-    guard sqlite3_open(url.path, &handle) == SQLITE_OK else { throw RawSQLiteError(message: "open") }
-    defer { sqlite3_close(handle) }
-    var message: UnsafeMutablePointer<CChar>?
-    guard sqlite3_exec(handle, sql, nil, nil, &message) == SQLITE_OK else {
-        let text = message.map { String(cString: $0) } ?? "?"
-        sqlite3_free(message)
-        throw RawSQLiteError(message: text)
-    }
-}
-
-struct RawSQLiteError: Error { let message: String }

@@ -58,4 +58,31 @@ import Testing
             #expect(!FileManager.default.fileExists(atPath: destination))
         }
     }
+
+    @Test func `a backup that fails midway leaves no copy and no temporary file behind`() throws {
+        try withTool { tool throws in
+            // About 2 MB of records.
+            let lines = (0..<400).map { #"{"collection":"c","key":"k\#($0)","value":"\#(String(repeating: "x", count: 5_000))"}"# }
+            let input = try tool.file("records.ndjson", lines.joined(separator: "\n") + "\n")
+            #expect(try tool.runOnStore(["import", input]).status == 0)
+            let before = try FileManager.default.contentsOfDirectory(atPath: tool.directory.path).sorted()
+            let destination = tool.directory.appendingPathComponent("copy.sqlite").path
+            // The tool may write files of at most 256 KB (ulimit -f counts 512-byte blocks; the
+            // signal is ignored, so a longer write fails with EFBIG): the copy fails part way.
+            let executable = try #require(ToolRunner.executable).path
+            let run = try ChildProcess.run(
+                URL(fileURLWithPath: "/bin/sh"),
+                ["-c", "trap '' XFSZ; ulimit -f 512; exec \"$0\" --store \"$1\" backup \"$2\"",
+                 executable, tool.storePath, destination],
+                in: tool.directory)
+            #expect(run.status == 74, "\(run.stderr)")
+            #expect(run.stderr.contains("writing the copy to \(destination)"), "\(run.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: destination))
+            let after = try FileManager.default.contentsOfDirectory(atPath: tool.directory.path).sorted()
+            #expect(after == before, "left behind: \(Set(after).subtracting(before).sorted())")
+            // The store is untouched and a backup without the limit works.
+            #expect(try tool.run(["--store", tool.storePath, "check"]).status == 0)
+            #expect(try tool.runOnStore(["backup", destination]).status == 0)
+        }
+    }
 }

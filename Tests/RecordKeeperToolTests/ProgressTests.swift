@@ -13,29 +13,13 @@ import Testing
         #endif
     }()
 
-    /// Runs `command` through `sh -c` on a pseudo-terminal and returns what the terminal showed.
+    /// Runs `command` through `sh -c` on a pseudo-terminal and returns what the terminal showed
+    /// (`script` copies the terminal to its stdout).
     private func onTerminal(_ command: String, in directory: URL) throws -> String {
-        let transcript = directory.appendingPathComponent("terminal.out")
-        try Data().write(to: transcript)
-        let handle = try FileHandle(forWritingTo: transcript)
-        defer {
-            do {
-                try handle.close()
-            } catch {
-                Issue.record("could not close the transcript: \(error)")
-            }
-        }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try #require(Self.script))
-        process.arguments = ["-qec", command, "/dev/null"]
-        process.currentDirectoryURL = directory
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = handle
-        process.standardError = handle
-        try process.run()
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
-        return String(decoding: try Data(contentsOf: transcript), as: UTF8.self)
+        let run = try ChildProcess.run(
+            URL(fileURLWithPath: try #require(Self.script)), ["-qec", command, "/dev/null"], in: directory)
+        #expect(run.status == 0, "\(run.stderr)")
+        return run.output + run.stderr
     }
 
     @Test(.enabled(if: script != nil, "needs script(1) from util-linux"))

@@ -76,16 +76,36 @@ import Testing
         }
     }
 
-    @Test func `delete removes one record and reports a missing one`() throws {
+    @Test func `delete removes one record and says whether there was one, like the library`() throws {
         try withTool { tool throws in
             try tool.runOnStore(["put", "users", "alice", "1"])
             try tool.runOnStore(["put", "users", "bob", "2"])
-            #expect(try tool.runOnStore(["delete", "users", "alice"]).status == 0)
+            let removed = try tool.runOnStore(["delete", "users", "alice"])
+            #expect(removed.status == 0)
+            #expect(removed.output == "removed \"alice\" from \"users\"\n")
             #expect(try tool.runOnStore(["get", "users", "alice"]).status == 66)
             #expect(try tool.runOnStore(["get", "users", "bob"]).output == "2\n")
             let missing = try tool.runOnStore(["delete", "users", "alice"])
-            #expect(missing.status == 66)
-            #expect(missing.stderr == "recordkeeper: no record \"alice\" in collection \"users\"\n")
+            #expect(missing.status == 0, "deleting what is not stored is not an error")
+            #expect(missing.output == "no record \"alice\" in \"users\"; nothing was removed\n")
+            #expect(missing.stderr.isEmpty)
+            #expect(try tool.runOnStore(["delete", "nothing", "k"]).status == 0)
+            #expect(try tool.runOnStore(["collections"]).outputLines == ["users\t1\t1"], "no collection was created")
+            #expect(try tool.runOnStore(["--quiet", "delete", "users", "bob"]).output == "")
+            let gone = try tool.runOnStore(["delete", "users", "bob", "--if-version", "1"])
+            #expect(gone.status == 75, "a conditional delete of a record that is gone is a conflict")
+            #expect(gone.stderr.hasPrefix("recordkeeper: Could not delete from collection \"users\": \"bob\" was removed"))
+        }
+    }
+
+    @Test func `keys are normalized to NFC: a decomposed and a composed é are one record`() throws {
+        try withTool { tool throws in
+            try tool.runOnStore(["put", "notes", "e\u{301}", "1"])
+            try tool.runOnStore(["put", "notes", "\u{E9}", "2"])
+            let lines = try tool.runOnStore(["list", "notes"]).outputLines
+            #expect(lines == ["\u{E9}\t1\t2"], "one record, at version 2: \(lines)")
+            #expect(try tool.runOnStore(["get", "notes", "e\u{301}"]).output == "2\n")
+            #expect(Array(try tool.runOnStore(["list", "notes"]).output.utf8.prefix(2)) == [0xC3, 0xA9], "stored as NFC")
         }
     }
 
@@ -117,8 +137,8 @@ import Testing
                     + "nothing was written.\n")
             let stale = try tool.runOnStore(["delete", "c", "k", "--if-version", "7"])
             #expect(stale.status == 75)
-            #expect(stale.stderr.hasPrefix("recordkeeper: Could not save to collection \"c\": \"k\" changed since it was "
-                                           + "loaded (version 7, now 1); nothing was written."))
+            #expect(stale.stderr.hasPrefix("recordkeeper: Could not delete from collection \"c\": \"k\" changed since it "
+                                           + "was loaded (version 7, now 1); nothing was removed."))
         }
     }
 
@@ -132,8 +152,9 @@ import Testing
             try bytes.write(to: url)
             for arguments in [["put", "c", "k", "2"], ["put", "c", "k", "2", "--if-version", "absent"], ["delete", "c", "k"]] {
                 let result = try tool.runOnStore(arguments)
+                let verb = arguments[0] == "delete" ? "delete from" : "save to"
                 #expect(result.status == 69, "\(arguments)")
-                #expect(result.stderr.hasPrefix("recordkeeper: Could not save to collection \"c\" (key \"k\") in store "),
+                #expect(result.stderr.hasPrefix("recordkeeper: Could not \(verb) collection \"c\" (key \"k\") in store "),
                         "\(arguments): \(result.stderr)")
                 #expect(result.stderr.contains("the database file is damaged"), "\(arguments)")
             }

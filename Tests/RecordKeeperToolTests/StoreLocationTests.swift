@@ -31,8 +31,7 @@ import Testing
             let result = try tool.runOnStore(arguments)
             #expect(result.status == 66)
             #expect(result.stderr.hasPrefix("recordkeeper: no store at \(tool.storePath)"))
-            #expect(try FileManager.default.contentsOfDirectory(atPath: tool.directory.path)
-                .filter { !$0.hasPrefix(".std") }.isEmpty)
+            #expect(try FileManager.default.contentsOfDirectory(atPath: tool.directory.path).isEmpty)
         }
     }
 

@@ -71,6 +71,19 @@ import Testing
         let broken = ToolError(SyncError(.unreachable, "cut"), pending: nil, touched: true)
         #expect(broken.message.contains("nothing local was lost"))
         #expect(ToolError(SyncError(.invalidRequest, "x"), pending: nil, touched: false).exitCode == .dataError)
-        #expect(ToolError(SyncError(.serverFailure, "x"), pending: nil, touched: true).exitCode == .storeRefused)
+        let failed = ToolError(SyncError(.serverFailure, "x"), pending: 2, touched: true)
+        #expect(failed.exitCode == .storeRefused)
+        #expect(failed.message.contains("2 local operation(s) stay pending"))
+        #expect(!failed.message.contains("nothing local was lost"), "a server failure may have replaced server data")
+        // Settings and credentials are not fixed by waiting: never 69, never "try later".
+        let settings = ToolError(SyncError(.configuration, "database does not exist"), pending: nil, touched: false)
+        #expect(settings.exitCode.rawValue == 78)
+        #expect(settings.message.contains("trying again does not help"))
+        let credentials = ToolError(SyncError(.authentication, "password"), pending: nil, touched: false)
+        #expect(credentials.exitCode.rawValue == 77)
+        #expect(!credentials.message.contains("later"))
+        let forked = ToolError(SyncError(.forkedDevice, "refused"), pending: 1, touched: true)
+        #expect(forked.exitCode == .dataError)
+        #expect(forked.message.contains("recordkeeper sync --recover"))
     }
 }

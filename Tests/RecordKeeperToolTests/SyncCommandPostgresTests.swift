@@ -1,5 +1,6 @@
 import Foundation
 import RecordKeeper
+import RecordKeeperPostgres
 import RecordKeeperTestSupport
 import Testing
 
@@ -7,7 +8,7 @@ import Testing
 /// private PostgreSQL schema named through the conninfo's `options=-csearch_path=…`: two stores
 /// synced only through the tool converge, a concurrent edit is listed by `conflicts` and
 /// cleared by `resolve`, and the resolution reaches the other store.
-@Suite(.enabled(if: ToolPostgres.enabled, ToolPostgres.disabledReason), .timeLimit(.minutes(5)))
+@Suite(.enabled(if: TestPostgres.enabled, TestPostgres.disabledReason), .timeLimit(.minutes(5)))
 struct SyncCommandPostgresTests {
     /// Two runners on two stores in one directory.
     private static func devices(_ directory: URL) throws -> (ToolRunner, ToolRunner) {
@@ -34,7 +35,7 @@ struct SyncCommandPostgresTests {
     }
 
     @Test func `two stores synced through the tool converge`() async throws {
-        try await ToolPostgres.withPrivateSchema { conninfo in
+        try await TestPostgres.withPrivateSchema(prefix: "rk_tool") { conninfo, _ in
             try withTemporaryDirectory { directory in
                 let (a, b) = try Self.devices(directory)
                 _ = Self.ok(try a.runOnStore(["put", "notes", "one", "1"]))
@@ -71,7 +72,7 @@ struct SyncCommandPostgresTests {
     }
 
     @Test func `conflicts lists a concurrent edit and resolve clears it everywhere`() async throws {
-        try await ToolPostgres.withPrivateSchema { conninfo in
+        try await TestPostgres.withPrivateSchema(prefix: "rk_tool") { conninfo, _ in
             try withTemporaryDirectory { directory in
                 let (a, b) = try Self.devices(directory)
                 _ = Self.ok(try a.runOnStore(["put", "notes", "today", #""draft""#]))
@@ -138,7 +139,7 @@ struct SyncCommandPostgresTests {
     }
 
     @Test func `a deletion meeting an edit is listed as deleted, and keeping it deletes the record everywhere`() async throws {
-        try await ToolPostgres.withPrivateSchema { conninfo in
+        try await TestPostgres.withPrivateSchema(prefix: "rk_tool") { conninfo, _ in
             try withTemporaryDirectory { directory in
                 let (a, b) = try Self.devices(directory)
                 _ = Self.ok(try a.runOnStore(["put", "notes", "today", "1"]))
@@ -166,7 +167,7 @@ struct SyncCommandPostgresTests {
     }
 
     @Test func `last writer wins collections report no conflict`() async throws {
-        try await ToolPostgres.withPrivateSchema { conninfo in
+        try await TestPostgres.withPrivateSchema(prefix: "rk_tool") { conninfo, _ in
             try withTemporaryDirectory { directory in
                 let (a, b) = try Self.devices(directory)
                 for tool in [a, b] {
@@ -190,6 +191,123 @@ struct SyncCommandPostgresTests {
                 _ = Self.ok(try b.runOnStore(["sync", "--server", conninfo]))
                 let reported = Self.ok(try a.runOnStore(["sync", "--server", conninfo]))
                 #expect(reported.output.contains("1 new conflict(s)"), "\(reported.output)")
+            }
+        }
+    }
+
+    @Test func `a store restored from a backup as docs/BACKUP.md says recovers with sync --recover and loses nothing`()
+        async throws
+    {
+        try await TestPostgres.withPrivateSchema(prefix: "rk_tool") { conninfo, _ in
+            try withTemporaryDirectory { directory in
+                let (a, b) = try Self.devices(directory)
+                _ = Self.ok(try a.runOnStore(["put", "notes", "today", #""1""#]))
+                _ = Self.ok(try a.runOnStore(["sync", "--server", conninfo, "--space", "home", "--collections", "notes"]))
+                _ = Self.ok(try b.runOnStore(["sync", "--server", conninfo, "--space", "home", "--collections", "notes"]))
+                // A change not yet synced when the backup is taken; the device goes on after it.
+                _ = Self.ok(try a.runOnStore(["put", "notes", "draft", #""d""#]))
+                let backup = directory.appendingPathComponent("backup.sqlite").path
+                _ = Self.ok(try a.runOnStore(["backup", backup]))
+                _ = Self.ok(try a.runOnStore(["put", "notes", "today", #""after the backup""#]))
+                _ = Self.ok(try a.runOnStore(["sync", "--server", conninfo]))
+
+                // Restore (docs/BACKUP.md): nothing has the store open; remove its -wal and -shm
+                // files; move the copy to the store's path; sync with --recover.
+                for suffix in ["-wal", "-shm"] where FileManager.default.fileExists(atPath: a.storePath + suffix) {
+                    try FileManager.default.removeItem(atPath: a.storePath + suffix)
+                }
+                try FileManager.default.removeItem(atPath: a.storePath)
+                try FileManager.default.moveItem(atPath: backup, toPath: a.storePath)
+                #expect(try Self.values(a, "notes") == [#"draft="d""#, #"today="1""#])
+                // Edited before syncing, on the restored older value.
+                _ = Self.ok(try a.runOnStore(["put", "notes", "today", #""restored edit""#]))
+                let recovered = Self.ok(try a.runOnStore(["sync", "--server", conninfo, "--recover"]))
+                #expect(recovered.outputLines.first?.hasPrefix("recovered: it syncs as device ") == true, "\(recovered.output)")
+                #expect(recovered.output.contains("1 new conflict(s)"), "\(recovered.output)")
+                #expect(try Self.values(a, "notes") == [#"draft="d""#, #"today="after the backup""#])
+                let conflict = Self.ok(try a.runOnStore(["conflicts"])).outputLines
+                #expect(conflict.count == 1)
+                #expect(conflict.first?.hasSuffix("\t\"restored edit\"\t\"after the backup\"") == true, "\(conflict)")
+
+                // Both keep syncing: keeping the restored edit reaches the other device.
+                _ = Self.ok(try a.runOnStore(["resolve", "notes", "today", "--keep", "local"]))
+                _ = Self.ok(try a.runOnStore(["sync", "--server", conninfo]))
+                _ = Self.ok(try b.runOnStore(["sync", "--server", conninfo]))
+                #expect(try Self.values(b, "notes") == [#"draft="d""#, #"today="restored edit""#])
+                #expect(try Self.values(a, "notes") == (try Self.values(b, "notes")))
+            }
+        }
+    }
+
+    @Test func `a copy made with backup syncs as a new device and says so`() async throws {
+        try await TestPostgres.withPrivateSchema(prefix: "rk_tool") { conninfo, _ in
+            try withTemporaryDirectory { directory in
+                let (a, b) = try Self.devices(directory)
+                _ = Self.ok(try a.runOnStore(["put", "notes", "shared", "1"]))
+                _ = Self.ok(try a.runOnStore(["sync", "--server", conninfo, "--space", "home", "--collections", "notes"]))
+                _ = Self.ok(try a.runOnStore(["backup", b.storePath]))
+                _ = Self.ok(try a.runOnStore(["put", "notes", "shared", "2"]))
+                _ = Self.ok(try b.runOnStore(["put", "notes", "shared", "3"]))
+                _ = Self.ok(try a.runOnStore(["sync", "--server", conninfo]))
+                let copy = Self.ok(try b.runOnStore(["sync", "--server", conninfo]))
+                #expect(copy.output.contains("this store file is a copy of another device's store"), "\(copy.output)")
+                #expect(copy.output.contains("1 new conflict(s)"), "\(copy.output)")
+                #expect(try Self.values(b, "notes") == ["shared=2"])
+                #expect(Self.ok(try b.runOnStore(["conflicts"])).outputLines.first?.hasSuffix("\t3\t2") == true)
+                let again = Self.ok(try b.runOnStore(["sync", "--server", conninfo]))
+                #expect(!again.output.contains("copy"), "bound to its file now: \(again.output)")
+            }
+        }
+    }
+
+    @Test func `settings and credentials the server refuses exit 78 and 77, never 69`() async throws {
+        try await TestPostgres.withPrivateSchema(prefix: "rk_tool") { conninfo, _ in
+            try withTemporaryDirectory { directory in
+                let (a, _) = try Self.devices(directory)
+                _ = Self.ok(try a.runOnStore(["put", "notes", "one", "1"]))
+                let before = try SyncCommandTests.fingerprint(a)
+                let database = try a.runOnStore([
+                    "sync", "--server", conninfo + " dbname=recordkeeper_no_such_database", "--space", "s",
+                    "--collections", "notes",
+                ])
+                #expect(database.status == 78, "\(database.stderr)")
+                #expect(database.stderr.contains("settings are wrong"), "\(database.stderr)")
+                let role = try a.runOnStore([
+                    "sync", "--server", conninfo + " user=recordkeeper_no_such_role", "--space", "s", "--collections",
+                    "notes",
+                ])
+                #expect(role.status == 77, "\(role.stderr)")
+                #expect(role.stderr.contains("refused the credentials"), "\(role.stderr)")
+                let tls = try a.runOnStore([
+                    "sync", "--server", conninfo + " sslmode=require", "--space", "s", "--collections", "notes",
+                ])
+                #expect(tls.status == 78, "\(tls.stderr)")
+                #expect(try SyncCommandTests.fingerprint(a) == before, "the store is untouched")
+            }
+        }
+    }
+
+    @Test func `server notices reach stderr as the tool's own lines`() async throws {
+        try await TestPostgres.withPrivateSchema(prefix: "rk_tool") { conninfo, _ in
+            try await withTemporaryDirectory { directory in
+                let (a, _) = try Self.devices(directory)
+                _ = Self.ok(try a.runOnStore(["put", "notes", "one", "1"]))
+                _ = Self.ok(try a.runOnStore(["sync", "--server", conninfo, "--space", "home", "--collections", "notes"]))
+                // A trigger in the test's schema raises a notice for every record the server stores.
+                let admin = try await PostgresConnection(conninfo: conninfo)
+                try await admin.transaction { connection in
+                    try connection.execute(
+                        """
+                        CREATE FUNCTION rk_notice() RETURNS trigger LANGUAGE plpgsql AS $$
+                        BEGIN RAISE NOTICE 'hello from the trigger'; RETURN NEW; END $$
+                        """)
+                    try connection.execute(
+                        "CREATE TRIGGER rk_notice BEFORE INSERT OR UPDATE ON recordkeeper_sync_records FOR EACH ROW EXECUTE FUNCTION rk_notice()")
+                }
+                _ = Self.ok(try a.runOnStore(["put", "notes", "two", "2"]))
+                let synced = Self.ok(try a.runOnStore(["sync", "--server", conninfo]))
+                let lines = synced.stderr.split(separator: "\n").map(String.init)
+                #expect(lines == ["recordkeeper: server NOTICE: hello from the trigger"], "\(synced.stderr)")
             }
         }
     }

@@ -7,10 +7,10 @@ import Testing
 /// nothing, an unreachable server exits 69 and leaves the store as it was (not even created),
 /// and the conflict commands need no server.
 @Suite struct SyncCommandTests {
-    /// Every file in the directory (the runner's own stdin/stdout files aside) with its bytes.
+    /// Every file in the directory with its bytes (the runner removes its own output files).
     static func fingerprint(_ tool: ToolRunner) throws -> [String: Data] {
         var files: [String: Data] = [:]
-        for name in try FileManager.default.contentsOfDirectory(atPath: tool.directory.path) where !name.hasPrefix(".std") {
+        for name in try FileManager.default.contentsOfDirectory(atPath: tool.directory.path) {
             files[name] = try Data(contentsOf: tool.directory.appendingPathComponent(name))
         }
         return files
@@ -48,7 +48,7 @@ import Testing
             #expect(try tool.runOnStore(["put", "notes", "a", "1"]).status == 0)
             let before = try Self.fingerprint(tool)
             // The server is checked last: these fail before anything tries to reach it.
-            let result = try tool.runOnStore(["sync", "--server", ToolPostgres.unreachable] + arguments)
+            let result = try tool.runOnStore(["sync", "--server", try TestPostgres.unreachable()] + arguments)
             #expect(result.status == 65, "\(result.stderr)")
             #expect(result.stderr.contains(message), "\(result.stderr)")
             #expect(result.stderr.contains("nothing was changed"))
@@ -58,24 +58,45 @@ import Testing
     }
 
     @Test(arguments: ["hots=db.internal", "postgresql://[::1", "host='unterminated"])
-    func `a connection string libpq cannot read is bad input, not an unreachable server`(conninfo: String) throws {
+    func `a connection string libpq cannot read is a configuration error, not an unreachable server`(
+        conninfo: String
+    ) throws {
         try withTemporaryDirectory { directory in
             let tool = Self.runner(directory)
             let result = try tool.runOnStore(["sync", "--server", conninfo, "--space", "s", "--collections", "notes"])
-            #expect(result.status == 65, "\(result.stderr)")
+            #expect(result.status == 78, "\(result.stderr)")
             #expect(result.stderr.contains("--server is not a connection string libpq can read"), "\(result.stderr)")
             #expect(try Self.fingerprint(tool).isEmpty)
             let fromEnvironment = try ToolRunner(directory: directory, environment: ["RECORDKEEPER_SYNC_SERVER": conninfo])
                 .runOnStore(["sync"])
-            #expect(fromEnvironment.status == 65)
+            #expect(fromEnvironment.status == 78)
             #expect(fromEnvironment.stderr.contains("RECORDKEEPER_SYNC_SERVER is not a connection string"))
+        }
+    }
+
+    @Test func `recover on a store that never synced, or a bad timeout, is refused before any server`() throws {
+        try withTemporaryDirectory { directory in
+            let tool = Self.runner(directory)
+            #expect(try tool.runOnStore(["put", "notes", "a", "1"]).status == 0)
+            let before = try Self.fingerprint(tool)
+            let recover = try tool.runOnStore([
+                "sync", "--server", try TestPostgres.unreachable(), "--space", "s", "--collections", "notes", "--recover",
+            ])
+            #expect(recover.status == 65, "\(recover.stderr)")
+            #expect(recover.stderr.contains("does not sync yet: --recover has nothing to recover"), "\(recover.stderr)")
+            for bad in ["0", "-3", "soon"] {
+                let timeout = try tool.runOnStore(["sync", "--server", try TestPostgres.unreachable(), "--timeout", bad])
+                #expect(timeout.status == 64, "\(timeout.stderr)")
+                #expect(timeout.stderr.contains("--timeout needs a number of seconds"))
+            }
+            #expect(try Self.fingerprint(tool) == before)
         }
     }
 
     @Test func `a first sync without collections does not create a store`() throws {
         try withTemporaryDirectory { directory in
             let tool = Self.runner(directory)
-            let result = try tool.runOnStore(["sync", "--server", ToolPostgres.unreachable, "--space", "s"])
+            let result = try tool.runOnStore(["sync", "--server", try TestPostgres.unreachable(), "--space", "s"])
             #expect(result.status == 65)
             #expect(try Self.fingerprint(tool).isEmpty)
         }
@@ -87,7 +108,7 @@ import Testing
             #expect(try tool.runOnStore(["put", "notes", "a", "1"]).status == 0)
             let before = try Self.fingerprint(tool)
             let result = try tool.runOnStore([
-                "sync", "--server", ToolPostgres.unreachable, "--space", "s", "--collections", "notes",
+                "sync", "--server", try TestPostgres.unreachable(), "--space", "s", "--collections", "notes",
             ])
             #expect(result.status == 69)
             #expect(result.stderr.contains("could not be reached"))
@@ -101,7 +122,7 @@ import Testing
 
             // The environment's server is used when --server is not given; a missing store
             // stays missing.
-            let fresh = ToolRunner(directory: directory, environment: ["RECORDKEEPER_SYNC_SERVER": ToolPostgres.unreachable])
+            let fresh = ToolRunner(directory: directory, environment: ["RECORDKEEPER_SYNC_SERVER": try TestPostgres.unreachable()])
             let other = directory.appendingPathComponent("other.sqlite").path
             let viaEnvironment = try fresh.run(["sync", "--space", "s", "--collections", "notes", "--store", other])
             #expect(viaEnvironment.status == 69)
@@ -119,17 +140,17 @@ import Testing
             await store.close()
             let before = try Self.fingerprint(tool)
 
-            let other = try tool.runOnStore(["sync", "--server", ToolPostgres.unreachable, "--space", "bob"])
+            let other = try tool.runOnStore(["sync", "--server", try TestPostgres.unreachable(), "--space", "bob"])
             #expect(other.status == 65)
             #expect(other.stderr.contains(#"syncs space "alice", not "bob""#), "\(other.stderr)")
             #expect(try Self.fingerprint(tool) == before)
 
             // A later sync needs neither --space nor --collections: it goes on to the server.
-            let later = try tool.runOnStore(["sync", "--server", ToolPostgres.unreachable])
+            let later = try tool.runOnStore(["sync", "--server", try TestPostgres.unreachable()])
             #expect(later.status == 69, "\(later.stderr)")
             #expect(later.stderr.contains("local operation(s) stay pending"), "\(later.stderr)")
             // --last-writer-wins needs the collections it applies to.
-            let policy = try tool.runOnStore(["sync", "--server", ToolPostgres.unreachable, "--last-writer-wins"])
+            let policy = try tool.runOnStore(["sync", "--server", try TestPostgres.unreachable(), "--last-writer-wins"])
             #expect(policy.status == 65)
             #expect(policy.stderr.contains("--last-writer-wins applies to the collections named"), "\(policy.stderr)")
             #expect(try Self.fingerprint(tool) == before)

@@ -10,25 +10,29 @@ struct RecordKeyedDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProto
     /// only `core`.
     private let more: More?
 
-    /// What nested and large objects need.
+    /// What nested and large objects need, and objects whose keys a key strategy converts
+    /// (they are always indexed, by converted name).
     final class More {
         let extra: [any CodingKey]
         let index: MemberIndex?
-        init(extra: [any CodingKey], index: MemberIndex?) {
+        let converting: Bool
+        init(extra: [any CodingKey], index: MemberIndex?, converting: Bool) {
             self.extra = extra
             self.index = index
+            self.converting = converting
         }
     }
 
     var extra: [any CodingKey] { more?.extra ?? [] }
     private var index: MemberIndex? { more?.index }
 
-    init(core: RecordDecoderCore, object: Int, depth: Int, extra: [any CodingKey]) {
+    init(core: RecordDecoderCore, object: Int, depth: Int, extra: [any CodingKey], converting: Bool = false) {
         self.core = core
         self.object = object
         self.depth = depth
-        let index = core.tape[object].count > 16 ? MemberIndex(core: core, object: object) : nil
-        self.more = extra.isEmpty && index == nil ? nil : More(extra: extra, index: index)
+        let index = converting || core.tape[object].count > 16
+            ? MemberIndex(core: core, object: object, converting: converting) : nil
+        self.more = extra.isEmpty && index == nil ? nil : More(extra: extra, index: index, converting: converting)
     }
 
     var codingPath: [any CodingKey] { core.state.path(depth: depth, extra: extra, key: nil) }
@@ -36,8 +40,10 @@ struct RecordKeyedDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProto
     var allKeys: [Key] {
         var keys: [Key] = []
         var entry = object + 1
+        let snakeCase = more?.converting == true ? core.state.snakeCase : nil
         for _ in 0..<core.tape[object].count {
-            if let key = Key(stringValue: core.stringValue(core.tape[entry])) { keys.append(key) }
+            let name = core.stringValue(core.tape[entry])
+            if let key = Key(stringValue: snakeCase?.camelCased(name) ?? name) { keys.append(key) }
             entry = Int(core.tape[entry + 1].next)
         }
         return keys
@@ -161,6 +167,7 @@ struct RecordKeyedDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProto
     }
 
     private func findAny(_ name: String) throws -> Int? {
+        if let index = more?.index { return index.entries[name] }
         var entry = object + 1
         for _ in 0..<core.tape[object].count {
             if core.keyMatches(core.tape[entry], name) { return entry + 1 }
@@ -170,16 +177,19 @@ struct RecordKeyedDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProto
     }
 }
 
-/// A hash index of a large object's members (first occurrence of each key).
+/// A hash index of a large object's members (first occurrence of each key), by the names the
+/// key strategy gives them when `converting`.
 final class MemberIndex {
     var entries: [String: Int] = [:]
 
-    init(core: RecordDecoderCore, object: Int) {
+    init(core: RecordDecoderCore, object: Int, converting: Bool = false) {
         let count = Int(core.tape[object].count)
         entries.reserveCapacity(count)
+        let snakeCase = converting ? core.state.snakeCase : nil
         var entry = object + 1
         for _ in 0..<count {
-            let name = core.stringValue(core.tape[entry])
+            let raw = core.stringValue(core.tape[entry])
+            let name = snakeCase?.camelCased(raw) ?? raw
             if entries[name] == nil { entries[name] = entry + 1 }
             entry = Int(core.tape[entry + 1].next)
         }

@@ -12,6 +12,9 @@ final class RecordDecoderCore: Decoder {
     var index: Int
     var depth: Int
     var extra: [any CodingKey]
+    /// The tape index of a `[String: …]` dictionary being decoded under a key strategy: its
+    /// keys are data and are not converted (as in Foundation). -1 when there is none.
+    var rawKeysObject = -1
 
     init(state: DecodingState, bytes: UnsafeBufferPointer<UInt8>, tape: UnsafeBufferPointer<TapeEntry>,
          index: Int, depth: Int, extra: [any CodingKey]) {
@@ -37,7 +40,9 @@ final class RecordDecoderCore: Decoder {
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
         try checkLive()
         try expect(.object, at: index, [String: Any].self, path: codingPath)
-        return KeyedDecodingContainer(RecordKeyedDecodingContainer<Key>(core: self, object: index, depth: depth, extra: extra))
+        let converting = state.snakeCase != nil && index != rawKeysObject
+        return KeyedDecodingContainer(RecordKeyedDecodingContainer<Key>(
+            core: self, object: index, depth: depth, extra: extra, converting: converting))
     }
 
     func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
@@ -192,8 +197,9 @@ final class RecordDecoderCore: Decoder {
         if kind != .none {
             return try decodeScalar(kind, as: T.self, at: entry, path: self.state.path(depth: depth, extra: extra, key: key))
         }
-        let savedIndex = index, savedDepth = self.depth, savedExtra = self.extra
+        let savedIndex = index, savedDepth = self.depth, savedExtra = self.extra, savedRaw = rawKeysObject
         let savedCount = state.path.count
+        if state.snakeCase != nil, T.self is any StringKeyedDictionary.Type { rawKeysObject = entry }
         if !extra.isEmpty { state.path.append(contentsOf: extra) }
         if let key { state.path.append(key) }
         index = entry
@@ -203,6 +209,7 @@ final class RecordDecoderCore: Decoder {
             index = savedIndex
             self.depth = savedDepth
             self.extra = savedExtra
+            rawKeysObject = savedRaw
             state.path.removeLast(state.path.count - savedCount)
         }
         return try T(from: self)
@@ -220,8 +227,7 @@ final class RecordDecoderCore: Decoder {
         case .bool:
             return unsafeBitCast(try bool(at: entry, path: path()), to: T.self)
         case .date:
-            let seconds = try double(at: entry, path: path())
-            return unsafeBitCast(Date(timeIntervalSinceReferenceDate: seconds), to: T.self)
+            return unsafeBitCast(try date(at: entry, path: path()), to: T.self)
         case .data:
             let text = try string(at: entry, path: path())
             guard let data = Data(base64Encoded: text) else {
@@ -316,6 +322,29 @@ enum JSONUnescaper {
             out.append(UInt8(0x80 | ((scalar >> 12) & 0x3F)))
             out.append(UInt8(0x80 | ((scalar >> 6) & 0x3F)))
             out.append(UInt8(0x80 | (scalar & 0x3F)))
+        }
+    }
+}
+
+extension RecordDecoderCore {
+    /// A date in the decoder's date strategy, as Foundation's `JSONDecoder` reads it.
+    func date(at entry: Int, path: @autoclosure () -> [any CodingKey]) throws -> Date {
+        switch state.dates {
+        case .deferredToDate:
+            return Date(timeIntervalSinceReferenceDate: try double(at: entry, path: path()))
+        case .secondsSince1970:
+            return Date(timeIntervalSince1970: try double(at: entry, path: path()))
+        case .millisecondsSince1970:
+            return Date(timeIntervalSince1970: try double(at: entry, path: path()) / 1000.0)
+        case .iso8601:
+            let text = try string(at: entry, path: path())
+            do {
+                return try Date.ISO8601FormatStyle().parse(text)
+            } catch {
+                throw DecodingError.dataCorrupted(DecodingError.Context(
+                    codingPath: path(), debugDescription: "Expected date string to be ISO8601-formatted.",
+                    underlyingError: error))
+            }
         }
     }
 }

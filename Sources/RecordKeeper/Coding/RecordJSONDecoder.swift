@@ -21,7 +21,8 @@ public import Foundation
 /// Errors are `DecodingError` with the coding path of the failing value; invalid JSON is
 /// `DecodingError.dataCorrupted` naming the byte offset. Nesting is limited to 512 levels.
 ///
-/// What it does not do, by design: other date, data, key or float strategies, JSON5, and
+/// Dates and keys follow the strategies it was made with. What it does not do, by design:
+/// other data or float strategies, custom date or key strategies, JSON5, and
 /// UTF-16 or UTF-32 payloads (the first byte is checked: such payloads are handed to
 /// Foundation's `JSONDecoder`). Keys are matched by their UTF-8 bytes, so a key stored in a
 /// different Unicode normalization than the coding key's string does not match. Of a key that
@@ -29,15 +30,28 @@ public import Foundation
 public final class RecordJSONDecoder {
     /// Values a type's `init(from:)` can read from `decoder.userInfo`.
     public let userInfo: [CodingUserInfoKey: any Sendable]
+    /// How it reads dates and keys.
+    public let strategies: RecordCoding.Strategies
     let state: DecodingState
-    private lazy var foundation = RecordCoding.makeFoundationDecoder(userInfo: userInfo)
+    private lazy var foundation = RecordCoding.makeFoundationDecoder(userInfo: userInfo, strategies: strategies)
     /// The `Decoder` the values see, reused from one record to the next.
     private var reusable: RecordDecoderCore?
 
-    /// Creates a decoder; `userInfo` is passed to the values it decodes.
-    public init(userInfo: [CodingUserInfoKey: any Sendable] = [:]) {
+    /// Creates a decoder; `userInfo` is passed to the values it decodes. `dates` and `keys`
+    /// choose Foundation's date and key strategies (`.snakeCase` reads with
+    /// `.convertFromSnakeCase`); it reads what `JSONDecoder` with the same strategies reads.
+    public init(
+        userInfo: [CodingUserInfoKey: any Sendable] = [:], dates: RecordCoding.DateStrategy = .deferredToDate,
+        keys: RecordCoding.KeyStrategy = .useDefaultKeys
+    ) {
         self.userInfo = userInfo
-        self.state = DecodingState(userInfo: userInfo)
+        self.strategies = RecordCoding.Strategies(dates: dates, keys: keys)
+        self.state = DecodingState(userInfo: userInfo, strategies: strategies)
+    }
+
+    /// A decoder with `strategies`.
+    public convenience init(userInfo: [CodingUserInfoKey: any Sendable] = [:], strategies: RecordCoding.Strategies) {
+        self.init(userInfo: userInfo, dates: strategies.dates, keys: strategies.keys)
     }
 
     /// The value of type `T` in `data`.
@@ -45,7 +59,7 @@ public final class RecordJSONDecoder {
     ///   a valid `T`; any error `T`'s own `init(from:)` throws.
     public func decode<T: Decodable>(_ type: T.Type, from data: Data) throws -> T {
         if state.isBusy {
-            return try RecordJSONDecoder(userInfo: userInfo).decode(type, from: data)
+            return try RecordJSONDecoder(userInfo: userInfo, strategies: strategies).decode(type, from: data)
         }
         state.isBusy = true
         defer { state.isBusy = false }
@@ -108,9 +122,14 @@ final class DecodingState {
     /// Whether a decode is running (a type that decodes another payload with the same
     /// decoder from its `init(from:)` gets a fresh decoder for it).
     var isBusy = false
+    let dates: RecordCoding.DateStrategy
+    /// The snake-case conversion, or nil for `.useDefaultKeys`.
+    let snakeCase: SnakeCaseKeys?
 
-    init(userInfo: [CodingUserInfoKey: any Sendable]) {
+    init(userInfo: [CodingUserInfoKey: any Sendable], strategies: RecordCoding.Strategies = .default) {
         self.userInfo = userInfo
+        self.dates = strategies.dates
+        self.snakeCase = strategies.keys == .snakeCase ? SnakeCaseKeys() : nil
     }
 
     func begin() {

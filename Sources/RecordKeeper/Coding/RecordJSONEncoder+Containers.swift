@@ -33,7 +33,7 @@ struct RecordKeyedEncodingContainer<Key: CodingKey>: KeyedEncodingContainerProto
             core.state.unsupported = true
             throw RecordFastPathUnsupported()
         }
-        node.members.append(EncodingMember(key: key.stringValue, value: value))
+        node.members.append(EncodingMember(key: core.state.memberKey(key.stringValue, in: node), value: value))
     }
 
     private func path(_ key: Key) -> [any CodingKey] { core.state.path(depth: depth, extra: extra, key: key) }
@@ -60,7 +60,7 @@ struct RecordKeyedEncodingContainer<Key: CodingKey>: KeyedEncodingContainerProto
             throw RecordFastPathUnsupported()
         }
         let encoded = try core.state.encodeValue(value, core: core, depth: depth, extra: extra, key: key)
-        node.members.append(EncodingMember(key: key.stringValue, value: encoded))
+        node.members.append(EncodingMember(key: core.state.memberKey(key.stringValue, in: node), value: encoded))
     }
 
     mutating func nestedContainer<NestedKey: CodingKey>(
@@ -89,7 +89,7 @@ struct RecordKeyedEncodingContainer<Key: CodingKey>: KeyedEncodingContainerProto
         let child = core.state.makeNode()
         child.kind = kind
         if core.state.generation == generation, node.kind == .object {
-            node.members.append(EncodingMember(key: key, value: .node(child)))
+            node.members.append(EncodingMember(key: core.state.memberKey(key, in: node), value: .node(child)))
         } else {
             core.state.unsupported = true
         }
@@ -222,6 +222,7 @@ struct RecordSingleValueEncodingContainer: SingleValueEncodingContainer {
             return
         }
         // The value's own encoding becomes this node's (a wrapper type's single value).
+        core.state.noteDictionary(value, in: node)
         let savedNode = core.node, savedDepth = core.depth, savedExtra = core.extra
         core.node = node
         core.depth = depth

@@ -15,8 +15,9 @@ public import Foundation
 /// for item in items { payloads[item.id] = try encoder.encode(item) }
 /// ```
 ///
-/// What it does not do, by design: other date, data, key or float strategies and output
-/// formats (it always uses ``RecordCoding``'s). A value that uses the `Encoder` API in a way
+/// Dates and keys follow the strategies it was made with (``RecordCoding/DateStrategy``,
+/// ``RecordCoding/KeyStrategy``); what it does not do, by design: other data or float
+/// strategies, custom date or key strategies, and other output formats. A value that uses the `Encoder` API in a way
 /// the fast path does not support (a container kept and written to after `encode(to:)`
 /// returned, or a keyed and an unkeyed container asked of the same encoder) is encoded again
 /// by Foundation's `JSONEncoder`, so the bytes are the same either way. `codingPath` is exact
@@ -24,14 +25,32 @@ public import Foundation
 public final class RecordJSONEncoder {
     /// Values a type's `encode(to:)` can read from `encoder.userInfo`.
     public let userInfo: [CodingUserInfoKey: any Sendable]
+    /// How it writes dates and keys.
+    public let strategies: RecordCoding.Strategies
     let state: EncodingState
     private lazy var encoder = RecordEncoderCore(state: state, node: state.makeNode(), depth: 0)
-    private lazy var foundation = RecordCoding.makeFoundationEncoder(userInfo: userInfo)
+    private lazy var foundation = RecordCoding.makeFoundationEncoder(userInfo: userInfo, strategies: strategies)
 
-    /// Creates an encoder; `userInfo` is passed to the values it encodes.
-    public init(userInfo: [CodingUserInfoKey: any Sendable] = [:]) {
+    /// Creates an encoder; `userInfo` is passed to the values it encodes. `dates` and `keys`
+    /// choose Foundation's date and key strategies (its defaults unless given); the bytes are
+    /// those of `JSONEncoder` with the same strategies and ``RecordCoding``'s other settings.
+    ///
+    /// ```swift
+    /// let encoder = RecordJSONEncoder(dates: .iso8601, keys: .snakeCase)
+    /// let payload = try encoder.encode(event)   // {"starts_at":"2026-12-01T09:30:00Z",…}
+    /// ```
+    public init(
+        userInfo: [CodingUserInfoKey: any Sendable] = [:], dates: RecordCoding.DateStrategy = .deferredToDate,
+        keys: RecordCoding.KeyStrategy = .useDefaultKeys
+    ) {
         self.userInfo = userInfo
-        self.state = EncodingState(userInfo: userInfo)
+        self.strategies = RecordCoding.Strategies(dates: dates, keys: keys)
+        self.state = EncodingState(userInfo: userInfo, strategies: strategies)
+    }
+
+    /// An encoder with `strategies`.
+    public convenience init(userInfo: [CodingUserInfoKey: any Sendable] = [:], strategies: RecordCoding.Strategies) {
+        self.init(userInfo: userInfo, dates: strategies.dates, keys: strategies.keys)
     }
 
     /// The JSON payload of `value`, byte-identical to Foundation's `JSONEncoder` with
@@ -41,7 +60,7 @@ public final class RecordJSONEncoder {
     public func encode<T: Encodable>(_ value: T) throws -> Data {
         if state.isBusy {
             // Called again from inside a value's `encode(to:)`: a fresh encoder for that one.
-            return try RecordJSONEncoder(userInfo: userInfo).encode(value)
+            return try RecordJSONEncoder(userInfo: userInfo, strategies: strategies).encode(value)
         }
         state.isBusy = true
         defer {
@@ -53,6 +72,7 @@ public final class RecordJSONEncoder {
             return state.serialize(scalar)
         }
         let root = state.makeNode()
+        state.noteDictionary(value, in: root)
         let core = encoder
         core.node = root
         core.depth = 0
@@ -87,7 +107,13 @@ extension EncodingState {
         } else if T.self == Bool.self {
             return .bool(unsafeBitCast(value, to: Bool.self))
         } else if T.self == Date.self {
-            return try Self.double(unsafeBitCast(value, to: Date.self).timeIntervalSinceReferenceDate, path: path())
+            let date = unsafeBitCast(value, to: Date.self)
+            switch dates {
+            case .deferredToDate: return try Self.double(date.timeIntervalSinceReferenceDate, path: path())
+            case .iso8601: return .string(date.formatted(.iso8601))
+            case .secondsSince1970: return try Self.double(date.timeIntervalSince1970, path: path())
+            case .millisecondsSince1970: return try Self.double(1000.0 * date.timeIntervalSince1970, path: path())
+            }
         } else if T.self == Data.self {
             return .string(unsafeBitCast(value, to: Data.self).base64EncodedString())
         } else if T.self == Decimal.self {
@@ -135,6 +161,7 @@ extension EncodingState {
             return scalar
         }
         let child = makeNode()
+        noteDictionary(value, in: child)
         let savedNode = core.node, savedDepth = core.depth, savedExtra = core.extra
         let savedCount = path.count
         if !extra.isEmpty { path.append(contentsOf: extra) }

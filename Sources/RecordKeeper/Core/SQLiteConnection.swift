@@ -4,7 +4,8 @@ import Foundation
 /// One SQLite connection: the raw handle, its statement cache and its transactions.
 ///
 /// Every `sqlite3_*` call of the library lives in `Core/`: this file, `Statement.swift`,
-/// `SQLiteConnection+Pragmas.swift`, `SQLiteConnection+Backup.swift` and `SQLiteFailure.swift`.
+/// `SQLiteConnection+Pragmas.swift`, `SQLiteConnection+Backup.swift`, `SQLiteFailure.swift` and
+/// `SQLiteFile.swift`.
 /// A connection is used by one thread at a time, with its owner's lock held (see `StoreCore`),
 /// so it is deliberately not `Sendable`.
 final class SQLiteConnection {

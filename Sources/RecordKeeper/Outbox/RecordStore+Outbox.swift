@@ -50,7 +50,8 @@ extension RecordStore {
         let input = try ValidatedChanges(collection, changes: changes, operation: .apply)
         let queued = try ValidatedMessages(messages, operation: .apply)
         let inline = mayWriteInline(input.upserts.count + input.removals.count + queued.messages.count)
-        _ = try await performWrite(.apply, collection: input.collection, inline: inline) { context in
+        _ = try await performWrite(.apply, collection: input.collection, inline: inline, teachesRepositories: true) {
+            context in
             try context.apply(input.collection, upserts: input.upserts, removals: input.removals)
             try context.enqueue(queued)
         }

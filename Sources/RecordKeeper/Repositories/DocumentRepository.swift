@@ -105,13 +105,23 @@ public actor DocumentRepository<Document: RecordDocument> {
     /// the last confirmed document. Loads first if nothing was loaded yet. A document equal
     /// (record for record) to the confirmed one writes nothing.
     ///
+    /// `messages` are queued in the store's outbox in the same transaction as the records
+    /// (also when the document is unchanged and no record is written): both commit or neither.
+    ///
+    /// ```swift
+    /// try await progress.save(current, enqueue: [OutboxMessage(kind: "progress.save", payload: body)])
+    /// ```
     /// - Throws: ``RepositoryError`` (`unsupportedSchemaVersion` for the value's or the stored
     ///   version, `unencodableValue`, `invalidDocumentKey`); ``RecordConflict`` when records it
-    ///   is based on changed meanwhile; ``RecordStoreError``. When it throws, nothing is
-    ///   written and the last confirmed document stays the base of the next save.
-    public func save(_ document: Document, onConflict policy: ConflictPolicy = .fail) async throws {
+    ///   is based on changed meanwhile; ``RecordStoreError`` (also for a message with an empty
+    ///   kind or a duplicate id). When it throws, nothing is written, nothing is enqueued, and
+    ///   the last confirmed document stays the base of the next save.
+    public func save(
+        _ document: Document, onConflict policy: ConflictPolicy = .fail, enqueue messages: [OutboxMessage] = []
+    ) async throws {
         await takeTurn()
         defer { turns.release() }
+        let queued = try ValidatedMessages(messages, operation: .apply)
         try Self.checkSupported(document.schemaVersion, collection: collection, detail: "the document to save uses it")
         let state: Confirmed
         if let confirmed {
@@ -127,8 +137,9 @@ public actor DocumentRepository<Document: RecordDocument> {
         case .absent(let versions):
             var expected: [String: RecordVersion?] = [:]
             if policy == .fail { for key in payloads.keys { expected[key] = .some(versions[key]) } }
-            let written = try await store.write { [expected] transaction in
+            let written = try await store.write(teachesRepositories: false) { [expected] transaction in
                 try Self.checkStoredSchema(transaction.record(collection, key: schemaKey), collection: collection)
+                try transaction.context.enqueue(queued)
                 if try transaction.read(collection) == nil {
                     // A new collection: seed it with an explicit replacement. Applying the same
                     // payloads again writes nothing and returns their versions.
@@ -143,7 +154,7 @@ public actor DocumentRepository<Document: RecordDocument> {
 
         case .present(let base, var versions):
             let changes = RecordChanges.difference(from: base, to: payloads)
-            guard !changes.isEmpty else { return }
+            guard !changes.isEmpty || !queued.messages.isEmpty else { return }
             var expected: [String: RecordVersion?] = [:]
             if policy == .fail {
                 // `.some` keeps a nil version as "must not exist"; the schema record must be
@@ -152,8 +163,9 @@ public actor DocumentRepository<Document: RecordDocument> {
                 for key in changes.removals { expected[key] = .some(versions[key]) }
                 expected[schemaKey] = .some(versions[schemaKey])
             }
-            let written = try await store.write { [expected] transaction in
+            let written = try await store.write(teachesRepositories: false) { [expected] transaction in
                 try Self.checkStoredSchema(transaction.record(collection, key: schemaKey), collection: collection)
+                try transaction.context.enqueue(queued)
                 return try transaction.apply(collection, changes: changes, expecting: expected)
             }
             for key in changes.removals { versions[key] = nil }

@@ -58,12 +58,15 @@ struct ItemMigrator: Sendable {
     let collection: String
     /// The version the code writes.
     let currentVersion: Int
+    /// The payload strategies the code writes with.
+    let strategies: RecordCoding.Strategies
     /// The steps by the version they read.
     let steps: [Int: ItemMigrationStep]
     /// Makes the function that turns a migrated payload (and its key) into the stored form: it
-    /// decodes it as the item type and encodes it again, throwing when it does not decode.
-    /// Made once per migration, so its coders are reused for every item.
-    let makeFinisher: @Sendable () -> (Data, String) throws -> Data
+    /// decodes it as the item type with the strategies the items were stored with (the
+    /// argument) and encodes it with ``strategies``, throwing when it does not decode. Made
+    /// once per migration, so its coders are reused for every item.
+    let makeFinisher: @Sendable (RecordCoding.Strategies) -> (Data, String) throws -> Data
 
     /// Checks a plan of steps; the message says what is wrong with it.
     static func checkPlan(currentVersion: Int, migrations: [ItemMigrationStep]) -> [Int: ItemMigrationStep] {
@@ -85,15 +88,29 @@ struct ItemMigrator: Sendable {
         switch state {
         case .absent: return nil
         case .unrecorded: return 1
-        case .recorded(let version): return version
+        case .recorded(let version, _): return version
         }
     }
 
+    /// The payload strategies a stored state stands for (nil coding: Foundation's defaults).
+    func storedStrategies(_ state: StoredItemVersion) throws -> RecordCoding.Strategies {
+        guard case .recorded(_, let coding) = state else { return .default }
+        guard let strategies = RecordCoding.Strategies(recorded: coding) else {
+            throw RepositoryError(
+                code: .codingMismatch, collection: collection,
+                detail: "the items were written with payload strategies this version does not know "
+                    + "(\(coding ?? "")), by a newer version of the app; nothing was changed")
+        }
+        return strategies
+    }
+
     /// Whether a collection in `state` must be migrated; throws when it was written by a newer
-    /// version of the app.
+    /// version of the app, or with other payload strategies at this item version.
     func needsMigration(_ state: StoredItemVersion) throws -> Bool {
         guard let found = Self.version(of: state) else { return false }
         if found > currentVersion { throw newerVersionError(found) }
+        let stored = try storedStrategies(state)
+        if found == currentVersion, stored != strategies { throw codingMismatchError(stored) }
         return found < currentVersion
     }
 
@@ -104,19 +121,31 @@ struct ItemMigrator: Sendable {
     func run(in transaction: RecordTransaction) throws {
         let state = try transaction.storedItemVersion(of: collection)
         guard let found = Self.version(of: state) else {
-            try transaction.setItemVersion(currentVersion, of: collection)
+            try transaction.setItemVersion(currentVersion, coding: strategies.recorded, of: collection)
             return
         }
         if found > currentVersion { throw newerVersionError(found) }
+        let stored = try storedStrategies(state)
+        if found == currentVersion, stored != strategies { throw codingMismatchError(stored) }
         if found < currentVersion {
-            try migrate(from: found, in: transaction)
+            try migrate(from: found, storedWith: stored, in: transaction)
         }
-        if state != .recorded(currentVersion) {
-            try transaction.setItemVersion(currentVersion, of: collection)
+        if state != .recorded(currentVersion, coding: strategies.recorded) {
+            try transaction.setItemVersion(currentVersion, coding: strategies.recorded, of: collection)
         }
     }
 
-    private func migrate(from found: Int, in transaction: RecordTransaction) throws {
+    private func codingMismatchError(_ stored: RecordCoding.Strategies) -> RepositoryError {
+        RepositoryError(
+            code: .codingMismatch, collection: collection,
+            detail: "the items were written with \(stored); this repository reads and writes \(strategies). "
+                + "Open it with the recorded strategies, or raise the item version to rewrite every item with "
+                + "the new ones; nothing was changed")
+    }
+
+    private func migrate(
+        from found: Int, storedWith stored: RecordCoding.Strategies, in transaction: RecordTransaction
+    ) throws {
         var chain: [ItemMigrationStep] = []
         for version in found..<currentVersion {
             guard let step = steps[version] else {
@@ -128,7 +157,7 @@ struct ItemMigrator: Sendable {
             }
             chain.append(step)
         }
-        let finish = makeFinisher()
+        let finish = makeFinisher(stored)
         var upserts: [String: Data] = [:]
         try transaction.forEachRecord(in: collection) { record in
             var data = record.data

@@ -5,12 +5,13 @@ public import Foundation
 /// It is deterministic for the same value: object keys are sorted (`.sortedKeys`), so an
 /// unchanged item encodes to the same bytes and the store skips rewriting it. Dates are
 /// encoded as their exact `timeIntervalSinceReferenceDate` (`.deferredToDate`), which
-/// round-trips to an equal `Date`; ISO 8601 would drop the sub-second part. Data is Base64;
+/// round-trips to an equal `Date`, unless other ``Strategies`` are chosen (ISO 8601, which drops
+/// the sub-second part, seconds or milliseconds since 1970; snake-case keys). Data is Base64;
 /// non-finite floating-point values throw rather than being stored as something else.
 ///
 /// Two implementations write these same bytes (see ``Engine``): ``RecordJSONEncoder`` and
 /// ``RecordJSONDecoder``, built for many small payloads and used by default, and Foundation's
-/// `JSONEncoder`/`JSONDecoder` (``makeEncoder()`` and ``makeDecoder()``), the reference.
+/// `JSONEncoder`/`JSONDecoder` (``makeEncoder(_:)`` and ``makeDecoder(_:)``), the reference.
 ///
 /// One limit of determinism: a `Set`, or a dictionary whose keys are neither `String` nor `Int`,
 /// encodes in hash order, which can differ between launches. Such an item is still stored and
@@ -27,30 +28,37 @@ public enum RecordCoding {
         case foundation
     }
 
-    /// A new Foundation `JSONEncoder` with the settings described above: the reference
-    /// ``RecordJSONEncoder`` matches byte for byte.
-    public static func makeEncoder() -> JSONEncoder {
-        makeFoundationEncoder(userInfo: [:])
+    /// A new Foundation `JSONEncoder` with the settings described above and `strategies`
+    /// (Foundation's defaults unless given): the reference ``RecordJSONEncoder`` matches byte
+    /// for byte.
+    public static func makeEncoder(_ strategies: Strategies = .default) -> JSONEncoder {
+        makeFoundationEncoder(userInfo: [:], strategies: strategies)
     }
 
-    /// A new Foundation `JSONDecoder` matching ``makeEncoder()``.
-    public static func makeDecoder() -> JSONDecoder {
-        makeFoundationDecoder(userInfo: [:])
+    /// A new Foundation `JSONDecoder` matching ``makeEncoder(_:)``.
+    public static func makeDecoder(_ strategies: Strategies = .default) -> JSONDecoder {
+        makeFoundationDecoder(userInfo: [:], strategies: strategies)
     }
 
-    static func makeFoundationEncoder(userInfo: [CodingUserInfoKey: any Sendable]) -> JSONEncoder {
+    static func makeFoundationEncoder(
+        userInfo: [CodingUserInfoKey: any Sendable], strategies: Strategies = .default
+    ) -> JSONEncoder {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        encoder.dateEncodingStrategy = .deferredToDate
+        encoder.dateEncodingStrategy = foundationStrategy(strategies.dates)
+        encoder.keyEncodingStrategy = strategies.keys == .snakeCase ? .convertToSnakeCase : .useDefaultKeys
         encoder.dataEncodingStrategy = .base64
         encoder.nonConformingFloatEncodingStrategy = .throw
         encoder.userInfo = userInfo
         return encoder
     }
 
-    static func makeFoundationDecoder(userInfo: [CodingUserInfoKey: any Sendable]) -> JSONDecoder {
+    static func makeFoundationDecoder(
+        userInfo: [CodingUserInfoKey: any Sendable], strategies: Strategies = .default
+    ) -> JSONDecoder {
         let decoder = JSONDecoder()
-        decoder.dateDecodingStrategy = .deferredToDate
+        decoder.dateDecodingStrategy = foundationStrategy(strategies.dates)
+        decoder.keyDecodingStrategy = strategies.keys == .snakeCase ? .convertFromSnakeCase : .useDefaultKeys
         decoder.dataDecodingStrategy = .base64
         decoder.nonConformingFloatDecodingStrategy = .throw
         decoder.userInfo = userInfo
@@ -78,18 +86,18 @@ struct PayloadCoder {
     private let foundationEncoder: JSONEncoder?
     private let foundationDecoder: JSONDecoder?
 
-    init(_ engine: RecordCoding.Engine) {
+    init(_ engine: RecordCoding.Engine, strategies: RecordCoding.Strategies = .default) {
         switch engine {
         case .recordJSON:
-            fastEncoder = RecordJSONEncoder()
-            fastDecoder = RecordJSONDecoder()
+            fastEncoder = RecordJSONEncoder(strategies: strategies)
+            fastDecoder = RecordJSONDecoder(strategies: strategies)
             foundationEncoder = nil
             foundationDecoder = nil
         case .foundation:
             fastEncoder = nil
             fastDecoder = nil
-            foundationEncoder = RecordCoding.makeEncoder()
-            foundationDecoder = RecordCoding.makeDecoder()
+            foundationEncoder = RecordCoding.makeEncoder(strategies)
+            foundationDecoder = RecordCoding.makeDecoder(strategies)
         }
     }
 

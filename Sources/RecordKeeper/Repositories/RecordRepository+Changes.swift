@@ -1,20 +1,105 @@
 import Foundation
 
-/// What one committed transaction changed in a repository's collection, as typed values.
+/// What one committed transaction changed in a repository's collection, as typed values, or,
+/// after the stream fell behind the change log, the whole collection (``isFullState``).
 public struct RepositoryChange<Item: Identifiable & Sendable>: Sendable where Item.ID: Sendable {
-    /// Items inserted or changed, sorted by record key.
+    /// Items inserted or changed, sorted by record key. In a full state: every item.
     public var upserted: [Item]
-    /// IDs of items removed, sorted by record key.
+    /// IDs of items removed, sorted by record key. Empty in a full state.
     public var removed: [Item.ID]
+    /// True when ``upserted`` is every item of the collection: replace your copy with it, since
+    /// items removed meanwhile are not named (see ``RecordChanges/isFullState``).
+    public var isFullState: Bool
 
     /// Creates a change value.
-    public init(upserted: [Item] = [], removed: [Item.ID] = []) {
+    public init(upserted: [Item] = [], removed: [Item.ID] = [], isFullState: Bool = false) {
         self.upserted = upserted
         self.removed = removed
+        self.isFullState = isFullState
     }
 }
 
 extension RepositoryChange: Equatable where Item: Equatable {}
+
+extension RepositoryChange where Item: Codable, Item.ID: Codable {
+    /// `items`, a list in record-key order as ``RecordRepository/load()`` gives it, with this
+    /// change applied: each upserted item replaces the item with its ID or goes in at its key's
+    /// place, each removed ID is taken out. A full state (``isFullState``) replaces the list:
+    /// the result is its items, in key order. So a screen can keep a loaded list current from
+    /// the change stream without loading the collection again.
+    ///
+    /// ```swift
+    /// var shelf = try await books.load()
+    /// for try await change in await books.changes() { shelf = try change.applied(to: shelf) }
+    /// ```
+    /// - Complexity: O(*k* log *n*) key computations for *k* changed items, plus moving
+    ///   elements to insert and remove; for large changes one merge pass, O(*n* + *k* log *k*).
+    /// - Throws: ``RepositoryError`` (`unencodableValue`) when an item's ID has no record key.
+    public func applied(to items: [Item]) throws -> [Item] {
+        if isFullState { return upserted }  // every item, already in key order
+        guard !upserted.isEmpty || !removed.isEmpty else { return items }
+        // Upserts win over removals of the same key (a stream never names a key in both).
+        var changes: [(key: [UInt8], item: Item?)] = []
+        changes.reserveCapacity(upserted.count + removed.count)
+        var named = Set<[UInt8]>()
+        for item in upserted { let key = try Self.sortKey(item.id); if named.insert(key).inserted { changes.append((key, item)) } }
+        for id in removed { let key = try Self.sortKey(id); if named.insert(key).inserted { changes.append((key, nil)) } }
+        changes.sort { $0.key.lexicographicallyPrecedes($1.key) }
+        if changes.count <= 16 {
+            var result = items
+            for change in changes {
+                let (index, found) = try Self.position(of: change.key, in: result)
+                switch (found, change.item) {
+                case (true, let item?): result[index] = item
+                case (true, nil): result.remove(at: index)
+                case (false, let item?): result.insert(item, at: index)
+                case (false, nil): break
+                }
+            }
+            return result
+        }
+        var result: [Item] = []
+        result.reserveCapacity(items.count + changes.count)
+        var next = 0
+        for item in items {
+            let key = try Self.sortKey(item.id)
+            while next < changes.count, changes[next].key.lexicographicallyPrecedes(key) {
+                if let inserted = changes[next].item { result.append(inserted) }
+                next += 1
+            }
+            if next < changes.count, changes[next].key == key {
+                if let replacement = changes[next].item { result.append(replacement) }
+                next += 1
+            } else {
+                result.append(item)
+            }
+        }
+        for change in changes[next...] { if let item = change.item { result.append(item) } }
+        return result
+    }
+
+    /// The stored (NFC) record key of `id` as UTF-8 bytes: the order of ``RecordRepository/load()``.
+    private static func sortKey(_ id: Item.ID) throws -> [UInt8] {
+        do {
+            return Array(RecordNames.normalized(try RecordKeys.key(for: id)).utf8)
+        } catch {
+            throw RepositoryError(
+                code: .unencodableValue, collection: "", underlying: error, detail: "the item ID \(id) has no record key")
+        }
+    }
+
+    /// Where `key` is, or would go, in `items` (binary search), and whether it is there.
+    private static func position(of key: [UInt8], in items: [Item]) throws -> (index: Int, found: Bool) {
+        var low = 0, high = items.count
+        while low < high {
+            let middle = (low + high) / 2
+            let middleKey = try sortKey(items[middle].id)
+            if middleKey == key { return (middle, true) }
+            if middleKey.lexicographicallyPrecedes(key) { low = middle + 1 } else { high = middle }
+        }
+        return (low, false)
+    }
+}
 
 extension RecordRepository {
     /// What each committed transaction changes in the collection, decoded, in commit order.
@@ -31,23 +116,29 @@ extension RecordRepository {
     /// stream by throwing ``RepositoryError`` (naming the key): it is never skipped. Load again
     /// to see the state, and call `changes()` again to keep listening.
     ///
+    /// A stream that fell far behind (see ``RecordStore/changes(in:)``) yields one element with
+    /// ``RepositoryChange/isFullState`` set: every item, with the removed ones not named. A
+    /// consumer keeping a copy replaces it then.
+    ///
     /// The stream does not change the versions the repository bases its saves on: to save on
     /// top of a change someone else made, ``load()`` or ``item(_:)`` first.
     ///
     /// ```swift
     /// for try await change in await books.changes() {
+    ///     if change.isFullState { shelf = [:] }
     ///     for book in change.upserted { shelf[book.id] = book }
     ///     for id in change.removed { shelf[id] = nil }
     /// }
     /// ```
     public nonisolated func changes() async -> RepositoryChanges<Item> {
-        RepositoryChanges(records: await store.changes(in: collection), collection: collection, coding: coding)
+        RepositoryChanges(
+            records: await store.changes(in: collection), collection: collection, coding: coding, strategies: strategies)
     }
 
     /// Decodes one record-level change; the first failure throws.
     static func decode(_ change: RecordChanges, collection: String, decoder: PayloadCoder) throws -> RepositoryChange<Item> {
         let byKey: (String, String) -> Bool = { $0 < $1 }  // code-point order = UTF-8 byte order
-        var result = RepositoryChange<Item>()
+        var result = RepositoryChange<Item>(isFullState: change.isFullState)
         for key in change.upserts.keys.sorted(by: byKey) {
             guard let data = change.upserts[key] else { continue }
             result.upserted.append(try decode(data, key: key, collection: collection, decoder: decoder))
@@ -76,9 +167,11 @@ where Item: Codable & Identifiable & Equatable & Sendable, Item.ID: Codable & Se
     let records: AsyncStream<RecordChanges>
     let collection: String
     let coding: RecordCoding.Engine
+    let strategies: RecordCoding.Strategies
 
     public func makeAsyncIterator() -> AsyncIterator {
-        AsyncIterator(base: records.makeAsyncIterator(), collection: collection, decoder: PayloadCoder(coding))
+        AsyncIterator(
+            base: records.makeAsyncIterator(), collection: collection, decoder: PayloadCoder(coding, strategies: strategies))
     }
 
     /// Reads the store's changes and decodes them, one transaction at a time.

@@ -48,19 +48,20 @@ extension RecordRepository {
     /// ``init(store:collection:itemVersion:migrations:)``).
     private func migrate() async throws {
         let migrator = migrator
-        try await store.write { transaction in try migrator.run(in: transaction) }
+        try await store.write(teachesRepositories: false) { transaction in try migrator.run(in: transaction) }
         isPrepared = true
     }
 
     /// The function that turns a migrated payload into the item's stored form.
     static func makeFinisher(
-        collection: String, coding: RecordCoding.Engine
-    ) -> @Sendable () -> (Data, String) throws -> Data {
-        {
-            let coder = PayloadCoder(coding)
+        collection: String, coding: RecordCoding.Engine, strategies: RecordCoding.Strategies
+    ) -> @Sendable (RecordCoding.Strategies) -> (Data, String) throws -> Data {
+        { stored in
+            let reader = PayloadCoder(coding, strategies: stored)
+            let writer = stored == strategies ? reader : PayloadCoder(coding, strategies: strategies)
             return { data, key in
-                let item = try Self.decode(data, key: key, collection: collection, decoder: coder)
-                return try coder.encode(item)
+                let item = try Self.decode(data, key: key, collection: collection, decoder: reader)
+                return try writer.encode(item)
             }
         }
     }

@@ -5,9 +5,9 @@ import Foundation
 ///
 /// Each item is stored as its own record, encoded by ``RecordCoding`` (JSON with sorted keys),
 /// under the key its ID gives (see ``RecordKeyConvertible`` for the rule). Saves are
-/// record-level: `save(_:onConflict:)` writes only the items it is given and never removes
-/// others; removal is ``delete(_:onConflict:)``, and replacing the whole collection is the
-/// separate ``replaceAll(with:onConflict:)``. An item saved unchanged encodes to the same
+/// record-level: `save(_:onConflict:enqueue:)` writes only the items it is given and never removes
+/// others; removal is ``delete(_:onConflict:enqueue:)``, and replacing the whole collection is the
+/// separate ``replaceAll(with:onConflict:enqueue:)``. An item saved unchanged encodes to the same
 /// bytes, and the store does not rewrite it.
 ///
 /// The repository remembers the version of every record it loaded or saved, and bases each
@@ -16,6 +16,14 @@ import Foundation
 /// the store already holds it, that is a conflict too: load first, or pass
 /// ``ConflictPolicy/overwrite`` for last-writer-wins. Versions are updated only after the
 /// store's commit returned.
+///
+/// Writes through the same `RecordStore` by its own record API (`put`, `apply`, `replace`,
+/// `delete`, `removeCollection`, `write { … }`) teach the repository the versions they give
+/// its records, when the version such a write replaced is the one the repository knew: so
+/// `store.write { tx in tx.put(…); tx.enqueue(…) }` followed by `save` is not a conflict with
+/// the app itself. Nothing else teaches it: other repositories and documents, sync, other
+/// `RecordStore` instances on the file and other processes stay conflicts, and so does a store
+/// write on top of such a change. (To save and enqueue in one transaction, pass `enqueue:`.)
 ///
 /// Operations on one repository take effect one at a time, in the order they were called.
 ///
@@ -46,6 +54,8 @@ public actor RecordRepository<Item> where Item: Codable & Identifiable & Equatab
     var turns = OperationTurns()
     /// Which coders read and write the payloads (both write the same bytes).
     public nonisolated let coding: RecordCoding.Engine
+    /// How payloads write dates and keys; recorded with the collection.
+    public nonisolated let strategies: RecordCoding.Strategies
     /// One encoder and decoder for the repository's life, reusing their buffers across
     /// records: they are used only on the actor.
     let coder: PayloadCoder
@@ -54,14 +64,33 @@ public actor RecordRepository<Item> where Item: Codable & Identifiable & Equatab
     /// True once the stored item version was found current (or made current): writes then
     /// only confirm it inside their transaction.
     var isPrepared = false
+    /// Where the store leaves the versions its own record API writes (see `learnStoreWrites()`).
+    let inbox = VersionInbox()
+    /// The collection's normalized name, under which `inbox` is registered.
+    nonisolated let learnedName: String
 
     /// Creates a repository for `collection` in `store`, for items of version 1. Does no I/O.
     ///
     /// `coding` chooses the payload coders: ``RecordCoding/Engine/recordJSON`` (the default,
     /// fast) or ``RecordCoding/Engine/foundation`` (Foundation's, for types whose `Codable`
     /// code needs it). Both read and write the same bytes, so a collection can switch freely.
-    public init(store: RecordStore, collection: String, coding: RecordCoding.Engine = .recordJSON) {
-        self.init(store: store, collection: collection, itemVersion: 1, migrations: [], coding: coding)
+    ///
+    /// `strategies` chooses how payloads write dates and keys (Foundation's defaults unless
+    /// given). They are recorded with the collection by the first write: a repository opened
+    /// later with other strategies is refused with ``RepositoryError`` (`codingMismatch`), on
+    /// reads and writes alike, so stored items are never misread. To change them, raise the
+    /// item version (``init(store:collection:itemVersion:migrations:coding:strategies:)``): the
+    /// migration reads every item with the recorded strategies and writes it with the new ones.
+    ///
+    /// ```swift
+    /// let events = RecordRepository<Event>(
+    ///     store: store, collection: "events", strategies: .init(dates: .iso8601, keys: .snakeCase))
+    /// ```
+    public init(
+        store: RecordStore, collection: String, coding: RecordCoding.Engine = .recordJSON,
+        strategies: RecordCoding.Strategies = .default
+    ) {
+        self.init(store: store, collection: collection, itemVersion: 1, migrations: [], coding: coding, strategies: strategies)
     }
 
     /// Creates a repository for `collection` in `store` whose items have version
@@ -78,6 +107,12 @@ public actor RecordRepository<Item> where Item: Codable & Identifiable & Equatab
     /// with a higher version than `itemVersion` (written by a newer app) is refused with
     /// `newerItemVersion` and left untouched.
     ///
+    /// The payload `strategies` are recorded with the item version. At the same item version,
+    /// other recorded strategies are refused (`codingMismatch`); a migration from an older
+    /// version reads the stored items with the strategies recorded for them (the steps see
+    /// that JSON) and writes them with `strategies`, so raising the item version, with steps
+    /// or only an identity step (`.data(from: 1) { $0 }`), is how a collection changes them.
+    ///
     /// ```swift
     /// struct Book: Codable, Identifiable, Equatable, Sendable {
     ///     var id: String
@@ -92,17 +127,24 @@ public actor RecordRepository<Item> where Item: Codable & Identifiable & Equatab
     ///   `itemVersion`, and no two steps start at the same version.
     public init(
         store: RecordStore, collection: String, itemVersion: Int, migrations: [ItemMigrationStep],
-        coding: RecordCoding.Engine = .recordJSON
+        coding: RecordCoding.Engine = .recordJSON, strategies: RecordCoding.Strategies = .default
     ) {
         self.store = store
         self.collection = collection
         self.itemVersion = itemVersion
         self.coding = coding
-        self.coder = PayloadCoder(coding)
+        self.strategies = strategies
+        self.coder = PayloadCoder(coding, strategies: strategies)
         self.migrator = ItemMigrator(
-            collection: collection, currentVersion: itemVersion,
+            collection: collection, currentVersion: itemVersion, strategies: strategies,
             steps: ItemMigrator.checkPlan(currentVersion: itemVersion, migrations: migrations),
-            makeFinisher: Self.makeFinisher(collection: collection, coding: coding))
+            makeFinisher: Self.makeFinisher(collection: collection, coding: coding, strategies: strategies))
+        self.learnedName = RecordNames.normalized(collection)
+        store.core.learned.register(inbox, for: learnedName)
+    }
+
+    deinit {
+        store.core.learned.unregister(inbox, for: learnedName)
     }
 
     // MARK: Reading
@@ -137,6 +179,7 @@ public actor RecordRepository<Item> where Item: Codable & Identifiable & Equatab
             newVersions[record.key] = record.version
         }
         versions = newVersions
+        learnStoreWrites()
         return items
     }
 
@@ -150,34 +193,50 @@ public actor RecordRepository<Item> where Item: Codable & Identifiable & Equatab
         let key = try key(for: id)
         guard let record = try await currentRecord(key) else {
             versions[key] = nil
+            learnStoreWrites()
             return nil
         }
         let item = try Self.decode(record.data, key: record.key, collection: collection, decoder: coder)
         versions[key] = record.version
+        learnStoreWrites()
         return item
     }
 
     // MARK: Writing
 
-    /// Saves one item (insert or update). See `save(_:onConflict:)` for an array.
-    public func save(_ item: Item, onConflict policy: ConflictPolicy = .fail) async throws {
-        try await save([item], onConflict: policy)
+    /// Saves one item (insert or update). See `save(_:onConflict:enqueue:)` for an array.
+    public func save(_ item: Item, onConflict policy: ConflictPolicy = .fail, enqueue messages: [OutboxMessage] = []) async throws {
+        try await save([item], onConflict: policy, enqueue: messages)
     }
 
     /// Upserts exactly `items`, in one transaction; items not in the array are left as they
-    /// are (removal is ``delete(_:onConflict:)``).
+    /// are (removal is ``delete(_:onConflict:enqueue:)``).
     ///
     /// With ``ConflictPolicy/fail`` (the default) the write is based on the versions this
     /// repository last confirmed: a record changed since, or an item never seen that already
     /// exists, makes the whole save throw ``RecordConflict`` and write nothing. Items whose
     /// encoding is unchanged are not rewritten. If an ID appears twice, the later item wins.
+    ///
+    /// `messages` are queued in the store's outbox in the same transaction: they commit with
+    /// the items, or not at all (see ``RecordStore/apply(_:changes:enqueue:)``).
+    ///
+    /// ```swift
+    /// try await books.save(book, enqueue: [
+    ///     OutboxMessage(kind: "book.save", payload: try RecordCoding.encode(book), orderingKey: "book/\(book.id)"),
+    /// ])
+    /// ```
     /// - Throws: ``RecordConflict``; ``RepositoryError`` (`unencodableValue`) before anything
-    ///   is written, or an item-version error as for ``load()``; ``RecordStoreError``. Nothing
-    ///   is written and nothing is confirmed when it throws.
-    public func save(_ items: [Item], onConflict policy: ConflictPolicy = .fail) async throws {
+    ///   is written, or an item-version error as for ``load()``; ``RecordStoreError`` (also for
+    ///   a message with an empty kind or a duplicate id). Nothing is written, nothing is
+    ///   enqueued and nothing is confirmed when it throws.
+    public func save(_ items: [Item], onConflict policy: ConflictPolicy = .fail, enqueue messages: [OutboxMessage] = []) async throws {
         await takeTurn()
         defer { turns.release() }
-        guard !items.isEmpty else { return }
+        guard !items.isEmpty else {
+            if !messages.isEmpty { try await store.enqueue(messages) }
+            return
+        }
+        let queued = try ValidatedMessages(messages, operation: .apply)
         var entries: [(key: String, data: Data)] = []
         entries.reserveCapacity(items.count)
         for item in items {
@@ -187,6 +246,7 @@ public actor RecordRepository<Item> where Item: Codable & Identifiable & Equatab
         // Validated and sorted once (a later duplicate ID wins), each upsert with its
         // expectation beside it: no dictionary of the whole save on either side.
         let input = try ValidatedChanges(collection, entries: entries, operation: .apply)
+        learnStoreWrites()
         let expectations: [RecordVersion??] =
             switch policy {
             case .fail: input.upserts.map { .some(versions.isEmpty ? nil : versions[$0.key]) }
@@ -195,27 +255,38 @@ public actor RecordRepository<Item> where Item: Codable & Identifiable & Equatab
         try await prepareForWriting()
         let written = try await store.apply(
             input, expectations: expectations, checking: { [migrator] in try migrator.run(in: $0) },
-            unlessItemVersion: itemVersion)
+            unlessItemVersion: (itemVersion, strategies.recorded), enqueue: queued)
         for ((key, _), version) in zip(input.upserts, written) { versions[key] = version }
     }
 
-    /// Removes the item with `id`, if stored.
+    /// Removes the item with `id`, if stored, and says whether it was: deleting an item that
+    /// is not stored is not an error; it returns false and removes nothing.
     ///
     /// With ``ConflictPolicy/fail`` the removal is based on the version this repository last
     /// confirmed: if the record changed since (or exists although the repository never saw
-    /// it), nothing is removed and it throws ``RecordConflict``.
-    /// - Throws: ``RecordConflict``; ``RecordStoreError``.
-    public func delete(_ id: Item.ID, onConflict policy: ConflictPolicy = .fail) async throws {
+    /// it), nothing is removed and it throws ``RecordConflict`` ("Could not delete from
+    /// collection …"). `messages` are queued in the same transaction.
+    ///
+    /// ```swift
+    /// if try await books.delete("moby-dick") == false { print("it was not on the shelf") }
+    /// ```
+    /// - Returns: true when the item's record was removed.
+    /// - Throws: ``RecordConflict``; ``RecordStoreError`` (operation `delete`). Nothing is
+    ///   removed and nothing is enqueued when it throws.
+    @discardableResult
+    public func delete(_ id: Item.ID, onConflict policy: ConflictPolicy = .fail, enqueue messages: [OutboxMessage] = []) async throws -> Bool {
         await takeTurn()
         defer { turns.release() }
-        let key = try key(for: id)
-        var changes = RecordChanges()
-        changes[key] = nil
+        let key = RecordNames.normalized(try key(for: id))
+        let queued = try ValidatedMessages(messages, operation: .delete)
         try await prepareForWriting()
-        try await store.apply(
-            collection, changes: changes, expecting: expectations(for: changes, policy),
+        learnStoreWrites()
+        let expected: RecordVersion?? = policy == .fail ? .some(versions[key]) : nil
+        let removed = try await store.delete(
+            collection, key: key, expecting: expected, enqueue: queued,
             checking: { [migrator] in try migrator.run(in: $0) })
         versions[key] = nil
+        return removed
     }
 
     /// Makes `items` the whole content of the collection, in one transaction: records of
@@ -224,21 +295,26 @@ public actor RecordRepository<Item> where Item: Codable & Identifiable & Equatab
     /// With ``ConflictPolicy/fail`` it writes only if the collection holds exactly the records
     /// this repository last confirmed, at their versions: a record changed, added or removed
     /// by someone else makes it throw ``RecordConflict`` and write nothing. With
-    /// ``ConflictPolicy/overwrite`` it replaces whatever is stored.
+    /// ``ConflictPolicy/overwrite`` it replaces whatever is stored. `messages` are queued in
+    /// the same transaction.
     /// - Throws: ``RecordConflict``; ``RepositoryError`` (`unencodableValue`); ``RecordStoreError``.
-    public func replaceAll(with items: [Item], onConflict policy: ConflictPolicy = .fail) async throws {
+    public func replaceAll(
+        with items: [Item], onConflict policy: ConflictPolicy = .fail, enqueue messages: [OutboxMessage] = []
+    ) async throws {
         await takeTurn()
         defer { turns.release() }
+        let queued = try ValidatedMessages(messages, operation: .replace)
         var values: [String: Data] = [:]
         for item in items {
             let key = try key(for: item.id)
             values[key] = try encode(item, key: key)
         }
         let collection = collection
-        let known = versions
         let migrator = migrator
         try await prepareForWriting()
-        let written = try await store.write { [values] transaction in
+        learnStoreWrites()
+        let known = versions
+        let written = try await store.write(teachesRepositories: false) { [values] transaction in
             try migrator.run(in: transaction)
             let stored = try transaction.read(collection) ?? [:]
             let removals = Set(stored.keys).subtracting(values.keys)
@@ -249,26 +325,16 @@ public actor RecordRepository<Item> where Item: Codable & Identifiable & Equatab
                     expected[key] = .some(known[key])
                 }
             }
-            return try transaction.apply(
+            let written = try transaction.apply(
                 collection, changes: RecordChanges(upserts: values, removals: removals), expecting: expected)
+            try transaction.context.enqueue(queued)
+            return written
         }
         versions = [:]
         for key in values.keys { versions[key] = written[key] }
     }
 
     // MARK: Helpers
-
-    /// The expected version of every key `changes` names: the confirmed one, or nil (must not
-    /// exist) for a key never seen. Empty (unconditional) for `.overwrite`.
-    private func expectations(for changes: RecordChanges, _ policy: ConflictPolicy) -> [String: RecordVersion?] {
-        guard policy == .fail else { return [:] }
-        var expected: [String: RecordVersion?] = [:]
-        expected.reserveCapacity(changes.upserts.count + changes.removals.count)
-        // `.some` keeps a nil version as "must not exist" instead of removing the entry.
-        for key in changes.upserts.keys { expected[key] = .some(versions[key]) }
-        for key in changes.removals { expected[key] = .some(versions[key]) }
-        return expected
-    }
 
     private func key(for id: Item.ID) throws -> String {
         do {

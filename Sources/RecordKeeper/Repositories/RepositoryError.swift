@@ -30,6 +30,10 @@ public struct RepositoryError: Error, Sendable, CustomStringConvertible {
         /// A record key does not correspond to an item ID (for example in a change stream, or
         /// a record stored under a key other than the one its item's ID gives).
         public static let keyMismatch = Code("keyMismatch")
+        /// The collection's payloads were written with other date or key strategies than the
+        /// repository's (recorded with the collection, format 6); nothing was read into values
+        /// and nothing was written.
+        public static let codingMismatch = Code("codingMismatch")
         /// A value (or its ID) could not be encoded; nothing was written.
         public static let unencodableValue = Code("unencodableValue")
         /// A document uses a schema version the document type does not support; nothing was

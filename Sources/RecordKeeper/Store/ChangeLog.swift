@@ -94,6 +94,12 @@ extension RecordEngine {
         }
     }
 
+    /// Whether the store's format has the change log (format 3 on): reads of older stores do
+    /// not migrate, so a stream may read a store of format 1 or 2 until its first write.
+    func hasChangeLog() throws -> Bool {
+        try run { try connection.userVersion() >= 3 }
+    }
+
     /// The `PRAGMA data_version` of the connection: it changes when another connection commits.
     func dataVersion() throws -> Int64 {
         try run {

@@ -17,12 +17,21 @@ import Foundation
 /// one cheap pragma per check). In memory only this store can write, so there is no polling.
 ///
 /// A stream whose next entry was trimmed from the log (it fell more than
-/// `ChangeLog.retainedEntries` changes behind) gets a complete resync: every record of the
-/// collection as an upsert, in key order and in elements of at most ``batchLimit`` records,
-/// then the log from where the resync began.
+/// `ChangeLog.retainedEntries` changes behind) gets a complete resync: one element marked
+/// ``RecordChanges/isFullState``, every record of the collection read in one transaction, then
+/// the log from there.
 ///
 /// Writers log only while some stream observes the file (`ObserverLock`): a watcher holds the
 /// observers' lock, shared, from before it first reads the log until its last stream ends.
+///
+/// A stream of a file store that does not exist yet (no file, an empty file, or a database
+/// being created) starts *before the store*: nothing is created for it, not even the
+/// observers' lock file, and a parked consumer checks the path at each poll. The first read
+/// that finds a store takes the observers' lock and then delivers every record of the
+/// collection as upserts (in key order, in elements of at most ``batchLimit`` records): the
+/// store's first commits, merged, which may have run before anyone observed them and so were
+/// not logged. From then on it follows the log. A store in a format before the change log
+/// (format 1 or 2) is read as having an empty log, which its first write's migration creates.
 ///
 /// `@unchecked Sendable`: `subscribers` and the flags beside it are reached only with `lock`
 /// held; `connection`, `observerLock`, `lastDataVersion`, `timer` and `failing` only on `queue`.
@@ -36,8 +45,11 @@ final class ChangeWatcher: @unchecked Sendable {
         let collection: String
         /// The last seq delivered; nil until positioned at the end of the log.
         var cursor: Int64?
-        /// While resyncing: the key the next page starts after, and the seq to go on from.
-        var resync: (after: String?, resumeSeq: Int64)?
+        /// Positioned before the store existed: the first read delivers every record.
+        var beforeStore = false
+        /// While delivering every record of a store that did not exist when the stream was
+        /// positioned: the key the next page starts after, and the seq to go on from.
+        var catchUp: (after: String?, resumeSeq: Int64)?
         var waiting: CheckedContinuation<RecordChanges?, Never>?
     }
 
@@ -52,6 +64,9 @@ final class ChangeWatcher: @unchecked Sendable {
     private var hasUnpositioned = false
 
     private var connection: SQLiteConnection?
+    /// Set while `connection` is an immutable snapshot of a store whose directory this process
+    /// cannot write: what the file looked like, to open it again once it changed.
+    private var snapshotStamp: FileStamp?
     /// The observers' lock, held shared while this watcher has streams (file stores only).
     private var observerLock: ObserverLock?
     private var observerLockFailed = false
@@ -85,15 +100,17 @@ final class ChangeWatcher: @unchecked Sendable {
     }
 
     /// Positions stream `id` at the end of the log now, reading it through the watcher's own
-    /// connection (opening it if needed). Blocks until done: call on the store's executor only.
-    /// A failure is reported and leaves the stream to be positioned at its first read.
+    /// connection (opening it if needed), or before the store when there is none yet. Blocks
+    /// until done: call on the store's executor only. A failure is reported and leaves the
+    /// stream to be positioned at its first read.
     func positionNow(_ id: UUID) {
         queue.sync {
             do {
-                guard let end = try withEngine({ try $0.changeLogBounds().last }) else { return }
+                let end = try withEngine { try Self.logBounds($0).last }
                 failing = false
                 locked {
-                    if subscribers[id]?.cursor == nil { subscribers[id]?.cursor = end }
+                    guard subscribers[id]?.cursor == nil, subscribers[id]?.beforeStore == false else { return }
+                    if let end { subscribers[id]?.cursor = end } else { subscribers[id]?.beforeStore = true }
                 }
             } catch {
                 report(error)
@@ -113,6 +130,7 @@ final class ChangeWatcher: @unchecked Sendable {
                 guard locked({ subscribers.isEmpty }) else { return }
                 stopTimer()
                 connection = nil
+                snapshotStamp = nil
                 lastDataVersion = nil
                 observerLock?.release()
                 observerLock = nil
@@ -144,15 +162,23 @@ final class ChangeWatcher: @unchecked Sendable {
         locked { subscribers.values.count { $0.collection == collection } }
     }
 
+    /// How many streams of `collection` have a consumer parked, waiting for a change.
+    func waitingCount(_ collection: String) -> Int {
+        locked { subscribers.values.count { $0.collection == collection && $0.waiting != nil } }
+    }
+
     // MARK: Hooks of this store's writes (called with the store's lock held)
 
     /// Positions streams registered before this write at the end of the log, so that they
-    /// deliver the write. Call inside the write transaction, before it logs anything.
+    /// deliver the write (streams positioned before the store existed deliver every record
+    /// anyway). Call inside the write transaction, before it logs anything.
     func positionNewStreams(_ engine: RecordEngine) throws {
         guard locked({ hasUnpositioned }) else { return }
         let end = try engine.changeLogBounds().last
         locked {
-            for (id, subscriber) in subscribers where subscriber.cursor == nil { subscribers[id]?.cursor = end }
+            for (id, subscriber) in subscribers where subscriber.cursor == nil && !subscriber.beforeStore {
+                subscribers[id]?.cursor = end
+            }
             hasUnpositioned = false
         }
     }
@@ -210,11 +236,18 @@ final class ChangeWatcher: @unchecked Sendable {
         do {
             let read = try withEngine { engine in try Self.read(subscriber, engine) }
             failing = false
-            guard let (change, updated) = read else { return nil }
+            guard let (change, updated) = read else {
+                // No store yet (file stores): a stream not positioned yet starts before it.
+                if path != nil, subscriber.cursor == nil {
+                    locked { if subscribers[id]?.cursor == nil { subscribers[id]?.beforeStore = true } }
+                }
+                return nil
+            }
             locked {
                 guard subscribers[id] != nil else { return }
                 subscribers[id]?.cursor = updated.cursor
-                subscribers[id]?.resync = updated.resync
+                subscribers[id]?.beforeStore = updated.beforeStore
+                subscribers[id]?.catchUp = updated.catchUp
             }
             return change.isEmpty ? nil : change
         } catch {
@@ -241,24 +274,34 @@ final class ChangeWatcher: @unchecked Sendable {
         var updated = subscriber
         var change = RecordChanges()
         let collection = subscriber.collection
-        let (first, last) = try engine.changeLogBounds()
+        let (first, last) = try logBounds(engine)
+        if updated.beforeStore {
+            // The store's first commits may have run before anyone observed them: deliver the
+            // records themselves, then the log from here (logged from now on: the observers'
+            // lock is held).
+            updated.beforeStore = false
+            updated.catchUp = (nil, last)
+        }
+        if let catchUp = updated.catchUp {
+            let page = try engine.page(collection, after: catchUp.after, limit: batchLimit) ?? []
+            for record in page { change[record.key] = record.data }
+            if page.count < batchLimit {
+                updated.catchUp = nil
+                updated.cursor = catchUp.resumeSeq
+            } else {
+                updated.catchUp = (page.last?.key, catchUp.resumeSeq)
+            }
+            return (change, updated)
+        }
         guard let cursor = subscriber.cursor else {
             updated.cursor = last
             return (change, updated)
         }
-        if updated.resync == nil, cursor > last || (first.map { cursor + 1 < $0 } ?? false) {
-            // Fell behind the trimmed log (or the file was replaced): resync from the records.
-            updated.resync = (nil, last)
-        }
-        if let resync = updated.resync {
-            let page = try engine.page(collection, after: resync.after, limit: batchLimit) ?? []
-            for record in page { change[record.key] = record.data }
-            if page.count < batchLimit {
-                updated.resync = nil
-                updated.cursor = resync.resumeSeq
-            } else {
-                updated.resync = (page.last?.key, resync.resumeSeq)
-            }
+        if cursor > last || (first.map { cursor + 1 < $0 } ?? false) {
+            // Fell behind the trimmed log (or the file was replaced): the whole collection, as
+            // one full state read in this transaction, then the log from here.
+            change = RecordChanges(fullState: try engine.readAll(collection) ?? [:])
+            updated.cursor = last
             return (change, updated)
         }
         let logged = try engine.loggedKeys(collection, after: cursor, limit: batchLimit)
@@ -269,20 +312,28 @@ final class ChangeWatcher: @unchecked Sendable {
         return (change, updated)
     }
 
+    /// The log's bounds; (nil, 0) for a store whose format has no log yet (formats 1 and 2:
+    /// the first write's migration creates it, and its first entry is seq 1).
+    private static func logBounds(_ engine: RecordEngine) throws -> (first: Int64?, last: Int64) {
+        guard try engine.hasChangeLog() else { return (nil, 0) }
+        return try engine.changeLogBounds()
+    }
+
     // MARK: Connection and polling (on `queue`)
 
     /// Runs `body` with the connection streams read from: the watcher's own for a file (opened
-    /// on first need), the store's for an in-memory store (nil while it is not open).
+    /// on first need, once the file is a store), the store's for an in-memory store. Nil, without
+    /// running `body`, while there is no store (no file, an empty file, a database being
+    /// created; in memory: not open yet).
     private func withEngine<T>(_ body: (RecordEngine) throws -> T) throws -> T? {
-        guard path != nil else {
+        guard let path else {
             guard let core else { return nil }
             return try core.locked { state in
                 guard let connection = state.connection else { return nil }
                 return try body(RecordEngine(connection: connection, path: nil, operation: .changes))
             }
         }
-        claimObserverLock()
-        let connection = try openConnection()
+        guard let connection = try openConnection(path) else { return nil }
         return try body(RecordEngine(connection: connection, path: path, operation: .changes))
     }
 
@@ -300,19 +351,39 @@ final class ChangeWatcher: @unchecked Sendable {
         }
     }
 
-    private func openConnection() throws -> SQLiteConnection {
-        if let connection { return connection }
-        let (opened, _) = try StoreOpener.open(path: path, options: options)
-        connection = opened
-        return opened
+    /// The watcher's reader of the store at `path`, opened as reads open it: it never creates,
+    /// migrates or changes anything. Nil while there is no store yet; the observers' lock is
+    /// taken (creating its file beside the store) only once a file is there, before reading it.
+    ///
+    /// A store whose directory this process cannot write is read through an immutable snapshot
+    /// (see `ReadTarget.snapshot`), kept while the file stays as it was and opened again when it
+    /// changed (the next poll then serves every parked consumer).
+    private func openConnection(_ path: String) throws -> SQLiteConnection? {
+        if let connection {
+            guard let stamp = snapshotStamp, !stamp.isCurrent(path) else { return connection }
+            self.connection = nil
+            snapshotStamp = nil
+            lastDataVersion = nil
+        }
+        guard try StoreOpener.readHeader(path) != nil else { return nil }
+        claimObserverLock()
+        switch try StoreOpener.openForReading(path: path, options: options) {
+        case .store(let opened):
+            connection = opened
+        case .snapshot(let opened, let stamp):
+            connection = opened
+            snapshotStamp = stamp
+        case .notAStore:
+            return nil
+        }
+        return connection
     }
 
-    /// The file's data version now; nil when it cannot be read (reported).
+    /// The file's data version now; nil while there is no store or when it cannot be read
+    /// (reported): then every poll looks again.
     private func readDataVersion() -> Int64? {
         do {
-            let version = try openConnection().withStatement("PRAGMA data_version") { statement in
-                try statement.step() ? statement.int64(at: 0) : 0
-            }
+            guard let version = try withEngine({ try $0.dataVersion() }) else { return nil }
             failing = false
             return version
         } catch {

@@ -26,10 +26,15 @@ final class ObserverLock {
     private let descriptor: Int32
     let path: String
 
-    /// Opens (creating if needed) the lock file of the store at `storePath`.
+    /// Opens (creating if needed) the lock file of the store at `storePath`. An existing file
+    /// this process may not write (read-only media, another user's store) is opened read-only:
+    /// `flock` needs no write access.
     init(storePath: String) throws(ObserverLockFailure) {
         path = storePath + "-observers"
-        let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        var descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        if descriptor < 0, [EACCES, EPERM, EROFS].contains(errno) {
+            descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        }
         guard descriptor >= 0 else { throw ObserverLockFailure(path: path, errno: errno) }
         self.descriptor = descriptor
     }

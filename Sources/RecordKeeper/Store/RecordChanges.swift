@@ -13,11 +13,22 @@ public import Foundation
 /// changes["vocabulary/ballena"] = nil        // remove this record
 /// try await store.apply("progress", changes: changes)
 /// ```
+///
+/// A change stream (``RecordStore/changes(in:)``) that fell behind the trimmed change log
+/// yields a **full state** instead (``isFullState``): every record of the collection, and
+/// nothing else exists. ``applying(to:)`` and ``merge(_:)`` honour it by replacing; a copy kept
+/// with the `upserts`/`removals` loop must check it, or it keeps records removed meanwhile.
 public struct RecordChanges: Sendable, Equatable {
-    /// Payloads to insert or overwrite, by key.
+    /// Payloads to insert or overwrite, by key. In a full state: every record of the collection.
     public private(set) var upserts: [String: Data]
-    /// Keys to remove. Removing a key that is not stored is not an error.
+    /// Keys to remove. Removing a key that is not stored is not an error. Empty in a full state.
     public private(set) var removals: Set<String>
+    /// True when ``upserts`` is the whole collection: every record not in it was removed, named
+    /// or not. Only a change stream that fell behind the change log yields one; writes
+    /// (``RecordStore/apply(_:changes:)`` and its variants) refuse it with
+    /// ``RecordStoreError/Code-swift.struct/invalidArgument``: replacing a collection is
+    /// ``RecordStore/replace(_:values:)``.
+    public private(set) var isFullState = false
 
     /// An empty change.
     public init() {
@@ -33,13 +44,28 @@ public struct RecordChanges: Sendable, Equatable {
         self.removals = removals.subtracting(upserts.keys)
     }
 
-    /// True when the change has neither upserts nor removals.
-    public var isEmpty: Bool { upserts.isEmpty && removals.isEmpty }
+    /// The full state of a collection holding exactly `records` (see ``isFullState``): what a
+    /// change stream yields after it fell behind, for tests of code that consumes streams.
+    ///
+    /// ```swift
+    /// let resync = RecordChanges(fullState: ["a": Data("1".utf8)])
+    /// #expect(resync.applying(to: ["a": Data(), "gone": Data()]) == ["a": Data("1".utf8)])
+    /// ```
+    public init(fullState records: [String: Data]) {
+        upserts = records
+        removals = []
+        isFullState = true
+    }
+
+    /// True when the change has neither upserts nor removals and is no full state (an empty
+    /// full state says the collection is empty now).
+    public var isEmpty: Bool { upserts.isEmpty && removals.isEmpty && !isFullState }
 
     /// How many records the change names.
     public var count: Int { upserts.count + removals.count }
 
-    /// The payload to upsert for `key`, or nil. Assigning nil marks `key` for removal.
+    /// The payload to upsert for `key`, or nil. Assigning nil marks `key` for removal (in a
+    /// full state it just leaves `key` out).
     public subscript(key: String) -> Data? {
         get { upserts[key] }
         set {
@@ -48,15 +74,17 @@ public struct RecordChanges: Sendable, Equatable {
                 removals.remove(key)
             } else {
                 upserts.removeValue(forKey: key)
-                removals.insert(key)
+                if !isFullState { removals.insert(key) }
             }
         }
     }
 
-    /// The collection contents after applying this change to `existing`.
+    /// The collection contents after applying this change to `existing`: for a full state,
+    /// ``upserts`` whatever `existing` holds.
     ///
     /// - Complexity: O(*n* + *m*) for *n* existing records and *m* changed keys.
     public func applying(to existing: [String: Data]) -> [String: Data] {
+        if isFullState { return upserts }
         var rows = existing
         for key in removals { rows.removeValue(forKey: key) }
         rows.merge(upserts) { _, new in new }
@@ -74,8 +102,13 @@ public struct RecordChanges: Sendable, Equatable {
         return changes
     }
 
-    /// Merges a later change into this one: for a key named by both, `later` wins.
+    /// Merges a later change into this one: for a key named by both, `later` wins. A later
+    /// full state replaces this change; a change merged into a full state keeps it one.
     public mutating func merge(_ later: RecordChanges) {
+        if later.isFullState {
+            self = later
+            return
+        }
         for key in later.removals { self[key] = nil }
         for (key, value) in later.upserts { self[key] = value }
     }

@@ -13,8 +13,19 @@ public import Foundation
 /// }
 /// ```
 public struct RecordConflict: Error, Sendable, Equatable, LocalizedError {
+    /// What the refused write was doing, for its message.
+    public enum Action: Sendable, Equatable {
+        /// Inserting or updating records, possibly removing others too ("Could not save to
+        /// collection …; nothing was written.").
+        case save
+        /// Only removing records ("Could not delete from collection …; nothing was removed.").
+        case delete
+    }
+
     /// The collection written to.
     public let collection: String
+    /// What the write was doing: saving (upserts, with or without removals) or only deleting.
+    public let action: Action
     /// The keys whose stored version differs from the expected one, sorted.
     public let keys: [String]
     /// For each conflicting key, the version stored now (nil: the record does not exist).
@@ -26,9 +37,10 @@ public struct RecordConflict: Error, Sendable, Equatable, LocalizedError {
     /// Creates a conflict value.
     public init(
         collection: String, currentVersions: [String: RecordVersion?],
-        expectedVersions: [String: RecordVersion?] = [:]
+        expectedVersions: [String: RecordVersion?] = [:], action: Action = .save
     ) {
         self.collection = collection
+        self.action = action
         self.currentVersions = currentVersions
         self.expectedVersions = expectedVersions
         self.keys = currentVersions.keys.sorted()
@@ -40,8 +52,12 @@ public struct RecordConflict: Error, Sendable, Equatable, LocalizedError {
     public var errorDescription: String? {
         let shown = keys.prefix(5).map(describe).joined(separator: "; ")
         let more = keys.count > 5 ? "; and \(keys.count - 5) more" : ""
-        return "Could not save to collection \(RecordStoreError.quoted(collection)): "
-            + "\(shown)\(more); nothing was written."
+        let (verb, nothing) =
+            switch action {
+            case .save: ("save to", "nothing was written")
+            case .delete: ("delete from", "nothing was removed")
+            }
+        return "Could not \(verb) collection \(RecordStoreError.quoted(collection)): \(shown)\(more); \(nothing)."
     }
 
     private func describe(_ key: String) -> String {
@@ -91,7 +107,8 @@ extension RecordStore {
         _ input: ValidatedChanges, expecting expected: [String: RecordVersion?]
     ) async throws -> [String: RecordVersion] {
         let inline = mayWriteInline(input.upserts.count + input.removals.count)
-        return try await performWrite(.apply, collection: input.collection, inline: inline) { context in
+        return try await performWrite(.apply, collection: input.collection, inline: inline, teachesRepositories: true) {
+            context in
             try context.apply(
                 input.collection, upserts: input.upserts, removals: input.removals, expecting: expected)
         }
@@ -103,23 +120,29 @@ extension RecordStore {
     ///
     /// `check`, when given, runs first in the same transaction (repositories check and record
     /// their item version there); with `itemVersion`, only when the collection's recorded item
-    /// version is not that one (found by the same lookup that finds the collection).
+    /// version and payload coding are not those (found by the same lookup that finds the
+    /// collection).
+    /// `queued` is enqueued in the same transaction.
     nonisolated(nonsending) func apply(
         _ input: ValidatedChanges, expectations: [RecordVersion??],
         checking check: (@Sendable (RecordTransaction) throws -> Void)? = nil,
-        unlessItemVersion itemVersion: Int? = nil
+        unlessItemVersion itemVersion: (version: Int, coding: String?)? = nil, enqueue queued: ValidatedMessages? = nil
     ) async throws -> [RecordVersion?] {
-        let inline = mayWriteInline(input.upserts.count)
+        let inline = mayWriteInline(input.upserts.count + (queued?.messages.count ?? 0))
         return try await performWrite(.apply, collection: input.collection, inline: inline) { context in
-            if let itemVersion, let ref = try context.engine.collectionID(input.collection, ifItemVersion: itemVersion) {
+            if let itemVersion,
+               let ref = try context.engine.collectionID(
+                   input.collection, ifItemVersion: itemVersion.version, coding: itemVersion.coding) {
                 context.remember(ref, for: input.collection)
             } else if let check {
                 let transaction = RecordTransaction(context: context)
                 defer { transaction.invalidate() }
                 try check(transaction)
             }
-            return try context.apply(
+            let versions = try context.apply(
                 input.collection, upserts: input.upserts, expectations: expectations, removals: [], checks: [:])
+            if let queued { try context.enqueue(queued) }
+            return versions
         }
     }
 

@@ -152,13 +152,16 @@ enum BackupTarget {
         try synchronize((target as NSString).deletingLastPathComponent, storePath: storePath)
     }
 
-    /// Removes the temporary file after `error`; a failed removal is added to the error.
+    /// Removes the temporary file after `error`, and the rollback journal SQLite leaves beside
+    /// it when the copy failed part way (its rollback could not finish); a failed removal is
+    /// added to the error.
     static func removing(_ temporary: String, after error: any Error, storePath: String?) -> any Error {
-        guard unlink(temporary) != 0, errno != ENOENT else { return error }
-        let reason = String(cString: strerror(errno))
-        guard var storeError = error as? RecordStoreError else { return error }
-        storeError.detail = (storeError.detail.map { $0 + "; " } ?? "")
-            + "the temporary file \(temporary) could not be removed (\(reason))"
+        var failures: [String] = []
+        for file in [temporary, temporary + "-journal"] where unlink(file) != 0 && errno != ENOENT {
+            failures.append("the temporary file \(file) could not be removed (\(String(cString: strerror(errno))))")
+        }
+        guard !failures.isEmpty, var storeError = error as? RecordStoreError else { return error }
+        storeError.detail = ([storeError.detail].compactMap { $0 } + failures).joined(separator: "; ")
         return storeError
     }
 

@@ -1,15 +1,17 @@
 import Foundation
 
 /// What the store holds about the item version of one collection (format 4, see
-/// docs/FORMAT.md: `collections.item_version`).
+/// docs/FORMAT.md: `collections.item_version`) and its payloads' strategies (format 6:
+/// `collections.payload_coding`).
 enum StoredItemVersion: Sendable, Equatable {
     /// The collection is not established.
     case absent
     /// The collection exists, but no item version was ever recorded for it (it was written
     /// before format 4, or only by the store's record-level API).
     case unrecorded
-    /// The item version a repository recorded.
-    case recorded(Int)
+    /// The item version a repository recorded, with its payload strategies (nil: Foundation's
+    /// defaults, also for stores written before format 6).
+    case recorded(Int, coding: String?)
 }
 
 extension RecordStore {
@@ -23,7 +25,7 @@ extension RecordStore {
         let state = try await performRead(.itemVersion, collection: name) { source in
             try source.engine?.itemVersion(name) ?? .absent
         }
-        if case .recorded(let version) = state { return version }
+        if case .recorded(let version, _) = state { return version }
         return nil
     }
 
@@ -67,25 +69,6 @@ extension RecordStore {
             try source.engine?.recordWithItemVersion(name, key: key) ?? (.absent, nil)
         }
     }
-
-    /// Like ``apply(_:changes:expecting:)``, after running `check` in the same transaction
-    /// (repositories check and record their item version there). Small writes may run inline.
-    @discardableResult
-    nonisolated(nonsending) func apply(
-        _ collection: String, changes: RecordChanges, expecting expected: [String: RecordVersion?],
-        checking check: @Sendable (RecordTransaction) throws -> Void
-    ) async throws -> [String: RecordVersion] {
-        let input = try ValidatedChanges(collection, changes: changes, operation: .apply)
-        let expected = try ValidatedChanges.normalizedVersions(expected, collection: input.collection, operation: .apply)
-        let inline = mayWriteInline(input.upserts.count + input.removals.count)
-        return try await performWrite(.apply, collection: input.collection, inline: inline) { context in
-            let transaction = RecordTransaction(context: context)
-            defer { transaction.invalidate() }
-            try check(transaction)
-            return try context.apply(
-                input.collection, upserts: input.upserts, removals: input.removals, expecting: expected)
-        }
-    }
 }
 
 extension RecordTransaction {
@@ -95,13 +78,13 @@ extension RecordTransaction {
         return try context.engine.itemVersion(try RecordNames.collection(collection, operation: .itemVersion))
     }
 
-    /// Records `version` as the collection's item version, establishing the collection if
-    /// needed.
-    func setItemVersion(_ version: Int, of collection: String) throws {
+    /// Records `version` as the collection's item version and `coding` as its payload
+    /// strategies (nil: the defaults), establishing the collection if needed.
+    func setItemVersion(_ version: Int, coding: String?, of collection: String) throws {
         try checkUsable(collection, .setItemVersion)
         let name = try RecordNames.collection(collection, operation: .setItemVersion)
         let id = try context.engine.establish(name)
-        try context.engine.setItemVersion(version, collectionID: id, collection: name)
+        try context.engine.setItemVersion(version, coding: coding, collectionID: id, collection: name)
     }
 }
 
@@ -113,21 +96,45 @@ extension RecordEngine {
         return failure.sqliteMessage?.contains("item_version") == true
     }
 
+    /// True when `failure` says the store has no `collections.payload_coding` yet (a format
+    /// before 6, read as it is): every payload there has the default strategies.
+    private static func predatesPayloadCoding(_ failure: any Error) -> Bool {
+        guard let failure = failure as? RecordStoreError, failure.code == .sqlite else { return false }
+        return failure.sqliteMessage?.contains("payload_coding") == true
+    }
+
+    /// The state of a row: `item_version` at `column`, `payload_coding` at `column + 1`
+    /// (when the statement has it).
+    private static func state(_ statement: Statement, at column: Int32, hasCoding: Bool) -> StoredItemVersion {
+        guard !statement.isNull(at: column) else { return .unrecorded }
+        let coding = hasCoding && !statement.isNull(at: column + 1) ? statement.string(at: column + 1) : nil
+        return .recorded(Int(statement.int64(at: column)), coding: coding)
+    }
+
     /// The item-version state of `name`.
     func itemVersion(_ name: String) throws -> StoredItemVersion {
         do {
-            return try itemVersionColumn(name)
+            return try itemVersionColumn(name, withCoding: true)
+        } catch where Self.predatesPayloadCoding(error) {
+            do {
+                return try itemVersionColumn(name, withCoding: false)
+            } catch where Self.predatesItemVersions(error) {
+                return try collectionID(name) == nil ? .absent : .unrecorded
+            }
         } catch where Self.predatesItemVersions(error) {
             return try collectionID(name) == nil ? .absent : .unrecorded
         }
     }
 
-    private func itemVersionColumn(_ name: String) throws -> StoredItemVersion {
-        try run(collection: name) {
-            try connection.withStatement("SELECT item_version FROM collections WHERE name = ?1") { statement in
+    private func itemVersionColumn(_ name: String, withCoding: Bool) throws -> StoredItemVersion {
+        let sql: StaticString = withCoding
+            ? "SELECT item_version, payload_coding FROM collections WHERE name = ?1"
+            : "SELECT item_version FROM collections WHERE name = ?1"
+        return try run(collection: name) {
+            try connection.withStatement(sql) { statement in
                 try statement.bind(name, at: 1)
                 guard try statement.step() else { return .absent }
-                return statement.isNull(at: 0) ? .unrecorded : .recorded(Int(statement.int64(at: 0)))
+                return Self.state(statement, at: 0, hasCoding: withCoding)
             }
         }
     }
@@ -136,9 +143,10 @@ extension RecordEngine {
     func recordWithItemVersion(_ name: String, key: String) throws -> (StoredItemVersion, StoredRecord?) {
         do {
             return try recordWithItemVersionColumn(name, key: key)
-        } catch where Self.predatesItemVersions(error) {
-            guard try collectionID(name) != nil else { return (.absent, nil) }
-            return (.unrecorded, try record(name, key: key))
+        } catch where Self.predatesPayloadCoding(error) || Self.predatesItemVersions(error) {
+            // An older format, read as it is: the state and the record by two statements.
+            let state = try itemVersion(name)
+            return (state, state == .absent ? nil : try record(name, key: key))
         }
     }
 
@@ -146,38 +154,39 @@ extension RecordEngine {
         try run(collection: name, key: key) {
             try connection.withStatement(
                 """
-                SELECT c.item_version, r.payload, r.version FROM collections c
+                SELECT r.payload, r.version, c.item_version, c.payload_coding FROM collections c
                 LEFT JOIN records r ON r.collection_id = c.id AND r.key = ?2 WHERE c.name = ?1
                 """
             ) { statement in
                 try statement.bind(name, at: 1)
                 try statement.bind(key, at: 2)
                 guard try statement.step() else { return (.absent, nil) }
-                let state: StoredItemVersion =
-                    statement.isNull(at: 0) ? .unrecorded : .recorded(Int(statement.int64(at: 0)))
-                guard !statement.isNull(at: 2) else { return (state, nil) }
-                return (state, StoredRecord(key: key, data: statement.data(at: 1), version: RecordVersion(statement.int64(at: 2))))
+                let state = Self.state(statement, at: 2, hasCoding: true)
+                guard !statement.isNull(at: 1) else { return (state, nil) }
+                return (state, StoredRecord(key: key, data: statement.data(at: 0), version: RecordVersion(statement.int64(at: 1))))
             }
         }
     }
 
-    /// The id (and sync flag) of `name` when its recorded item version is `version`, in one
-    /// statement; nil otherwise (not established, another version, none recorded, or a format
-    /// before 4). The fast check of a repository's save, which then needs no other lookup of
-    /// the collection. Only on the writer (always at the current format).
-    func collectionID(_ name: String, ifItemVersion version: Int) throws -> CollectionRef? {
+    /// The id (and sync flag) of `name` when its recorded item version is `version` and its
+    /// payload strategies `coding` (nil: the defaults), in one statement; nil otherwise (not
+    /// established, another version or coding, none recorded, or an older format). The fast
+    /// check of a repository's save, which then needs no other lookup of the collection. Only
+    /// on the writer (always at the current format).
+    func collectionID(_ name: String, ifItemVersion version: Int, coding: String?) throws -> CollectionRef? {
         do {
             return try run(collection: name) {
                 try connection.withStatement(
-                    "SELECT id, synced FROM collections WHERE name = ?1 AND item_version = ?2"
+                    "SELECT id, synced FROM collections WHERE name = ?1 AND item_version = ?2 AND payload_coding IS ?3"
                 ) { statement in
                     try statement.bind(name, at: 1)
                     try statement.bind(Int64(version), at: 2)
+                    if let coding { try statement.bind(coding, at: 3) } else { try statement.bindNull(at: 3) }
                     guard try statement.step() else { return nil }
                     return CollectionRef(id: statement.int64(at: 0), synced: statement.int64(at: 1) != 0)
                 }
             }
-        } catch where Self.predatesItemVersions(error) {
+        } catch where Self.predatesItemVersions(error) || Self.predatesPayloadCoding(error) {
             return nil
         }
     }
@@ -205,11 +214,14 @@ extension RecordEngine {
         }
     }
 
-    func setItemVersion(_ version: Int, collectionID id: Int64, collection: String) throws {
+    func setItemVersion(_ version: Int, coding: String?, collectionID id: Int64, collection: String) throws {
         try run(collection: collection) {
-            try connection.withStatement("UPDATE collections SET item_version = ?2 WHERE id = ?1") { statement in
+            try connection.withStatement(
+                "UPDATE collections SET item_version = ?2, payload_coding = ?3 WHERE id = ?1"
+            ) { statement in
                 try statement.bind(id, at: 1)
                 try statement.bind(Int64(version), at: 2)
+                if let coding { try statement.bind(coding, at: 3) } else { try statement.bindNull(at: 3) }
                 try statement.run()
             }
         }

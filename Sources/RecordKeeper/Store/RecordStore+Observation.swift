@@ -24,18 +24,22 @@ extension RecordStore {
     /// connections are noticed within about 5 ms (the watcher checks `PRAGMA data_version`
     /// every 5 ms on its own thread, only while a consumer waits), plus the time to read them.
     ///
+    /// A stream taken before the store exists (no file yet, or not even its directory) creates
+    /// nothing and hears every commit from the store's first one on, whoever creates it.
+    ///
     /// A stream that falls more than 100,000 logged changes behind (its next changes were
     /// trimmed from the log, or one commit changed more records than that) gets a complete
-    /// resync: every record of the collection as an
-    /// upsert, then changes as before; removals made while it was that far behind are not
-    /// reported. A failure to read the log is reported to ``Options/eventHandler`` as
+    /// resync: one element with ``RecordChanges/isFullState`` set, holding every record of the
+    /// collection (read in one transaction) and standing for "nothing else exists", then
+    /// changes as before. Records removed while it was that far behind are not named: a
+    /// consumer keeping a copy replaces it with a full state (``RecordChanges/applying(to:)``
+    /// does). A failure to read the log is reported to ``Options/eventHandler`` as
     /// ``RecordStoreEvent/changeObservationFailed(_:)``, and the stream retries at the next
     /// change. No collection can have an empty name, so the stream for `""` finishes at once.
     ///
     /// ```swift
     /// for await change in await store.changes(in: "notes") {
-    ///     for (key, payload) in change.upserts { notes[key] = payload }
-    ///     for key in change.removals { notes[key] = nil }
+    ///     notes = change.applying(to: notes)   // replaces the copy for a full state
     /// }
     /// ```
     public func changes(in collection: String) -> AsyncStream<RecordChanges> {
@@ -71,6 +75,12 @@ extension RecordStore {
     /// How many change streams observe `collection` (for tests).
     nonisolated func observerCount(_ collection: String) -> Int {
         core.watcher.count(RecordNames.normalized(collection))
+    }
+
+    /// How many change streams of `collection` have a consumer waiting for a change (for tests:
+    /// the handshake "the consumer is parked now").
+    nonisolated func waitingConsumerCount(_ collection: String) -> Int {
+        core.watcher.waitingCount(RecordNames.normalized(collection))
     }
 }
 

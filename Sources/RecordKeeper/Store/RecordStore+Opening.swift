@@ -149,13 +149,17 @@ extension RecordStore {
         }
     }
 
-    /// Runs one write transaction (see `StoreCore.performWrite`).
+    /// Runs one write transaction (see `StoreCore.performWrite`). `teachesRepositories`: a
+    /// write through the store's own record API, whose versions the repositories on this store
+    /// learn (see `LearnedVersions`).
     nonisolated(nonsending) func performWrite<T: Sendable>(
-        _ operation: StoreOperation, collection: String?, inline: Bool = false,
+        _ operation: StoreOperation, collection: String?, inline: Bool = false, teachesRepositories: Bool = false,
         _ body: @Sendable (WriteContext) throws -> T
     ) async throws -> T {
         try await execute(inline: inline) { core, state, refuseWaiting in
-            try core.performWrite(state, operation, collection: collection, refuseWaiting: refuseWaiting, body)
+            try core.performWrite(
+                state, operation, collection: collection, refuseWaiting: refuseWaiting,
+                teachesRepositories: teachesRepositories, body)
         }
     }
 

@@ -193,14 +193,16 @@ public actor RecordStore {
     public nonisolated(nonsending) func apply(_ collection: String, changes: RecordChanges) async throws -> AppliedChanges {
         let input = try ValidatedChanges(collection, changes: changes, operation: .apply)
         let inline = mayWriteInline(input.upserts.count + input.removals.count)
-        return try await performWrite(.apply, collection: input.collection, inline: inline) { context in
+        return try await performWrite(.apply, collection: input.collection, inline: inline, teachesRepositories: true) {
+            context in
             try context.applyReporting(input.collection, upserts: input.upserts, removals: input.removals)
         }
     }
 
     private nonisolated(nonsending) func apply(changes: ValidatedChanges, _ operation: StoreOperation) async throws {
         let inline = mayWriteInline(changes.upserts.count + changes.removals.count)
-        _ = try await performWrite(operation, collection: changes.collection, inline: inline) { context in
+        _ = try await performWrite(operation, collection: changes.collection, inline: inline, teachesRepositories: true) {
+            context in
             try context.apply(changes.collection, upserts: changes.upserts, removals: changes.removals)
         }
     }
@@ -215,7 +217,7 @@ public actor RecordStore {
         _ collection: String, values: [String: Data], onlyIfAbsent: Bool = false
     ) async throws -> [String: Data] {
         let input = try ValidatedChanges(collection, values: values, operation: .replace)
-        return try await performWrite(.replace, collection: input.collection) { context in
+        return try await performWrite(.replace, collection: input.collection, teachesRepositories: true) { context in
             if onlyIfAbsent, let existing = try context.engine.readAll(input.collection) {
                 return existing
             }
@@ -234,7 +236,7 @@ public actor RecordStore {
         let name = try RecordNames.collection(collection, operation: .removeCollection)
         let isStore = try await performRead(.removeCollection, collection: name) { $0.engine != nil }
         guard isStore else { return }
-        try await performWrite(.removeCollection, collection: name) { try $0.removeCollection(name) }
+        try await performWrite(.removeCollection, collection: name, teachesRepositories: true) { try $0.removeCollection(name) }
     }
 
     /// Makes the next write transaction fail at its commit and roll back, as a real commit
@@ -266,7 +268,15 @@ public actor RecordStore {
     /// }
     /// ```
     public nonisolated func write<T: Sendable>(_ body: @Sendable (RecordTransaction) throws -> T) async throws -> T {
-        try await performWrite(.write, collection: nil) { context in
+        try await write(teachesRepositories: true, body)
+    }
+
+    /// ``write(_:)``; repositories write with `teachesRepositories: false`, so that other
+    /// repositories on this store do not learn their versions (they stay conflicts).
+    nonisolated func write<T: Sendable>(
+        teachesRepositories: Bool, _ body: @Sendable (RecordTransaction) throws -> T
+    ) async throws -> T {
+        try await performWrite(.write, collection: nil, teachesRepositories: teachesRepositories) { context in
             let transaction = RecordTransaction(context: context)
             defer { transaction.invalidate() }
             return try body(transaction)

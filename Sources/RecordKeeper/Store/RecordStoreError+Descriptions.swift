@@ -42,6 +42,8 @@ extension RecordStoreError: LocalizedError {
             return "Check that the directory exists or can be created, and that nothing else is in the way."
         case .readOnly:
             return "Make the store file and its directory writable."
+        case .cannotRead:
+            return "Give this user permission to read the store file, or open it as its owner; nothing was changed."
         case .storageFull:
             return "Free some disk space and try again; committed records are intact."
         case .busy:
@@ -57,17 +59,18 @@ extension RecordStoreError: LocalizedError {
 
     private var reason: String {
         switch code {
-        case .invalidCollectionName: return "a collection name must not be empty"
-        case .invalidKey: return "a record key must not be empty"
+        case .invalidCollectionName: return detail ?? "a collection name must not be empty"
+        case .invalidKey: return detail ?? "a record key must not be empty"
         case .invalidArgument: return detail ?? "an argument is out of range"
         case .notADatabase: return "the file is not an SQLite database"
         case .foreignDatabase: return "the file is an SQLite database of another application"
         case .newerFormat: return "the store was written by a newer RecordKeeper" + (detail.map { " (\($0))" } ?? "")
         case .corruptStore: return "the database file is damaged"
         case .cannotOpen: return detail ?? "the file or its directory could not be opened"
+        case .cannotRead: return "cannot read the store file" + (detail.map { " (\($0))" } ?? "")
         case .readOnly: return detail ?? "the store is read-only"
         case .storageFull: return "the disk is full"
-        case .busy: return "another connection kept the store locked past the busy timeout"
+        case .busy: return detail ?? "another connection kept the store locked past the busy timeout"
         case .ioError: return "a disk I/O error occurred"
         case .tooBig: return "the key or payload is too large"
         case .malformedRecord: return detail ?? "a stored record is malformed"
@@ -84,6 +87,7 @@ extension RecordStoreError: LocalizedError {
         case .open: return "open"
         case .read: return "read"
         case .save: return hasCollection ? "save to" : "save"
+        case .delete: return hasCollection ? "delete from" : "delete"
         case .replace: return "replace"
         case .remove: return "remove"
         case .list: return "list the collections"

@@ -40,8 +40,12 @@ public struct RecordStoreError: Error, Sendable, Equatable, CustomStringConverti
         public static let corruptStore = Code("corruptStore")
         /// The store file or its directory could not be created or opened.
         public static let cannotOpen = Code("cannotOpen")
-        /// The store is read-only (file permissions, read-only volume), or a new store could
-        /// not be created because its directory is not writable.
+        /// This process may not read the store file (its permissions deny it): not even reads
+        /// work. A file it may read but not write is ``readOnly`` instead, and can be read.
+        public static let cannotRead = Code("cannotRead")
+        /// A write was refused because the store is read-only (file permissions, a directory
+        /// that is not writable, a read-only volume), or a new store could not be created
+        /// because its directory is not writable. Reads of such a store work.
         public static let readOnly = Code("readOnly")
         /// The disk (or the database's size limit) is full.
         public static let storageFull = Code("storageFull")

@@ -42,6 +42,8 @@ final class StoreCore: @unchecked Sendable {
     let watcher: ChangeWatcher
     /// Wakes outbox processors after a commit that enqueued operations.
     let outboxSignal = OutboxSignal()
+    /// The repositories on this store that learn the versions its own record API writes.
+    let learned = LearnedVersions()
     private let readLock = NSLock()
     private let readState = ReadState()
     private let generationLock = NSLock()
@@ -235,6 +237,17 @@ extension StoreCore {
             case .store(let connection):
                 readState.connection = connection
                 readState.fileGeneration = generation
+            case .snapshot(let connection, let stamp):
+                // Not kept: another request opens the file again and sees what changed.
+                let result = try traced(operation, collection: collection, on: connection, refuseWaiting: refuseWaiting) {
+                    try body(.store(RecordEngine(connection: connection, path: path, operation: operation)))
+                }
+                guard stamp.isCurrent(path) else {
+                    throw RecordStoreError(
+                        code: .busy, operation: operation, collection: collection, path: path,
+                        detail: "the store changed while it was read without locks (its directory is not writable); read again")
+                }
+                return result
             case .notAStore(let glance):
                 return try traced(operation, collection: collection, on: glance, refuseWaiting: refuseWaiting) {
                     try body(.notAStore(glance))
@@ -265,7 +278,7 @@ extension StoreCore {
     /// Call with the lock held.
     func performWrite<T>(
         _ state: CoreState, _ operation: StoreOperation, collection: String?, refuseWaiting: Bool = false,
-        _ body: (WriteContext) throws -> T
+        teachesRepositories: Bool = false, _ body: (WriteContext) throws -> T
     ) throws -> T {
         do {
             let result = try perform(state, operation, collection: collection, refuseWaiting: refuseWaiting) {
@@ -273,7 +286,8 @@ extension StoreCore {
                 try engine.begin(immediate: true)
                 let unobserved = claimUnobserved(state)
                 defer { if unobserved { state.observerLock?.release() } }
-                let context = WriteContext(engine: engine, logsChanges: !unobserved)
+                let context = WriteContext(engine: engine, logsChanges: !unobserved, learned: learned)
+                context.teachesRepositories = teachesRepositories
                 do {
                     try watcher.positionNewStreams(engine)
                     let result = try body(context)
@@ -287,6 +301,7 @@ extension StoreCore {
                     try checkFileIdentity(state, operation, collection: collection)
                     try engine.commit()
                     if context.enqueuedOperations { outboxSignal.notify() }
+                    context.teachRepositories()
                     return result
                 } catch {
                     do {

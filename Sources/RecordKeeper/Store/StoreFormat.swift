@@ -120,5 +120,12 @@ enum StoreFormat {
                 ) WITHOUT ROWID;
                 """
         ),
+        Migration(
+            version: 6,
+            name: "the date and key strategies of each collection's payloads",
+            sql: """
+                ALTER TABLE collections ADD COLUMN payload_coding TEXT;
+                """
+        ),
     ]
 }

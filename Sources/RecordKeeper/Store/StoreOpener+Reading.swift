@@ -23,6 +23,11 @@ extension StoreFormat {
 enum ReadTarget {
     /// A store this version reads: the connection stays open for later reads.
     case store(SQLiteConnection)
+    /// A store this process may read but whose log index (`-shm`) it can neither open nor
+    /// create (its directory is not writable: another user's, read-only media), and whose
+    /// log is empty: an `immutable` connection to the main file, which holds every commit, for
+    /// this one request. The stamp says whether the file stayed as it was meanwhile.
+    case snapshot(SQLiteConnection, FileStamp)
     /// No store (yet): no file, an empty file, or an SQLite database without the store's
     /// format. For a database, a connection that leaves nothing behind, for this one request.
     case notAStore(SQLiteConnection?)
@@ -37,6 +42,11 @@ extension StoreOpener {
     /// - A store (format 1 … current): a read-write connection in `query_only` mode, so that
     ///   when it is the last connection it removes the `-wal` and `-shm` files it needed while
     ///   open, as a writer would (a read-only connection leaves them behind).
+    /// - A store whose `-shm` this process can neither open nor create (SQLite fails with
+    ///   `SQLITE_READONLY_DIRECTORY` or `SQLITE_CANTOPEN`: a directory it cannot write, read-only
+    ///   media): `.snapshot`, an `immutable` connection for one request, when the `-wal` is
+    ///   missing or empty, so the main file holds every commit; a `readOnly` error naming the log
+    ///   when the `-wal` holds commits that cannot be read without its index.
     /// - An SQLite database without the store's format (no tables, `application_id` 0): a
     ///   read-only connection; `immutable` when the database is in WAL mode and has no `-wal`
     ///   file, which means no connection has it open, so that no `-wal`/`-shm` is created.
@@ -56,8 +66,12 @@ extension StoreOpener {
             // The common case first: the main file says "a store this version reads". Its
             // header is checked again through the connection, which also sees the log.
             if header.isStore {
-                let connection = try storeReader(path: path, options: options)
-                if try format(connection) != 0 { return .store(connection) }
+                do {
+                    let connection = try storeReader(path: path, options: options)
+                    if try format(connection) != 0 { return .store(connection) }
+                } catch let failure as SQLiteFailure where failure.kind == .readOnly || failure.kind == .cannotOpen {
+                    return try snapshot(path: path, options: options, after: failure, format: format)
+                }
                 return .notAStore(try glance(path: path, header: header, options: options))
             }
             let connection = try glance(path: path, header: header, options: options)
@@ -66,6 +80,33 @@ extension StoreOpener {
         } catch let failure as SQLiteFailure {
             throw RecordStoreError(failure, operation: .open, path: path)
         }
+    }
+
+    /// The fallback for a store whose log index cannot be opened or created (see
+    /// `openForReading`): an immutable connection when the main file holds every commit;
+    /// otherwise (the `-wal` holds commits) a `readOnly` error naming the log; when even the
+    /// immutable connection fails, the first failure.
+    private static func snapshot(
+        path: String, options: RecordStore.Options, after failure: SQLiteFailure,
+        format: (SQLiteConnection) throws -> Int
+    ) throws -> ReadTarget {
+        var info = stat()
+        if stat(path + "-wal", &info) == 0, info.st_size > 0 {
+            let directory = (path as NSString).deletingLastPathComponent
+            throw RecordStoreError(
+                code: .readOnly, operation: .open, path: path, sqliteCode: failure.code, sqliteMessage: failure.message,
+                detail: "its write-ahead log \(path)-wal holds commits that can only be read with the log's index "
+                    + "(-shm), which cannot be opened or created in \((directory as NSString).length == 0 ? "." : directory)")
+        }
+        let stamp = FileStamp(path)
+        let connection: SQLiteConnection
+        do {
+            connection = try SQLiteConnection(path: path, busyTimeout: options.busyTimeout, mode: .immutable)
+            guard try format(connection) != 0 else { return .notAStore(connection) }
+        } catch {
+            throw failure
+        }
+        return .snapshot(connection, stamp)
     }
 
     /// Whether opening a reader is quick: no log, or a small one. (The first connection to a
@@ -122,22 +163,24 @@ extension StoreOpener {
             throw RecordStoreError(code: .cannotOpen, operation: .open, path: path, detail: "it is a directory")
         }
         if info.st_size == 0 { return nil }
-        let descriptor = openForReadingOnly(path)
-        guard descriptor >= 0 else {
+        // Through SQLite's file layer, never open(2)/close(2): closing a descriptor of the file
+        // would drop the locks this process's connections hold on it (see `SQLiteFile`).
+        let bytes: [UInt8]
+        let complete: Bool
+        do {
+            (bytes, complete) = try SQLiteFile.readPrefix(path, count: 100)
+        } catch {
+            let reason = error.systemError != 0 ? String(cString: strerror(error.systemError)) : "SQLite code \(error.code)"
+            if error.systemError == EACCES || error.systemError == EPERM {
+                throw RecordStoreError(
+                    code: .cannotRead, operation: .open, path: path, detail: reason)
+            }
             throw RecordStoreError(
-                code: errno == EACCES ? .readOnly : .cannotOpen, operation: .open, path: path,
-                detail: "could not read the file: \(String(cString: strerror(errno)))")
-        }
-        defer { close(descriptor) }
-        var bytes = [UInt8](repeating: 0, count: 100)
-        let count = bytes.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, 100) }
-        guard count >= 0 else {
-            throw RecordStoreError(
-                code: .ioError, operation: .open, path: path,
-                detail: "could not read the file: \(String(cString: strerror(errno)))")
+                code: error.code & 0xFF == SQLITE_IOERR ? .ioError : .cannotOpen,
+                operation: .open, path: path, detail: "could not read the file: \(reason)")
         }
         let magic = Array("SQLite format 3\0".utf8)
-        guard count == 100, Array(bytes[0..<16]) == magic else {
+        guard complete, Array(bytes[0..<16]) == magic else {
             // Not a database: SQLite's own read says so, in its words (a read-only
             // connection on a file without a WAL header creates nothing).
             return FileHeader(isWriteAheadLog: false, isStore: false)
@@ -154,7 +197,36 @@ extension StoreOpener {
     }
 }
 
-/// `open(2)` for reading, named apart from the `open` functions in scope.
-private func openForReadingOnly(_ path: String) -> Int32 {
-    open(path, O_RDONLY | O_CLOEXEC)
+/// What `stat` says of a store file and its log, to tell whether it changed while it was read
+/// without locks (through an immutable connection).
+struct FileStamp: Equatable {
+    let device: UInt64
+    let inode: UInt64
+    let size: Int64
+    let modified: timespec
+    /// The `-wal` file exists and is not empty.
+    let hasLog: Bool
+
+    init(_ path: String) {
+        var info = stat()
+        if stat(path, &info) != 0 { info = stat() }
+        device = UInt64(info.st_dev)
+        inode = UInt64(info.st_ino)
+        size = Int64(info.st_size)
+        #if canImport(Darwin)
+            modified = info.st_mtimespec
+        #else
+            modified = info.st_mtim
+        #endif
+        var log = stat()
+        hasLog = stat(path + "-wal", &log) == 0 && log.st_size > 0
+    }
+
+    /// True while the file at `path` is still this one, unchanged, with no log.
+    func isCurrent(_ path: String) -> Bool { FileStamp(path) == self && !hasLog }
+
+    static func == (a: FileStamp, b: FileStamp) -> Bool {
+        a.device == b.device && a.inode == b.inode && a.size == b.size && a.hasLog == b.hasLog
+            && a.modified.tv_sec == b.modified.tv_sec && a.modified.tv_nsec == b.modified.tv_nsec
+    }
 }

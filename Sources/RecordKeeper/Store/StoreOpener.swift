@@ -34,7 +34,14 @@ enum StoreOpener {
             }
             try connection.setSynchronous(full: options.durability == .full)
         } catch let failure as SQLiteFailure {
-            throw RecordStoreError(failure, operation: .open, path: path)
+            var error = RecordStoreError(failure, operation: .open, path: path)
+            if let path, failure.kind == .cannotOpen || failure.kind == .readOnly, let reason = unwritableDirectory(of: path) {
+                // SQLite says "unable to open database file" when it cannot create the -shm.
+                error.code = .readOnly
+                error.detail = "the store is read-only here: the directory \((path as NSString).deletingLastPathComponent) "
+                    + "is not writable (\(reason)), and writing needs the -wal and -shm files beside the store"
+            }
+            throw error
         }
         let opened = clock.now
 
@@ -158,6 +165,15 @@ enum StoreOpener {
             throw described
         }
     }
+}
+
+/// Why the directory of the existing store at `path` cannot be written, in the system's words;
+/// nil when it can (or nothing is at `path`).
+private func unwritableDirectory(of path: String) -> String? {
+    guard FileManager.default.fileExists(atPath: path) else { return nil }
+    let directory = (path as NSString).deletingLastPathComponent
+    guard access(directory.isEmpty ? "." : directory, W_OK) != 0 else { return nil }
+    return String(cString: strerror(errno))
 }
 
 /// The system's own words for a failed file operation ("Permission denied"), or

@@ -21,7 +21,7 @@ public struct StoreOperation: Hashable, Sendable, CustomStringConvertible {
 
     /// What an operation does, for error sentences ("Could not save to collection …").
     enum Purpose: Sendable {
-        case open, read, save, replace, remove, list, inspect, backUp
+        case open, read, save, delete, replace, remove, list, inspect, backUp
     }
 
     /// Opening the store file (creating it, checking and migrating its format).
@@ -52,6 +52,9 @@ public struct StoreOperation: Hashable, Sendable, CustomStringConvertible {
     public static let apply = StoreOperation("apply", .save)
     /// ``RecordStore/write(_:)``.
     public static let write = StoreOperation("write", .save)
+    /// Deleting one record: ``RecordStore/delete(_:key:ifVersion:)``,
+    /// ``RecordRepository/delete(_:onConflict:enqueue:)``.
+    public static let delete = StoreOperation("delete", .delete)
     /// ``RecordStore/replace(_:values:onlyIfAbsent:)``.
     public static let replace = StoreOperation("replace", .replace)
     /// ``RecordStore/removeCollection(_:)``.

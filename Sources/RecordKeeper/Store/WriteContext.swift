@@ -33,10 +33,20 @@ final class WriteContext {
     /// (format 5): `finish()` writes them as one sync operation.
     private var captured: [SyncRecordKey] = []
     private var capturedSet: Set<SyncRecordKey> = []
+    /// How many records this transaction removed (a delete reports whether it removed one).
+    private(set) var removedRecords = 0
+    /// True for writes through the store's own record API: after the commit, the versions
+    /// they gave records are told to the repositories on this store (`WriteContext+Learning`).
+    var teachesRepositories = false
+    /// The repositories that learn versions, by collection.
+    let learned: LearnedVersions?
+    /// Per collection: whether a repository learns it, and the version changes seen so far.
+    var learning: [String: LearnedCollection] = [:]
 
-    init(engine: RecordEngine, logsChanges: Bool) {
+    init(engine: RecordEngine, logsChanges: Bool, learned: LearnedVersions? = nil) {
         self.engine = engine
         self.logsChanges = logsChanges
+        self.learned = learned
     }
 
     /// The version a record inserted now gets.
@@ -62,6 +72,7 @@ final class WriteContext {
     /// transaction's entries crossed a trimming point. Call before committing.
     func finish() throws {
         if !captured.isEmpty { try engine.captureSyncOperation(captured) }
+        try finishLearning()
         if let floor, let storedFloor, floor > storedFloor { try engine.setLastVersion(floor) }
         if overflowed {
             // Keep only the newest row (a seq is never given out twice): every stream is now
@@ -97,6 +108,7 @@ final class WriteContext {
     ) throws -> [String: RecordVersion] {
         guard let expected else {
             let ref = try establish(collection)
+            try noteVersionsBefore(collection, id: ref.id, upserts: upserts, removals: removals)
             try remove(removals, ref: ref, collection: collection)
             try upsertUnconditionally(upserts, ref: ref, collection: collection)
             return [:]
@@ -134,6 +146,7 @@ final class WriteContext {
     ) throws -> [RecordVersion?] {
         let ref = try establish(collection)
         let id = ref.id
+        try noteVersionsBefore(collection, id: id, upserts: upserts, removals: removals)
         var conflicts: [String: RecordVersion?] = [:]
         var expectedVersions: [String: RecordVersion?] = [:]
         for (key, version) in checks {
@@ -198,7 +211,9 @@ final class WriteContext {
             }
         }
         if !conflicts.isEmpty {
-            throw RecordConflict(collection: collection, currentVersions: conflicts, expectedVersions: expectedVersions)
+            let action: RecordConflict.Action = upserts.isEmpty && !removals.isEmpty ? .delete : .save
+            throw RecordConflict(
+                collection: collection, currentVersions: conflicts, expectedVersions: expectedVersions, action: action)
         }
         return versions
     }
@@ -206,6 +221,7 @@ final class WriteContext {
     private func remove(_ removals: [String], ref: CollectionRef, collection: String) throws {
         for key in removals {
             guard let removedVersion = try engine.remove(ref.id, collection: collection, key: key) else { continue }
+            removedRecords += 1
             try removed(version: removedVersion)
             try log(collection, key, ref)
         }
@@ -241,12 +257,14 @@ final class WriteContext {
         let existing = try engine.collectionForWriting(collection)
         let ref = try existing ?? engine.establishForWriting(collection)
         let id = ref.id
+        try noteVersionsBefore(collection, id: id, upserts: upserts, removals: removals)
         var applied = AppliedChanges()
         for key in removals {
             guard let removedVersion = try engine.remove(id, collection: collection, key: key) else {
                 applied.notFound.append(key)
                 continue
             }
+            removedRecords += 1
             try removed(version: removedVersion)
             try log(collection, key, ref)
             applied.removed.append(key)
@@ -284,6 +302,7 @@ final class WriteContext {
         knownCollections[collection] = nil
         guard let ref = try engine.collectionForWriting(collection) else { return }
         let id = ref.id
+        try noteVersionsBeforeRemoving(collection, id: id)
         // Every key, so that streams deliver the removal of each (and a synced collection's
         // removal travels as a tombstone per record).
         if (logsChanges && !overflowed) || (ref.synced && capturesSync) {
@@ -308,86 +327,5 @@ final class WriteContext {
         if firstLogged == nil { firstLogged = seq }
         lastLogged = seq
         if seq - (firstLogged ?? seq) >= ChangeLog.retainedEntries { overflowed = true }
-    }
-}
-
-/// Validated, normalized input of a write, checked before any transaction begins so that a
-/// bad key anywhere in a request writes nothing.
-struct ValidatedChanges {
-    let collection: String
-    let upserts: [(key: String, data: Data)]
-    let removals: [String]
-    /// True when normalization changed a key, so the stored keys differ from the input's bytes.
-    let renamedKeys: Bool
-
-    init(_ collection: String, changes: RecordChanges, operation: StoreOperation) throws {
-        self.collection = try RecordNames.collection(collection, operation: operation)
-        (upserts, renamedKeys) = try Self.validate(changes.upserts, collection: collection, operation: operation)
-        removals = try changes.removals.map {
-            try RecordNames.key($0, collection: collection, operation: operation)
-        }
-    }
-
-    init(_ collection: String, values: [String: Data], operation: StoreOperation) throws {
-        self.collection = try RecordNames.collection(collection, operation: operation)
-        (upserts, renamedKeys) = try Self.validate(values, collection: collection, operation: operation)
-        removals = []
-    }
-
-    /// Upserts from a list in which a key may appear more than once: the later entry wins.
-    /// The result is sorted by key (no dictionary is built).
-    init(_ collection: String, entries: [(key: String, data: Data)], operation: StoreOperation) throws {
-        self.collection = try RecordNames.collection(collection, operation: operation)
-        var indexed: [(key: String, data: Data, index: Int)] = []
-        indexed.reserveCapacity(entries.count)
-        var renamed = false
-        for (index, (key, data)) in entries.enumerated() {
-            let stored = try RecordNames.key(key, collection: collection, operation: operation)
-            if !renamed, !stored.utf8.elementsEqual(key.utf8) { renamed = true }
-            indexed.append((stored, data, index))
-        }
-        indexed.sort { $0.key == $1.key ? $0.index < $1.index : $0.key < $1.key }
-        var result: [(key: String, data: Data)] = []
-        result.reserveCapacity(indexed.count)
-        for entry in indexed {
-            if let last = result.last, last.key == entry.key {
-                result[result.count - 1] = (entry.key, entry.data)
-            } else {
-                result.append((entry.key, entry.data))
-            }
-        }
-        upserts = result
-        removals = []
-        renamedKeys = renamed
-    }
-
-    /// Expected versions with their keys checked and normalized.
-    static func normalizedVersions(
-        _ versions: [String: RecordVersion?], collection: String, operation: StoreOperation
-    ) throws -> [String: RecordVersion?] {
-        var result: [String: RecordVersion?] = [:]
-        for (key, version) in versions {
-            result[try RecordNames.key(key, collection: collection, operation: operation)] = .some(version)
-        }
-        return result
-    }
-
-    /// Keys checked and normalized; sorted when there are many, so that a bulk write fills
-    /// the B-tree in order instead of splitting pages at random. (For NFC strings Swift's `<`
-    /// is code-point order, which is the UTF-8 byte order SQLite uses, with a fast path for
-    /// ASCII.) `renamed` tells whether normalization changed any key.
-    private static func validate(
-        _ values: [String: Data], collection: String, operation: StoreOperation
-    ) throws -> (entries: [(key: String, data: Data)], renamed: Bool) {
-        var result: [(key: String, data: Data)] = []
-        result.reserveCapacity(values.count)
-        var renamed = false
-        for (key, data) in values {
-            let stored = try RecordNames.key(key, collection: collection, operation: operation)
-            if !renamed, !stored.utf8.elementsEqual(key.utf8) { renamed = true }
-            result.append((stored, data))
-        }
-        if result.count > 64 { result.sort { $0.key < $1.key } }
-        return (result, renamed)
     }
 }

@@ -11,7 +11,7 @@ public actor InMemorySyncServer: RecordSyncServer {
     private struct Space {
         var counter: Int64 = 0
         var outcomes: [UUID: SyncOutcome] = [:]
-        var lastSequences: [String: Int64] = [:]
+        var devices: [String: SyncDeviceState] = [:]
         var records: [SyncRecordKey: SyncStoredRecord] = [:]
     }
 
@@ -28,15 +28,15 @@ public actor InMemorySyncServer: RecordSyncServer {
         var state = SyncPushState(counter: current.counter)
         for operation in operations {
             state.recorded[operation.id] = current.outcomes[operation.id]
-            state.lastSequences[operation.device] = current.lastSequences[operation.device]
+            state.devices[operation.device] = current.devices[operation.device]
             for change in operation.changes {
                 let id = SyncRecordKey(collection: change.collection, key: change.key)
                 state.records[id] = current.records[id]
             }
         }
-        let plan = SyncPushPlanner.plan(operations, state: state)
+        let plan = try SyncPushPlanner.plan(operations, state: state, space: space)
         for operation in plan.newOperations { current.outcomes[operation.id] = operation.outcome }
-        current.lastSequences.merge(plan.lastSequences) { $1 }
+        current.devices.merge(plan.devices) { $1 }
         for write in plan.writes { current.records[write.id] = write.record }
         current.counter = plan.counter
         spaces[space] = current
@@ -69,9 +69,10 @@ public actor InMemorySyncServer: RecordSyncServer {
 
 extension SyncPage {
     /// Builds a page from up to `limit + 1` changes after `cursor`, read in one snapshot whose
-    /// counter was `head`: a page cut short ends at its last change, a complete one at `head`.
-    /// A cursor beyond `head` (a lagging replica, a restored server) is kept: cursors never
-    /// move backwards.
+    /// counter was `head`: a page cut short ends at its last change, a complete one at `head`,
+    /// even when `head` is below `cursor` (a lagging replica, a server restored from an older
+    /// backup): the client sees that the server is behind what it has seen, and refuses the
+    /// page instead of waiting for ever for versions the server will give out again.
     package static func assemble(
         _ changes: [SyncPulledChange], limit: Int, head: Int64, cursor: SyncCursor
     ) -> SyncPage {
@@ -85,7 +86,6 @@ extension SyncPage {
                     position: SyncCursor.Position(collection: last.collection, key: last.key)),
                 hasMore: true)
         }
-        let end = SyncCursor(counter: head)
-        return SyncPage(changes: changes, cursor: max(end, cursor), hasMore: false)
+        return SyncPage(changes: changes, cursor: SyncCursor(counter: head), hasMore: false)
     }
 }

@@ -706,6 +706,23 @@ extension RecordEngine {
             serverVersion: statement.isNull(at: 6) ? nil : SyncServerVersion(statement.int64(at: 6)))
     }
 
+    /// Drops the conflicts of the records pending operation `sequence` changes (the server
+    /// applied it: the device's later write settled them).
+    func deleteSyncConflicts(of sequence: Int64) throws {
+        try run {
+            try connection.withStatement(
+                """
+                DELETE FROM sync_conflicts WHERE EXISTS (
+                    SELECT 1 FROM sync_operation_changes c
+                    WHERE c.sequence = ?1 AND c.collection = sync_conflicts.collection AND c.key = sync_conflicts.key)
+                """
+            ) { statement in
+                try statement.bind(sequence, at: 1)
+                try statement.run()
+            }
+        }
+    }
+
     func deleteSyncConflict(_ record: SyncRecordKey) throws {
         try run(collection: record.collection, key: record.key) {
             try connection.withStatement("DELETE FROM sync_conflicts WHERE collection = ?1 AND key = ?2") { statement in

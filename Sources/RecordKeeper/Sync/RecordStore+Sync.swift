@@ -52,10 +52,18 @@ extension RecordStore {
     /// Resolves the conflict of one record, in one transaction.
     ///
     /// - ``SyncResolution/server``: the record keeps the server's value; the conflict is dropped.
-    /// - ``SyncResolution/local``: the device's value is written again (or the record removed,
-    ///   when the device had deleted it) as an ordinary change, captured and pushed based on the
-    ///   server's version, so it wins unless another device changed the record meanwhile.
-    /// - ``SyncResolution/merged(_:)``: likewise with the given value (`nil` removes the record).
+    ///   If the device wrote the record again after the conflict appeared (its change not yet
+    ///   pushed), the server's value is put back and that change is not pushed.
+    /// - ``SyncResolution/local``: the device keeps its latest value: the one it wrote after the
+    ///   conflict appeared, if it did (that change is pushed as it is), else the conflict's
+    ///   local value, written again (or the record removed, when the device had deleted it) as
+    ///   an ordinary change. Either is pushed based on the server's version, so it wins unless
+    ///   another device changed the record meanwhile.
+    /// - ``SyncResolution/merged(_:)``: the given value is written (`nil` removes the record)
+    ///   and pushed the same way.
+    ///
+    /// A conflict the device's later write already settled (the server applied it) is gone
+    /// from ``syncConflicts()``: resolving it throws as for any record without a conflict.
     ///
     /// ```swift
     /// try await store.resolveSyncConflict("notes", key: "today", keeping: .merged(mergedData))
@@ -79,11 +87,20 @@ extension RecordStore {
         guard exists else { throw noConflict }
         try await performWrite(.syncResolve, collection: name) { context in
             guard let conflict = try context.engine.syncConflict(record) else { throw noConflict }
+            // A change of the record pending now was written after the conflict appeared (the
+            // conflict dropped the older ones): the device's latest value.
+            let editedSince = try context.engine.hasPendingSyncChange(record, besides: 0)
             switch resolution {
             case .server:
-                break
+                if editedSince {
+                    context.capturesSync = false
+                    try RecordSync.write(conflict.server.map { .payload($0) } ?? .tombstone, to: record, in: context)
+                    try context.engine.dropPendingSyncChanges(record, after: 0)
+                }
             case .local:
-                try RecordSync.write(conflict.local.map { .payload($0) } ?? .tombstone, to: record, in: context)
+                if !editedSince {
+                    try RecordSync.write(conflict.local.map { .payload($0) } ?? .tombstone, to: record, in: context)
+                }
             case .merged(let value):
                 try RecordSync.write(value.map { .payload($0) } ?? .tombstone, to: record, in: context)
             }

@@ -7,26 +7,37 @@ struct SyncPullPageResult: Sendable {
     /// True when the stored cursor was found behind the one the page was pulled after (`start`
     /// added collections meanwhile and reset it): the pull goes on from the stored cursor.
     var restarted = false
+    /// Changes of synced collections the store cannot hold (an empty key, a NUL character),
+    /// skipped, each described.
+    var refused: [String] = []
 }
 
 extension RecordSync {
     /// Pulls page after page until the server's head. The next page is requested (after the
     /// cursor the server gave) while the current one is written, so the server's time and the
     /// local writes overlap; pages are still applied one at a time, in order.
+    ///
+    /// Every page is checked before it is applied (``SyncAnswerCheck/page(_:after:space:seen:)``).
+    /// A change of a synced collection that the store cannot hold (an empty key, a NUL
+    /// character) is skipped and the rest applied: once every page is applied, the pull throws
+    /// ``SyncError/Code/serverFailure`` naming each such change, so one bad row on the server
+    /// does not block every device.
     func pull(_ settings: SyncSettings, into report: inout SyncReport) async throws {
-        var cursor = try await storedCursor()
+        var (cursor, seen) = try await storedPullState()
         let server = self.server
         let space = settings.space
         var pulledAfter = cursor
+        var refused: [String] = []
         var page = try await server.pull(space: space, after: pulledAfter, limit: Self.pullLimit)
         while true {
+            try SyncAnswerCheck.page(page, after: pulledAfter, space: space, seen: seen)
             let after = page.cursor
             let next: Task<SyncPage, any Error>? =
                 page.hasMore ? Task { try await server.pull(space: space, after: after, limit: Self.pullLimit) } : nil
             let result: SyncPullPageResult
             do {
                 result = try await store.performWrite(.syncPull, collection: nil) { [page, pulledAfter] context in
-                    try Self.apply(page, after: pulledAfter, in: context)
+                    try Self.apply(page, after: pulledAfter, space: space, in: context)
                 }
             } catch {
                 // No request outlives the call: wait for the one in flight (its page is not used).
@@ -35,7 +46,8 @@ extension RecordSync {
                 throw error
             }
             report.pulledChanges += result.applied
-            let previous = cursor
+            refused += result.refused
+            seen = max(seen, page.cursor.counter, page.changes.last?.version.rawValue ?? 0)
             cursor = result.cursor
             if result.restarted {
                 // `start` reset the stored cursor meanwhile: the page in flight was asked for
@@ -47,22 +59,27 @@ extension RecordSync {
                 continue
             }
             guard let next else { break }
-            if cursor <= previous {
-                next.cancel()
-                _ = await next.result
-                throw SyncError(
-                    .serverFailure, "the server's page after cursor \(previous) did not advance it (\(page.cursor))")
-            }
             pulledAfter = after
             page = try await next.value
         }
         report.cursor = cursor
+        if !refused.isEmpty {
+            throw SyncError(
+                .serverFailure,
+                "space \(space): the server holds \(refused.count) change(s) this store cannot hold, skipped (every "
+                    + "other change was applied): " + refused.prefix(10).joined(separator: "; ")
+                    + (refused.count > 10 ? "; and \(refused.count - 10) more" : "")
+                    + ". Correct them on the server: written again under valid names, they come down with a later pull")
+        }
     }
 
     /// Applies one page and its cursor in one local transaction, capturing nothing (no echo).
-    static func apply(_ page: SyncPage, after pulledAfter: SyncCursor, in context: WriteContext) throws -> SyncPullPageResult {
+    static func apply(
+        _ page: SyncPage, after pulledAfter: SyncCursor, space: String, in context: WriteContext
+    ) throws -> SyncPullPageResult {
         context.capturesSync = false
         let engine = context.engine
+        var refused: [String] = []
         let synced = try engine.syncCollections()
         let conflictsExist = try engine.hasSyncConflicts()
         // Nothing pending (the common case of a catching-up device): one statement a change
@@ -73,13 +90,23 @@ extension RecordSync {
         var applied = 0
         for change in page.changes {
             guard synced[change.collection] != nil else { continue }
+            let name = "record \(RecordStoreError.quoted(change.collection))/\(RecordStoreError.quoted(change.key))"
+            if let problem = Self.problem(ofPulledKey: change.key) {
+                refused.append("\(name) (version \(change.version)): \(problem)")
+                continue
+            }
             let key = try RecordNames.key(change.key, collection: change.collection, operation: .syncPull)
             let record = SyncRecordKey(collection: change.collection, key: key)
             let version = change.version.rawValue
             if !pendingExist {
                 // This store has it already (own write coming back, a page pulled again) when
-                // nothing changed.
-                guard try engine.advanceServerVersion(record, to: version) else { continue }
+                // nothing changed; a version below the one it has means the server went back.
+                guard try engine.advanceServerVersion(record, to: version) else {
+                    if let known = try engine.syncRecordState(record).serverVersion, version < known {
+                        throw Self.wentBack(name, version: version, known: known, space: space)
+                    }
+                    continue
+                }
                 switch change.value {
                 case .payload(let data): upserts[record.collection, default: []].append((key, data))
                 case .tombstone: removals[record.collection, default: []].append(key)
@@ -92,7 +119,10 @@ extension RecordSync {
             }
             let state = try engine.syncRecordState(record)
             // This store has it already: its own write coming back, or a page pulled again.
-            if let known = state.serverVersion, version <= known { continue }
+            if let known = state.serverVersion, version <= known {
+                if version < known { throw Self.wentBack(name, version: version, known: known, space: space) }
+                continue
+            }
             if state.pending {
                 // The local change stays; the server's value waits until it is answered.
                 if state.asideVersion.map({ version > $0 }) ?? true {
@@ -114,12 +144,32 @@ extension RecordSync {
             if values.isEmpty, try engine.collectionForWriting(collection) == nil { continue }
             try context.apply(collection, upserts: values, removals: removals[collection] ?? [])
         }
+        var chain = try engine.syncChain()
+        chain.saw(max(page.cursor.counter, page.changes.last?.version.rawValue ?? 0))
+        try engine.advanceSyncChain(to: chain)
         let stored = try engine.syncCursor()
         // `start` reset the cursor since this pull read it (collections were added): keep it,
         // or the older records of the added collections would never come down.
-        if stored < pulledAfter { return SyncPullPageResult(applied: applied, cursor: stored, restarted: true) }
+        if stored < pulledAfter {
+            return SyncPullPageResult(applied: applied, cursor: stored, restarted: true, refused: refused)
+        }
         let cursor = max(stored, page.cursor)
         try engine.setSyncCursor(cursor)
-        return SyncPullPageResult(applied: applied, cursor: cursor)
+        return SyncPullPageResult(applied: applied, cursor: cursor, refused: refused)
+    }
+
+    /// Why the store cannot hold a pulled record under `key`, or nil when it can.
+    static func problem(ofPulledKey key: String) -> String? {
+        if key.isEmpty { return "a record key must not be empty" }
+        if key.utf8.contains(0) { return "a key of a synced record cannot contain a NUL character" }
+        return nil
+    }
+
+    private static func wentBack(_ name: String, version: Int64, known: Int64, space: String) -> SyncError {
+        SyncError(
+            .serverFailure,
+            "space \(space): the server delivers \(name) at version \(version), below version \(known) this device has of "
+                + "it: the server went back (was its database restored from an older backup?); nothing of the page was "
+                + "applied")
     }
 }

@@ -1,9 +1,20 @@
 import Foundation
 
-/// What a store's sync settings say: the space and this device.
+/// What a store's sync settings say: the space and this device (and the new device id the
+/// call took, when the store turned out to be a copy).
 struct SyncSettings: Sendable {
     let space: String
     let device: String
+    var recovery: SyncRecovery?
+}
+
+/// An operation the server refused as out of order: its sequence, the device's last recorded
+/// sequence the server gave, and the predecessor it was sent with.
+struct SyncRefusal: Sendable {
+    let operation: UUID
+    let sequence: Int64
+    let last: Int64
+    let predecessor: SyncPredecessor
 }
 
 /// What applying one push batch's outcomes did.
@@ -11,33 +22,84 @@ struct SyncPushBatchResult: Sendable {
     var answered = 0
     var changes = 0
     var conflicts: [SyncRecordConflict] = []
-    /// The first operation the server refused as out of order, with the device's last applied sequence.
-    var outOfOrder: (sequence: Int64, last: Int64)?
+    /// The first operation the server refused as out of order.
+    var refusal: SyncRefusal?
 }
 
 extension RecordSync {
-    /// The stored space and device; throws when sync never started for the store.
-    func settings() async throws -> SyncSettings {
-        let settings = try await store.performRead(.syncPush, collection: nil) { source -> SyncSettings? in
-            guard let engine = source.engine, try engine.hasSyncTables(),
-                let space = try engine.syncStateString("space"), let device = try engine.syncStateString("device")
-            else { return nil }
-            return SyncSettings(space: space, device: device)
+    /// The stored cursor and the highest server version the device has seen.
+    func storedPullState() async throws -> (cursor: SyncCursor, seen: Int64) {
+        try await store.performRead(.syncPull, collection: nil) { source in
+            guard let engine = source.engine, try engine.hasSyncTables() else { return (SyncCursor.start, 0) }
+            try engine.begin(immediate: false)
+            do {
+                let state = (try engine.syncCursor(), try engine.syncChain().seen)
+                try engine.commit()
+                return state
+            } catch {
+                try engine.rollback(after: error)
+                throw error
+            }
         }
-        guard let settings else {
-            throw SyncError(.invalidRequest, "sync has not started for this store: call start(space:collections:) first")
-        }
-        return settings
     }
 
     func storedCursor() async throws -> SyncCursor {
-        try await store.performRead(.syncPull, collection: nil) { source in
-            guard let engine = source.engine, try engine.hasSyncTables() else { return SyncCursor.start }
-            return try engine.syncCursor()
+        try await storedPullState().cursor
+    }
+
+    /// The stored chain of this device's operations.
+    private func storedChain() async throws -> SyncChain {
+        try await store.performRead(.syncPush, collection: nil) { source in
+            guard let engine = source.engine, try engine.hasSyncTables() else {
+                return SyncChain(lastOperation: nil, lastSequence: 0, seen: 0)
+            }
+            return try engine.syncChain()
         }
     }
 
-    /// Pushes batch after batch until nothing is pending.
+    /// Pushes batch after batch until nothing is pending; when the server refuses an operation
+    /// as out of order, tells why.
+    ///
+    /// A refusal after another client of the store file pushed meanwhile (the chain it stored
+    /// is not the one the refused operation named) is tried once more from the stored chain.
+    /// Otherwise the server's last sequence for the device says who is behind: below what this
+    /// store knows it recorded, the server lost operations (``SyncError/Code/serverFailure``);
+    /// else another store wrote as this device (``SyncError/Code/forkedDevice``).
+    func push(_ settings: SyncSettings, into report: inout SyncReport) async throws {
+        var retried = false
+        while let refusal = try await pushBatches(settings, into: &report) {
+            let stored = try await storedChain()
+            if !retried, stored.predecessor != refusal.predecessor {
+                retried = true
+                continue
+            }
+            throw Self.refusalError(refusal, stored: stored, settings)
+        }
+    }
+
+    private static func refusalError(_ refusal: SyncRefusal, stored: SyncChain, _ settings: SyncSettings) -> SyncError {
+        let which = "operation \(refusal.operation.uuidString) (sequence \(refusal.sequence) of device \(settings.device))"
+        if refusal.last < stored.lastSequence {
+            return SyncError(
+                .serverFailure,
+                "space \(settings.space): the server refused \(which): its last recorded operation of this device is "
+                    + "sequence \(refusal.last), but it had recorded sequence \(stored.lastSequence) of it: the server "
+                    + "lost operations (was its database restored from an older backup?). Nothing of the refused "
+                    + "operations was applied; they stay pending. What the server lost is not on the server any more: "
+                    + "recover() (recordkeeper sync --recover) sends the pending operations as a new device, not the lost ones")
+        }
+        return SyncError(
+            .forkedDevice,
+            "space \(settings.space): the server refused \(which): another store synced as this device "
+                + "(its last recorded operation of the device, sequence \(refusal.last), is not one this store made: "
+                + "a backup or copy of this store file, or this store before it was restored, wrote it). Nothing of "
+                + "the refused operations was applied; they stay pending. Run recover() (recordkeeper sync --recover): "
+                + "the store syncs as a new device and sends them again, so that an edit the other store made "
+                + "becomes a reported conflict")
+    }
+
+    /// Pushes batch after batch until nothing is pending or the server refused an operation
+    /// as out of order (returned, after the batch's other outcomes were applied).
     ///
     /// When the server applied every operation of a batch, its outcomes are applied locally
     /// while the next batch is read and sent, so the local transactions overlap the server's
@@ -46,10 +108,15 @@ extension RecordSync {
     /// bases it would have had if read afterwards. Any other outcome (a conflict, an operation
     /// out of order) is applied before anything more is read. Outcomes are applied in order, one
     /// batch at a time, and the call waits for the one in flight before it returns or throws.
-    func push(_ settings: SyncSettings, into report: inout SyncReport) async throws {
+    ///
+    /// Every operation names its predecessor: the first of a batch read from the store the
+    /// store's chain, the others the operation before them; a batch read ahead continues the
+    /// chain the checked outcomes gave.
+    private func pushBatches(_ settings: SyncSettings, into report: inout SyncReport) async throws -> SyncRefusal? {
         var after: Int64 = 0
         var applying: Task<SyncPushBatchResult, any Error>?
         var prefetched: [PendingSyncOperation]?
+        var chain = SyncChain(lastOperation: nil, lastSequence: 0, seen: 0)
         do {
             while true {
                 let batch: [PendingSyncOperation]
@@ -57,12 +124,16 @@ extension RecordSync {
                     batch = next
                     prefetched = nil
                 } else {
-                    batch = try await pendingBatch(after: after)
+                    let read = try await pendingBatch(after: after)
+                    batch = read.operations
+                    chain = read.chain
                 }
                 guard let last = batch.last else { break }
+                var predecessor = chain.predecessor
                 let operations = batch.map { pending in
-                    SyncOperation(
-                        id: pending.id, device: settings.device, sequence: pending.sequence,
+                    defer { predecessor = .operation(pending.id) }
+                    return SyncOperation(
+                        id: pending.id, device: settings.device, sequence: pending.sequence, predecessor: predecessor,
                         changes: pending.changes.map { change in
                             SyncChange(
                                 collection: change.collection, key: change.key, value: change.value, base: change.base,
@@ -70,30 +141,27 @@ extension RecordSync {
                         })
                 }
                 let outcomes = try await server.push(space: settings.space, operations: operations)
-                guard outcomes.count == operations.count,
-                    zip(outcomes, operations).allSatisfy({ $0.operationID == $1.id })
-                else {
-                    throw SyncError(
-                        .serverFailure,
-                        "the server answered \(operations.count) operations with \(outcomes.count) outcomes that do not match them")
-                }
+                chain = try SyncAnswerCheck.outcomes(outcomes, of: operations, space: settings.space, chain: chain)
                 if let previous = applying {
                     applying = nil
-                    try Self.merge(try await previous.value, settings, into: &report)
+                    Self.merge(try await previous.value, into: &report)
                 }
                 let store = self.store
+                let checked = chain
                 let current = Task {
                     try await store.performWrite(.syncPush, collection: nil) { context in
-                        try Self.apply(outcomes, of: batch, in: context)
+                        try Self.apply(outcomes, of: operations, batch, chain: checked, in: context)
                     }
                 }
                 applying = current
                 after = last.sequence
                 if let acknowledged = Self.acknowledgedVersions(outcomes, of: batch) {
-                    prefetched = Self.rebase(try await pendingBatch(after: after), on: acknowledged)
+                    prefetched = Self.rebase(try await pendingBatch(after: after).operations, on: acknowledged)
                 } else {
                     applying = nil
-                    try Self.merge(try await current.value, settings, into: &report)
+                    let result = try await current.value
+                    Self.merge(result, into: &report)
+                    if let refusal = result.refusal { return refusal }
                 }
             }
         } catch {
@@ -101,15 +169,16 @@ extension RecordSync {
             // error of its own comes first, it happened first).
             if let previous = applying {
                 switch await previous.result {
-                case .success(let result): try Self.merge(result, settings, into: &report)
+                case .success(let result): Self.merge(result, into: &report)
                 case .failure(let applyError): throw applyError
                 }
             }
             throw error
         }
         if let previous = applying {
-            try Self.merge(try await previous.value, settings, into: &report)
+            Self.merge(try await previous.value, into: &report)
         }
+        return nil
     }
 
     /// The server version each record of `batch` takes when every operation was applied (the
@@ -147,29 +216,23 @@ extension RecordSync {
         }
     }
 
-    /// Adds what applying one batch did to the report; throws when the server refused an
-    /// operation as out of order.
-    private static func merge(
-        _ result: SyncPushBatchResult, _ settings: SyncSettings, into report: inout SyncReport
-    ) throws {
+    /// Adds what applying one batch did to the report.
+    private static func merge(_ result: SyncPushBatchResult, into report: inout SyncReport) {
         report.pushedOperations += result.answered
         report.pushedChanges += result.changes
         report.newConflicts += result.conflicts
-        if let refused = result.outOfOrder {
-            throw SyncError(
-                .serverFailure,
-                "the server refused operation \(refused.sequence) of device \(settings.device) as out of order: "
-                    + "it already applied operation \(refused.last) of this device (was the store restored from an "
-                    + "older copy?); the operation stays pending")
-        }
     }
 
-    /// The next pending operations after `after`, with their changes, from one snapshot.
-    private func pendingBatch(after: Int64) async throws -> [PendingSyncOperation] {
+    /// The next pending operations after `after`, with their changes, and the stored chain,
+    /// from one snapshot.
+    private func pendingBatch(after: Int64) async throws -> (operations: [PendingSyncOperation], chain: SyncChain) {
         try await store.performRead(.syncPush, collection: nil) { source in
-            guard let engine = source.engine, try engine.hasSyncTables() else { return [] }
+            guard let engine = source.engine, try engine.hasSyncTables() else {
+                return ([], SyncChain(lastOperation: nil, lastSequence: 0, seen: 0))
+            }
             try engine.begin(immediate: false)
             do {
+                let chain = try engine.syncChain()
                 var batch: [PendingSyncOperation] = []
                 var changeCount = 0
                 for (sequence, id) in try engine.pendingSyncOperations(after: after, limit: Self.pushOperationLimit) {
@@ -183,7 +246,7 @@ extension RecordSync {
                     changeCount += changes.count
                 }
                 try engine.commit()
-                return batch
+                return (batch, chain)
             } catch {
                 try engine.rollback(after: error)
                 throw error
@@ -191,15 +254,19 @@ extension RecordSync {
         }
     }
 
-    /// Applies the server's outcomes of one batch, in one local transaction (capture off: this
-    /// is bookkeeping and server values, not local changes).
+    /// Applies the server's outcomes of one batch (checked by ``SyncAnswerCheck``), and the
+    /// chain they give, in one local transaction (capture off: this is bookkeeping and server
+    /// values, not local changes).
     static func apply(
-        _ outcomes: [SyncOutcome], of batch: [PendingSyncOperation], in context: WriteContext
+        _ outcomes: [SyncOutcome], of sent: [SyncOperation], _ batch: [PendingSyncOperation], chain: SyncChain,
+        in context: WriteContext
     ) throws -> SyncPushBatchResult {
         context.capturesSync = false
         let engine = context.engine
+        try engine.advanceSyncChain(to: chain)
+        let conflictsExist = try engine.hasSyncConflicts()
         var result = SyncPushBatchResult()
-        for (operation, outcome) in zip(batch, outcomes) {
+        for (index, (operation, outcome)) in zip(batch, outcomes).enumerated() {
             // Another process (or a push that lost its answer and ran again) handled it.
             guard try engine.isSyncOperationPending(operation.sequence) else { continue }
             switch outcome.result {
@@ -210,6 +277,10 @@ extension RecordSync {
                 // (read first, written last); every other record takes the version.
                 let asides = try engine.newerAsides(of: operation.sequence, than: version.rawValue)
                 try engine.acknowledgeSyncChanges(of: operation.sequence, version: version.rawValue)
+                // A conflict of a record this device wrote again since (its write was made
+                // after the conflict appeared, on the conflict's server version) is settled by
+                // that write: resolving it later must never put the older value back.
+                if conflictsExist { try engine.deleteSyncConflicts(of: operation.sequence) }
                 for aside in asides {
                     try write(aside.value, to: aside.record, in: context)
                     try engine.setServerVersion(aside.record, aside.version, clearingAside: true)
@@ -256,7 +327,9 @@ extension RecordSync {
                 }
                 if !again.isEmpty { try engine.captureSyncOperation(again) }
             case .outOfOrder(let last):
-                result.outOfOrder = (operation.sequence, last)
+                result.refusal = SyncRefusal(
+                    operation: operation.id, sequence: operation.sequence, last: last,
+                    predecessor: sent[index].predecessor)
                 return result
             }
         }

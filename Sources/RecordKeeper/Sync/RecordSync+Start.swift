@@ -7,8 +7,12 @@ extension RecordSync {
     ) throws {
         context.capturesSync = false
         let engine = context.engine
+        // Spaces are compared and stored in NFC, like collection names and keys: the server
+        // compares bytes. A space an older version stored as given is kept as it is (the server
+        // knows it by those bytes) and compared in NFC.
+        let space = RecordNames.normalized(space)
         if let existing = try engine.syncStateString("space") {
-            guard existing == space else {
+            guard RecordNames.normalized(existing).utf8.elementsEqual(space.utf8) else {
                 throw SyncError(
                     .invalidRequest,
                     "this store syncs space '\(existing)', not '\(space)'; nothing was changed")
@@ -18,7 +22,11 @@ extension RecordSync {
                 throw SyncError(.invalidRequest, "the first start of sync needs at least one collection")
             }
             try engine.setSyncState("space", space)
+            // The device id is bound to this file: a copy of it takes a new one (see
+            // `RecordSync.bind`).
             try engine.setSyncState("device", UUID().uuidString)
+            try engine.setSyncState("device.file", engine.syncFileMarker)
+            try engine.setSyncState("server.seen", integer: 0)
         }
         let registered = try engine.syncCollections()
         var added = false

@@ -21,17 +21,22 @@ public struct SyncReport: Sendable, Hashable {
     public var newConflicts: [SyncRecordConflict]
     /// The pull cursor after the pass.
     public var cursor: SyncCursor
+    /// Set when the store took a new device id before this pass: its file is a copy of
+    /// another device's store (`backup(to:)`, a copied file, a restore), so it syncs as a
+    /// device of its own (see ``SyncRecovery``).
+    public var recovery: SyncRecovery?
 
     /// Creates a report (``RecordSync`` makes them; tests and tools may too).
     public init(
         pushedOperations: Int = 0, pushedChanges: Int = 0, pulledChanges: Int = 0,
-        newConflicts: [SyncRecordConflict] = [], cursor: SyncCursor = .start
+        newConflicts: [SyncRecordConflict] = [], cursor: SyncCursor = .start, recovery: SyncRecovery? = nil
     ) {
         self.pushedOperations = pushedOperations
         self.pushedChanges = pushedChanges
         self.pulledChanges = pulledChanges
         self.newConflicts = newConflicts
         self.cursor = cursor
+        self.recovery = recovery
     }
 }
 
@@ -118,6 +123,21 @@ public struct SyncStatus: Sendable, Hashable {
 /// operations stay queued for the next call. See <doc:Sync>.
 ///
 /// Calls on one `RecordSync` run one at a time, in the order they were made.
+///
+/// **A device id belongs to one store file.** It is stored with the identity of the file it
+/// was taken in; a sync of a store whose file is another one (a copy made by `backup(to:)` or
+/// by copying the file, a backup moved into place) first takes a new device id
+/// (``SyncReport/recovery``), so a copy never writes as the device it was copied from. Every
+/// operation names the one before it (``SyncOperation/predecessor``), so the server also
+/// refuses what a copy the file's identity cannot tell (a backup copied over the store file in
+/// place) sends under the device id: ``SyncError/Code/forkedDevice``, resolved by
+/// ``recover()``.
+///
+/// **Answers are checked.** Every outcome and page is checked against what the store knows: an
+/// outcome of another operation, a version or counter at or below one the device has seen, a
+/// number out of range, a change the store cannot hold. Each is a ``SyncError`` with code
+/// ``SyncError/Code/serverFailure`` naming the space, record or operation, and nothing of
+/// that answer is applied.
 public actor RecordSync {
     /// The store synced.
     public nonisolated let store: RecordStore
@@ -143,6 +163,10 @@ public actor RecordSync {
 
     /// Starts syncing `collections` with `space` (or adds collections to a store already
     /// syncing that space). Records present now are uploaded once, by the next push.
+    ///
+    /// The space is stored in Unicode Normalization Form C, as collection names and keys are, so
+    /// "café" typed precomposed or decomposed is one space on the server; a store whose space an
+    /// older version stored in another form keeps using it, and `space` is compared in NFC.
     ///
     /// In one local transaction it records the space and a device id (generated once), registers
     /// each collection with `policy` (a registered collection stays synced, even after
@@ -191,12 +215,15 @@ public actor RecordSync {
     ///
     /// - Returns: what both did; ``SyncReport/cursor`` is the cursor after the pull.
     /// - Throws: ``SyncError`` (``SyncError/Code/unreachable``: nothing local is lost, try
-    ///   again later; what was answered before the failure stays applied); ``RecordStoreError``.
+    ///   again later; what was answered before the failure stays applied;
+    ///   ``SyncError/Code/forkedDevice``: call ``recover()``; ``SyncError/Code/serverFailure``:
+    ///   the server failed or answered what cannot be true, see the message);
+    ///   ``RecordStoreError``.
     public func sync() async throws -> SyncReport {
         await takeTurn()
         defer { turns.release() }
-        let settings = try await settings()
-        var report = SyncReport()
+        let settings = try await boundSettings()
+        var report = SyncReport(recovery: settings.recovery)
         try await push(settings, into: &report)
         try await pull(settings, into: &report)
         return report
@@ -214,14 +241,16 @@ public actor RecordSync {
     /// - Throws: ``SyncError``: ``SyncError/Code/unreachable`` when the server could not be
     ///   reached (the outcome is unknown; the operations stay pending and the next push sends
     ///   them again with the same ids, which the server answers without a second effect);
-    ///   ``SyncError/Code/serverFailure`` when the server refused an operation as out of order
-    ///   (it already applied a later operation of this device: was the store restored from an
-    ///   older copy?). ``RecordStoreError``.
+    ///   ``SyncError/Code/forkedDevice`` when the server refused an operation because another
+    ///   store wrote as this device (the operations stay pending: call ``recover()``);
+    ///   ``SyncError/Code/serverFailure`` when the server failed, lost operations of this
+    ///   device, or answered what cannot be true (nothing of that answer is applied).
+    ///   ``RecordStoreError``.
     public func push() async throws -> SyncReport {
         await takeTurn()
         defer { turns.release() }
-        let settings = try await settings()
-        var report = SyncReport()
+        let settings = try await boundSettings()
+        var report = SyncReport(recovery: settings.recovery)
         try await push(settings, into: &report)
         report.cursor = try await storedCursor()
         return report
@@ -236,18 +265,24 @@ public actor RecordSync {
     /// the record. The stored cursor never moves backwards. Change streams see pulled changes.
     ///
     /// - Throws: ``SyncError`` (``SyncError/Code/unreachable``: pages applied before stay
-    ///   applied, nothing else changed); ``RecordStoreError``.
+    ///   applied, nothing else changed; ``SyncError/Code/serverFailure`` for a page that cannot
+    ///   be true, not applied, or, after every other change was applied, for changes the store
+    ///   cannot hold, which are named and skipped); ``RecordStoreError``.
     public func pull() async throws -> SyncReport {
         await takeTurn()
         defer { turns.release() }
-        let settings = try await settings()
-        var report = SyncReport()
+        let settings = try await boundSettings()
+        var report = SyncReport(recovery: settings.recovery)
         try await pull(settings, into: &report)
         return report
     }
 
-    private func takeTurn() async {
+    func takeTurn() async {
         if turns.takeIfFree() { return }
         await withCheckedContinuation { turns.enqueue($0) }
+    }
+
+    func releaseTurn() {
+        turns.release()
     }
 }

@@ -9,11 +9,12 @@
 /// ```swift
 /// let outcomes = try await server.push(space: "alice", operations: pending)
 /// var cursor = storedCursor
-/// repeat {
+/// while true {
 ///     let page = try await server.pull(space: "alice", after: cursor, limit: 500)
 ///     apply(page.changes)          // with page.cursor, in one local transaction
 ///     cursor = page.cursor
-/// } while page.hasMore
+///     if !page.hasMore { break }
+/// }
 /// ```
 ///
 /// The guarantees (docs/SYNC.md has the details):

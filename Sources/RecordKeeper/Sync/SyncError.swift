@@ -1,8 +1,10 @@
 /// The error a ``RecordSyncServer`` throws.
 ///
-/// ``code`` says what kind of failure it is (a sync client treats ``Code/unreachable`` as
-/// "try again later"); ``message`` says what happened in words; ``underlying`` keeps the
-/// implementation's own error (for PostgreSQL, a `PostgresError` with its SQLSTATE).
+/// ``code`` says what kind of failure it is: only ``Code/unreachable`` means "try again later";
+/// ``Code/configuration`` and ``Code/authentication`` need the settings corrected,
+/// ``Code/forkedDevice`` needs ``RecordSync/recover()``. ``message`` says what happened in
+/// words, naming the space, record or operation; ``underlying`` keeps the implementation's own
+/// error (for PostgreSQL, a `PostgresError` with its SQLSTATE).
 public struct SyncError: Error, Sendable, CustomStringConvertible {
     /// The kind of failure.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
@@ -21,8 +23,23 @@ public struct SyncError: Error, Sendable, CustomStringConvertible {
         public static let unreachable = Code("unreachable")
         /// The server's schema is newer than this library knows. Nothing was changed.
         public static let newerServerSchema = Code("newerServerSchema")
-        /// The server failed the request (its transaction was rolled back).
+        /// The server failed the request (its transaction was rolled back), or answered what
+        /// cannot be true for what the device knows (a counter below what it has seen, an
+        /// outcome of another operation, a change the store cannot hold): the message names it.
         public static let serverFailure = Code("serverFailure")
+        /// The connection settings are wrong: a conninfo libpq cannot read or whose values it
+        /// refuses, a database that does not exist, TLS required by the settings but not
+        /// offered by the server. Trying again does not help; nothing was changed.
+        public static let configuration = Code("configuration")
+        /// The server refused who the client is: an unknown role, a wrong or missing password,
+        /// no permission to connect. Trying again does not help; nothing was changed.
+        public static let authentication = Code("authentication")
+        /// The server refused this store's operations because another store synced as the
+        /// same device (a backup, a copied file, or this store before it was restored wrote
+        /// operations this store never made). Nothing of them was applied and they stay
+        /// pending; ``RecordSync/recover()`` (`recordkeeper sync --recover`) makes the store
+        /// sync as a new device.
+        public static let forkedDevice = Code("forkedDevice")
     }
 
     /// What kind of failure this is.

@@ -1,9 +1,19 @@
 public import Foundation
 
 /// The server's answer to one pushed ``SyncOperation``.
+///
+/// It names the operation it belongs to as the server recorded it: its id, device and
+/// sequence. A client checks them against the operation it sent: an outcome recorded for
+/// another device or sequence under the same id is not this operation's (`RecordSync` throws
+/// ``SyncError/Code/serverFailure`` and keeps the operation pending).
 public struct SyncOutcome: Sendable, Hashable, Codable {
     /// The operation answered.
     public var operationID: UUID
+    /// The device of the operation the server recorded under ``operationID`` (for a new or
+    /// refused operation, the one pushed).
+    public var device: String
+    /// The sequence of that operation.
+    public var sequence: Int64
     /// What the server did with it.
     public var result: SyncResult
     /// `true` when the operation had been received before and this is the outcome it got then
@@ -11,10 +21,24 @@ public struct SyncOutcome: Sendable, Hashable, Codable {
     public var isRedelivery: Bool
 
     /// Creates an outcome.
-    public init(operationID: UUID, result: SyncResult, isRedelivery: Bool = false) {
+    public init(operationID: UUID, device: String, sequence: Int64, result: SyncResult, isRedelivery: Bool = false) {
         self.operationID = operationID
+        self.device = device
+        self.sequence = sequence
         self.result = result
         self.isRedelivery = isRedelivery
+    }
+
+    /// The outcome of `operation`.
+    public init(_ operation: SyncOperation, result: SyncResult, isRedelivery: Bool = false) {
+        self.init(
+            operationID: operation.id, device: operation.device, sequence: operation.sequence, result: result,
+            isRedelivery: isRedelivery)
+    }
+
+    /// Whether this outcome belongs to `operation`: the same id, device and sequence.
+    public func belongs(to operation: SyncOperation) -> Bool {
+        operationID == operation.id && device == operation.device && sequence == operation.sequence
     }
 }
 
@@ -29,7 +53,10 @@ public enum SyncResult: Sendable, Hashable, Codable {
     /// other changes were not applied either (an operation is whole or nothing).
     case conflict([SyncConflict])
     /// Nothing was applied and nothing recorded: the device already had an operation with this
-    /// or a later sequence applied (`lastSequence`). Per-device order is never broken.
+    /// or a later sequence recorded (`lastSequence`, 0 when none), or the operation's
+    /// ``SyncOperation/predecessor`` is not the device's last recorded operation (another copy
+    /// of the store wrote as this device, or the server lost operations). Per-device order is
+    /// never broken.
     case outOfOrder(lastSequence: Int64)
 
     /// The version of an applied operation, `nil` otherwise.

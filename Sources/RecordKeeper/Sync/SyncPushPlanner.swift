@@ -34,25 +34,39 @@ package struct SyncStoredRecord: Hashable, Sendable {
     package var state: SyncRecordState { SyncRecordState(value: value, version: version) }
 }
 
+/// What a server holds of one device: the last operation it recorded (applied or conflicting).
+package struct SyncDeviceState: Hashable, Sendable {
+    package var lastSequence: Int64
+    /// The id of that operation; nil only for devices recorded before the chain existed whose
+    /// last operation could not be found.
+    package var lastOperation: UUID?
+
+    package init(lastSequence: Int64, lastOperation: UUID?) {
+        self.lastSequence = lastSequence
+        self.lastOperation = lastOperation
+    }
+}
+
 /// What a push may read before deciding: the space's state for the operations of the push.
 /// A server loads it inside its push transaction, after taking the space's counter lock.
 package struct SyncPushState: Sendable {
     /// The space's change counter.
     package var counter: Int64
-    /// Outcomes already recorded for operation ids of the push.
+    /// Outcomes already recorded for operation ids of the push (with the device and sequence
+    /// they were recorded for).
     package var recorded: [UUID: SyncOutcome]
-    /// The last applied sequence of each device of the push that has one.
-    package var lastSequences: [String: Int64]
+    /// The last recorded operation of each device of the push that has one.
+    package var devices: [String: SyncDeviceState]
     /// The current records the push's changes name (absent: never written in this space).
     package var records: [SyncRecordKey: SyncStoredRecord]
 
     package init(
-        counter: Int64, recorded: [UUID: SyncOutcome] = [:], lastSequences: [String: Int64] = [:],
+        counter: Int64, recorded: [UUID: SyncOutcome] = [:], devices: [String: SyncDeviceState] = [:],
         records: [SyncRecordKey: SyncStoredRecord] = [:]
     ) {
         self.counter = counter
         self.recorded = recorded
-        self.lastSequences = lastSequences
+        self.devices = devices
         self.records = records
     }
 }
@@ -83,29 +97,38 @@ package struct SyncPushPlan: Sendable {
     /// wrote them (a server inserts them in that order: for an upload, key order, which fills
     /// the indexes sequentially).
     package var writes: [SyncRecordWrite]
-    /// The new last sequence of every device that had an operation recorded.
-    package var lastSequences: [String: Int64]
+    /// The new last operation of every device that had an operation recorded.
+    package var devices: [String: SyncDeviceState]
     /// The space's counter after the push.
     package var counter: Int64
 }
 
 /// The rules of a push, in one place for every server implementation: deduplication by id,
-/// per-device order, compare-and-set with the own-write rule, last-writer-wins, whole-or-nothing
-/// operations, one counter value per applied operation.
+/// per-device order and chain, compare-and-set with the own-write rule, last-writer-wins,
+/// whole-or-nothing operations, one counter value per applied operation.
 package enum SyncPushPlanner {
-    package static func plan(_ operations: [SyncOperation], state: SyncPushState) -> SyncPushPlan {
+    /// Decides `operations` against `state`.
+    ///
+    /// - Throws: ``SyncError`` (``SyncError/Code/serverFailure``) when the space's counter has
+    ///   no next value (it is at `Int64.max`): nothing of the push may be written.
+    package static func plan(
+        _ operations: [SyncOperation], state: SyncPushState, space: String
+    ) throws(SyncError) -> SyncPushPlan {
         // What this push decided so far lives beside `state` (never written into it: the
         // caller still holds it, so a write would copy its dictionaries first). Each change
         // hashes its record's key at most three times: the lookups in what the push wrote and
         // in `state`, and the first write.
         var counter = state.counter
+        guard counter >= 0 else {
+            throw SyncError(.serverFailure, "the change counter of space \(space) is negative (\(counter)): nothing was applied")
+        }
         var decided: [UUID: SyncOutcome] = [:]
-        var lastSequences = state.lastSequences
+        var devices = state.devices
         var writes: [SyncRecordWrite] = []
         var written: [SyncRecordKey: Int] = [:]  // index in `writes`
         var outcomes: [SyncOutcome] = []
         var newOperations: [SyncRecordedOperation] = []
-        var changedSequences: [String: Int64] = [:]
+        var changedDevices: [String: SyncDeviceState] = [:]
         let changeCount = operations.reduce(0) { $0 + $1.changes.count }
         outcomes.reserveCapacity(operations.count)
         newOperations.reserveCapacity(operations.count)
@@ -122,8 +145,9 @@ package enum SyncPushPlanner {
                 outcomes.append(outcome)
                 continue
             }
-            if let last = lastSequences[operation.device], operation.sequence <= last {
-                outcomes.append(SyncOutcome(operationID: operation.id, result: .outOfOrder(lastSequence: last)))
+            let device = devices[operation.device]
+            if !follows(operation, device) {
+                outcomes.append(SyncOutcome(operation, result: .outOfOrder(lastSequence: device?.lastSequence ?? 0)))
                 continue
             }
             conflicts.removeAll(keepingCapacity: true)
@@ -133,7 +157,7 @@ package enum SyncPushPlanner {
                 let index = written[id]
                 let current = index.map { writes[$0].record } ?? state.records[id]
                 lookups.append((id, index, current != nil))
-                if !accepts(change, from: operation.device, current: current) {
+                if !accepts(change, of: operation, current: current) {
                     conflicts.append(
                         SyncConflict(
                             collection: change.collection, key: change.key, base: change.base,
@@ -142,6 +166,12 @@ package enum SyncPushPlanner {
             }
             let result: SyncResult
             if conflicts.isEmpty {
+                guard counter < Int64.max - 1 else {
+                    throw SyncError(
+                        .serverFailure,
+                        "the change counter of space \(space) is at its maximum (\(counter)): operation "
+                            + "\(operation.id.uuidString) cannot get a version; nothing of the push was applied")
+                }
                 counter += 1
                 let version = SyncServerVersion(counter)
                 for (change, lookup) in zip(operation.changes, lookups) {
@@ -159,10 +189,11 @@ package enum SyncPushPlanner {
             } else {
                 result = .conflict(conflicts)
             }
-            let outcome = SyncOutcome(operationID: operation.id, result: result)
+            let outcome = SyncOutcome(operation, result: result)
             decided[operation.id] = outcome
-            lastSequences[operation.device] = operation.sequence
-            changedSequences[operation.device] = operation.sequence
+            let last = SyncDeviceState(lastSequence: operation.sequence, lastOperation: operation.id)
+            devices[operation.device] = last
+            changedDevices[operation.device] = last
             newOperations.append(
                 SyncRecordedOperation(
                     id: operation.id, device: operation.device, sequence: operation.sequence,
@@ -171,17 +202,30 @@ package enum SyncPushPlanner {
         }
         return SyncPushPlan(
             outcomes: outcomes, newOperations: newOperations, writes: writes,
-            lastSequences: changedSequences, counter: counter)
+            devices: changedDevices, counter: counter)
     }
 
-    /// Whether `change` may overwrite `current` (nil: the record was never written).
-    static func accepts(_ change: SyncChange, from device: String, current: SyncStoredRecord?) -> Bool {
+    /// Whether `operation` may come next for its device: its sequence is above the device's
+    /// last recorded one, and its predecessor (when checked) is that operation.
+    static func follows(_ operation: SyncOperation, _ device: SyncDeviceState?) -> Bool {
+        if let device, operation.sequence <= device.lastSequence { return false }
+        switch operation.predecessor {
+        case .unchecked: return true
+        case .firstOfDevice: return device == nil
+        case .operation(let id): return device?.lastOperation == id
+        }
+    }
+
+    /// Whether `change` of `operation` may overwrite `current` (nil: the record was never written).
+    static func accepts(_ change: SyncChange, of operation: SyncOperation, current: SyncStoredRecord?) -> Bool {
         if change.policy == .lastWriterWins { return true }
         guard let current else { return change.base == nil }
         if current.version == change.base { return true }
         // The own-write rule: the device sent this change before it learned the version its
         // previous change of the record got; both were based on the same version and nobody
-        // else wrote the record in between.
-        return current.writerDevice == device && current.writerBase == change.base
+        // else wrote the record in between. Only for a checked chain: it proves the previous
+        // write came from the same store, not from a copy writing under the same device id.
+        return operation.predecessor.isChecked && current.writerDevice == operation.device
+            && current.writerBase == change.base
     }
 }

@@ -11,6 +11,14 @@ import Foundation
 /// The connection is an actor running on its own serial dispatch queue: libpq blocks while it
 /// waits for the server, and that waiting never occupies Swift's cooperative thread pool.
 ///
+/// **Bounded waits.** libpq runs non-blocking and every wait polls the socket: a statement run
+/// inside ``withTimeout(_:_:)`` gives up at its deadline (``PostgresError/Kind/timeout``), and
+/// cancelling the calling task (through ``cancelRunningStatement()``, which a task cancellation
+/// handler calls) ends the wait at once (``PostgresError/Kind/cancelled``). Either way the
+/// statement is cancelled on the server (`PQcancel`) and the connection given up; the next
+/// statement connects again. TCP keepalives are on by default (see
+/// ``defaultConnectionSettings``), so a dead peer is noticed between requests too.
+///
 /// ```swift
 /// let connection = try await PostgresConnection(conninfo: "host=127.0.0.1 port=5432 dbname=app")
 /// let head = try await connection.transaction(.repeatableRead, readOnly: true) { connection in
@@ -40,6 +48,16 @@ public actor PostgresConnection {
     private let owner: HandleOwner
     private var handle: OpaquePointer? { owner.handle }
     private var inTransaction = false
+    /// The statement being waited for, for cancellation from other threads.
+    let running: RunningStatement
+    /// When the current request must end (set by ``withTimeout(_:_:)``); nil: no bound.
+    var deadline: ContinuousClock.Instant?
+    /// The current request's time limit, for messages.
+    var timeoutDescription = "the time given"
+    /// The socket was given up (a timeout or a cancellation): the next statement connects again.
+    var needsReset = false
+    /// How long connecting (and reconnecting) may take: connect_timeout, else the default.
+    private let connectTimeout: Duration?
 
     /// How many statements this connection has sent (each is one round trip to the server).
     public private(set) var statementCount = 0
@@ -56,27 +74,33 @@ public actor PostgresConnection {
     /// host that drops packets) is reported as unreachable in seconds, not after the operating
     /// system's TCP timeout of minutes.
     ///
-    /// - Parameter conninfo: libpq's connection string, as keywords
-    ///   (`"host=127.0.0.1 port=5432 user=app dbname=records"`) or a URI
-    ///   (`"postgresql://app@127.0.0.1:5432/records"`).
-    /// - Throws: ``PostgresError`` of kind ``PostgresError/Kind/connection`` with libpq's message.
-    public init(conninfo: String) async throws(PostgresError) {
+    /// Notices and warnings the server sends (see ``PostgresNotice``) go to `notices`; without
+    /// it they are dropped (libpq would print them to stderr itself; this library prints
+    /// nothing).
+    ///
+    /// - Parameters:
+    ///   - conninfo: libpq's connection string, as keywords
+    ///     (`"host=127.0.0.1 port=5432 user=app dbname=records"`) or a URI
+    ///     (`"postgresql://app@127.0.0.1:5432/records"`).
+    ///   - notices: Receives the server's notices, on the connection's queue, while a statement
+    ///     runs: keep it short.
+    /// - Throws: ``PostgresError``: of kind ``PostgresError/Kind/connection`` when the server cannot be
+    ///   reached (libpq's message), ``PostgresError/Kind/configuration`` or
+    ///   ``PostgresError/Kind/authentication`` when it refuses the settings or credentials,
+    ///   ``PostgresError/Kind/cancelled`` when the task was cancelled.
+    public init(
+        conninfo: String, notices: (@Sendable (PostgresNotice) -> Void)? = nil
+    ) async throws(PostgresError) {
         executor = PostgresExecutor(label: "RecordKeeperPostgres.connection")
         owner = HandleOwner()
+        running = RunningStatement(wake: try WakePipe())
         // From here on the initializer runs on the connection's own queue: connecting blocks.
-        if conninfo.utf8.contains(0) {
-            throw PostgresError(
-                .invalidArgument, operation: "connect", message: "the conninfo contains a NUL character")
-        }
-        let connection = Self.connect(conninfo)
-        guard let connection else {
-            throw PostgresError(.connection, operation: "connect", message: "libpq is out of memory")
-        }
-        guard PQstatus(connection) == CONNECTION_OK else {
-            let message = Self.message(of: connection)
-            PQfinish(connection)
-            throw PostgresError(.connection, operation: "connect", message: message)
-        }
+        let settings = try Self.connectionSettings(conninfo)
+        connectTimeout = settings.connectTimeout
+        let connection = try Self.connect(settings, wake: running.wake)
+        // libpq keeps the receiver across resets.
+        owner.notices = NoticeReceiver(notices)
+        owner.notices?.install(on: connection)
         owner.handle = connection
     }
 
@@ -102,13 +126,30 @@ public actor PostgresConnection {
         _ sql: StaticString, _ parameters: [PostgresValue] = [], operation: String = "statement",
         resultFormat: ResultFormat = .text
     ) throws(PostgresError) -> PostgresResult {
+        try run(sql.withUTF8Buffer { Array($0) }, parameters, operation: operation, resultFormat: resultFormat)
+    }
+
+    /// PostgreSQL's plan for `sql` with `parameters` (`EXPLAIN`, as text), for tests that check
+    /// which indexes a statement uses. The statement is not run.
+    package func explain(_ sql: StaticString, _ parameters: [PostgresValue] = []) throws(PostgresError) -> String {
+        let result = try run(
+            Array("EXPLAIN ".utf8) + sql.withUTF8Buffer { Array($0) }, parameters, operation: "explain", resultFormat: .text)
+        var lines: [String] = []
+        for row in 0..<result.rowCount { lines.append(try result.string(row, 0)) }
+        return lines.joined(separator: "\n")
+    }
+
+    /// Runs one statement given as UTF-8 bytes (always a constant of this library's).
+    private func run(
+        _ sql: [UInt8], _ parameters: [PostgresValue], operation: String, resultFormat: ResultFormat
+    ) throws(PostgresError) -> PostgresResult {
         let connection = try connected(operation)
         let encoded = try parameters.map { value throws(PostgresError) in try value.encoded() }
         statementCount += 1
         let types = encoded.map(\.type)
         let formats = encoded.map(\.format)
         let lengths = encoded.map { Int32($0.bytes?.count ?? 0) }
-        // Copies of the parameter bytes that live until PQexecParams returns.
+        // Copies of the parameter bytes that live until the statement is sent.
         let buffers: [UnsafeMutablePointer<CChar>?] = encoded.map { item in
             guard let bytes = item.bytes else { return nil }
             let buffer = UnsafeMutablePointer<CChar>.allocate(capacity: max(bytes.count, 1))
@@ -123,12 +164,58 @@ public actor PostgresConnection {
         }
         defer { for buffer in buffers { buffer?.deallocate() } }
         let values = buffers.map { UnsafePointer($0) }
-        var command = sql.withUTF8Buffer { Array($0).map { CChar(bitPattern: $0) } }
+        var command = sql.map { CChar(bitPattern: $0) }
         command.append(0)
-        let result = PQexecParams(
-            connection, command, Int32(encoded.count), types, values, lengths, formats,
-            resultFormat.rawValue)
+        let result = try sendAndReceive(connection, operation: operation) { connection in
+            PQsendQueryParams(
+                connection, command, Int32(encoded.count), types, values, lengths, formats, resultFormat.rawValue)
+        }
         return try check(result, connection: connection, operation: operation)
+    }
+
+    /// Runs `body` (statements, a transaction) with a deadline: every wait for the server
+    /// inside it gives up when `timeout` has passed since the call began, with a
+    /// ``PostgresError/Kind/timeout`` failure (the statement cancelled on the server, the
+    /// connection given up). A nested call keeps the earlier deadline.
+    ///
+    /// ```swift
+    /// let rows = try await connection.withTimeout(.seconds(5)) { connection in
+    ///     try connection.execute("SELECT 1")
+    /// }
+    /// ```
+    public func withTimeout<T: Sendable>(
+        _ timeout: Duration, _ body: @Sendable (isolated PostgresConnection) throws -> T
+    ) throws -> T {
+        if deadline != nil { return try body(self) }
+        deadline = .now + timeout
+        timeoutDescription = Self.describe(timeout)
+        defer {
+            deadline = nil
+            timeoutDescription = "the time given"
+        }
+        return try body(self)
+    }
+
+    /// Cancels the statement this connection waits for, from any thread (a task cancellation
+    /// handler): the server is asked to cancel it (`PQcancel`) and the wait ends at once,
+    /// throwing ``PostgresError/Kind/cancelled`` if its task is cancelled. A connection that
+    /// runs nothing is not affected.
+    ///
+    /// ```swift
+    /// try await withTaskCancellationHandler {
+    ///     try await connection.withTimeout(.seconds(30)) { try $0.execute("SELECT pg_sleep(60)") }
+    /// } onCancel: {
+    ///     connection.cancelRunningStatement()
+    /// }
+    /// ```
+    public nonisolated func cancelRunningStatement() {
+        running.cancel()
+    }
+
+    static func describe(_ duration: Duration) -> String {
+        let (seconds, attoseconds) = duration.components
+        if attoseconds == 0 { return "\(seconds) s" }
+        return String(format: "%.3f s", Double(seconds) + Double(attoseconds) / 1e18)
     }
 
     /// Runs `body` in a transaction: commits when it returns, rolls back when it throws.
@@ -172,9 +259,6 @@ public actor PostgresConnection {
         return value
     }
 
-    /// Rolls back after a failure. The failure is what the caller throws; if the rollback
-    /// itself fails, the session's state is unknown, so the connection is reset (a new
-    /// session: the server rolls back whatever the old one had open).
     /// The settings libpq used for this connection, by keyword (`PQconninfo`), for tests.
     func settings() -> [String: String] {
         guard let handle, let options = PQconninfo(handle) else { return [:] }
@@ -188,30 +272,36 @@ public actor PostgresConnection {
         return result
     }
 
+    /// Rolls back after a failure. The failure is what the caller throws; if the rollback
+    /// itself fails, the session's state is unknown, so the next statement starts a new
+    /// session (the server rolls back whatever the old one had open).
     private func rollBack(_ operation: String) {
         guard let handle else { return }
-        if PQstatus(handle) != CONNECTION_OK { return }  // the server rolled back already
+        // The server rolls back a session that is gone (or given up) by itself.
+        if needsReset || PQstatus(handle) != CONNECTION_OK { return }
         do {
             try execute("ROLLBACK", operation: "\(operation): rollback")
         } catch {
-            PQreset(handle)
+            // The session's state is unknown: the next statement starts a new one.
+            needsReset = true
         }
     }
 
-    /// The open connection, re-established first if it broke (PQreset).
+    /// The open connection, re-established first if it broke or was given up (a reset,
+    /// bounded like connecting).
     private func connected(_ operation: String) throws(PostgresError) -> OpaquePointer {
         guard let handle else {
             throw PostgresError(.connection, operation: operation, message: "the connection is closed")
         }
-        if PQstatus(handle) != CONNECTION_OK {
+        if needsReset || PQstatus(handle) != CONNECTION_OK {
             if inTransaction {
                 // A transaction cannot continue on a new session.
-                throw PostgresError(.connection, operation: operation, message: Self.message(of: handle))
+                throw PostgresError(
+                    .connection, operation: operation,
+                    message: needsReset ? "the connection was given up" : Self.message(of: handle))
             }
-            PQreset(handle)
-            if PQstatus(handle) != CONNECTION_OK {
-                throw PostgresError(.connection, operation: operation, message: Self.message(of: handle))
-            }
+            try Self.reset(handle, timeout: connectTimeout, wake: running.wake, operation: operation)
+            needsReset = false
         }
         return handle
     }
@@ -245,7 +335,7 @@ public actor PostgresConnection {
         return String(cString: value)
     }
 
-    private static func message(of connection: OpaquePointer) -> String {
+    static func message(of connection: OpaquePointer) -> String {
         guard let text = PQerrorMessage(connection) else { return "unknown libpq failure" }
         let message = String(cString: text).trimmingCharacters(in: .whitespacesAndNewlines)
         return message.isEmpty ? "unknown libpq failure" : message
@@ -260,6 +350,8 @@ public actor PostgresConnection {
 /// the actor is gone, so nothing can use the pointer any more.
 private final class HandleOwner: @unchecked Sendable {
     var handle: OpaquePointer?
+    /// The receiver libpq calls with the connection's notices; lives as long as the handle.
+    var notices: NoticeReceiver?
 
     deinit {
         if let handle { PQfinish(handle) }

@@ -83,6 +83,19 @@ public enum PostgresSyncSchema {
                     CHECK (outcome IS NOT NULL OR version IS NOT NULL)
                 """,
             ]),
+        // Per-device chains: the last operation recorded of each device, so an operation
+        // naming another predecessor (a copy of a store writing under the same device id) is
+        // refused. Devices already recorded take their last operation from the operation log.
+        Step(
+            version: 3, name: "the last operation of every device",
+            statements: [
+                "ALTER TABLE recordkeeper_sync_devices ADD COLUMN last_operation uuid",
+                """
+                UPDATE recordkeeper_sync_devices d SET last_operation = o.operation_id
+                FROM recordkeeper_sync_operations o
+                WHERE o.space = d.space AND o.device = d.device AND o.sequence = d.last_sequence
+                """,
+            ]),
     ]
 
     /// Brings the connection's database to ``currentVersion``; does nothing when it is there.
@@ -91,18 +104,25 @@ public enum PostgresSyncSchema {
     /// - Throws: ``SyncError`` with ``SyncError/Code/newerServerSchema`` when the database has a
     ///   newer schema (nothing changed); ``PostgresError`` when a step fails (that step rolled
     ///   back, earlier steps kept).
+    ///
+    /// Each step must end within `timeout` (waiting for another server's migration included).
     @discardableResult
-    public static func migrate(_ connection: PostgresConnection) async throws -> [Int64] {
-        try await migrate(connection, upTo: currentVersion)
+    public static func migrate(
+        _ connection: PostgresConnection, timeout: Duration = PostgresSyncServer.defaultTimeout
+    ) async throws -> [Int64] {
+        try await migrate(connection, upTo: currentVersion, timeout: timeout)
     }
 
     /// Brings the connection's database to `target` (at most ``currentVersion``), for tests
     /// of later steps over data an earlier version wrote.
     @discardableResult
-    package static func migrate(_ connection: PostgresConnection, upTo target: Int64) async throws -> [Int64] {
+    package static func migrate(
+        _ connection: PostgresConnection, upTo target: Int64, timeout: Duration = PostgresSyncServer.defaultTimeout
+    ) async throws -> [Int64] {
         var applied: [Int64] = []
         for step in steps where step.version <= target {
-            let ran = try await connection.transaction(operation: "migrate to schema \(step.version)") {
+            let ran = try await connection.withTimeout(timeout) { connection in
+                try connection.transaction(operation: "migrate to schema \(step.version)") {
                 connection throws -> Bool in
                 try connection.execute(
                     "SELECT pg_advisory_xact_lock($1)", [.int64(lockKey)],
@@ -136,6 +156,7 @@ public enum PostgresSyncSchema {
                     [.int64(step.version), .text(step.name)],
                     operation: "migrate: record schema \(step.version)")
                 return true
+                }
             }
             if ran { applied.append(step.version) }
         }

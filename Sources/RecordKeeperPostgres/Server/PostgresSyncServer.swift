@@ -11,9 +11,16 @@ public import RecordKeeper
 /// ```
 ///
 /// Connecting migrates the server schema forward (``PostgresSyncSchema``). A server runs each
-/// request on one of its connections (one by default; `connect(_:connections:)` opens more), so
-/// it runs as many requests at once as it has connections: pushes of different spaces run in
-/// parallel in PostgreSQL, pushes of one space queue on the space's counter row.
+/// request on one of its connections (one by default; `connect(_:connections:timeout:notices:)`
+/// opens more), so it runs as many requests at once as it has connections: pushes of different
+/// spaces run in parallel in PostgreSQL, pushes of one space queue on the space's counter row.
+///
+/// **Bounded requests.** Each push and pull must end within ``timeout`` (default
+/// ``defaultTimeout``, 30 s): a server that stops answering (a stalled backend, a row lock held
+/// by someone else, a dead peer) gives ``RecordKeeper/SyncError/Code/unreachable`` then, with
+/// the statement cancelled on the server and nothing of the request kept (an outcome not
+/// received is unknown: push the same operations again). Cancelling the calling task cancels
+/// the running statement on the server (`PQcancel`) and throws `CancellationError`.
 public final class PostgresSyncServer: RecordSyncServer {
     /// Test hooks: called on the connection's queue at fixed points of a push, with the space.
     /// A hook may block (the push holds the space's counter lock meanwhile), or throw (the push
@@ -39,65 +46,99 @@ public final class PostgresSyncServer: RecordSyncServer {
     public let connections: [PostgresConnection]
     private let pool: ConnectionPool
     let hooks: Hooks
+    /// How long one push or pull may take, its waits for the server included.
+    public let timeout: Duration
+
+    /// The time a push or pull may take unless `timeout:` says otherwise.
+    public static let defaultTimeout: Duration = .seconds(30)
 
     /// Connects to PostgreSQL and migrates the sync schema to the current version.
+    ///
+    /// ```swift
+    /// let server = try await PostgresSyncServer.connect(conninfo, connections: 4, timeout: .seconds(10))
+    /// ```
     ///
     /// - Parameters:
     ///   - conninfo: libpq's keyword form (`"host=… port=… dbname=…"`) or a URI.
     ///   - connections: how many connections to open, so that as many requests run at once
     ///     (at least 1).
+    ///   - timeout: how long one push or pull may take (``defaultTimeout`` unless given);
+    ///     connecting is bounded by the conninfo's `connect_timeout` instead.
+    ///   - notices: receives the notices and warnings the server sends (see
+    ///     ``PostgresNotice``); without it they are dropped.
     /// - Throws: ``RecordKeeper/SyncError``: ``RecordKeeper/SyncError/Code/unreachable`` when the
-    ///   server cannot be reached, ``RecordKeeper/SyncError/Code/newerServerSchema``, or
-    ///   ``RecordKeeper/SyncError/Code/serverFailure`` (the `PostgresError` in `underlying`).
-    public static func connect(_ conninfo: String, connections: Int = 1) async throws -> PostgresSyncServer {
+    ///   server cannot be reached, ``RecordKeeper/SyncError/Code/configuration`` when the
+    ///   settings are wrong (a conninfo libpq refuses, a database that does not exist, TLS
+    ///   required but not offered), ``RecordKeeper/SyncError/Code/authentication`` when the
+    ///   server refuses the role or password, ``RecordKeeper/SyncError/Code/newerServerSchema``,
+    ///   or ``RecordKeeper/SyncError/Code/serverFailure`` (the `PostgresError` in `underlying`).
+    public static func connect(
+        _ conninfo: String, connections: Int = 1, timeout: Duration = defaultTimeout,
+        notices: (@Sendable (PostgresNotice) -> Void)? = nil
+    ) async throws -> PostgresSyncServer {
         guard connections >= 1 else {
             throw SyncError(.invalidRequest, "a server needs at least 1 connection, not \(connections)")
+        }
+        guard timeout > .zero else {
+            throw SyncError(.invalidRequest, "a server's timeout must be positive, not \(timeout)")
         }
         var opened: [PostgresConnection] = []
         for _ in 0..<connections {
             do {
-                opened.append(try await PostgresConnection(conninfo: conninfo))
+                opened.append(try await PostgresConnection(conninfo: conninfo, notices: notices))
             } catch {
+                if error.kind == .cancelled { throw CancellationError() }
                 throw Self.syncError(error, "connect to the sync server")
             }
         }
-        return try await PostgresSyncServer(connections: opened, hooks: Hooks())
+        return try await PostgresSyncServer(connections: opened, hooks: Hooks(), timeout: timeout)
     }
 
     /// Uses an open connection, migrating the sync schema to the current version first.
     ///
-    /// - Throws: as ``connect(_:connections:)``.
-    public convenience init(connection: PostgresConnection) async throws {
-        try await self.init(connections: [connection], hooks: Hooks())
+    /// - Throws: as ``connect(_:connections:timeout:notices:)``.
+    public convenience init(connection: PostgresConnection, timeout: Duration = defaultTimeout) async throws {
+        try await self.init(connections: [connection], hooks: Hooks(), timeout: timeout)
     }
 
     /// The same, with test hooks.
-    package convenience init(connection: PostgresConnection, hooks: Hooks) async throws {
-        try await self.init(connections: [connection], hooks: hooks)
+    package convenience init(connection: PostgresConnection, hooks: Hooks, timeout: Duration = defaultTimeout)
+        async throws
+    {
+        try await self.init(connections: [connection], hooks: hooks, timeout: timeout)
     }
 
     /// Any number of open connections (at least one), with test hooks.
-    package init(connections: [PostgresConnection], hooks: Hooks) async throws {
+    package init(connections: [PostgresConnection], hooks: Hooks, timeout: Duration = defaultTimeout) async throws {
         precondition(!connections.isEmpty, "a PostgresSyncServer needs a connection")
         self.connections = connections
         self.pool = ConnectionPool(count: connections.count)
         self.hooks = hooks
+        self.timeout = timeout
         do {
-            try await PostgresSyncSchema.migrate(connections[0])
+            try await PostgresSyncSchema.migrate(connections[0], timeout: timeout)
         } catch let error as SyncError {
             throw error
+        } catch let error as PostgresError where error.kind == .cancelled {
+            throw CancellationError()
         } catch {
             throw Self.syncError(error, "migrate the sync schema")
         }
     }
 
-    /// Runs `body` on a free connection, waiting for one if all are busy.
+    /// Runs `body` on a free connection, waiting for one if all are busy. Cancelling the task
+    /// cancels the statement the connection runs.
     private func withConnection<T: Sendable>(
         _ body: (PostgresConnection) async throws -> T
     ) async throws -> T {
         let index = await pool.checkOut()
+        let connection = connections[index]
         do {
-            let value = try await body(connections[index])
+            let value = try await withTaskCancellationHandler {
+                try await body(connection)
+            } onCancel: {
+                connection.cancelRunningStatement()
+            }
             await pool.checkIn(index)
             return value
         } catch {
@@ -110,14 +151,19 @@ public final class PostgresSyncServer: RecordSyncServer {
         try SyncRequestValidation.validatePush(space: space, operations: operations)
         if operations.isEmpty { return [] }
         let hooks = hooks
+        let timeout = timeout
         do {
             return try await withConnection { connection in
-                try await connection.transaction(.readCommitted, operation: "push") { connection in
-                    try Self.push(space: space, operations: operations, on: connection, hooks: hooks)
+                try await connection.withTimeout(timeout) { connection in
+                    try connection.transaction(.readCommitted, operation: "push") { connection in
+                        try Self.push(space: space, operations: operations, on: connection, hooks: hooks)
+                    }
                 }
             }
         } catch let error as SyncError {
             throw error
+        } catch let error as PostgresError where error.kind == .cancelled {
+            throw CancellationError()
         } catch {
             throw Self.syncError(error, "push to space \(space)")
         }
@@ -125,17 +171,21 @@ public final class PostgresSyncServer: RecordSyncServer {
 
     public func pull(space: String, after cursor: SyncCursor, limit: Int) async throws -> SyncPage {
         try SyncRequestValidation.validatePull(space: space, cursor: cursor, limit: limit)
+        let timeout = timeout
         do {
             // One snapshot for the counter and the rows: every row up to the counter read is
             // committed and visible in it (see Self.pull).
             return try await withConnection { connection in
-                try await connection.transaction(.repeatableRead, readOnly: true, operation: "pull") {
-                    connection in
-                    try Self.pull(space: space, after: cursor, limit: limit, on: connection)
+                try await connection.withTimeout(timeout) { connection in
+                    try connection.transaction(.repeatableRead, readOnly: true, operation: "pull") { connection in
+                        try Self.pull(space: space, after: cursor, limit: limit, on: connection)
+                    }
                 }
             }
         } catch let error as SyncError {
             throw error
+        } catch let error as PostgresError where error.kind == .cancelled {
+            throw CancellationError()
         } catch {
             throw Self.syncError(error, "pull from space \(space)")
         }
@@ -145,8 +195,12 @@ public final class PostgresSyncServer: RecordSyncServer {
     static func syncError(_ error: any Error, _ operation: String) -> SyncError {
         if let error = error as? PostgresError {
             let code: SyncError.Code =
-                error.isConnectionFailure ? .unreachable
-                : error.kind == .invalidArgument ? .invalidRequest : .serverFailure
+                switch error.kind {
+                case .configuration: .configuration
+                case .authentication: .authentication
+                case .invalidArgument: .invalidRequest
+                default: error.isConnectionFailure ? .unreachable : .serverFailure
+                }
             return SyncError(code, "could not \(operation): \(error.message)", underlying: error)
         }
         return SyncError(.serverFailure, "could not \(operation): \(error)")

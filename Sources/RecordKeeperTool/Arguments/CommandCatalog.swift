@@ -45,7 +45,10 @@ enum CommandCatalog {
             arguments: [ArgumentSpec(name: "COLLECTION", isOptional: false), ArgumentSpec(name: "KEY", isOptional: false)],
             options: [.value("if-version", "VERSION", help: "Only if the record still has VERSION (see list).")],
             summary: "Remove one record.",
-            discussion: "Exits 66 when the record does not exist, 75 when --if-version no longer matches."),
+            discussion: """
+                Prints whether it removed the record; a record that does not exist is not an error (exit 0, nothing
+                written). Exits 66 when there is no store, 75 when --if-version no longer matches (or the record is gone).
+                """),
         CommandSpec(
             name: "apply",
             arguments: [ArgumentSpec(name: "COLLECTION", isOptional: false), ArgumentSpec(name: "FILE", isOptional: false)],
@@ -101,6 +104,8 @@ enum CommandCatalog {
                 .value("space", "SPACE", help: "The space to sync with (required the first time; later the stored one)."),
                 .value("collections", "a,b", help: "Collections to start syncing (required the first time)."),
                 .flag("last-writer-wins", help: "The collections named let the later push win instead of reporting conflicts."),
+                .flag("recover", help: "Sync as a new device first: after restoring the store from a backup, or when the server refused it as forked."),
+                .value("timeout", "SECONDS", help: "How long one push or pull request may take (default 30)."),
             ],
             summary: "Push pending changes to a PostgreSQL sync server, then pull to its head.",
             discussion: """
@@ -109,10 +114,15 @@ enum CommandCatalog {
                 collections already syncing: report, or with --last-writer-wins the later push wins). Records present
                 when a collection starts syncing are uploaded once. Prints what was pushed and pulled, and one
                 tab-separated line per new conflict (collection, key, server version).
-                Exits 69 when the server cannot be reached (local data untouched: pending changes stay queued
-                and go with the next sync), 65 for bad input (nothing changed).
-                A server that does not answer is given up on after 10 s; connect_timeout=N in CONNINFO
-                (or PGCONNECT_TIMEOUT) sets another bound.
+                A copy of a store file (a backup, a copied file) syncs as a device of its own. After restoring a
+                store from a backup, sync with --recover: the store takes a new device id and sends its pending
+                changes again, based on what it had seen, so that an edit made since is a reported conflict.
+                Exits 69 when the server cannot be reached or does not answer in time (local data untouched:
+                pending changes stay queued and go with the next sync), 65 for bad input (nothing changed) and
+                when the server refused the store's operations as a copy of another device's (run --recover),
+                77 when the server refuses the role or password, 78 when the settings are wrong (retrying helps
+                neither). Connecting is given up after 10 s (connect_timeout=N in CONNINFO, or
+                PGCONNECT_TIMEOUT, sets another bound), a push or pull request after --timeout.
                 """),
         CommandSpec(
             name: "conflicts", arguments: [],
@@ -165,7 +175,8 @@ enum CommandCatalog {
         lines.append("")
         lines.append("Reading commands never create a store. Exit codes: 0 ok, 64 usage, 65 bad input data,")
         lines.append("66 not found, 69 store refused or sync server unreachable, 70 internal error,")
-        lines.append("73 cannot create output, 74 I/O error, 75 conflict (store busy or record changed).")
+        lines.append("73 cannot create output, 74 I/O error, 75 conflict (store busy or record changed),")
+        lines.append("77 sync server refused the credentials, 78 sync server settings wrong.")
         lines.append("Run 'recordkeeper COMMAND --help' for a command's details.")
         return lines.joined(separator: "\n") + "\n"
     }

@@ -14,20 +14,34 @@ enum ExportCommand {
         let format = try resolveFormat(context.arguments.values["format"], outputPath: outputPath)
         let showProgress = ProgressReporter.shouldShow(quiet: context.quiet)
         let store = try context.store.existingStore()
-        // A file export is written next to its destination and renamed into place at the end, so
-        // a failed export never leaves a partial file under the requested name.
-        let temporaryPath = outputPath.map { "\($0).partial-\(SystemCalls.processIdentifier)" }
+        // A file export is written next to its destination (a new file, 0600, or the mode of
+        // the file it replaces) and renamed into place at the end, so a failed or interrupted
+        // export never leaves a partial file under the requested name, nor one beside it.
+        let temporaryPath = outputPath.map {
+            "\($0).partial-\(SystemCalls.processIdentifier)-\(UUID().uuidString.prefix(8))"
+        }
+        let keptMode = outputPath.flatMap(SystemCalls.permissions)
         try context.output.flush()
         let exported: Int
+        let interruption = temporaryPath.map { _ in Interruption(activity: "stopping the export; no file is written") }
+        defer { interruption?.end() }
         do {
-            exported = try await store.snapshot { snapshot in
-                try write(snapshot, collection: collection, format: format, to: temporaryPath,
-                          showProgress: showProgress)
+            let export: @Sendable () async throws -> Int = {
+                try await store.snapshot { snapshot in
+                    try write(snapshot, collection: collection, format: format, to: temporaryPath,
+                              mode: keptMode, showProgress: showProgress)
+                }
+            }
+            if let interruption {
+                exported = try await interruption.run(export)
+            } else {
+                exported = try await export()
             }
         } catch {
             if let temporaryPath, FileManager.default.fileExists(atPath: temporaryPath) {
                 ImportCommand.removeTemporaryFile(temporaryPath)
             }
+            interruption?.reraiseIfReceived()
             throw error
         }
         if let temporaryPath, let outputPath {
@@ -58,7 +72,8 @@ enum ExportCommand {
 
     /// Writes the export inside the snapshot body; returns the number of records.
     private static func write(
-        _ snapshot: RecordSnapshot, collection: String?, format: Format, to path: String?, showProgress: Bool
+        _ snapshot: RecordSnapshot, collection: String?, format: Format, to path: String?, mode: mode_t?,
+        showProgress: Bool
     ) throws -> Int {
         let summaries = try snapshot.collections()
         let names: [String]
@@ -73,9 +88,15 @@ enum ExportCommand {
 
         let descriptor: Int32
         if let path {
-            descriptor = SystemCalls.createForWriting(path)
+            descriptor = SystemCalls.createPrivate(path)
             guard descriptor >= 0 else {
                 throw ToolError(.ioError, "cannot create \(path): \(SystemCalls.lastErrorMessage)")
+            }
+            // The file it replaces keeps its mode: never wider (nor narrower) than it was.
+            if let mode, !SystemCalls.setPermissions(descriptor, mode) {
+                let reason = SystemCalls.lastErrorMessage
+                _ = SystemCalls.closeDescriptor(descriptor)
+                throw ToolError(.ioError, "cannot give \(path) the mode of the file it replaces: \(reason)")
             }
         } else {
             descriptor = SystemCalls.standardOutput

@@ -6,22 +6,36 @@ import RecordKeeper
 /// - Dry run: one pass over the input against a read snapshot; the store is never created.
 /// - Merge: one pass inside one write transaction, comparing each record with the stored one.
 /// - Replace, or a store that does not exist yet: a counting pass first (snapshot, or no store
-///   at all), then the writing pass; standard input is first copied to a temporary file so it
-///   can be read twice.
-/// Malformed input fails its pass before anything commits, so nothing is written.
+///   at all), then the writing pass; standard input is first copied into an anonymous file
+///   (created 0600 in a private directory and unlinked at once) so it can be read twice.
+/// Malformed input fails its pass before anything commits, so nothing is written. An import
+/// that creates the store and fails, or is stopped by SIGINT, SIGTERM or SIGHUP, removes the
+/// store and whatever else it created (`CreatedFiles`), then dies of the signal.
 enum ImportCommand {
+    /// Where the import reads from.
+    enum Input: Sendable {
+        case file(String)
+        case standardInput
+        /// Standard input, copied into an anonymous file (see `SystemCalls.anonymousFile`) so
+        /// that it can be read twice; read from its start each time.
+        case copy(Int32)
+    }
+
     static func run(_ context: CommandContext) async throws -> ExitCode {
         let file = context.positional(0)
         let replace = context.arguments.has("replace")
         let dryRun = context.arguments.has("dry-run")
         let showProgress = ProgressReporter.shouldShow(quiet: context.quiet)
-        if file != "-" {
-            // Report a missing input before touching the store.
-            _ = try ByteReader(path: file)
+        if file != "-", let number = SystemCalls.checkReadable(file) {
+            // Report a missing input before touching the store (without opening it: a FIFO
+            // would be consumed).
+            throw ToolError(SystemCalls.isNoSuchFile(number) ? .notFound : .ioError,
+                            "cannot open \(file): \(String(cString: strerror(number)))")
         }
+        let given: Input = file == "-" ? .standardInput : .file(file)
 
         if dryRun {
-            let counts = try await plan(file, store: context.store, replace: replace, showProgress: showProgress)
+            let counts = try await plan(given, store: context.store, replace: replace, showProgress: showProgress)
             try context.output.write("dry run: would add \(counts.added), change \(counts.changed) and remove "
                                      + "\(counts.removed) records (\(counts.unchanged) unchanged) in "
                                      + "\(counts.collections) collections; nothing was written"
@@ -32,25 +46,46 @@ enum ImportCommand {
 
         // Replace needs counts from before the write; a missing store must not be created for
         // input that turns out malformed. Both read the input once before writing, so standard
-        // input is first copied to a temporary file.
+        // input is first copied into an anonymous file (no name, no leftovers).
         let needsFirstPass = try replace || !context.store.holdsStore
-        let spooled: String? = needsFirstPass && file == "-" ? try spoolStandardInput() : nil
-        let source = spooled ?? file
+        let input: Input = needsFirstPass && file == "-" ? .copy(try copyStandardInput()) : given
         defer {
-            if let spooled { removeTemporaryFile(spooled) }
+            if case .copy(let descriptor) = input { _ = SystemCalls.closeDescriptor(descriptor) }
         }
 
         var counts = ImportCounts()
         if needsFirstPass {
-            counts = try await plan(source, store: context.store, replace: replace, showProgress: showProgress)
+            counts = try await plan(input, store: context.store, replace: replace, showProgress: showProgress)
         }
+        let created = CreatedFiles(storePath: context.store.path)
+        let createsStore = try !context.store.holdsStore && created.hadNoStore
         let store = try context.store.writableStore()
-        let written = try await store.write { transaction in
-            let applier = ImportApplier(transaction: transaction, replace: replace, classify: !needsFirstPass)
-            let progress = ProgressReporter(verb: "imported", isEnabled: showProgress)
-            defer { progress.finish() }
-            try readDocument(source, into: applier, progress: progress, foundationCheck: !needsFirstPass)
-            return try applier.finish()
+        let write: @Sendable () async throws -> ImportCounts = {
+            try await store.write { transaction in
+                let applier = ImportApplier(transaction: transaction, replace: replace, classify: !needsFirstPass)
+                let progress = ProgressReporter(verb: "imported", isEnabled: showProgress)
+                defer { progress.finish() }
+                try readDocument(input, into: applier, progress: progress, foundationCheck: !needsFirstPass)
+                return try applier.finish()
+            }
+        }
+        let written: ImportCounts
+        if createsStore {
+            // Interrupted or failed, an import into a new path leaves nothing there.
+            let interruption = Interruption(activity: "stopping the import; nothing of it is kept")
+            defer { interruption.end() }
+            do {
+                written = try await interruption.run(write)
+            } catch {
+                await created.undo(store)
+                interruption.reraiseIfReceived()
+                throw error
+            }
+            if interruption.signalReceived != nil {
+                StandardError.writeLine("recordkeeper: the import had committed when it was interrupted; it is kept")
+            }
+        } else {
+            written = try await write()
         }
         if !needsFirstPass { counts = written }
         if !context.quiet {
@@ -60,15 +95,15 @@ enum ImportCommand {
         return .ok
     }
 
-    /// Counts what importing `source` would do, without writing and without creating a store.
+    /// Counts what importing `input` would do, without writing and without creating a store.
     private static func plan(
-        _ source: String, store access: StoreAccess, replace: Bool, showProgress: Bool
+        _ input: Input, store access: StoreAccess, replace: Bool, showProgress: Bool
     ) async throws -> ImportCounts {
         guard try access.holdsStore else {
             let planner = ImportPlanner(lookup: { _, _ in nil }, storedCounts: [:], replace: replace)
             let progress = ProgressReporter(verb: "checked", isEnabled: showProgress)
             defer { progress.finish() }
-            try readDocument(source, into: planner, progress: progress)
+            try readDocument(input, into: planner, progress: progress)
             return planner.finish()
         }
         let store = try access.existingStore()
@@ -81,15 +116,25 @@ enum ImportCommand {
                                         storedCounts: storedCounts, replace: replace)
             let progress = ProgressReporter(verb: "checked", isEnabled: showProgress)
             defer { progress.finish() }
-            try readDocument(source, into: planner, progress: progress)
+            try readDocument(input, into: planner, progress: progress)
             return planner.finish()
         }
     }
 
     /// Reads the whole input into `visitor`; malformed input becomes one exit-65 message.
-    private static func readDocument(_ source: String, into visitor: any ImportVisitor,
+    private static func readDocument(_ input: Input, into visitor: any ImportVisitor,
                                       progress: ProgressReporter, foundationCheck: Bool = true) throws {
-        let reader = source == "-" ? ByteReader(standardInput: ()) : try ByteReader(path: source)
+        let reader: ByteReader
+        switch input {
+        case .file(let path): reader = try ByteReader(path: path)
+        case .standardInput: reader = ByteReader(standardInput: ())
+        case .copy(let descriptor):
+            let copy = SystemCalls.reopenFromStart(descriptor)
+            guard copy >= 0 else {
+                throw ToolError(.ioError, "cannot read the copy of standard input: \(SystemCalls.lastErrorMessage)")
+            }
+            reader = ByteReader(descriptor: copy, name: "standard input", ownsDescriptor: true)
+        }
         do {
             try ImportDocument.read(reader, into: visitor, progress: progress, foundationCheck: foundationCheck)
         } catch let error as JSONSyntaxError {
@@ -99,16 +144,15 @@ enum ImportCommand {
         }
     }
 
-    /// Copies standard input to a new temporary file (constant memory) and returns its path.
-    private static func spoolStandardInput() throws(ToolError) -> String {
-        let path = FileManager.default.temporaryDirectory
-            .appendingPathComponent("recordkeeper-import-\(SystemCalls.processIdentifier)-\(UUID().uuidString)")
-            .path
-        let descriptor = SystemCalls.createForWriting(path)
+    /// Copies standard input (constant memory) into a file that only this process can reach
+    /// and that disappears with it, however it ends; returns its descriptor.
+    private static func copyStandardInput() throws(ToolError) -> Int32 {
+        let temporary = FileManager.default.temporaryDirectory.path
+        let (descriptor, failure) = SystemCalls.anonymousFile(in: temporary)
         guard descriptor >= 0 else {
-            throw ToolError(.ioError, "cannot create a temporary file \(path): \(SystemCalls.lastErrorMessage)")
+            throw ToolError(.ioError, (failure ?? "cannot create a temporary file") + " (to read standard input twice)")
         }
-        let writer = ByteWriter(descriptor: descriptor, name: path)
+        let writer = ByteWriter(descriptor: descriptor, name: "the copy of standard input")
         let reader = ByteReader(standardInput: ())
         do {
             while let chunk = try reader.nextChunk() {
@@ -116,15 +160,10 @@ enum ImportCommand {
             }
             try writer.flush()
         } catch {
-            _ = SystemCalls.closeDescriptor(descriptor)  // The write error is the one to report.
-            removeTemporaryFile(path)
+            _ = SystemCalls.closeDescriptor(descriptor)  // The read or write error is the one to report.
             throw error
         }
-        guard SystemCalls.closeDescriptor(descriptor) == 0 else {
-            removeTemporaryFile(path)
-            throw ToolError(.ioError, "cannot write the temporary file \(path): \(SystemCalls.lastErrorMessage)")
-        }
-        return path
+        return descriptor
     }
 
     static func removeTemporaryFile(_ path: String) {

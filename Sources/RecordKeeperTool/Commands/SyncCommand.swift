@@ -2,8 +2,10 @@ import Foundation
 import RecordKeeper
 import RecordKeeperPostgres
 
-/// `sync --server CONNINFO --space SPACE [--collections a,b] [--last-writer-wins]`: pushes what
-/// is pending, then pulls to the server's head, through `RecordSync` and a `PostgresSyncServer`.
+/// `sync --server CONNINFO --space SPACE [--collections a,b] [--last-writer-wins] [--recover]
+/// [--timeout SECONDS]`: pushes what is pending, then pulls to the server's head, through
+/// `RecordSync` and a `PostgresSyncServer`; with `--recover`, the store first takes a new device
+/// id (`RecordSync.recover()`).
 ///
 /// Everything that can be checked without the server is checked first (arguments, the space
 /// and collections the store already syncs), so bad input changes nothing. The server is
@@ -39,9 +41,18 @@ enum SyncCommand {
             try PostgresConnection.validate(conninfo: conninfo)
         } catch {
             let source = arguments.values["server"] == nil ? serverVariable : "--server"
-            throw ToolError(.dataError, "\(source) is not a connection string libpq can read: \(error.message); "
+            throw ToolError(.configuration, "\(source) is not a connection string libpq can read: \(error.message); "
                             + "nothing was changed")
         }
+        var timeout = PostgresSyncServer.defaultTimeout
+        if let text = arguments.values["timeout"] {
+            guard let seconds = Int(text), seconds > 0, seconds <= 86_400 else {
+                throw UsageError(message: "--timeout needs a number of seconds from 1 to 86400, not \(quoted(text))",
+                                 command: "sync")
+            }
+            timeout = .seconds(seconds)
+        }
+        let recover = arguments.has("recover")
         let collections = try parseCollections(arguments.values["collections"])
         let space = arguments.values["space"]
         if let space, space.isEmpty {
@@ -62,29 +73,42 @@ enum SyncCommand {
         let request = try plan(
             conninfo: conninfo, space: space, collections: collections, policy: policy, status: status,
             storePath: context.store.path)
+        if recover, status == nil {
+            throw ToolError(.dataError, "\(context.store.path) does not sync yet: --recover has nothing to recover; "
+                            + "nothing was changed")
+        }
 
         let server: PostgresSyncServer
         do {
-            server = try await PostgresSyncServer.connect(request.conninfo)
+            server = try await PostgresSyncServer.connect(request.conninfo, timeout: timeout, notices: { notice in
+                // The tool's own stderr line, never libpq's unprefixed one.
+                StandardError.writeLine("recordkeeper: server \(notice)")
+            })
         } catch let error as SyncError {
             throw ToolError(error, pending: status?.pendingOperations, touched: false)
         }
         let sync = RecordSync(store: store, server: server)
         var lines: [String] = []
+        var recovery: SyncRecovery?
         do {
+            if recover { recovery = try await sync.recover() }
             if !request.toStart.isEmpty {
                 try await sync.start(space: request.space, collections: request.toStart, policy: request.policy)
             }
         } catch let error as SyncError {
             throw ToolError(error, pending: status?.pendingOperations, touched: false)
         }
+        if let recovery { lines.append(describe(recovery)) }
         let report: SyncReport
         do {
             report = try await sync.sync()
         } catch let error as SyncError {
             let pending = try await store.syncStatus()?.pendingOperations
+            // What was already done (a new device id taken) is said first.
+            if !context.quiet, let recovery { try context.output.write(describe(recovery) + "\n") }
             throw ToolError(error, pending: pending, touched: true)
         }
+        if let automatic = report.recovery { lines.append(describe(automatic)) }
         let policyNote = request.policy == .lastWriterWins ? " (last writer wins)" : ""
         if !request.newCollections.isEmpty {
             lines.append("started syncing \(request.newCollections.map(quoted).joined(separator: ", ")) "
@@ -111,6 +135,20 @@ enum SyncCommand {
                     + "server version \(conflict.serverVersion.map(String.init(describing:)) ?? "-")\n")
         }
         return .ok
+    }
+
+    /// One line telling that the store took a new device id, and why.
+    static func describe(_ recovery: SyncRecovery) -> String {
+        let why =
+            switch recovery.reason {
+            case .requested: "recovered"
+            case .copied: "this store file is a copy of another device's store (a backup or a copied file)"
+            case .unbound: "this store's device id was not bound to its file yet (it synced with an older version)"
+            }
+        return "\(why): it syncs as device \(recovery.device) now"
+            + (recovery.previousDevice.map { " (was \($0))" } ?? "")
+            + "; \(recovery.reissuedOperations) pending operation(s) go as the new device's, based on what the store "
+            + "had seen, so an edit made meanwhile is a reported conflict"
     }
 
     /// `--collections a,b`: nil when not given; names not empty and not repeated.
@@ -170,8 +208,10 @@ enum SyncCommand {
 }
 
 extension ToolError {
-    /// A sync server failure as the tool reports it: unreachable (and refused) is exit 69 with
-    /// what stays pending locally, a bad request 65.
+    /// A sync server failure as the tool reports it: unreachable is exit 69 with what stays
+    /// pending locally, a bad request 65, a store the server refused as another device's copy 65
+    /// (run --recover), refused credentials 77, wrong settings 78. A message never claims more
+    /// than it knows: a server failure says what stays pending, not that nothing was lost.
     ///
     /// - Parameters:
     ///   - pending: local operations waiting for the server, when known.
@@ -189,9 +229,17 @@ extension ToolError {
             self.init(.dataError, "invalid sync request: \(error.message); nothing was changed")
         case .newerServerSchema:
             self.init(.storeRefused, "the sync server is newer than this tool: \(error.message); local data untouched")
+        case .configuration:
+            self.init(.configuration, "the sync server settings are wrong: \(error.message); correct --server (or "
+                      + "\(SyncCommand.serverVariable)): trying again does not help; local data untouched")
+        case .authentication:
+            self.init(.noPermission, "the sync server refused the credentials: \(error.message); trying again does "
+                      + "not help; local data untouched")
+        case .forkedDevice:
+            self.init(.dataError, "\(error.message);\(queue) run 'recordkeeper sync --recover'")
         default:
             self.init(.storeRefused, "the sync server failed the request: \(error.message);\(queue) "
-                      + "nothing local was lost; run sync again later")
+                      + "what was synced before the failure stays applied")
         }
     }
 }

@@ -83,28 +83,21 @@ enum WriteCommands {
         return .some(RecordVersion(number))
     }
 
-    /// Removes one record; a missing store or record is exit 66 and writes nothing.
+    /// Removes one record (`RecordStore.delete`) and says whether there was one: deleting a
+    /// record that is not stored succeeds and says so, like the library (exit 0, nothing
+    /// written, no collection created). A missing store is exit 66; with `--if-version`, a
+    /// record changed or gone is a conflict, exit 75.
     static func delete(_ context: CommandContext) async throws -> ExitCode {
         let collection = try context.name(0, "collection name")
         let key = try context.name(1, "key")
         let store = try context.store.existingStore()
-        if let expected = try expectedVersion(context, allowAbsent: false) {
-            var changes = RecordChanges()
-            changes[key] = nil
-            try await namingKey(key) { try await store.apply(collection, changes: changes, expecting: [key: expected]) }
-            return .ok
-        }
-        let removed = try await namingKey(key) {
-            try await store.write { transaction in
-                guard try transaction.value(collection, key: key) != nil else { return false }
-                var changes = RecordChanges()
-                changes[key] = nil
-                try transaction.apply(collection, changes: changes)
-                return true
-            }
-        }
-        guard removed else {
-            throw ToolError(.notFound, "no record \(quoted(key)) in collection \(quoted(collection))")
+        let expected = try expectedVersion(context, allowAbsent: false) ?? nil
+        let removed = try await store.delete(collection, key: key, ifVersion: expected)
+        if !context.quiet {
+            let summary = removed
+                ? "removed \(quoted(key)) from \(quoted(collection))"
+                : "no record \(quoted(key)) in \(quoted(collection)); nothing was removed"
+            try context.output.write(summary + "\n")
         }
         return .ok
     }

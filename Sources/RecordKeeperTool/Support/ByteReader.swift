@@ -33,6 +33,15 @@ final class ByteReader {
         self.atEnd = false
     }
 
+    /// Reads an open file from where its position is; `ownsDescriptor` closes it at the end.
+    init(descriptor: Int32, name: String, ownsDescriptor: Bool) {
+        self.descriptor = descriptor
+        self.ownsDescriptor = ownsDescriptor
+        self.name = name
+        self.buffer = [UInt8](repeating: 0, count: 1 << 16)
+        self.atEnd = false
+    }
+
     /// Reads standard input.
     init(standardInput: Void) {
         self.descriptor = SystemCalls.standardInput

@@ -7,7 +7,8 @@ enum ExitCode: Int32, Sendable {
     /// Input data was wrong: malformed JSON, a bad change set, invalid base64, or a store that
     /// failed `check`.
     case dataError = 65
-    /// Something named does not exist: the store file, an input file, a collection, a record.
+    /// Something named does not exist: the store file, an input file, a collection or record
+    /// to read. (A record to delete that is not stored is not an error: `delete` says so.)
     case notFound = 66
     /// The store file was refused: not a database, another application's database, a newer
     /// format, or damaged. It was left unchanged.
@@ -21,6 +22,12 @@ enum ExitCode: Int32, Sendable {
     case ioError = 74
     /// The store stayed locked by another process past the busy timeout; try again.
     case conflict = 75
+    /// The sync server refused the credentials (a role that does not exist, a wrong or
+    /// missing password, no permission to connect); trying again does not help.
+    case noPermission = 77
+    /// The sync server settings are wrong (a conninfo libpq cannot read or refuses, a database
+    /// that does not exist, TLS required but not offered); trying again does not help.
+    case configuration = 78
 }
 
 /// A failure the tool reports as one line on stderr and an exit code.

@@ -81,7 +81,7 @@ extension ToolError {
             code = .dataError
         case .notADatabase, .foreignDatabase, .newerFormat, .corruptStore, .malformedRecord:
             code = .storeRefused
-        case .cannotOpen, .readOnly, .storageFull, .ioError:
+        case .cannotOpen, .cannotRead, .readOnly, .storageFull, .ioError:
             code = .ioError
         case .busy:
             code = .conflict

@@ -20,8 +20,67 @@ enum SystemCalls {
         open(path, O_RDONLY | O_CLOEXEC)
     }
 
-    static func createForWriting(_ path: String) -> Int32 {
-        open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+    /// Creates a new file for writing, readable by its owner only (0600), failing when
+    /// anything (a file, a symbolic link) is at `path` already.
+    static func createPrivate(_ path: String) -> Int32 {
+        open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+    }
+
+    /// The permission bits of the file at `path`; nil when there is none.
+    static func permissions(_ path: String) -> mode_t? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        return info.st_mode & 0o7777
+    }
+
+    /// Sets the permission bits of an open file (exactly `mode`, whatever the umask).
+    static func setPermissions(_ descriptor: Int32, _ mode: mode_t) -> Bool {
+        fchmod(descriptor, mode) == 0
+    }
+
+    /// A new file for reading and writing that no other process can find: created 0600 in a
+    /// private (0700) directory of the temporary directory, then unlinked with its directory
+    /// at once, so it lives only as the returned descriptor and vanishes with the process,
+    /// however it ends. Nil (see `lastErrorMessage`) when that fails; the message names the
+    /// temporary directory.
+    static func anonymousFile(in temporaryDirectory: String) -> (descriptor: Int32, failure: String?) {
+        var template = Array((temporaryDirectory + "/recordkeeper-XXXXXX").utf8CString)
+        let made: String? = template.withUnsafeMutableBufferPointer { buffer in
+            guard let base = buffer.baseAddress, let made = mkdtemp(base) else { return nil }
+            return String(cString: made)
+        }
+        guard let directory = made else {
+            return (-1, "cannot create a private directory in \(temporaryDirectory): \(lastErrorMessage)")
+        }
+        let path = directory + "/input"
+        let descriptor = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        let openFailure = descriptor < 0 ? "cannot create a file in \(directory): \(lastErrorMessage)" : nil
+        let unlinked = descriptor < 0 || unlink(path) == 0
+        let unlinkFailure = unlinked ? nil : "cannot remove \(path): \(lastErrorMessage)"
+        let removed = rmdir(directory) == 0
+        let failure = openFailure ?? unlinkFailure ?? (removed ? nil : "cannot remove \(directory): \(lastErrorMessage)")
+        if failure != nil, descriptor >= 0 { close(descriptor) }
+        return failure == nil ? (descriptor, nil) : (-1, failure)
+    }
+
+    /// A second descriptor for the open file `descriptor`, positioned at its start.
+    static func reopenFromStart(_ descriptor: Int32) -> Int32 {
+        let copy = dup(descriptor)
+        guard copy >= 0 else { return -1 }
+        // dup shares the file position: seeking here moves the original too, which is what a
+        // reader starting from the beginning wants.
+        guard lseek(copy, 0, SEEK_SET) == 0 else {
+            close(copy)
+            return -1
+        }
+        return copy
+    }
+
+    /// Whether `path` can be opened for reading, without opening it (a FIFO stays unread).
+    static func checkReadable(_ path: String) -> Int32? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return errno }
+        return access(path, R_OK) == 0 ? nil : errno
     }
 
     static func closeDescriptor(_ descriptor: Int32) -> Int32 {
@@ -75,6 +134,22 @@ enum SystemCalls {
 
     static func removeFile(_ path: String) -> Bool {
         unlink(path) == 0
+    }
+
+    /// Removes an empty directory.
+    static func removeDirectory(_ path: String) -> Bool {
+        rmdir(path) == 0
+    }
+
+    static func truncateToEmpty(_ path: String) -> Bool {
+        truncate(path, 0) == 0
+    }
+
+    /// The size of the file at `path`; nil when it cannot be examined.
+    static func fileSize(_ path: String) -> Int64? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        return Int64(info.st_size)
     }
 
     static var lastErrorNumber: Int32 { errno }

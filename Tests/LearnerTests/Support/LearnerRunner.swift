@@ -11,7 +11,8 @@ struct LearnerResult {
 
 /// Runs the built `learner` executable as a subprocess in a working directory, with its own
 /// environment: no inherited `LEARNER_STORE` or `XDG_DATA_HOME`, and `HOME` inside the test's
-/// directory, so a test never touches the real per-user store. Output goes through files.
+/// directory, so a test never touches the real per-user store. Output goes through files
+/// (``ChildProcess``).
 struct LearnerRunner {
     let directory: URL
     var environment: [String: String] = [:]
@@ -28,57 +29,9 @@ struct LearnerRunner {
     {
         let executable = try #require(Self.executable, "learner executable not found; build it first",
                                       sourceLocation: sourceLocation)
-        let id = UUID().uuidString
-        let outputURL = directory.appendingPathComponent(".stdout-\(id)")
-        let errorURL = directory.appendingPathComponent(".stderr-\(id)")
-        try Data().write(to: outputURL)
-        try Data().write(to: errorURL)
-        defer {
-            for url in [outputURL, errorURL] {
-                do {
-                    try FileManager.default.removeItem(at: url)
-                } catch {
-                    Issue.record("could not remove \(url.path): \(error)")
-                }
-            }
-        }
-        let outputHandle = try FileHandle(forWritingTo: outputURL)
-        let errorHandle = try FileHandle(forWritingTo: errorURL)
-        defer {
-            for handle in [outputHandle, errorHandle] {
-                do {
-                    try handle.close()
-                } catch {
-                    Issue.record("could not close a handle: \(error)")
-                }
-            }
-        }
-
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
-        process.currentDirectoryURL = directory
-        var environment = ProcessInfo.processInfo.environment
-        environment["LEARNER_STORE"] = nil
-        environment["XDG_DATA_HOME"] = nil
-        environment["HOME"] = home.path
-        environment.merge(self.environment) { _, new in new }
-        environment.merge(extra) { _, new in new }
-        process.environment = environment
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = outputHandle
-        process.standardError = errorHandle
-        try process.run()
-        process.waitUntilExit()
-        return LearnerResult(
-            status: process.terminationStatus,
-            output: String(decoding: try Data(contentsOf: outputURL), as: UTF8.self),
-            errors: String(decoding: try Data(contentsOf: errorURL), as: UTF8.self))
+        var environment: [String: String?] = ["LEARNER_STORE": nil, "XDG_DATA_HOME": nil, "HOME": home.path]
+        for (name, value) in self.environment.merging(extra, uniquingKeysWith: { _, new in new }) { environment[name] = value }
+        let result = try ChildProcess.run(executable, arguments, in: directory, environment: environment)
+        return LearnerResult(status: result.status, output: result.output, errors: result.stderr)
     }
-}
-
-/// POSIX permission bits of a file.
-func permissions(of url: URL) throws -> Int {
-    let attributes = try FileManager.default.attributesOfItem(atPath: url.path)
-    return (attributes[.posixPermissions] as? NSNumber)?.intValue ?? -1
 }

@@ -4,33 +4,9 @@ import Testing
 @testable import RecordKeeper
 import RecordKeeperTestSupport
 
-/// Where a test's store lives; core behaviour runs against both.
-enum StoreKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
-    case onDisk
-    case inMemory
-
-    var testDescription: String { rawValue }
-}
-
-/// Runs `body` with a new store of the given kind in a fresh directory.
-func withStore(
-    _ kind: StoreKind, isolation: isolated (any Actor)? = #isolation,
-    _ body: (RecordStore, URL) async throws -> Void
-) async throws {
-    try await withTemporaryDirectory { directory in
-        let url = directory.appendingPathComponent("records.sqlite")
-        let store = kind == .onDisk ? RecordStore(url: url) : RecordStore.inMemory()
-        try await body(store, url)
-    }
-}
-
 struct Book: Codable, Identifiable, Equatable, Sendable {
     var id: String
     var title: String
-}
-
-extension Data {
-    init(_ string: String) { self = Data(string.utf8) }
 }
 
 /// What happened, in order, from any task.

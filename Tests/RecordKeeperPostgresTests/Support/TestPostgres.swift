@@ -1,47 +1,41 @@
 import Foundation
 import RecordKeeper
 import RecordKeeperPostgres
+import RecordKeeperTestSupport
 import Testing
 
-/// The PostgreSQL server the tests use: `RECORDKEEPER_TEST_POSTGRES` (a libpq conninfo), set by
-/// `scripts/with-postgres.sh`. Locally without it the PostgreSQL suites are disabled, with the
-/// reason; in CI (`CI=true`) they run and fail, so a missing server is never a silent pass.
-enum TestPostgres {
-    static let conninfo: String? = {
-        let value = ProcessInfo.processInfo.environment["RECORDKEEPER_TEST_POSTGRES"]
-        return value?.isEmpty == false ? value : nil
-    }()
+/// What the PostgreSQL tests add to ``TestPostgres`` (its detection, connection and private
+/// schemas are shared by every test target).
+extension TestPostgres {
+    static func server(
+        connections: Int = 1, hooks: PostgresSyncServer.Hooks = .init(),
+        timeout: Duration = PostgresSyncServer.defaultTimeout
+    ) async throws -> PostgresSyncServer {
+        var opened: [PostgresConnection] = []
+        for _ in 0..<connections { opened.append(try await connection()) }
+        return try await PostgresSyncServer(connections: opened, hooks: hooks, timeout: timeout)
+    }
 
-    static let isCI = ProcessInfo.processInfo.environment["CI"] == "true"
-
-    /// Whether the PostgreSQL tests run: a server is configured, or this is CI.
-    static let enabled = conninfo != nil || isCI
-
-    static let disabledReason: Comment =
-        "RECORDKEEPER_TEST_POSTGRES is not set: run under scripts/with-postgres.sh (in CI these tests fail instead)"
-
-    struct Missing: Error, CustomStringConvertible {
-        var description: String {
-            "CI=true but RECORDKEEPER_TEST_POSTGRES is not set: the PostgreSQL tests need a server (.ci/run starts one with scripts/with-postgres.sh)"
+    /// Returns once the backend `pid` waits for a lock (`waiting`), or once it waits for none
+    /// (`!waiting`), as `monitor` sees it in `pg_locks`; fails after `waitUntil`'s limit.
+    static func waitUntil(backend pid: Int32, waitsForLock waiting: Bool, monitor: PostgresConnection) async throws {
+        try await RecordKeeperTestSupport.waitUntil("backend \(pid) \(waiting ? "waits" : "waits for no lock")") {
+            (try await monitor.transaction(operation: "watch locks") { connection in
+                try connection.execute(
+                    "SELECT count(*) FROM pg_locks WHERE pid = $1 AND NOT granted", [.int64(Int64(pid))]
+                ).int64(0, 0)
+            } > 0) == waiting
         }
     }
 
-    /// The conninfo, or a failure when there is none.
-    static func requireConninfo() throws -> String {
-        guard let conninfo else { throw Missing() }
-        return conninfo
-    }
-
-    static func connection() async throws -> PostgresConnection {
-        try await PostgresConnection(conninfo: requireConninfo())
-    }
-
-    static func server(connections: Int = 1, hooks: PostgresSyncServer.Hooks = .init()) async throws
-        -> PostgresSyncServer
-    {
-        var opened: [PostgresConnection] = []
-        for _ in 0..<connections { opened.append(try await connection()) }
-        return try await PostgresSyncServer(connections: opened, hooks: hooks)
+    /// Runs `body` with connections whose search_path is a fresh schema, and its name (see
+    /// ``TestPostgres/withPrivateSchema(prefix:_:)``), dropped afterwards.
+    static func withPrivateConnections(
+        _ body: (_ connect: () async throws -> PostgresConnection, _ name: String) async throws -> Void
+    ) async throws {
+        try await withPrivateSchema { conninfo, name in
+            try await body({ try await PostgresConnection(conninfo: conninfo) }, name)
+        }
     }
 
     /// A space no other test uses, so tests run in parallel on one database.
@@ -57,13 +51,19 @@ enum ServerKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
 
     var testDescription: String { rawValue }
 
-    /// In-memory always; PostgreSQL when enabled (see ``TestPostgres``).
-    static let available: [ServerKind] = TestPostgres.enabled ? [.inMemory, .postgres] : [.inMemory]
-
-    func make() async throws -> any RecordSyncServer {
+    /// A new server of this kind; nil, with the skip printed (see ``skipCase(_:_:sourceLocation:)``),
+    /// for PostgreSQL when it is not enabled (see ``TestPostgres``): tests run with every kind
+    /// and return on nil, so a missing server is a visible skip of that case, never a case
+    /// silently left out.
+    func make(sourceLocation: SourceLocation = #_sourceLocation) async throws -> (any RecordSyncServer)? {
         switch self {
-        case .inMemory: InMemorySyncServer()
-        case .postgres: try await TestPostgres.server()
+        case .inMemory: return InMemorySyncServer()
+        case .postgres:
+            guard TestPostgres.enabled else {
+                try skipCase(rawValue, TestPostgres.disabledReason, sourceLocation: sourceLocation)
+                return nil
+            }
+            return try await TestPostgres.server()
         }
     }
 }
@@ -81,6 +81,15 @@ func delete(_ collection: String, _ key: String, base: Int64?) -> SyncChange {
 
 func operation(_ device: String, _ sequence: Int64, _ changes: SyncChange...) -> SyncOperation {
     SyncOperation(device: device, sequence: sequence, changes: changes)
+}
+
+/// An operation with a checked chain: it follows `previous` (nil: the device's first).
+func operation(_ device: String, _ sequence: Int64, after previous: SyncOperation?, _ changes: SyncChange...)
+    -> SyncOperation
+{
+    SyncOperation(
+        device: device, sequence: sequence, predecessor: previous.map { .operation($0.id) } ?? .firstOfDevice,
+        changes: changes)
 }
 
 extension SyncValue {

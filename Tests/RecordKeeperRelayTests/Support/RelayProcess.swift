@@ -2,24 +2,6 @@ import Foundation
 import RecordKeeperTestSupport
 import Testing
 
-/// The PostgreSQL server of `scripts/with-postgres.sh` (as in RecordKeeperPostgresTests): tests
-/// that need it are disabled without it, and fail in CI (`CI=true`) rather than pass silently.
-enum RelayTestPostgres {
-    static let conninfo: String? = {
-        let value = ProcessInfo.processInfo.environment["RECORDKEEPER_TEST_POSTGRES"]
-        return value?.isEmpty == false ? value : nil
-    }()
-    static let enabled = conninfo != nil || ProcessInfo.processInfo.environment["CI"] == "true"
-    static let disabledReason: Comment = "RECORDKEEPER_TEST_POSTGRES is not set: run under scripts/with-postgres.sh"
-
-    struct Missing: Error {}
-
-    static func requireConninfo() throws -> String {
-        guard let conninfo else { throw Missing() }
-        return conninfo
-    }
-}
-
 /// The `recordkeeper-relay` executable, run as a process.
 struct RelayProcess {
     struct Failure: Error, CustomStringConvertible {

@@ -7,54 +7,6 @@ import Testing
     import Darwin
 #endif
 
-/// Ways to make a file or directory unwritable that hold even for root, who ignores
-/// permission bits: `chattr +i` (the immutable attribute) when running as root, `chmod`
-/// otherwise.
-enum WriteProtection {
-    static let chattr = ["/usr/bin/chattr", "/bin/chattr"].first { FileManager.default.isExecutableFile(atPath: $0) }
-    static let isRoot = geteuid() == 0
-
-    /// Whether protection really stops writes here, probed once on a scratch file.
-    static let isAvailable: Bool = {
-        let probe = FileManager.default.temporaryDirectory.appendingPathComponent("rk-protect-probe-\(UUID().uuidString)")
-        guard FileManager.default.createFile(atPath: probe.path, contents: Data("x".utf8)) else { return false }
-        defer {
-            unprotect(probe)
-            unlink(probe.path)
-        }
-        guard protect(probe) else { return false }
-        let descriptor = open(probe.path, O_WRONLY | O_APPEND)
-        if descriptor >= 0 {
-            close(descriptor)
-            return false
-        }
-        return true
-    }()
-
-    static var unavailableReason: Comment {
-        "cannot make a file unwritable here: running as root without a working chattr (immutable attribute)"
-    }
-
-    @discardableResult
-    static func protect(_ url: URL) -> Bool {
-        if isRoot {
-            guard let chattr else { return false }
-            return runCommand(chattr, ["+i", url.path]) == 0
-        }
-        return chmod(url.path, isDirectory(url) ? 0o500 : 0o400) == 0
-    }
-
-    static func unprotect(_ url: URL) {
-        if isRoot, let chattr { runCommand(chattr, ["-i", url.path]) }
-        chmod(url.path, isDirectory(url) ? 0o700 : 0o600)
-    }
-
-    private static func isDirectory(_ url: URL) -> Bool {
-        var flag: ObjCBool = false
-        return FileManager.default.fileExists(atPath: url.path, isDirectory: &flag) && flag.boolValue
-    }
-}
-
 /// A small tmpfs mounted for one test, so a full disk is a real ENOSPC (root only).
 enum SmallFilesystem {
     static let mount = ["/usr/bin/mount", "/bin/mount"].first { FileManager.default.isExecutableFile(atPath: $0) }
@@ -80,6 +32,13 @@ enum SmallFilesystem {
     static func resize(_ directory: URL, megabytes: Int) -> Bool {
         guard let mount else { return false }
         return runCommand(mount, ["-o", "remount,size=\(megabytes)m", directory.path]) == 0
+    }
+
+    /// Remounts the filesystem read-only (`readOnly`) or read-write again: read-only media.
+    @discardableResult
+    static func remount(_ directory: URL, readOnly: Bool) -> Bool {
+        guard let mount else { return false }
+        return runCommand(mount, ["-o", readOnly ? "remount,ro" : "remount,rw", directory.path]) == 0
     }
 
     static func detach(_ directory: URL) {

@@ -20,6 +20,13 @@ protocol CartStore: Sendable {
     func setQuantity(_ quantity: Int, of sku: String, for owner: String) async throws
 }
 
+/// A cart record that does not hold the number this code writes: reported, never read as 0.
+struct UnreadableCartRecord: Error, CustomStringConvertible {
+    let key: String
+    let data: Data
+    var description: String { "the cart record \(key) holds \(data.count) bytes that are not a number" }
+}
+
 /// Carts in a RecordKeeper store: one record per item (`<owner>/items/<sku>`) and one for the
 /// version (`<owner>/version`), so an edit writes only what it changes.
 struct RecordCartStore: CartStore {
@@ -30,16 +37,24 @@ struct RecordCartStore: CartStore {
     /// Carts in memory (tests, previews): the same engine and code paths.
     static func inMemory() -> RecordCartStore { RecordCartStore(store: .inMemory()) }
 
+    /// The number a cart record holds; throws instead of guessing when it holds anything else.
+    static func number(_ data: Data, key: String) throws -> Int {
+        guard let number = Int(String(decoding: data, as: UTF8.self)) else {
+            throw UnreadableCartRecord(key: key, data: data)
+        }
+        return number
+    }
+
     func cart(of owner: String) async throws -> Cart {
         let prefix = "\(owner)/items/"
         // The version and the items from one snapshot.
         return try await store.snapshot { snapshot in
-            var cart = Cart(owner: owner, items: [:], version: 0)
+            var cart = Cart(owner: owner, items: [:], version: 0)  // no records yet: a new cart
             try snapshot.forEachRecord(in: "carts") { record in
                 if record.key == "\(owner)/version" {
-                    cart.version = Int(String(decoding: record.data, as: UTF8.self)) ?? 0
+                    cart.version = try Self.number(record.data, key: record.key)
                 } else if record.key.hasPrefix(prefix) {
-                    cart.items[String(record.key.dropFirst(prefix.count))] = Int(String(decoding: record.data, as: UTF8.self))
+                    cart.items[String(record.key.dropFirst(prefix.count))] = try Self.number(record.data, key: record.key)
                 }
             }
             return cart
@@ -48,13 +63,13 @@ struct RecordCartStore: CartStore {
 
     func setQuantity(_ quantity: Int, of sku: String, for owner: String) async throws {
         try await store.write { tx in
-            let stored = try tx.value("carts", key: "\(owner)/version")
-            let version = (stored.flatMap { Int(String(decoding: $0, as: UTF8.self)) } ?? 0) + 1
+            let versionKey = "\(owner)/version"
+            let version = try tx.value("carts", key: versionKey).map { try Self.number($0, key: versionKey) } ?? 0
             var changes = RecordChanges()
             changes["\(owner)/items/\(sku)"] = quantity > 0 ? Data(String(quantity).utf8) : nil
-            changes["\(owner)/version"] = Data(String(version).utf8)
+            changes[versionKey] = Data(String(version + 1).utf8)
             try tx.apply("carts", changes: changes)
-            let body = #"{"owner":"\#(owner)","sku":"\#(sku)","quantity":\#(quantity),"version":\#(version)}"#
+            let body = #"{"owner":"\#(owner)","sku":"\#(sku)","quantity":\#(quantity),"version":\#(version + 1)}"#
             try tx.enqueue(OutboxMessage(kind: "cart.set-quantity", payload: Data(body.utf8), orderingKey: "cart/\(owner)"))
         }
     }
@@ -93,6 +108,36 @@ struct RecordCartStore: CartStore {
                 #expect(try await store.outbox.pending().isEmpty)
             }
         }
+    }
+
+    @Test func `a version or quantity that is not a number is an error, never 0, and nothing is written`() async throws {
+        try await withTemporaryDirectory { directory in
+            for (name, carts, store) in Self.stores(directory) {
+                try await carts.setQuantity(2, of: "tea", for: "ana")
+                try await store.put("carts", key: "ana/version", data: Data("two".utf8))
+                await #expect(throws: UnreadableCartRecord.self, "\(name)") { try await carts.cart(of: "ana") }
+                let edit = await #expect(throws: UnreadableCartRecord.self, "\(name)") {
+                    try await carts.setQuantity(3, of: "tea", for: "ana")
+                }
+                #expect(edit?.key == "ana/version")
+                #expect(try await store.value("carts", key: "ana/items/tea") == Data("2".utf8), "nothing was written")
+                #expect(try await store.outbox.pending().count == 1, "nothing more was queued")
+                try await store.put("carts", key: "ana/version", data: Data("1".utf8))
+                try await store.put("carts", key: "ana/items/milk", data: Data([0xFF]))
+                let read = await #expect(throws: UnreadableCartRecord.self) { try await carts.cart(of: "ana") }
+                #expect(read?.key == "ana/items/milk")
+            }
+        }
+    }
+
+    @Test func `the example in docs/OUTBOX.md is this file's code`() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent()
+        let doc = try String(contentsOf: root.appendingPathComponent("docs/OUTBOX.md"), encoding: .utf8)
+        let test = try String(contentsOf: URL(fileURLWithPath: #filePath), encoding: .utf8)
+        let begin = "// BEGIN" + " EXAMPLE\n", end = "// END" + " EXAMPLE"
+        let code = try #require(test.components(separatedBy: begin).dropFirst().first?.components(separatedBy: end).first)
+        #expect(doc.contains("```swift\n" + code + "```"), "docs/OUTBOX.md's cart example differs from CartExampleTests")
     }
 
     @Test func `a persistent cart and its queued operations survive a restart`() async throws {

@@ -9,10 +9,7 @@ import Testing
 /// The HTTP transport against a receiver on loopback that fails in every way it may.
 @Suite struct HTTPOutboxTransportTests {
     @Test func `every operation is applied exactly once or dead-lettered through 500, 429, 401, 422 and a server that dies`() async throws {
-        try await withTemporaryDirectory { directory in
-            let receiver = try LoopbackReceiver(directory: directory)
-            try await receiver.start()
-            defer { receiver.stop() }
+        try await LoopbackReceiver.withRunning { receiver, directory in
             let store = RecordStore(url: directory.appendingPathComponent("records.sqlite"))
             let token = Protected("stale")
             let transport = HTTPOutboxTransport(endpoint: receiver.endpoint) {
@@ -48,7 +45,6 @@ import Testing
 
             var rounds = 1
             while try await !store.outbox.pending().isEmpty, rounds < 30 {
-                if !receiver.isRunning { try await receiver.start() }  // it comes back on its port
                 clock.advance(.seconds(60))
                 try await processor.deliverDue()
                 rounds += 1
@@ -77,10 +73,7 @@ import Testing
     }
 
     @Test func `a request that timed out after the server applied it is sent again and deduped`() async throws {
-        try await withTemporaryDirectory { directory in
-            let receiver = try LoopbackReceiver(directory: directory)
-            try await receiver.start()
-            defer { receiver.stop() }
+        try await LoopbackReceiver.withRunning { receiver, _ in
             let store = RecordStore.inMemory()
             let configuration = URLSessionConfiguration.ephemeral
             // Whole seconds: on Linux, FoundationNetworking timed out at once with 0.5 s.
@@ -89,11 +82,17 @@ import Testing
             let transport = HTTPOutboxTransport(endpoint: receiver.endpoint, session: session, timeout: 1) { [:] }
             let clock = TestClock()
             let processor = OutboxProcessor.testing(store, transport, clock: clock)
+            // The receiver applies it and then never answers, so the client's timeout always
+            // comes after the receiver applied it, however slow the machine.
             let slow = OutboxMessage(kind: "slow", payload: Data("{}".utf8))
             try await store.enqueue([slow])
             #expect(try await processor.deliverDue().retried == 1, "the outcome of a timed-out request is unknown")
+            try await receiver.waitFor("held \(slow.id.uuidString)")
             let pending = try #require(try await store.outbox.pending().first)
-            #expect(pending.lastError?.contains("URLError \(URLError.timedOut.rawValue)") == true, "\(pending.lastError ?? "")")
+            let lastError = pending.lastError ?? ""
+            #expect(lastError.contains("URLError \(URLError.timedOut.rawValue)"), "\(lastError)")
+            #expect(lastError.contains("timed out: no answer within 1 s"), "says what happened in words: \(lastError)")
+            #expect(!lastError.contains("NSURLErrorDomain"), "not Foundation's raw wording: \(lastError)")
             clock.advance(.seconds(2))
             let second = try await processor.deliverDue()
             let after = try await store.outbox.pending().first?.lastError
@@ -103,18 +102,92 @@ import Testing
         }
     }
 
+    @Test func `408 and 401 are retried, 408 not before its Retry-After, and every other 4xx is a dead letter`() async throws {
+        try await LoopbackReceiver.withRunning { receiver, _ in
+            let store = RecordStore.inMemory()
+            let clock = TestClock()
+            let processor = OutboxProcessor.testing(store, HTTPOutboxTransport(endpoint: receiver.endpoint), clock: clock)
+            let retried = [408, 401]
+            let refused = [400, 403, 404, 405, 409, 410, 413, 415, 422, 451]
+            let messages = (retried + refused).map { OutboxMessage(kind: "status-\($0)", payload: Data("{}".utf8)) }
+            try await store.enqueue(messages)
+            let report = try await processor.deliverDue()
+            #expect(report == OutboxDeliveryReport(delivered: 0, retried: retried.count, deadLettered: refused.count))
+
+            let pending = Dictionary(uniqueKeysWithValues: try await store.outbox.pending().map { ($0.kind, $0) })
+            #expect(Set(pending.keys) == Set(retried.map { "status-\($0)" }))
+            let timeout = try #require(pending["status-408"])
+            #expect(timeout.lastError?.hasPrefix("HTTP 408") == true, "\(timeout.lastError ?? "")")
+            #expect(timeout.nextAttemptAt >= clock.now.addingTimeInterval(7), "Retry-After: 7 is honoured")
+            #expect(pending["status-401"]?.lastError?.hasPrefix("HTTP 401") == true)
+            let dead = try await store.outbox.deadLetters()
+            #expect(Set(dead.map(\.kind)) == Set(refused.map { "status-\($0)" }))
+            for letter in dead {
+                let status = letter.kind.dropFirst(7)
+                #expect(letter.lastError?.hasPrefix("HTTP \(status) from") == true, "\(letter.lastError ?? "")")
+                #expect(letter.lastError?.contains("answered \(status)") == true, "the start of the body")
+            }
+        }
+    }
+
+    /// How a test stops delivery.
+    enum Stopping: String, CaseIterable, CustomTestStringConvertible, Sendable {
+        case deliverDue, run
+        var testDescription: String { "cancelling \(rawValue)()" }
+    }
+
+    @Test(arguments: Stopping.allCases)
+    func `a request under way when delivery is cancelled is a failed attempt due again at once`(stopping: Stopping) async throws {
+        try await LoopbackReceiver.withRunning { receiver, _ in
+            let store = RecordStore.inMemory()
+            let clock = TestClock()
+            let processor = OutboxProcessor.testing(store, HTTPOutboxTransport(endpoint: receiver.endpoint), clock: clock)
+            // The receiver holds the first request until the client goes away.
+            let held = OutboxMessage(kind: "hold", payload: Data("{}".utf8), orderingKey: "cart/a")
+            let behind = OutboxMessage(kind: "ok", payload: Data("{}".utf8), orderingKey: "cart/a")
+            try await store.enqueue([held, behind])
+            let delivery = Task {
+                switch stopping {
+                case .deliverDue: try await processor.deliverDue()
+                case .run: try await processor.run()
+                }
+            }
+            try await receiver.waitFor("held \(held.id.uuidString)")
+            delivery.cancel()
+            _ = try await withTimeLimit("the cancelled delivery") {
+                await #expect(throws: CancellationError.self) { try await delivery.value }
+            }
+            try await receiver.waitFor("released \(held.id.uuidString)")  // the request itself was cancelled
+
+            let pending = try await store.outbox.pending()
+            #expect(pending.map(\.id) == [held.id, behind.id], "nothing lost, nothing more started")
+            let first = try #require(pending.first)
+            #expect(first.attempts == 1)
+            #expect(first.lastError == "the delivery was cancelled")
+            #expect(first.nextAttemptAt <= clock.now, "due again at once, not after a backoff")
+            #expect(try receiver.applied().isEmpty)
+            // Due now, and no longer claimed: another processor delivers both at once, in order,
+            // without the clock moving.
+            let transport = ScriptedTransport()
+            #expect(try await OutboxProcessor.testing(store, transport, clock: clock).deliverDue().delivered == 2)
+            #expect(transport.attempts.map(\.id) == [held.id, behind.id])
+        }
+    }
+
     @Test func `a server that is not there is a retryable failure`() async throws {
-        // Port 9 (discard) on loopback: nothing listens there in the test environment.
-        let transport = HTTPOutboxTransport(endpoint: URL(string: "http://127.0.0.1:9/")!)
+        let closed = try ClosedPort()
+        let transport = HTTPOutboxTransport(endpoint: URL(string: "http://127.0.0.1:\(closed.port)/")!)
         let operation = OutboxOperation(
             id: UUID(), kind: "k", payload: Data(), orderingKey: nil, attempts: 1, createdAt: Date(),
             nextAttemptAt: Date(), lastError: nil)
         await #expect {
             try await transport.deliver(operation)
         } throws: { error in
-            guard case OutboxDeliveryFailure.retryable = error else { return false }
-            return true
+            guard case OutboxDeliveryFailure.retryable(let message, _) = error else { return false }
+            return message.contains("URLError \(URLError.cannotConnectToHost.rawValue)")
+                && message.contains("could not connect") && !message.contains("NSURLErrorDomain")
         }
+        withExtendedLifetime(closed) {}
     }
 
     @Test func `Retry-After is read as seconds or as an HTTP date`() {

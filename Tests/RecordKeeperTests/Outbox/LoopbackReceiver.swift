@@ -1,30 +1,54 @@
 import RecordKeeperTestSupport
 import Foundation
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// A small HTTP receiver on 127.0.0.1 (Python's standard library), started by a test.
 ///
 /// It applies each operation once per `Idempotency-Key` (a repeated key is answered 200 and
-/// counted as a duplicate, not applied again), appends every applied operation to a log file
-/// that outlives the server process, and misbehaves by operation kind:
-/// `fail500` (500 twice), `throttle` (429 with `Retry-After: 30` once), `reject` (422 always),
-/// `auth` (401 unless `Authorization: Bearer fresh`), `slow` (applies it, then answers only
-/// after 3 s the first time), `crash` (applies it, then the server process dies without
-/// answering, once per log).
+/// counted as a duplicate, not applied again), appends every applied operation to a log file,
+/// and misbehaves by operation kind: `fail500` (500 twice), `throttle` (429 with
+/// `Retry-After: 30` once), `reject` (422 always), `auth` (401 unless `Authorization: Bearer
+/// fresh`), `status-NNN` (that status always, with `Retry-After: 7` for 408), `slow` (applies it, then the first time never answers: it holds the request until
+/// the client gives up), `hold` (applies nothing and holds the request until the client goes
+/// away), `crash` (applies it, then the serving process dies without answering, once per log).
+///
+/// A parent process owns the listening socket and starts a new serving process when one dies,
+/// so a crashed receiver comes back on the same socket at once: nothing else can take its port
+/// meanwhile. It prints what it does, one event a line (`applied KEY`, `held KEY`, `released
+/// KEY`, `crashed`), for tests to wait on (``waitFor(_:)``) instead of sleeping.
 final class LoopbackReceiver {
     static let script = #"""
-        import json, os, sys, threading, time
+        import json, os, socket, sys, threading
         from http.server import ThreadingHTTPServer, BaseHTTPRequestHandler
 
-        port, log = int(sys.argv[1]), sys.argv[2]
-        lock = threading.Lock()
-        applied, attempts = set(), {}
-        if os.path.exists(log):
-            with open(log) as f:
-                applied = {json.loads(line)["key"] for line in f if line.strip()}
+        log = sys.argv[1]
+        os.setpgid(0, 0)  # one process group: the test kills the parent and its servers at once
+
+        def say(event):
+            sys.stdout.write(event + "\n")
+            sys.stdout.flush()
 
         class Handler(BaseHTTPRequestHandler):
             def log_message(self, *args):
                 pass
+
+            def hold(self, key):
+                # Until the client closes the connection (or two minutes, a hang guard).
+                say("held " + key)
+                self.connection.settimeout(120)
+                try:
+                    while self.rfile.read(1):
+                        pass
+                except OSError:
+                    pass
+                say("released " + key)
+                self.close_connection = True
 
             def do_POST(self):
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
@@ -33,6 +57,8 @@ final class LoopbackReceiver {
                 with lock:
                     attempts[key] = attempts.get(key, 0) + 1
                     attempt = attempts[key]
+                if kind == "hold":
+                    return self.hold(key)
                 status, extra, text = 200, {}, b"ok"
                 if kind == "fail500" and attempt <= 2:
                     status, text = 500, b"internal error"
@@ -42,6 +68,10 @@ final class LoopbackReceiver {
                     status, text = 422, b'{"error":"unknown sku"}'
                 elif kind == "auth" and self.headers.get("Authorization") != "Bearer fresh":
                     status = 401
+                elif kind.startswith("status-"):
+                    status, text = int(kind[7:]), b"answered " + kind[7:].encode()
+                    if status == 408:
+                        extra = {"Retry-After": "7"}
                 if status == 200:
                     with lock:
                         if key in applied:
@@ -55,11 +85,13 @@ final class LoopbackReceiver {
                                     "client": self.headers.get("X-Client")}) + "\n")
                                 f.flush()
                                 os.fsync(f.fileno())
+                            say("applied " + key)
                         if kind == "crash" and not os.path.exists(log + ".crashed"):
                             open(log + ".crashed", "w").close()
-                            os._exit(1)
+                            say("crashed")
+                            os._exit(3)
                 if kind == "slow" and attempt == 1:
-                    time.sleep(3)  # applied, but the answer comes after the client gave up
+                    return self.hold(key)  # applied, but no answer before the client gives up
                 self.send_response(status)
                 for name, value in extra.items():
                     self.send_header(name, value)
@@ -67,9 +99,25 @@ final class LoopbackReceiver {
                 self.end_headers()
                 self.wfile.write(text)
 
-        server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
-        print(server.server_address[1], flush=True)
-        server.serve_forever()
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(64)
+        say("port %d" % listener.getsockname()[1])
+        while True:
+            child = os.fork()
+            if child == 0:
+                lock = threading.Lock()
+                applied, attempts = set(), {}
+                if os.path.exists(log):
+                    with open(log) as f:
+                        applied = {json.loads(line)["key"] for line in f if line.strip()}
+                server = ThreadingHTTPServer(listener.getsockname(), Handler, bind_and_activate=False)
+                server.socket.close()
+                server.socket = listener
+                server.serve_forever()
+            _, status = os.waitpid(child, 0)
+            if os.WEXITSTATUS(status) != 3:
+                sys.exit(1)
         """#
 
     struct Applied: Decodable {
@@ -83,7 +131,7 @@ final class LoopbackReceiver {
     let directory: URL
     let log: URL
     private(set) var port: Int = 0
-    private var process: Process?
+    private var child: ChildProcess?
 
     init(directory: URL) throws {
         self.directory = directory
@@ -92,39 +140,45 @@ final class LoopbackReceiver {
     }
 
     var endpoint: URL { URL(string: "http://127.0.0.1:\(port)/operations")! }
-    var isRunning: Bool { process?.isRunning ?? false }
 
-    /// Starts the server (on the port it had before, if any) and waits until it listens.
-    func start() async throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", directory.appendingPathComponent("receiver.py").path, "\(port)", log.path]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        self.process = process
-        // The first line is the port; it is printed once the socket listens.
-        let line = await withCheckedContinuation { (continuation: CheckedContinuation<String, Never>) in
-            DispatchQueue.global().async {
-                var bytes = Data()
-                while let byte = try? output.fileHandleForReading.read(upToCount: 1), !byte.isEmpty, byte != Data("\n".utf8) {
-                    bytes.append(byte)
-                }
-                continuation.resume(returning: String(decoding: bytes, as: UTF8.self))
-            }
+    /// Runs `body` with a receiver started in a fresh temporary directory (also passed to
+    /// `body`), stopped afterwards.
+    static func withRunning(_ body: (LoopbackReceiver, URL) async throws -> Void) async throws {
+        try await withTemporaryDirectory { directory in
+            let receiver = try LoopbackReceiver(directory: directory)
+            try await receiver.start()
+            defer { receiver.stop() }
+            try await body(receiver, directory)
         }
-        guard let port = Int(line.trimmingCharacters(in: .whitespaces)) else {
+    }
+
+    /// Starts the receiver and waits until it listens.
+    func start() async throws {
+        let child = try ChildProcess(
+            executable: URL(fileURLWithPath: "/usr/bin/env"),
+            arguments: ["python3", directory.appendingPathComponent("receiver.py").path, log.path], in: directory)
+        try child.start()
+        self.child = child
+        let line = try await child.waitForLine { $0.hasPrefix("port ") }
+        guard let port = Int(line.dropFirst(5)) else {
             throw CocoaError(.fileReadCorruptFile, userInfo: [NSLocalizedDescriptionKey: "the receiver did not start: \(line)"])
         }
         self.port = port
     }
 
+    /// Returns once the receiver has printed `event` (say `"held <id>"`).
+    func waitFor(_ event: String) async throws {
+        guard let child else { throw CocoaError(.executableNotLoadable) }
+        try await child.waitForLine { $0 == event }
+    }
+
     func stop() {
-        guard let process, process.isRunning else { return }
-        // SIGKILL: a SIGTERM may be ignored when the test runner ignores it (it is inherited).
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        guard let child, child.process.isRunning else { return }
+        // The whole process group: the parent and the serving process it forked (and the
+        // parent itself, should it not have made its group yet).
+        kill(-child.process.processIdentifier, SIGKILL)
+        kill(child.process.processIdentifier, SIGKILL)
+        child.process.waitUntilExit()
     }
 
     /// Operations applied, in the order the receiver applied them.

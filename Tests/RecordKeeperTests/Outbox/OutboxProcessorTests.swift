@@ -96,6 +96,21 @@ import Testing
         }
     }
 
+    @Test func `the default retry policy is 1 s doubling to at most 5 minutes, for 20 attempts`() {
+        let policy = RetryPolicy()
+        #expect(policy.initialDelay == .seconds(1))
+        #expect(policy.maximumDelay == .seconds(300))
+        #expect(policy.maximumAttempts == 20)
+        let delays = (1...20).map { policy.delay(afterAttempts: $0) }
+        #expect(Array(delays.prefix(9)) == [1, 2, 4, 8, 16, 32, 64, 128, 256].map { Duration.seconds($0) })
+        #expect(delays.suffix(11).allSatisfy { $0 == .seconds(300) })
+        // The processor's default is this policy.
+        let processor = OutboxProcessor(store: .inMemory(), transport: ScriptedTransport())
+        #expect(processor.retryPolicy.initialDelay == policy.initialDelay)
+        #expect(processor.retryPolicy.maximumDelay == policy.maximumDelay)
+        #expect(processor.retryPolicy.maximumAttempts == policy.maximumAttempts)
+    }
+
     @Test func `jitter spreads the delay uniformly between half and all of it`() {
         let policy = RetryPolicy(initialDelay: .seconds(1), maximumDelay: .seconds(300))
         let clock = TestClock()

@@ -100,7 +100,7 @@ import Testing
             }
             // Dropping the iterator cancels the forwarding task, which ends the store's stream
             // (in its own time: the handshake is the count reaching zero).
-            await waitUntil { store.observerCount("books") == 0 }
+            try await waitUntil { store.observerCount("books") == 0 }
             #expect(store.observerCount("books") == 0)
         }
     }

@@ -99,3 +99,14 @@ extension RecordVersion {
         try await store.versionedRecords(collection)?.mapValues(\.version) ?? [:]
     }
 }
+
+/// A repository on `books` that saved book "a" (title "A") before another repository, which
+/// had loaded it too, saved an edit ("theirs"): its writes of "a" conflict.
+func staleRepository(on store: RecordStore) async throws -> RecordRepository<Book> {
+    let mine = RecordRepository<Book>(store: store, collection: "books")
+    let theirs = RecordRepository<Book>(store: store, collection: "books")
+    try await mine.save(Book(id: "a", title: "A"))
+    _ = try await theirs.load()
+    try await theirs.save(Book(id: "a", title: "theirs"))
+    return mine
+}

@@ -144,6 +144,36 @@ extension FixtureWriters {
         try await store.put("prefs", key: "theme", data: Data("dark".utf8))
         await store.close()
     }
+
+    /// `format-6.sqlite` (format 6, payload strategies): `events` written by a repository with
+    /// ISO 8601 dates and snake-case keys (recorded), `books` by one with the defaults and item
+    /// version 2 (nothing recorded but the version), `notes` by the record-level API.
+    static func writeFormat6(to url: URL) async throws {
+        let store = RecordStore(url: url)
+        try await store.replace("notes", values: ["today": Data("plain record".utf8)])
+        let events = RecordRepository<FormatSixFixture.Event>(
+            store: store, collection: "events", strategies: FormatSixFixture.strategies)
+        try await events.save(FormatSixFixture.events)
+        let books = RecordRepository<ReadingApp.BookV2>(
+            store: store, collection: "books", itemVersion: 2, migrations: [ReadingApp.stepFrom1])
+        try await books.save(ReadingApp.migratedBooks)
+        await store.close()
+    }
+}
+
+/// What `format-6.sqlite` holds.
+enum FormatSixFixture {
+    struct Event: Codable, Identifiable, Equatable, Sendable {
+        var id: String
+        var startsAt: Date
+        var roomName: String
+    }
+
+    static let strategies = RecordCoding.Strategies(dates: .iso8601, keys: .snakeCase)
+    static let events = [
+        Event(id: "launch", startsAt: Date(timeIntervalSince1970: 1_700_000_000), roomName: "Main hall"),
+        Event(id: "retro", startsAt: Date(timeIntervalSince1970: 1_800_000_000), roomName: "Side room"),
+    ]
 }
 
 /// Regenerates the fixtures written by ``FixtureWriters`` (needed only while their formats are
@@ -152,8 +182,9 @@ extension FixtureWriters {
 ///
 ///     RECORDKEEPER_WRITE_FIXTURES=format-5 swift test --filter FixtureWriterTests
 ///
-/// `app-v1-books` and `format-4` are format 4 stores: they are written through
-/// ``FixtureWriters/writeStore(format:to:_:)``, which creates the file with format 4's own steps.
+/// `app-v1-books` and `format-4` are format 4 stores, `format-5` a format 5 store: they are
+/// written through ``FixtureWriters/writeStore(format:to:_:)``, which creates the file with
+/// that format's own steps.
 @Suite struct FixtureWriterTests {
     static let requested: Set<String> = Set(
         (ProcessInfo.processInfo.environment["RECORDKEEPER_WRITE_FIXTURES"] ?? "")
@@ -168,7 +199,8 @@ extension FixtureWriters {
         let writers: [(String, @Sendable (URL) async throws -> Void)] = [
             ("app-v1-books", { try await FixtureWriters.writeStore(format: 4, to: $0, FixtureWriters.writeVersion1App) }),
             ("format-4", { try await FixtureWriters.writeStore(format: 4, to: $0, FixtureWriters.writeFormat4) }),
-            ("format-5", FixtureWriters.writeFormat5),
+            ("format-5", { try await FixtureWriters.writeStore(format: 5, to: $0, FixtureWriters.writeFormat5) }),
+            ("format-6", FixtureWriters.writeFormat6),
         ]
         for (name, write) in writers where Self.isRequested(name) {
             let url = directory.appendingPathComponent(name + ".sqlite")

@@ -83,7 +83,7 @@ import Testing
     }
 
     @Test(arguments: StoreKind.allCases)
-    func `the cursor never moves backwards`(kind: StoreKind) async throws {
+    func `a page behind the device's cursor is refused and the cursor never moves backwards`(kind: StoreKind) async throws {
         try await withDevices(kind, count: 2) { stores in
             let server = InMemorySyncServer()
             let a = RecordSync(store: stores[0], server: server)
@@ -92,10 +92,11 @@ import Testing
             let report = try await a.sync()
             #expect(report.cursor == SyncCursor(counter: 3))
             let stale = RecordSync(store: stores[0], server: StaleCursorServer(inner: server))
-            let again = try await stale.pull()
-            #expect(again.cursor == SyncCursor(counter: 3))
-            #expect(again.pulledChanges == 0, "pulling old changes again is harmless")
+            let error = await #expect(throws: SyncError.self) { try await stale.pull() }
+            #expect(error?.code == .serverFailure)
+            #expect(error?.message.contains("behind") == true)
             #expect(try await stores[0].syncStatus()?.cursor == SyncCursor(counter: 3))
+            #expect(try await strings(stores[0], "notes") == ["0": "0", "1": "1", "2": "2"])
             #expect(try await pendingOperations(stores[0]).isEmpty)
         }
     }

@@ -139,7 +139,9 @@ import Testing
     }
 
     @Test(arguments: StoreKind.allCases)
-    func `an operation the server refuses as out of order stays pending with a clear error`(kind: StoreKind) async throws {
+    func `an operation refused because another store wrote as this device stays pending and says to recover`(
+        kind: StoreKind
+    ) async throws {
         try await withStore(kind) { store, _ in
             let server = InMemorySyncServer()
             let sync = RecordSync(store: store, server: server)
@@ -156,10 +158,17 @@ import Testing
                 ])
             try await store.put("notes", key: "a", data: Data("1"))
             let error = await #expect(throws: SyncError.self) { try await sync.push() }
-            #expect(error?.code == .serverFailure)
-            #expect(error?.message.contains("out of order") == true)
+            #expect(error?.code == .forkedDevice)
+            #expect(error?.message.contains("another store synced as this device") == true)
+            #expect(error?.message.contains("recover") == true)
             #expect(try await store.syncStatus()?.pendingOperations == 1)
             #expect(try await strings(store, "notes") == ["a": "1"])
+            // Recovering makes it a new device; the operation goes and nothing is lost.
+            let recovery = try await sync.recover()
+            #expect(recovery.previousDevice == device)
+            #expect(recovery.reissuedOperations == 1)
+            #expect(try await sync.push().pushedOperations == 1)
+            #expect(try await store.syncStatus()?.pendingOperations == 0)
         }
     }
 

@@ -9,12 +9,40 @@ func withDevices(
     _ kind: StoreKind, count: Int, _ body: ([RecordStore]) async throws -> Void
 ) async throws {
     try await withTemporaryDirectory { directory in
-        let stores = (0..<count).map { index in
-            kind == .onDisk
-                ? RecordStore(url: directory.appendingPathComponent("device-\(index).sqlite"))
-                : RecordStore.inMemory()
-        }
+        let stores = (0..<count).map { kind.makeStore(at: directory.appendingPathComponent("device-\($0).sqlite")) }
         try await body(stores)
+    }
+}
+
+/// Runs `body` with two devices (stores of one kind) of space "alice" that started syncing
+/// `collections` through one in-memory server.
+func withSyncingDevices(
+    _ kind: StoreKind, collections: [String],
+    _ body: (_ stores: [RecordStore], _ a: RecordSync, _ b: RecordSync) async throws -> Void
+) async throws {
+    try await withDevices(kind, count: 2) { stores in
+        let server = InMemorySyncServer()
+        let (a, b) = (RecordSync(store: stores[0], server: server), RecordSync(store: stores[1], server: server))
+        try await a.start(space: "alice", collections: collections)
+        try await b.start(space: "alice", collections: collections)
+        try await body(stores, a, b)
+    }
+}
+
+/// Runs `body` with two devices syncing `notes` (``withSyncingDevices(_:collections:_:)``) and
+/// one conflict on `today` on device 1: its local value "from b", the server's "from a".
+func withConflictOnToday(
+    _ kind: StoreKind, _ body: (_ stores: [RecordStore], _ a: RecordSync, _ b: RecordSync) async throws -> Void
+) async throws {
+    try await withSyncingDevices(kind, collections: ["notes"]) { stores, a, b in
+        try await stores[0].put("notes", key: "today", data: Data("first"))
+        _ = try await a.sync()
+        _ = try await b.sync()
+        try await stores[0].put("notes", key: "today", data: Data("from a"))
+        try await stores[1].put("notes", key: "today", data: Data("from b"))
+        _ = try await a.sync()
+        #expect(try await b.sync().newConflicts.count == 1)
+        try await body(stores, a, b)
     }
 }
 
@@ -95,7 +123,7 @@ func fixtureCopy(_ name: String, into directory: URL) throws -> URL {
 }
 
 /// A server whose pulls answer with the cursor `.start`, as a lagging replica or a restored
-/// server might: a cursor must never move backwards.
+/// server might: a client must refuse such a page, and its cursor never moves backwards.
 struct StaleCursorServer: RecordSyncServer {
     let inner: any RecordSyncServer
 

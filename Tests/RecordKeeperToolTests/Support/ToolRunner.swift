@@ -13,11 +13,14 @@ struct ToolResult {
 }
 
 /// Runs the built `recordkeeper` executable as a subprocess, in a working directory, with its
-/// own environment (no inherited `RECORDKEEPER_STORE`). Output goes through files, so large
-/// outputs cannot deadlock on a pipe.
+/// own environment (no inherited `RECORDKEEPER_STORE`). Output goes through files
+/// (``ChildProcess``), so large outputs cannot deadlock on a pipe.
 struct ToolRunner {
     let directory: URL
     var environment: [String: String] = [:]
+    /// Runs the tool as this user and group (through `setpriv`, which `OtherUser` finds), to
+    /// test a store as a person other than its owner sees it.
+    var user: OtherUser?
 
     /// The built `recordkeeper` (`RECORDKEEPER_TOOL` overrides it).
     static let executable = BuildProducts.executable(named: "recordkeeper", override: "RECORDKEEPER_TOOL")
@@ -37,52 +40,18 @@ struct ToolRunner {
     {
         let executable = try #require(Self.executable, "recordkeeper executable not found; build it first",
                                       sourceLocation: sourceLocation)
-        let id = UUID().uuidString
-        let inputURL = directory.appendingPathComponent(".stdin-\(id)")
-        let outputURL = directory.appendingPathComponent(".stdout-\(id)")
-        let errorURL = directory.appendingPathComponent(".stderr-\(id)")
-        try input.write(to: inputURL)
-        try Data().write(to: outputURL)
-        try Data().write(to: errorURL)
-        defer {
-            for url in [inputURL, outputURL, errorURL] {
-                do {
-                    try FileManager.default.removeItem(at: url)
-                } catch {
-                    Issue.record("could not remove \(url.path): \(error)")
-                }
+        var environment: [String: String?] = ["RECORDKEEPER_STORE": nil]
+        for (name, value) in self.environment { environment[name] = value }
+        let result =
+            if let user {
+                try ChildProcess.run(
+                    URL(fileURLWithPath: user.setpriv),
+                    ["--reuid=\(user.uid)", "--regid=\(user.gid)", "--clear-groups", executable.path] + arguments,
+                    in: directory, environment: environment, input: input)
+            } else {
+                try ChildProcess.run(executable, arguments, in: directory, environment: environment, input: input)
             }
-        }
-        let inputHandle = try FileHandle(forReadingFrom: inputURL)
-        let outputHandle = try FileHandle(forWritingTo: outputURL)
-        let errorHandle = try FileHandle(forWritingTo: errorURL)
-        defer {
-            for handle in [inputHandle, outputHandle, errorHandle] {
-                do {
-                    try handle.close()
-                } catch {
-                    Issue.record("could not close a handle: \(error)")
-                }
-            }
-        }
-
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
-        process.currentDirectoryURL = directory
-        var environment = ProcessInfo.processInfo.environment
-        environment["RECORDKEEPER_STORE"] = nil
-        environment.merge(self.environment) { _, new in new }
-        process.environment = environment
-        process.standardInput = inputHandle
-        process.standardOutput = outputHandle
-        process.standardError = errorHandle
-        try process.run()
-        process.waitUntilExit()
-        return ToolResult(
-            status: process.terminationStatus,
-            stdout: try Data(contentsOf: outputURL),
-            stderr: String(decoding: try Data(contentsOf: errorURL), as: UTF8.self))
+        return ToolResult(status: result.status, stdout: result.stdout, stderr: result.stderr)
     }
 
     /// Runs with `--store` pointing at this directory's store.
@@ -104,4 +73,22 @@ struct ToolRunner {
 /// Runs `body` with a runner in a fresh temporary directory.
 func withTool<T>(_ body: (ToolRunner) throws -> T) throws -> T {
     try withTemporaryDirectory { try body(ToolRunner(directory: $0)) }
+}
+
+/// A user other than the tests' (root's), to run the tool as: `nobody` through `setpriv`.
+struct OtherUser {
+    let setpriv: String
+    let uid: UInt32
+    let gid: UInt32
+
+    /// `nobody`, when the tests run as root and `setpriv` is installed; nil otherwise.
+    static let nobody: OtherUser? = {
+        guard getuid() == 0,
+            let setpriv = ["/usr/bin/setpriv", "/bin/setpriv"].first(where: { FileManager.default.isExecutableFile(atPath: $0) }),
+            let entry = getpwnam("nobody")
+        else { return nil }
+        return OtherUser(setpriv: setpriv, uid: entry.pointee.pw_uid, gid: entry.pointee.pw_gid)
+    }()
+
+    static let unavailableReason: Comment = "needs root and setpriv to run the tool as another user (nobody)"
 }

@@ -16,9 +16,13 @@ final class EncodingNode {
     /// has the same keys (the common case for a bulk save of one type).
     var cachedKeys: [String] = []
     var cachedOrder: [Int] = []
+    /// True for the object of a `[String: …]` dictionary: its keys are data, never converted
+    /// by a key strategy (as in Foundation).
+    var keepsKeys = false
 
     func reset() {
         kind = .empty
+        keepsKeys = false
         members.removeAll(keepingCapacity: true)
     }
 }
@@ -58,9 +62,28 @@ final class EncodingState {
     /// Whether an encode is running (see `RecordJSONEncoder.encode`).
     var isBusy = false
     let userInfo: [CodingUserInfoKey: any Sendable]
+    let dates: RecordCoding.DateStrategy
+    /// The snake-case conversion, or nil for `.useDefaultKeys`.
+    let snakeCase: SnakeCaseKeys?
 
-    init(userInfo: [CodingUserInfoKey: any Sendable]) {
+    init(userInfo: [CodingUserInfoKey: any Sendable], strategies: RecordCoding.Strategies = .default) {
         self.userInfo = userInfo
+        self.dates = strategies.dates
+        self.snakeCase = strategies.keys == .snakeCase ? SnakeCaseKeys() : nil
+    }
+
+    /// The JSON name of a member `key` of `node`, after the key strategy.
+    @inline(__always)
+    func memberKey(_ key: String, in node: EncodingNode) -> String {
+        guard let snakeCase, !node.keepsKeys else { return key }
+        return snakeCase.snakeCased(key)
+    }
+
+    /// Marks `node` as a `[String: …]` dictionary's object when `value` is one and a key
+    /// strategy is in effect.
+    @inline(__always)
+    func noteDictionary<T>(_ value: T, in node: EncodingNode) {
+        if snakeCase != nil, value is any StringKeyedDictionary { node.keepsKeys = true }
     }
 
     func reset() {

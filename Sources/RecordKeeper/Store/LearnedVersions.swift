@@ -1,0 +1,85 @@
+import Foundation
+
+/// What one committed write through a store's own API did to one record's version: the
+/// version it replaced and the one it left (nil: absent).
+struct VersionChange: Sendable, Equatable {
+    var before: RecordVersion?
+    var after: RecordVersion? = nil
+}
+
+/// The versions that writes through one `RecordStore`'s own record API (`put`, `apply`,
+/// `replace`, `delete`, `removeCollection`, `write`) give records, told to the repositories on
+/// that store, so a repository's next write is not a conflict with the app itself.
+///
+/// Only those writes teach: a repository's or document's own writes, sync's, and writes by
+/// other `RecordStore` instances or processes never do, so they stay conflicts for everyone
+/// else. A repository takes a change only when the version it replaced is the one the
+/// repository knew (see `RecordRepository.learnStoreWrites()`): a write on top of another
+/// writer's change teaches nothing.
+///
+/// A transaction looks up the versions of the keys it names only for collections that have
+/// a repository registered here (one lock and one dictionary lookup per collection otherwise).
+///
+/// `@unchecked Sendable`: `inboxes` is only reached with `lock` held. Lock order: after the
+/// store's writer lock (delivery runs inside a commit), before no other.
+final class LearnedVersions: @unchecked Sendable {
+    private let lock = NSLock()
+    private var inboxes: [String: [ObjectIdentifier: VersionInbox]] = [:]
+
+    /// Starts telling `inbox` about writes to `collection` (a normalized name).
+    func register(_ inbox: VersionInbox, for collection: String) {
+        lock.withLock { inboxes[collection, default: [:]][ObjectIdentifier(inbox)] = inbox }
+    }
+
+    func unregister(_ inbox: VersionInbox, for collection: String) {
+        lock.withLock {
+            inboxes[collection]?[ObjectIdentifier(inbox)] = nil
+            if inboxes[collection]?.isEmpty == true { inboxes[collection] = nil }
+        }
+    }
+
+    /// Whether some repository learns the versions of `collection`.
+    func isLearned(_ collection: String) -> Bool {
+        lock.withLock { inboxes[collection] != nil }
+    }
+
+    /// Tells every repository of each collection what a committed transaction did. Called
+    /// right after the commit, before the write returns to its caller, in commit order.
+    func deliver(_ changes: [String: [String: VersionChange]]) {
+        let targets = lock.withLock { changes.keys.map { (collection: $0, inboxes: inboxes[$0].map { Array($0.values) } ?? []) } }
+        for target in targets {
+            guard let changed = changes[target.collection] else { continue }
+            for inbox in target.inboxes { inbox.append(changed) }
+        }
+    }
+}
+
+/// The changes one repository has not taken yet, one per key: a change that continues the
+/// previous one (its `before` is the previous `after`) extends it, any other replaces it (the
+/// chain is broken by a writer in between, so nothing older can be taken any more).
+///
+/// `@unchecked Sendable`: `pending` is only reached with `lock` held.
+final class VersionInbox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var pending: [String: VersionChange] = [:]
+
+    func append(_ changes: [String: VersionChange]) {
+        lock.withLock {
+            for (key, change) in changes {
+                if let previous = pending[key], previous.after == change.before {
+                    pending[key] = VersionChange(before: previous.before, after: change.after)
+                } else {
+                    pending[key] = change
+                }
+            }
+        }
+    }
+
+    /// Everything not taken yet, emptying the inbox.
+    func drain() -> [String: VersionChange] {
+        lock.withLock {
+            defer { pending = [:] }
+            return pending
+        }
+    }
+}

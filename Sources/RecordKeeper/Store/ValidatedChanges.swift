@@ -1,0 +1,88 @@
+import Foundation
+
+/// Validated, normalized input of a write, checked before any transaction begins so that a
+/// bad key anywhere in a request writes nothing.
+struct ValidatedChanges {
+    let collection: String
+    let upserts: [(key: String, data: Data)]
+    let removals: [String]
+    /// True when normalization changed a key, so the stored keys differ from the input's bytes.
+    let renamedKeys: Bool
+
+    init(_ collection: String, changes: RecordChanges, operation: StoreOperation) throws {
+        self.collection = try RecordNames.collection(collection, operation: operation)
+        guard !changes.isFullState else {
+            // Applying it would keep records it says are gone: replacing is `replace`'s.
+            throw RecordStoreError(
+                code: .invalidArgument, operation: operation, collection: collection,
+                detail: "a full state from a change stream replaces the collection: pass its upserts to replace(_:values:)")
+        }
+        (upserts, renamedKeys) = try Self.validate(changes.upserts, collection: collection, operation: operation)
+        removals = try changes.removals.map {
+            try RecordNames.key($0, collection: collection, operation: operation)
+        }
+    }
+
+    init(_ collection: String, values: [String: Data], operation: StoreOperation) throws {
+        self.collection = try RecordNames.collection(collection, operation: operation)
+        (upserts, renamedKeys) = try Self.validate(values, collection: collection, operation: operation)
+        removals = []
+    }
+
+    /// Upserts from a list in which a key may appear more than once: the later entry wins.
+    /// The result is sorted by key (no dictionary is built).
+    init(_ collection: String, entries: [(key: String, data: Data)], operation: StoreOperation) throws {
+        self.collection = try RecordNames.collection(collection, operation: operation)
+        var indexed: [(key: String, data: Data, index: Int)] = []
+        indexed.reserveCapacity(entries.count)
+        var renamed = false
+        for (index, (key, data)) in entries.enumerated() {
+            let stored = try RecordNames.key(key, collection: collection, operation: operation)
+            if !renamed, !stored.utf8.elementsEqual(key.utf8) { renamed = true }
+            indexed.append((stored, data, index))
+        }
+        indexed.sort { $0.key == $1.key ? $0.index < $1.index : $0.key < $1.key }
+        var result: [(key: String, data: Data)] = []
+        result.reserveCapacity(indexed.count)
+        for entry in indexed {
+            if let last = result.last, last.key == entry.key {
+                result[result.count - 1] = (entry.key, entry.data)
+            } else {
+                result.append((entry.key, entry.data))
+            }
+        }
+        upserts = result
+        removals = []
+        renamedKeys = renamed
+    }
+
+    /// Expected versions with their keys checked and normalized.
+    static func normalizedVersions(
+        _ versions: [String: RecordVersion?], collection: String, operation: StoreOperation
+    ) throws -> [String: RecordVersion?] {
+        var result: [String: RecordVersion?] = [:]
+        for (key, version) in versions {
+            result[try RecordNames.key(key, collection: collection, operation: operation)] = .some(version)
+        }
+        return result
+    }
+
+    /// Keys checked and normalized; sorted when there are many, so that a bulk write fills
+    /// the B-tree in order instead of splitting pages at random. (For NFC strings Swift's `<`
+    /// is code-point order, which is the UTF-8 byte order SQLite uses, with a fast path for
+    /// ASCII.) `renamed` tells whether normalization changed any key.
+    private static func validate(
+        _ values: [String: Data], collection: String, operation: StoreOperation
+    ) throws -> (entries: [(key: String, data: Data)], renamed: Bool) {
+        var result: [(key: String, data: Data)] = []
+        result.reserveCapacity(values.count)
+        var renamed = false
+        for (key, data) in values {
+            let stored = try RecordNames.key(key, collection: collection, operation: operation)
+            if !renamed, !stored.utf8.elementsEqual(key.utf8) { renamed = true }
+            result.append((stored, data))
+        }
+        if result.count > 64 { result.sort { $0.key < $1.key } }
+        return (result, renamed)
+    }
+}

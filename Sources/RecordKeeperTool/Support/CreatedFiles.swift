@@ -1,0 +1,76 @@
+import Foundation
+import RecordKeeper
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// What was at a store path before a command that may create the store, so that a command
+/// that failed or was interrupted leaves nothing where there was nothing: no empty store, no
+/// `-wal`, `-shm` or `-observers` file, no directory it made.
+struct CreatedFiles: Sendable {
+    static let suffixes = ["", "-wal", "-shm", "-observers"]
+    let storePath: String
+    /// The files (store path plus suffix) that existed before.
+    private let existing: Set<String>
+    /// The store file existed and was empty (0 bytes): it goes back to being empty.
+    private let wasEmptyFile: Bool
+    /// Directories above the store that did not exist, deepest first.
+    private let missingDirectories: [String]
+
+    /// Looks at the path now, before the command creates anything.
+    init(storePath: String) {
+        self.storePath = storePath
+        existing = Set(Self.suffixes.filter { FileManager.default.fileExists(atPath: storePath + $0) })
+        wasEmptyFile = existing.contains("") && (SystemCalls.fileSize(storePath) == 0)
+        var missing: [String] = []
+        var directory = (storePath as NSString).deletingLastPathComponent
+        while !directory.isEmpty, directory != "/", !FileManager.default.fileExists(atPath: directory) {
+            missing.append(directory)
+            directory = (directory as NSString).deletingLastPathComponent
+        }
+        missingDirectories = missing
+    }
+
+    /// Whether there was no store before (nothing, or an empty file): only then is there
+    /// anything to undo.
+    var hadNoStore: Bool { !existing.contains("") || wasEmptyFile }
+
+    /// Closes `store` and removes what the command created, after its write failed (and rolled
+    /// back). A store that holds collections now (another process wrote to it meanwhile) is
+    /// left as it is. Problems are reported as warnings: the original failure is the error.
+    func undo(_ store: RecordStore) async {
+        guard hadNoStore else { return }
+        do {
+            guard try await store.collections().isEmpty else {
+                warn("\(storePath) was left in place: another process wrote to it meanwhile")
+                return
+            }
+        } catch {
+            warn("\(storePath) was left in place: it could not be checked (\(error.localizedDescription))")
+            return
+        }
+        await store.close()
+        for suffix in Self.suffixes where !existing.contains(suffix) {
+            let path = storePath + suffix
+            if !SystemCalls.removeFile(path), !SystemCalls.isNoSuchFile(SystemCalls.lastErrorNumber) {
+                warn("could not remove \(path): \(SystemCalls.lastErrorMessage)")
+            }
+        }
+        if wasEmptyFile, !SystemCalls.truncateToEmpty(storePath) {
+            warn("could not empty \(storePath) again: \(SystemCalls.lastErrorMessage)")
+        }
+        for directory in missingDirectories where !SystemCalls.removeDirectory(directory) {
+            warn("could not remove the directory \(directory): \(SystemCalls.lastErrorMessage)")
+            break
+        }
+    }
+
+    private func warn(_ message: String) {
+        StandardError.writeLine("recordkeeper: warning: " + message)
+    }
+}

@@ -161,8 +161,8 @@ let package = Package(
         .testTarget(
             name: "RecordKeeperRelayTests",
             dependencies: [
-                "RecordKeeperRelay", "RecordKeeperRelayTool", "RecordKeeper", "CCrypto", "recordkeeper-relay",
-                "RecordKeeperTestSupport",
+                "RecordKeeperRelay", "RecordKeeperRelayTool", "RecordKeeper", "RecordKeeperPostgres", "CCrypto",
+                "recordkeeper-relay", "RecordKeeperTestSupport",
             ],
             swiftSettings: swiftSettings
         ),

@@ -77,7 +77,7 @@ import Testing
             let relay = try await RelayProcess.serve([
                 "--database", conninfo, "--listen", "127.0.0.1:0", "--jwt-secret-file", secret.path, "--pool", "2",
                 "--statement-timeout", "30",
-            ])
+            ], in: directory)
             let space = "relay-tool-\(UUID().uuidString)"
             let token = try await RelayProcess.run(["token", "--space", space, "--secret-file", secret.path]).output
                 .trimmingCharacters(in: .newlines)
@@ -92,7 +92,7 @@ import Testing
             #expect(page.changes.map(\.value) == [.payload(Data("milk".utf8))])
             let health = try await request("GET", relay.url + "/v1/health")
             #expect(health.status == 200)
-            let stopped = await relay.terminate()
+            let stopped = try await relay.terminate()
             #expect(stopped.status == 0)
             #expect(stopped.log.contains("route=/v1/push status=200"))
             #expect(stopped.log.contains("space=\(space)"))

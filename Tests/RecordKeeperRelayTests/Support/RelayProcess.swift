@@ -2,6 +2,12 @@ import Foundation
 import RecordKeeperTestSupport
 import Testing
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// The `recordkeeper-relay` executable, run as a process.
 struct RelayProcess {
     struct Failure: Error, CustomStringConvertible {
@@ -36,49 +42,48 @@ struct RelayProcess {
         }
     }
 
-    let process: Process
+    let child: ChildProcess
     /// Where the relay said it listens (`http://127.0.0.1:PORT`).
     let url: String
-    private let errors: Pipe
 
-    /// Starts `recordkeeper-relay serve arguments` and waits for its "listening on" line.
-    static func serve(_ arguments: [String]) async throws -> RelayProcess {
-        let process = Process()
-        process.executableURL = try executable()
-        process.arguments = ["serve"] + arguments
-        process.environment = [:]
-        let output = Pipe()
-        let errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
-        let line: String = await onOwnThread {
-            var bytes = Data()
-            while !bytes.contains(UInt8(ascii: "\n")) {
-                let chunk = output.fileHandleForReading.availableData
-                if chunk.isEmpty { break }  // the process ended
-                bytes.append(chunk)
-            }
-            return String(decoding: bytes, as: UTF8.self)
+    /// Starts `recordkeeper-relay serve arguments` (its output files in `directory`) and waits
+    /// for its "listening on" line.
+    static func serve(_ arguments: [String], in directory: URL) async throws -> RelayProcess {
+        let child = try ChildProcess(
+            executable: try executable(), arguments: ["serve"] + arguments, in: directory,
+            environment: ["RECORDKEEPER_RELAY_DATABASE": nil, "RECORDKEEPER_RELAY_LISTEN": nil])
+        try child.start()
+        let line = try await child.waitForLine(timeout: .seconds(120)) { $0.contains("listening on ") }
+        let url = line[line.range(of: "listening on ")!.upperBound...].trimmingCharacters(in: .whitespacesAndNewlines)
+        return RelayProcess(child: child, url: url)
+    }
+
+    /// Everything the relay wrote to stderr so far.
+    func log() throws -> String { try child.errorOutput() }
+
+    /// Sends SIGTERM and returns once the relay has begun its drain (its "stopping" line).
+    func beginTermination() async throws {
+        child.kill(SIGTERM)
+        try await waitUntil("the relay's drain", polling: .milliseconds(5)) {
+            try log().contains("recordkeeper-relay: stopping")
         }
-        guard let range = line.range(of: "listening on ") else {
-            process.terminate()
-            let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            throw Failure(description: "the relay did not start: \(line) \(message)")
-        }
-        let url = line[range.upperBound...].trimmingCharacters(in: .whitespacesAndNewlines)
-        return RelayProcess(process: process, url: url, errors: errors)
+    }
+
+    /// Returns the exit status and everything the relay wrote to stderr once it has ended.
+    func exit() async throws -> (status: Int32, log: String) {
+        await child.waitForExit(timeout: .seconds(120))
+        return (child.process.terminationStatus, try log())
     }
 
     /// Sends SIGTERM; returns the exit status and everything the relay wrote to stderr.
-    func terminate() async -> (status: Int32, log: String) {
-        process.terminate()
-        let errors = errors
-        let process = process
-        return await onOwnThread {
-            let log = errors.fileHandleForReading.readDataToEndOfFile()
-            process.waitUntilExit()
-            return (process.terminationStatus, String(decoding: log, as: UTF8.self))
-        }
+    func terminate() async throws -> (status: Int32, log: String) {
+        child.kill(SIGTERM)
+        return try await exit()
+    }
+
+    /// Sends SIGKILL and waits for the end.
+    func kill() async {
+        child.kill(SIGKILL)
+        await child.waitForExit(timeout: .seconds(120))
     }
 }

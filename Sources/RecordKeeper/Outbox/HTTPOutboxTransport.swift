@@ -103,74 +103,25 @@ public struct HTTPOutboxTransport: OutboxTransport {
             // (A CancellationError from the session passes through unchanged.)
             throw CancellationError()
         } catch let error as URLError {
-            throw OutboxDeliveryFailure.retryable(
-                "\(endpoint.absoluteString): \(Self.describe(error, timeout: session.configuration.timeoutIntervalForRequest))")
+            let what = HTTPFailureText.describe(
+                error, timeout: session.configuration.timeoutIntervalForRequest,
+                afterTimeout: "the server may have applied it, so it is sent again with the same Idempotency-Key")
+            throw OutboxDeliveryFailure.retryable("\(endpoint.absoluteString): \(what)")
         }
         guard let http = response as? HTTPURLResponse else {
             throw OutboxDeliveryFailure.retryable("\(endpoint.absoluteString): the response was not HTTP")
         }
         let status = http.statusCode
         if (200..<300).contains(status) { return }
-        let description = "HTTP \(status) from \(endpoint.absoluteString)" + Self.bodyExcerpt(data)
+        let description = "HTTP \(status) from \(endpoint.absoluteString)" + HTTPFailureText.bodyExcerpt(data)
         switch status {
         case 408, 429, 500..<600:
-            let retryAfter = http.value(forHTTPHeaderField: "Retry-After").flatMap { Self.retryAfter($0, now: Date()) }
+            let retryAfter = http.value(forHTTPHeaderField: "Retry-After").flatMap { HTTPFailureText.retryAfter($0, now: Date()) }
             throw OutboxDeliveryFailure.retryable(description, retryAfter: retryAfter)
         case 401:
             throw OutboxDeliveryFailure.retryable(description)
         default:
             throw OutboxDeliveryFailure.permanent(description)
         }
-    }
-
-    /// What a failed request means, in words (Foundation's own text on Linux is only
-    /// "The operation could not be completed. (NSURLErrorDomain error -1001.)"), with the
-    /// `URLError` code for searching. `timeout` is the one that applied: the session's.
-    static func describe(_ error: URLError, timeout: TimeInterval) -> String {
-        let what: String
-        switch error.code {
-        case .timedOut:
-            let seconds = timeout.rounded() == timeout ? String(Int(timeout)) : String(timeout)
-            what = "timed out: no answer within \(seconds) s (the session's timeoutIntervalForRequest); "
-                + "the server may have applied it, so it is sent again with the same Idempotency-Key"
-        case .cannotConnectToHost:
-            what = "could not connect: nothing accepted the connection at this address"
-        case .cannotFindHost, .dnsLookupFailed:
-            what = "could not connect: the host name could not be resolved"
-        case .networkConnectionLost:
-            what = "the connection was lost before an answer arrived; the server may have applied it"
-        case .notConnectedToInternet:
-            what = "could not connect: there is no network connection"
-        case .secureConnectionFailed, .serverCertificateUntrusted, .serverCertificateHasBadDate,
-             .serverCertificateNotYetValid, .serverCertificateHasUnknownRoot, .clientCertificateRejected,
-             .clientCertificateRequired:
-            what = "the TLS connection failed (certificate or handshake)"
-        case .cancelled:
-            what = "the request was cancelled"
-        case .badServerResponse:
-            what = "the server's answer was not valid HTTP"
-        default:
-            what = error.localizedDescription
-        }
-        return "\(what) (URLError \(error.code.rawValue))"
-    }
-
-    /// The first 200 characters of a response body, for `lastError`.
-    static func bodyExcerpt(_ data: Data) -> String {
-        guard !data.isEmpty else { return "" }
-        let text = String(decoding: data.prefix(200), as: UTF8.self)
-        return ": " + text + (data.count > 200 ? "…" : "")
-    }
-
-    /// A `Retry-After` value: delay seconds, or an HTTP date (RFC 9110 IMF-fixdate).
-    static func retryAfter(_ value: String, now: Date) -> Duration? {
-        let trimmed = value.trimmingCharacters(in: .whitespaces)
-        if let seconds = Int(trimmed), seconds >= 0 { return .seconds(seconds) }
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
-        guard let date = formatter.date(from: trimmed) else { return nil }
-        return .milliseconds(Int64(max(0, date.timeIntervalSince(now)) * 1000))
     }
 }

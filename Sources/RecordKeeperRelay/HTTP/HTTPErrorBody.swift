@@ -2,20 +2,9 @@ import Foundation
 import RecordKeeper
 
 /// The body of every error response, from the server itself or from the relay:
-/// `{"error":{"code":"payloadTooLarge","message":"…","maxBodyBytes":8388608}}`.
-struct HTTPErrorBody: Codable, Sendable {
-    struct Detail: Codable, Sendable {
-        /// A stable name for programs (`badRequest`, `unauthorized`, `forbidden`, `notFound`,
-        /// `methodNotAllowed`, `payloadTooLarge`, `unavailable`, `serverFailure`).
-        var code: String
-        /// What went wrong, for people. Never contains a token or a payload.
-        var message: String
-        /// The body limit, in a 413.
-        var maxBodyBytes: Int?
-    }
-
-    var error: Detail
-}
+/// `{"error":{"code":"payloadTooLarge","message":"…","maxBodyBytes":8388608}}` (the protocol's
+/// own type, which devices decode too).
+typealias HTTPErrorBody = RelayWire.ErrorBody
 
 /// The server's own error responses.
 enum ErrorBodies {

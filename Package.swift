@@ -162,7 +162,7 @@ let package = Package(
             name: "RecordKeeperRelayTests",
             dependencies: [
                 "RecordKeeperRelay", "RecordKeeperRelayTool", "RecordKeeper", "RecordKeeperPostgres", "CCrypto",
-                "recordkeeper-relay", "RecordKeeperTestSupport",
+                "recordkeeper-relay", "recordkeeper", "RecordKeeperTestSupport",
             ],
             swiftSettings: swiftSettings
         ),

@@ -1,7 +1,8 @@
 import RecordKeeper
 import RecordKeeperPostgres
 
-/// `recordkeeper-relay migrate --database CONNINFO`: creates or migrates the sync schema.
+/// `recordkeeper-relay migrate --database CONNINFO [--grant ROLE]`: creates or migrates the sync
+/// schema, and grants a serving role its DML rights.
 enum MigrateCommand {
     static func run(_ settings: RelaySettings) async throws -> RelayExitCode {
         let conninfo = try settings.required("database", environment: "RECORDKEEPER_RELAY_DATABASE")
@@ -18,6 +19,14 @@ enum MigrateCommand {
         } else {
             let steps = applied.map(String.init).joined(separator: ", ")
             StandardStreams.write("the sync schema is at version \(version) (applied \(steps))\n")
+        }
+        if let role = settings.value("grant") {
+            do {
+                try await PostgresSyncSchema.grantServing(to: role, connection)
+            } catch let error as PostgresError {
+                throw RelayToolError(.configuration, "cannot grant \(role) what serving needs: \(error.message)")
+            }
+            StandardStreams.write("granted \(role) what serve needs: DML on the sync tables, no CREATE\n")
         }
         return .ok
     }

@@ -12,9 +12,17 @@ enum RelayCommandCatalog {
 
     static let commands: [CommandSpec] = [
         CommandSpec(
-            name: "migrate", arguments: [], options: [database],
+            name: "migrate", arguments: [],
+            options: [
+                database,
+                .value("grant", "ROLE", help: "Then grant ROLE what serve needs: DML on the sync tables, no CREATE."),
+            ],
             summary: "Create or migrate the sync schema, once, as a role that may create tables.",
-            discussion: "Prints the schema version. Exits 69 when the server cannot be reached."),
+            discussion: """
+                Prints the schema version. With --grant ROLE (an existing role), grants it USAGE on the schema and
+                SELECT, INSERT, UPDATE, DELETE on the sync tables, so that serve can connect as ROLE with no other
+                right. Exits 69 when the server cannot be reached.
+                """),
         CommandSpec(
             name: "serve", arguments: [],
             options: [

@@ -31,8 +31,8 @@ enum ServeCommand {
         relayConfiguration.maxBodyBytes = try settings.integer("max-body", default: 8 << 20, in: 1024...(1 << 30))
         raiseDescriptorLimit(toAtLeast: http.connectionLimit + pool + 64)
 
-        // The schema is migrated here, on connect: serving still needs a role that may create
-        // tables (docs/RELAY.md "The database role").
+        // Connecting migrates a schema that is behind (which needs CREATE); a current one,
+        // migrated by `migrate`, is served by a role with DML rights only (docs/RELAY.md).
         let server = try await PostgresSyncServer.connect(conninfo, connections: pool)
         if let statementTimeout {
             for connection in server.connections {

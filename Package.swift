@@ -112,7 +112,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "recordkeeper-bench",
-            dependencies: ["RecordKeeper", "CSQLite", "RecordKeeperPostgres", "CLibPQ"],
+            dependencies: ["RecordKeeper", "CSQLite", "RecordKeeperPostgres", "CLibPQ", "RecordKeeperRelay"],
             swiftSettings: swiftSettings
         ),
         // What the test targets share: temporary directories, gates, locked test state, store

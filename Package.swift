@@ -9,6 +9,17 @@ let swiftSettings: [SwiftSetting] = [
     .enableUpcomingFeature("InternalImportsByDefault"),
 ]
 
+// Where each target builds. SwiftPM's platform list applies to every target, so:
+// - device side, for every platform below: CSQLite, RecordKeeper, RecordKeeperFeatures,
+//   LearnerKit, RecordKeeperTestSupport and the test targets RecordKeeperTests,
+//   RecordKeeperFeaturesTests and LearnerTests (their subprocess tests are `#if os(macOS) ||
+//   os(Linux)`);
+// - server side and tools, macOS and Linux only: CLibPQ, RecordKeeperPostgres,
+//   RecordKeeperTool and every executable (recordkeeper, recordkeeper-bench, learner,
+//   recordkeeper-crashtest), and the test targets that use them. Nothing on the device side
+//   depends on them; for iOS, tvOS, watchOS and visionOS build the device-side schemes only
+//   (`RecordKeeper`, `RecordKeeperFeatures`, or the shared scheme `RecordKeeperDevice`, which
+//   holds the device-side tests), as `.github/workflows/apple.yml` does.
 let package = Package(
     name: "RecordKeeper",
     platforms: [.macOS(.v14), .iOS(.v17), .tvOS(.v17), .watchOS(.v10), .visionOS(.v1)],
@@ -136,7 +147,11 @@ let package = Package(
         ),
         .testTarget(
             name: "LearnerTests",
-            dependencies: ["LearnerKit", "RecordKeeperFeatures", "RecordKeeper", "CSQLite", "learner", "RecordKeeperTestSupport"],
+            dependencies: [
+                "LearnerKit", "RecordKeeperFeatures", "RecordKeeper", "CSQLite", "RecordKeeperTestSupport",
+                // The built app, run as a subprocess where there are subprocesses.
+                .target(name: "learner", condition: .when(platforms: [.macOS, .linux])),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -16,6 +16,9 @@ fi
 
 scratch="${RECORDKEEPER_TSAN_SCRATCH:-.build/tsan}"
 export TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=1}"
+# Tests that cannot run under the sanitizer's runtime (see RecordKeeperTestSupport's
+# `underThreadSanitizer`) skip themselves, saying why.
+export RECORDKEEPER_SANITIZER=thread
 
 swift build --build-tests --sanitize=thread --scratch-path "$scratch"
 swift test --skip-build --sanitize=thread --scratch-path "$scratch" "$@"

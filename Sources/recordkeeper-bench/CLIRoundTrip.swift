@@ -133,6 +133,8 @@ enum CLIRoundTrip {
             throw BenchFailure("recordkeeper \(arguments.joined(separator: " ")) failed (status \(status))")
         }
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        return Step(name: name, seconds: seconds, peakMB: Double(usage.ru_maxrss) / 1024)
+        return Step(
+            name: name, seconds: seconds,
+            peakMB: Double(ProcessMemory.bytes(maxResidentSetSize: Int(usage.ru_maxrss))) / 1_048_576)
     }
 }

@@ -159,7 +159,9 @@ enum Child {
 extension BenchRunner {
     /// The path of this executable, for re-executing it.
     static var executablePath: String {
-        if let path = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") { return path }
+        #if os(Linux)
+            if let path = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") { return path }
+        #endif
         return Bundle.main.executablePath ?? CommandLine.arguments[0]
     }
 

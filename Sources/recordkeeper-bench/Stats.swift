@@ -43,21 +43,48 @@ func measureAsync(_ body: () async throws -> Void) async rethrows -> Double {
     return (clock.now - start).seconds
 }
 
-/// Memory figures of the current process from /proc/self/status (Linux), in bytes.
+/// Memory figures of the current process, in bytes: from /proc/self/status on Linux; the peak
+/// from `getrusage` on Apple platforms.
 enum ProcessMemory {
-    static func status(_ field: String) -> Int? {
-        guard let text = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return nil }
-        for line in text.split(separator: "\n") where line.hasPrefix(field + ":") {
-            let digits = line.dropFirst(field.count + 1).filter(\.isNumber)
-            return Int(digits).map { $0 * 1024 }
+    #if os(Linux)
+        static func status(_ field: String) -> Int? {
+            guard let text = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return nil }
+            for line in text.split(separator: "\n") where line.hasPrefix(field + ":") {
+                let digits = line.dropFirst(field.count + 1).filter(\.isNumber)
+                return Int(digits).map { $0 * 1024 }
+            }
+            return nil
         }
-        return nil
-    }
 
-    /// Peak resident set size (VmHWM).
-    static var peakResident: Int? { status("VmHWM") }
-    /// Current resident set size (VmRSS).
-    static var resident: Int? { status("VmRSS") }
+        /// Peak resident set size (VmHWM).
+        static var peakResident: Int? { status("VmHWM") }
+        /// Current resident set size (VmRSS).
+        static var resident: Int? { status("VmRSS") }
+    #elseif canImport(Darwin)
+        /// Peak resident set size (`ru_maxrss`, which Darwin reports in bytes).
+        static var peakResident: Int? {
+            var usage = rusage()
+            guard getrusage(RUSAGE_SELF, &usage) == 0 else { return nil }
+            return Int(usage.ru_maxrss)
+        }
+
+        /// Current resident set size: not measured on Darwin (Mach's `task_info` needs the
+        /// global `mach_task_self_`, which Swift 6 refuses as shared mutable state), so W6's
+        /// growth there is its peak.
+        static var resident: Int? { nil }
+    #else
+        static var peakResident: Int? { nil }
+        static var resident: Int? { nil }
+    #endif
+
+    /// A child's `ru_maxrss` (from `wait4`) in bytes: Linux reports kilobytes, Darwin bytes.
+    static func bytes(maxResidentSetSize value: Int) -> Int {
+        #if canImport(Darwin)
+            value
+        #else
+            value * 1024
+        #endif
+    }
 }
 
 /// Progress lines on stderr.

@@ -1,7 +1,6 @@
 import Foundation
 import RecordKeeper
 import RecordKeeperPostgres
-import Synchronization
 
 /// S3/S4: the same N records as S1/S2, but through the device: `RecordSync` over a local store
 /// and `PostgresSyncServer`, against raw libpq storing and reading the rows in batches of
@@ -147,7 +146,7 @@ final class TimedSyncServer: RecordSyncServer {
     let server: PostgresSyncServer
     /// Seconds spent inside push and pull calls. A lock because the protocol is Sendable;
     /// the bench calls one at a time.
-    private let spent = Mutex<Double>(0)
+    private let spent = Locked<Double>(0)
 
     init(_ server: PostgresSyncServer) {
         self.server = server

@@ -103,9 +103,10 @@ import Testing
         #expect(try StoreLocation.resolve(option: "/a.sqlite", environment: ["LEARNER_STORE": "/b.sqlite"]).path == "/a.sqlite")
         #expect(try StoreLocation.resolve(option: nil, environment: ["LEARNER_STORE": "/b.sqlite", "XDG_DATA_HOME": "/x"]).path
                 == "/b.sqlite")
+        // XDG_DATA_HOME on every platform (macOS too), then the platform's own directory.
+        #expect(try StoreLocation.resolve(option: nil, environment: ["XDG_DATA_HOME": "/x", "HOME": "/h"]).path
+                == "/x/learner/learner.sqlite")
         #if !canImport(Darwin)
-            #expect(try StoreLocation.resolve(option: nil, environment: ["XDG_DATA_HOME": "/x", "HOME": "/h"]).path
-                    == "/x/learner/learner.sqlite")
             #expect(try StoreLocation.resolve(option: nil, environment: ["XDG_DATA_HOME": "relative", "HOME": "/h"]).path
                     == "/h/.local/share/learner/learner.sqlite")
             #expect(throws: LearnerError.self) { try StoreLocation.resolve(option: nil, environment: [:]) }

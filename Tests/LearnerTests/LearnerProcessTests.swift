@@ -1,3 +1,7 @@
+// Subprocesses (Process, python3 or the built executables) exist on macOS and Linux only: these
+// tests are not built for iOS, tvOS, watchOS or visionOS.
+#if os(macOS) || os(Linux)
+
 import Foundation
 import RecordKeeperTestSupport
 import Testing
@@ -175,3 +179,5 @@ import Testing
         }
     }
 }
+
+#endif

@@ -1,3 +1,7 @@
+// Subprocesses (Process) exist on macOS and Linux only: not built for iOS, tvOS, watchOS or
+// visionOS, where the tests that need this are not built either.
+#if os(macOS) || os(Linux)
+
 public import Foundation
 public import Testing
 
@@ -164,3 +168,9 @@ public final class ChildProcess: @unchecked Sendable {
 }
 
 private func sendSignal(_ pid: Int32, _ signal: Int32) -> Int32 { kill(pid, signal) }
+
+#endif
+
+/// Whether this run is under ThreadSanitizer (`scripts/sanitize.sh` says so in
+/// `RECORDKEEPER_SANITIZER`): the tests' helper processes are built with it too.
+public let underThreadSanitizer = ProcessInfo.processInfo.environment["RECORDKEEPER_SANITIZER"] == "thread"

@@ -1,3 +1,7 @@
+// Subprocesses (Process) exist on macOS and Linux only: not built for iOS, tvOS, watchOS or
+// visionOS, where the tests that need this are not built either.
+#if os(macOS) || os(Linux)
+
 public import Foundation
 public import Testing
 
@@ -66,3 +70,5 @@ public enum WriteProtection {
         }
     }
 }
+
+#endif

@@ -59,7 +59,11 @@ import Testing
         }
     }
 
-    @Test func `a backup that fails midway leaves no copy and no temporary file behind`() throws {
+    // Under ThreadSanitizer the tool's own runtime dies of SIGBUS once files are limited
+    // (`ulimit -f`), before the backup reports its error: the behaviour is tested in the
+    // ordinary run.
+    @Test(.disabled(if: underThreadSanitizer, "the sanitizer's runtime cannot run under a file-size limit"))
+    func `a backup that fails midway leaves no copy and no temporary file behind`() throws {
         try withTool { tool throws in
             // About 2 MB of records.
             let lines = (0..<400).map { #"{"collection":"c","key":"k\#($0)","value":"\#(String(repeating: "x", count: 5_000))"}"# }

@@ -95,7 +95,7 @@ public enum Learner {
 
         Options:
           --store PATH   The store file. Default: $LEARNER_STORE, else learner.sqlite in
-                         $XDG_DATA_HOME/learner or ~/.local/share/learner (Application
+                         $XDG_DATA_HOME/learner, else ~/.local/share/learner (Application
                          Support/learner on Apple platforms), created 0700
 
         Examples:

@@ -1,8 +1,9 @@
 import Foundation
 
 /// Where the learner's store file is: `--store PATH`, else `LEARNER_STORE`, else
-/// `learner.sqlite` in a per-user data directory (`$XDG_DATA_HOME/learner`, or
-/// `~/.local/share/learner` on Linux; `Application Support/learner` on Apple platforms).
+/// `learner.sqlite` in a per-user data directory: `$XDG_DATA_HOME/learner` (on every platform,
+/// so a command-line user on macOS who sets it gets what they asked for), else
+/// `~/.local/share/learner` on Linux and `Application Support/learner` on Apple platforms.
 ///
 /// Nothing is created here: the store creates its file, and missing directories with `0700`,
 /// when the first write needs them.
@@ -27,16 +28,16 @@ struct StoreLocation: Equatable {
 
     /// The per-user data directory of the app (not created).
     static func defaultDirectory(environment: [String: String]) throws(LearnerError) -> String {
+        // XDG Base Directory: a relative XDG_DATA_HOME is invalid and ignored.
+        if let data = environment["XDG_DATA_HOME"], data.hasPrefix("/") {
+            return data + "/learner"
+        }
         #if canImport(Darwin)
             guard let support = FileManager.default.urls(for: .applicationSupportDirectory, in: .userDomainMask).first else {
                 throw LearnerError(.ioError, "cannot find the Application Support directory; give --store PATH")
             }
             return support.appendingPathComponent("learner").path
         #else
-            // XDG Base Directory: a relative XDG_DATA_HOME is invalid and ignored.
-            if let data = environment["XDG_DATA_HOME"], data.hasPrefix("/") {
-                return data + "/learner"
-            }
             if let home = environment["HOME"], home.hasPrefix("/") {
                 return home + "/.local/share/learner"
             }

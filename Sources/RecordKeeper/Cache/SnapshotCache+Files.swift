@@ -19,7 +19,7 @@ enum SnapshotFiles {
     /// directory synced. On failure before the rename the temporary file is removed and the
     /// previous snapshot is untouched.
     static func writeAtomically(
-        _ data: Data, directory: String, name: String, key: String,
+        _ data: Data, directory: String, name: String, key: String, protection: FileProtection = .systemDefault,
         beforeRename: (@Sendable (URL, URL) throws -> Void)?
     ) throws {
         let destination = directory + "/" + name
@@ -31,7 +31,7 @@ enum SnapshotFiles {
                 underlying: underlying, detail: detail)
         }
 
-        try ensureDirectory(directory, key: key)
+        try ensureDirectory(directory, key: key, protection: protection)
         let temporary = directory + "/" + SnapshotCache.temporaryPrefix + UUID().uuidString
         let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard descriptor >= 0 else {
@@ -46,6 +46,11 @@ enum SnapshotFiles {
             if !renamed { _ = unlink(temporary) }
         }
         guard fchmod(descriptor, 0o600) == 0 else { throw failure("cannot set permissions", errno: errno, path: temporary) }
+        do {
+            try protection.apply(to: temporary)
+        } catch {
+            throw failure("cannot set the file protection class \(protection)", path: temporary, underlying: error)
+        }
         try data.withUnsafeBytes { (buffer: UnsafeRawBufferPointer) throws in
             var offset = 0
             while offset < buffer.count {
@@ -57,7 +62,7 @@ enum SnapshotFiles {
                 offset += written
             }
         }
-        guard fsync(descriptor) == 0 else { throw failure("cannot sync the temporary file", errno: errno, path: temporary) }
+        guard FileSync.synchronize(descriptor) else { throw failure("cannot sync the temporary file", errno: errno, path: temporary) }
         isOpen = false
         guard close(descriptor) == 0 else { throw failure("cannot close the temporary file", errno: errno, path: temporary) }
         if let beforeRename {
@@ -139,7 +144,7 @@ enum SnapshotFiles {
 
     /// Creates `directory` (and missing parents) with `0700` if it does not exist; refuses a
     /// path that exists but is not a directory.
-    private static func ensureDirectory(_ directory: String, key: String) throws {
+    private static func ensureDirectory(_ directory: String, key: String, protection: FileProtection) throws {
         var info = stat()
         if stat(directory, &info) == 0 {
             guard (info.st_mode & S_IFMT) == S_IFDIR else {
@@ -151,7 +156,7 @@ enum SnapshotFiles {
         }
         do {
             try FileManager.default.createDirectory(
-                atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+                atPath: directory, withIntermediateDirectories: true, attributes: protection.directoryAttributes())
         } catch {
             throw SnapshotCacheError(
                 .cannotWrite, operation: "save", key: key, path: directory, underlying: error,
@@ -168,7 +173,7 @@ enum SnapshotFiles {
                 detail: "the snapshot was renamed into place, but the directory cannot be opened to sync it")
         }
         defer { _ = close(descriptor) }  // read-only descriptor
-        guard fsync(descriptor) == 0 else {
+        guard FileSync.synchronize(descriptor) else {
             throw SnapshotCacheError(
                 .cannotWrite, operation: "save", key: key, path: directory, systemError: errno,
                 detail: "the snapshot was renamed into place, but the directory could not be synced")

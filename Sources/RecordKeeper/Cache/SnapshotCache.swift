@@ -45,6 +45,9 @@ extension CachedSnapshot: Equatable where T: Equatable {}
 public actor SnapshotCache {
     /// The directory holding the snapshots.
     public nonisolated let directory: URL
+    /// The data-protection class of the directory (when the cache creates it) and of every
+    /// snapshot file (see ``FileProtection``; no effect on macOS and Linux).
+    public nonisolated let fileProtection: FileProtection
 
     nonisolated let executor: DatabaseExecutor
     /// Test seam: runs after the temporary file is complete and before it is renamed over
@@ -59,13 +62,18 @@ public actor SnapshotCache {
         executor.asUnownedSerialExecutor()
     }
 
-    /// Creates a cache for the snapshots in `directory`. Does no I/O.
-    public init(directory: URL) {
-        self.init(directory: directory, beforeRename: nil)
+    /// Creates a cache for the snapshots in `directory`, whose files get the `fileProtection`
+    /// class (Apple platforms but macOS). Does no I/O.
+    public init(directory: URL, fileProtection: FileProtection = .systemDefault) {
+        self.init(directory: directory, fileProtection: fileProtection, beforeRename: nil)
     }
 
-    init(directory: URL, beforeRename: (@Sendable (URL, URL) throws -> Void)?) {
+    init(
+        directory: URL, fileProtection: FileProtection = .systemDefault,
+        beforeRename: (@Sendable (URL, URL) throws -> Void)?
+    ) {
         self.directory = directory.standardizedFileURL
+        self.fileProtection = fileProtection
         self.beforeRename = beforeRename
         self.executor = DatabaseExecutor(label: "RecordKeeper.SnapshotCache \(directory.path)")
     }
@@ -85,7 +93,7 @@ public actor SnapshotCache {
             throw SnapshotCacheError(.unencodableValue, operation: "save", key: key, path: path(of: name), underlying: error)
         }
         try SnapshotFiles.writeAtomically(
-            data, directory: directory.path, name: name, key: key, beforeRename: beforeRename)
+            data, directory: directory.path, name: name, key: key, protection: fileProtection, beforeRename: beforeRename)
     }
 
     /// The snapshot saved for `key`, or nil when none was saved (or it was removed).

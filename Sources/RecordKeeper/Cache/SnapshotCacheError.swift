@@ -27,6 +27,9 @@ public struct SnapshotCacheError: Error, Sendable, CustomStringConvertible {
         public static let cannotWrite = Code("cannotWrite")
         /// Removing a snapshot failed.
         public static let cannotRemove = Code("cannotRemove")
+        /// The cache's files are data-protected (``FileProtection``) and the device is locked:
+        /// retry after it is unlocked. Only on Apple platforms with data protection.
+        public static let protectedDataUnavailable = Code("protectedDataUnavailable")
     }
 
     /// What kind of failure this is.
@@ -48,7 +51,13 @@ public struct SnapshotCacheError: Error, Sendable, CustomStringConvertible {
         _ code: Code, operation: String, key: String?, path: String, systemError: Int32? = nil,
         underlying: (any Error)? = nil, detail: String? = nil
     ) {
-        self.code = code
+        // The system says EPERM both for a protected file while the device is locked and for
+        // a permission problem: only the file's class tells them apart.
+        if let systemError, ProtectedData.isUnavailable(errno: systemError, path: path) {
+            self.code = .protectedDataUnavailable
+        } else {
+            self.code = code
+        }
         self.operation = operation
         self.key = key
         self.path = path
@@ -83,6 +92,7 @@ extension SnapshotCacheError: LocalizedError {
         case .unencodableValue: what = "\(subject) could not be encoded"
         case .cannotRead: what = "could not read \(subject)"
         case .cannotWrite: what = "could not save \(subject)"
+        case .protectedDataUnavailable: what = "\(subject) is protected while the device is locked"
         default: what = "could not remove \(subject)"
         }
         return what.prefix(1).uppercased() + what.dropFirst() + " (\(path))" + (detail.map { ": \($0)" } ?? "") + "."
@@ -92,6 +102,7 @@ extension SnapshotCacheError: LocalizedError {
     public var recoverySuggestion: String? {
         switch code {
         case .corruptSnapshot, .undecodableValue: "Fetch the data again and save a new snapshot."
+        case .protectedDataUnavailable: "Retry after the device is unlocked."
         default: "Check that the cache directory exists and is writable."
         }
     }

@@ -10,8 +10,10 @@ extension SQLiteConnection {
     /// needed). Works for in-memory databases too, which `VACUUM INTO` does not: from a
     /// connection opened with `SQLITE_OPEN_MEMORY` it writes its copy into memory as well.
     /// `path` must exist (the caller creates it with the permissions it wants) and be empty.
-    func backup(into path: String) throws(SQLiteFailure) {
-        let destination = try SQLiteConnection(path: path, busyTimeout: .zero)
+    /// `protectionFlag` as in `init(path:busyTimeout:mode:protectionFlag:)`, for the files the
+    /// copy's connection creates.
+    func backup(into path: String, protectionFlag: Int32 = 0) throws(SQLiteFailure) {
+        let destination = try SQLiteConnection(path: path, busyTimeout: .zero, protectionFlag: protectionFlag)
         guard let backup = sqlite3_backup_init(destination.handle, "main", handle, "main") else {
             throw SQLiteFailure(code: sqlite3_errcode(destination.handle), handle: destination.handle)
         }

@@ -43,9 +43,25 @@ extension SQLiteConnection {
         try textPragma("PRAGMA journal_mode")
     }
 
+    /// How commits and checkpoints reach the disk (see `Durability` and docs/RELIABILITY.md).
+    ///
     /// `PRAGMA synchronous`: FULL (2) syncs the WAL at every commit, NORMAL (1) at checkpoints.
-    func setSynchronous(full: Bool) throws(SQLiteFailure) {
+    /// On Apple platforms a sync is `fsync`, which leaves the data in the drive's volatile cache,
+    /// so: `full` also sets `PRAGMA fullfsync = 1` (every sync is `fcntl(F_FULLFSYNC)`, which
+    /// flushes that cache) and `checkpoint_fullfsync = 1`; `normal` sets `checkpoint_fullfsync = 1`
+    /// only, so a checkpoint's copy into the main file is on the disk before the log is reused
+    /// (a power loss may lose the last commits, never corrupt the file). Elsewhere SQLite
+    /// ignores both pragmas, so they are not sent.
+    func setDurability(full: Bool) throws(SQLiteFailure) {
         try execute(full ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL")
+        #if canImport(Darwin)
+            try execute(full ? "PRAGMA fullfsync = 1; PRAGMA checkpoint_fullfsync = 1" : "PRAGMA checkpoint_fullfsync = 1")
+        #endif
+    }
+
+    /// `PRAGMA fullfsync` and `PRAGMA checkpoint_fullfsync` as the connection has them.
+    func fullFsyncFlags() throws(SQLiteFailure) -> (fullfsync: Bool, checkpointFullfsync: Bool) {
+        (try integerPragma("PRAGMA fullfsync") != 0, try integerPragma("PRAGMA checkpoint_fullfsync") != 0)
     }
 
     /// True when `PRAGMA synchronous` is FULL (2) or EXTRA (3).

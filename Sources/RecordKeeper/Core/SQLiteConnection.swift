@@ -36,13 +36,15 @@ final class SQLiteConnection {
     private(set) var walFrames = 0
 
     /// Opens (never creates) the database file at `path`, or a private in-memory database
-    /// when `path` is nil.
+    /// when `path` is nil. `protectionFlag` is one of Apple's `SQLITE_OPEN_FILEPROTECTION_*`
+    /// flags (see `FileProtection.sqliteOpenFlag`; 0: none), the class SQLite gives the files
+    /// it creates for the database (`-wal`, `-shm`).
     ///
     /// The handle is closed again when anything after `sqlite3_open_v2` fails.
-    init(path: String?, busyTimeout: Duration, mode: OpenMode = .readWrite) throws(SQLiteFailure) {
+    init(path: String?, busyTimeout: Duration, mode: OpenMode = .readWrite, protectionFlag: Int32 = 0) throws(SQLiteFailure) {
         var handle: OpaquePointer?
         // NOMUTEX: the connection is only ever used from one thread at a time.
-        var flags = SQLITE_OPEN_NOMUTEX
+        var flags = SQLITE_OPEN_NOMUTEX | protectionFlag
         var name = path ?? ":memory:"
         switch mode {
         case .readWrite: flags |= SQLITE_OPEN_READWRITE

@@ -7,6 +7,9 @@ struct SQLiteFailure: Error {
     let code: Int32
     /// `sqlite3_errmsg`, read at once after the failing call.
     let message: String
+    /// The operating system's error number behind an I/O or open failure
+    /// (`sqlite3_system_errno`), 0 when none or unknown.
+    let systemErrno: Int32
 
     /// The primary result code (the low byte of the extended code).
     var primaryCode: Int32 { code & 0xFF }
@@ -32,9 +35,10 @@ struct SQLiteFailure: Error {
         }
     }
 
-    init(code: Int32, message: String) {
+    init(code: Int32, message: String, systemErrno: Int32 = 0) {
         self.code = code
         self.message = message
+        self.systemErrno = systemErrno
     }
 
     /// Reads the code and message of the last failure on `handle`.
@@ -46,8 +50,13 @@ struct SQLiteFailure: Error {
         let extended = sqlite3_extended_errcode(handle)
         // The extended code belongs to the most recent error; when the failing call did not
         // set it (rare), keep the code the call returned.
+        // The system error belongs to the last failed I/O: only meaningful for open and I/O
+        // failures, the kinds that have one.
+        let primary = code & 0xFF
+        let system = primary == SQLITE_CANTOPEN || primary == SQLITE_IOERR || primary == SQLITE_READONLY
+            ? sqlite3_system_errno(handle) : 0
         self.init(
             code: extended & 0xFF == code & 0xFF ? extended : code,
-            message: String(cString: sqlite3_errmsg(handle)))
+            message: String(cString: sqlite3_errmsg(handle)), systemErrno: system)
     }
 }

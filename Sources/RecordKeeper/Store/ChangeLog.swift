@@ -9,12 +9,12 @@ import Foundation
 /// they read it (absent: a removal), so the log need not repeat payloads and several changes
 /// to one key coalesce to the latest.
 ///
-/// Why every write logs, observed or not: observers in other processes (an app extension, the
-/// `recordkeeper` tool's user) are invisible to a writer. Knowing them would take a shared
-/// registry in the file (stale after crashes, and observers would have to write) or
-/// file locks held for the whole of every write transaction. So the log is kept lean instead:
-/// a row holds two short strings in a rowid table, so it appends at the right edge of one B-tree
-/// through one cached statement, and rows past ``retainedEntries`` are trimmed.
+/// Writes log only while some stream of any process observes the file (`ObserverLock`: a
+/// shared `flock` on `<store>-observers` that observers hold, and writers try to take
+/// exclusively); a store whose observation is suspended resyncs instead (`ChangeWatcher`). The
+/// log is kept lean for the writes that do log: a row holds two short strings in a rowid
+/// table, so it appends at the right edge of one B-tree through one cached statement, and rows
+/// past ``retainedEntries`` are trimmed.
 enum ChangeLog {
     /// How many of the newest entries the log keeps. A stream that falls further behind than
     /// that (its next entry was trimmed) gets a complete resync instead (see `ChangeWatcher`).

@@ -13,20 +13,25 @@ import Foundation
 ///
 /// A consumer that waits is parked. It is served again at once when this store commits
 /// (`committed()`), and otherwise when `PRAGMA data_version` of the watcher's own connection
-/// changes, which it checks every ``pollInterval`` while a consumer is parked (only then;
-/// one cheap pragma per check). In memory only this store can write, so there is no polling.
+/// changes, which it checks when its signal (`StoreChangeSignal`, in
+/// `ChangeWatcher+Waking.swift`) wakes it: an event source where the platform has one (inotify
+/// on Linux, Darwin notifications and a `-wal` source on Apple platforms) with an adaptive poll
+/// behind it, or the adaptive poll alone. Nothing wakes while no consumer waits but events,
+/// which cost one pragma each. In memory only this store can write: nothing is watched.
 ///
 /// A stream whose next entry was trimmed from the log (it fell more than
 /// `ChangeLog.retainedEntries` changes behind) gets a complete resync: one element marked
 /// ``RecordChanges/isFullState``, every record of the collection read in one transaction, then
-/// the log from there.
+/// the log from there. So does every stream after a suspension during which the file changed
+/// (`suspend()`, `resume()`).
 ///
 /// Writers log only while some stream observes the file (`ObserverLock`): a watcher holds the
-/// observers' lock, shared, from before it first reads the log until its last stream ends.
+/// observers' lock, shared, from before it first reads the log until its last stream ends or
+/// the store suspends observation.
 ///
 /// A stream of a file store that does not exist yet (no file, an empty file, or a database
 /// being created) starts *before the store*: nothing is created for it, not even the
-/// observers' lock file, and a parked consumer checks the path at each poll. The first read
+/// observers' lock file, and a waiting consumer checks the path when woken. The first read
 /// that finds a store takes the observers' lock and then delivers every record of the
 /// collection as upserts (in key order, in elements of at most ``batchLimit`` records): the
 /// store's first commits, merged, which may have run before anyone observed them and so were
@@ -34,14 +39,13 @@ import Foundation
 /// (format 1 or 2) is read as having an empty log, which its first write's migration creates.
 ///
 /// `@unchecked Sendable`: `subscribers` and the flags beside it are reached only with `lock`
-/// held; `connection`, `observerLock`, `lastDataVersion`, `timer` and `failing` only on `queue`.
+/// held; the connection, the observers' lock, the signal, `lastDataVersion`, the suspension
+/// state and `failing` only on `queue`.
 final class ChangeWatcher: @unchecked Sendable {
-    /// How often a parked consumer's file is checked for commits of other connections.
-    static let pollInterval: DispatchTimeInterval = .milliseconds(5)
     /// The most log entries (or, in a resync, records) one element is read from.
     static let batchLimit = 4_096
 
-    private struct Subscriber {
+    struct Subscriber {
         let collection: String
         /// The last seq delivered; nil until positioned at the end of the log.
         var cursor: Int64?
@@ -50,29 +54,44 @@ final class ChangeWatcher: @unchecked Sendable {
         /// While delivering every record of a store that did not exist when the stream was
         /// positioned: the key the next page starts after, and the seq to go on from.
         var catchUp: (after: String?, resumeSeq: Int64)?
+        /// The next element is the whole collection (a full state): the file changed while
+        /// observation was suspended, when writers may not have logged.
+        var needsFullState = false
         var waiting: CheckedContinuation<RecordChanges?, Never>?
     }
 
-    private let path: String?
-    private let options: RecordStore.Options
+    let path: String?
+    let options: RecordStore.Options
     /// The store's core, for the in-memory connection. Weak: the core owns the watcher.
     weak var core: StoreCore?
-    private let queue: DispatchQueue
+    let queue: DispatchQueue
 
     private let lock = NSLock()
     private var subscribers: [UUID: Subscriber] = [:]
     private var hasUnpositioned = false
 
-    private var connection: SQLiteConnection?
+    // On `queue` only:
+    var connection: SQLiteConnection?
     /// Set while `connection` is an immutable snapshot of a store whose directory this process
     /// cannot write: what the file looked like, to open it again once it changed.
-    private var snapshotStamp: FileStamp?
+    var snapshotStamp: FileStamp?
+    /// The file the connection opened (its identity names its Darwin notifications).
+    var connectionIdentity: StoreFileIdentity?
     /// The observers' lock, held shared while this watcher has streams (file stores only).
-    private var observerLock: ObserverLock?
-    private var observerLockFailed = false
-    private var lastDataVersion: Int64?
-    private var timer: (any DispatchSourceTimer)?
-    private var failing = false
+    var observerLock: ObserverLock?
+    var observerLockFailed = false
+    var lastDataVersion: Int64?
+    /// What wakes waiting consumers (see `ChangeWatcher+Waking.swift`), and what it was made
+    /// for: the file's identity then, and whether it has an event source.
+    var signal: (any StoreChangeSignal)?
+    var signalIdentity: StoreFileIdentity?
+    var signalHasEvents = false
+    /// Observation is suspended (see `suspend()`): no lock, no signal, no reads.
+    var suspended = false
+    /// The file's data version (or snapshot stamp) when observation was suspended.
+    var versionAtSuspension: Int64?
+    var stampAtSuspension: FileStamp?
+    var failing = false
 
     init(path: String?, options: RecordStore.Options) {
         self.path = path
@@ -80,7 +99,7 @@ final class ChangeWatcher: @unchecked Sendable {
         queue = DispatchQueue(label: "RecordKeeper.ChangeWatcher \(path ?? "in-memory")", qos: .userInitiated)
     }
 
-    private func locked<T>(_ body: () throws -> T) rethrows -> T {
+    func locked<T>(_ body: () throws -> T) rethrows -> T {
         lock.lock()
         defer { lock.unlock() }
         return try body()
@@ -102,9 +121,11 @@ final class ChangeWatcher: @unchecked Sendable {
     /// Positions stream `id` at the end of the log now, reading it through the watcher's own
     /// connection (opening it if needed), or before the store when there is none yet. Blocks
     /// until done: call on the store's executor only. A failure is reported and leaves the
-    /// stream to be positioned at its first read.
+    /// stream to be positioned at its first read. While observation is suspended nothing is
+    /// read: the stream is positioned when it resumes.
     func positionNow(_ id: UUID) {
         queue.sync {
+            guard !suspended else { return }
             do {
                 let end = try withEngine { try Self.logBounds($0).last }
                 failing = false
@@ -128,8 +149,9 @@ final class ChangeWatcher: @unchecked Sendable {
         if isLast {
             queue.async { [self] in
                 guard locked({ subscribers.isEmpty }) else { return }
-                stopTimer()
+                stopSignal()
                 connection = nil
+                connectionIdentity = nil
                 snapshotStamp = nil
                 lastDataVersion = nil
                 observerLock?.release()
@@ -158,8 +180,21 @@ final class ChangeWatcher: @unchecked Sendable {
     /// True while any stream is registered (in memory, writes log only then).
     var hasSubscribers: Bool { locked { !subscribers.isEmpty } }
 
+    /// True while some consumer is parked.
+    var hasWaiting: Bool { locked { subscribers.values.contains { $0.waiting != nil } } }
+
     func count(_ collection: String) -> Int {
         locked { subscribers.values.count { $0.collection == collection } }
+    }
+
+    /// Marks every stream that follows the log (or is about to) for a full state.
+    func requireFullState() {
+        locked {
+            for (id, subscriber) in subscribers where !subscriber.beforeStore {
+                subscribers[id]?.needsFullState = true
+                subscribers[id]?.catchUp = nil
+            }
+        }
     }
 
     /// How many streams of `collection` have a consumer parked, waiting for a change.
@@ -183,7 +218,7 @@ final class ChangeWatcher: @unchecked Sendable {
         }
     }
 
-    /// Serves parked consumers after a commit of this store, without waiting for a poll.
+    /// Serves parked consumers after a commit of this store, without waiting for a signal.
     func committed() {
         guard locked({ !subscribers.isEmpty }) else { return }
         queue.async { [self] in serveParked() }
@@ -201,22 +236,27 @@ final class ChangeWatcher: @unchecked Sendable {
     /// On `queue`: delivers what the log holds for `id`, or parks the consumer.
     private func pull(_ id: UUID, _ continuation: CheckedContinuation<RecordChanges?, Never>) {
         guard locked({ subscribers[id] != nil }) else { return continuation.resume(returning: nil) }
-        if timer == nil, path != nil {
-            // Before reading, so that a commit after the read changes it.
-            lastDataVersion = readDataVersion()
+        if !suspended {
+            if path != nil, !hasWaiting {
+                // Before reading, so that a commit after the read changes it. (While others
+                // wait, the version is theirs to compare: a change they have not been served
+                // must not be taken as seen.)
+                lastDataVersion = readDataVersion()
+            }
+            if let change = serve(id) { return continuation.resume(returning: change) }
         }
-        if let change = serve(id) { return continuation.resume(returning: change) }
         let parked = locked { () -> Bool in
             guard subscribers[id] != nil else { return false }
             subscribers[id]?.waiting = continuation
             return true
         }
         guard parked else { return continuation.resume(returning: nil) }
-        startTimerIfNeeded()
+        consumersWaitingChanged()
     }
 
     /// On `queue`: serves every parked consumer that has something to read.
-    private func serveParked() {
+    func serveParked() {
+        guard !suspended else { return }
         let parked = locked { subscribers.compactMap { $0.value.waiting == nil ? nil : $0.key } }
         for id in parked {
             guard let change = serve(id) else { continue }
@@ -226,7 +266,7 @@ final class ChangeWatcher: @unchecked Sendable {
             }
             waiting?.resume(returning: change)
         }
-        if locked({ !subscribers.values.contains { $0.waiting != nil } }) { stopTimer() }
+        consumersWaitingChanged()
     }
 
     /// On `queue`: the next non-empty element of `id`, advancing its position; nil when there
@@ -237,9 +277,15 @@ final class ChangeWatcher: @unchecked Sendable {
             let read = try withEngine { engine in try Self.read(subscriber, engine) }
             failing = false
             guard let (change, updated) = read else {
-                // No store yet (file stores): a stream not positioned yet starts before it.
+                // No store yet (file stores): a stream not positioned yet starts before it,
+                // and delivers every record once there is one (nothing to resync from).
                 if path != nil, subscriber.cursor == nil {
-                    locked { if subscribers[id]?.cursor == nil { subscribers[id]?.beforeStore = true } }
+                    locked {
+                        if subscribers[id]?.cursor == nil {
+                            subscribers[id]?.beforeStore = true
+                            subscribers[id]?.needsFullState = false
+                        }
+                    }
                 }
                 return nil
             }
@@ -248,183 +294,12 @@ final class ChangeWatcher: @unchecked Sendable {
                 subscribers[id]?.cursor = updated.cursor
                 subscribers[id]?.beforeStore = updated.beforeStore
                 subscribers[id]?.catchUp = updated.catchUp
+                subscribers[id]?.needsFullState = updated.needsFullState
             }
             return change.isEmpty ? nil : change
         } catch {
             report(error)
             return nil
         }
-    }
-
-    /// Reads the next element of `subscriber` in one read transaction; returns it with the
-    /// subscriber's new position.
-    private static func read(_ subscriber: Subscriber, _ engine: RecordEngine) throws -> (RecordChanges, Subscriber) {
-        try engine.begin(immediate: false)
-        do {
-            let result = try readInTransaction(subscriber, engine)
-            try engine.commit()
-            return result
-        } catch {
-            try engine.rollback(after: error)
-            throw error
-        }
-    }
-
-    private static func readInTransaction(_ subscriber: Subscriber, _ engine: RecordEngine) throws -> (RecordChanges, Subscriber) {
-        var updated = subscriber
-        var change = RecordChanges()
-        let collection = subscriber.collection
-        let (first, last) = try logBounds(engine)
-        if updated.beforeStore {
-            // The store's first commits may have run before anyone observed them: deliver the
-            // records themselves, then the log from here (logged from now on: the observers'
-            // lock is held).
-            updated.beforeStore = false
-            updated.catchUp = (nil, last)
-        }
-        if let catchUp = updated.catchUp {
-            let page = try engine.page(collection, after: catchUp.after, limit: batchLimit) ?? []
-            for record in page { change[record.key] = record.data }
-            if page.count < batchLimit {
-                updated.catchUp = nil
-                updated.cursor = catchUp.resumeSeq
-            } else {
-                updated.catchUp = (page.last?.key, catchUp.resumeSeq)
-            }
-            return (change, updated)
-        }
-        guard let cursor = subscriber.cursor else {
-            updated.cursor = last
-            return (change, updated)
-        }
-        if cursor > last || (first.map { cursor + 1 < $0 } ?? false) {
-            // Fell behind the trimmed log (or the file was replaced): the whole collection, as
-            // one full state read in this transaction, then the log from here.
-            change = RecordChanges(fullState: try engine.readAll(collection) ?? [:])
-            updated.cursor = last
-            return (change, updated)
-        }
-        let logged = try engine.loggedKeys(collection, after: cursor, limit: batchLimit)
-        for key in logged.keys {
-            change[key] = try engine.record(collection, key: key)?.data
-        }
-        updated.cursor = logged.full ? (logged.last ?? last) : max(cursor, last)
-        return (change, updated)
-    }
-
-    /// The log's bounds; (nil, 0) for a store whose format has no log yet (formats 1 and 2:
-    /// the first write's migration creates it, and its first entry is seq 1).
-    private static func logBounds(_ engine: RecordEngine) throws -> (first: Int64?, last: Int64) {
-        guard try engine.hasChangeLog() else { return (nil, 0) }
-        return try engine.changeLogBounds()
-    }
-
-    // MARK: Connection and polling (on `queue`)
-
-    /// Runs `body` with the connection streams read from: the watcher's own for a file (opened
-    /// on first need, once the file is a store), the store's for an in-memory store. Nil, without
-    /// running `body`, while there is no store (no file, an empty file, a database being
-    /// created; in memory: not open yet).
-    private func withEngine<T>(_ body: (RecordEngine) throws -> T) throws -> T? {
-        guard let path else {
-            guard let core else { return nil }
-            return try core.locked { state in
-                guard let connection = state.connection else { return nil }
-                return try body(RecordEngine(connection: connection, path: nil, operation: .changes))
-            }
-        }
-        guard let connection = try openConnection(path) else { return nil }
-        return try body(RecordEngine(connection: connection, path: path, operation: .changes))
-    }
-
-    /// Takes the observers' lock (shared) before reading the log, so that from now on every
-    /// writer logs. A failure is reported; the stream then sees writers that log anyway.
-    private func claimObserverLock() {
-        guard observerLock == nil, !observerLockFailed, let path else { return }
-        do {
-            let lock = try ObserverLock(storePath: path)
-            try lock.lockShared()
-            observerLock = lock
-        } catch {
-            observerLockFailed = true
-            options.eventHandler?(.changeObservationFailed(error.storeError))
-        }
-    }
-
-    /// The watcher's reader of the store at `path`, opened as reads open it: it never creates,
-    /// migrates or changes anything. Nil while there is no store yet; the observers' lock is
-    /// taken (creating its file beside the store) only once a file is there, before reading it.
-    ///
-    /// A store whose directory this process cannot write is read through an immutable snapshot
-    /// (see `ReadTarget.snapshot`), kept while the file stays as it was and opened again when it
-    /// changed (the next poll then serves every parked consumer).
-    private func openConnection(_ path: String) throws -> SQLiteConnection? {
-        if let connection {
-            guard let stamp = snapshotStamp, !stamp.isCurrent(path) else { return connection }
-            self.connection = nil
-            snapshotStamp = nil
-            lastDataVersion = nil
-        }
-        guard try StoreOpener.readHeader(path) != nil else { return nil }
-        claimObserverLock()
-        switch try StoreOpener.openForReading(path: path, options: options) {
-        case .store(let opened):
-            connection = opened
-        case .snapshot(let opened, let stamp):
-            connection = opened
-            snapshotStamp = stamp
-        case .notAStore:
-            return nil
-        }
-        return connection
-    }
-
-    /// The file's data version now; nil while there is no store or when it cannot be read
-    /// (reported): then every poll looks again.
-    private func readDataVersion() -> Int64? {
-        do {
-            guard let version = try withEngine({ try $0.dataVersion() }) else { return nil }
-            failing = false
-            return version
-        } catch {
-            report(error)
-            return nil
-        }
-    }
-
-    private func startTimerIfNeeded() {
-        guard timer == nil, path != nil else { return }
-        let timer = DispatchSource.makeTimerSource(queue: queue)
-        timer.schedule(deadline: .now() + Self.pollInterval, repeating: Self.pollInterval, leeway: .milliseconds(1))
-        timer.setEventHandler { [weak self] in self?.poll() }
-        timer.resume()
-        self.timer = timer
-    }
-
-    private func stopTimer() {
-        timer?.cancel()
-        timer = nil
-    }
-
-    private func poll() {
-        let version = readDataVersion()
-        guard version == nil || version != lastDataVersion else { return }
-        if let version { lastDataVersion = version }
-        serveParked()
-    }
-
-    /// Reports a failure to read the log once per run of failures, through the store's event
-    /// handler: a stream has no error channel, and the failure must not pass silently.
-    private func report(_ error: any Error) {
-        guard !failing else { return }
-        failing = true
-        options.eventHandler?(.changeObservationFailed(Self.storeError(error, path: path)))
-    }
-
-    /// `error` as the store error to report, with the operation "changes".
-    static func storeError(_ error: any Error, path: String?) -> RecordStoreError {
-        if let error = error as? RecordStoreError { return error }
-        if let failure = error as? SQLiteFailure { return RecordStoreError(failure, operation: .changes, path: path) }
-        return RecordStoreError(code: .sqlite, operation: .changes, path: path, detail: "\(error)")
     }
 }

@@ -45,10 +45,13 @@ extension RecordStore {
             throw backupError(.cannotOpen, "there is no store at \(storePath); nothing was written")
         }
         try await perform(.backup, collection: nil) { engine in
-            let temporary = try BackupTarget.createTemporaryFile(next: target, storePath: storePath)
+            let temporary = try BackupTarget.createTemporaryFile(
+                next: target, storePath: storePath, protection: options.fileProtection)
             do {
                 do {
-                    try engine.run { try engine.connection.backup(into: temporary) }
+                    try engine.run {
+                        try engine.connection.backup(into: temporary, protectionFlag: options.fileProtection.sqliteOpenFlag)
+                    }
                 } catch var error as RecordStoreError {
                     error.detail = error.detail ?? "writing the copy to \(target)"
                     throw error
@@ -102,18 +105,26 @@ enum BackupTarget {
         }
     }
 
-    /// Creates an empty file, mode 0600, next to `target` (so that the final rename stays on
-    /// one file system) and returns its path. SQLite writes the copy into it and keeps
-    /// its permissions.
-    static func createTemporaryFile(next target: String, storePath: String?) throws -> String {
+    /// Creates an empty file, mode 0600 and the `protection` class, next to `target` (so that
+    /// the final rename stays on one file system) and returns its path. SQLite writes the copy
+    /// into it and keeps its permissions.
+    static func createTemporaryFile(next target: String, storePath: String?, protection: FileProtection) throws -> String {
         let directory = (target as NSString).deletingLastPathComponent
         let name = (target as NSString).lastPathComponent
         let temporary = (directory as NSString).appendingPathComponent(".\(name).backup-\(UUID().uuidString)")
         let descriptor = open(temporary, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else {
-            throw systemError(errno, "could not create the temporary file \(temporary)", storePath: storePath)
+            throw systemError(errno, "could not create the temporary file \(temporary)", storePath: storePath, file: temporary)
         }
         close(descriptor)
+        do {
+            try protection.apply(to: temporary)
+        } catch {
+            unlink(temporary)
+            throw RecordStoreError(
+                code: .cannotOpen, operation: .backup, path: storePath,
+                detail: "could not give the copy \(temporary) the protection class \(protection) (\(error.localizedDescription))")
+        }
         return temporary
     }
 
@@ -167,9 +178,9 @@ enum BackupTarget {
 
     private static func synchronize(_ path: String, storePath: String?) throws {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { throw systemError(errno, "could not open \(path) to flush it", storePath: storePath) }
+        guard descriptor >= 0 else { throw systemError(errno, "could not open \(path) to flush it", storePath: storePath, file: path) }
         defer { close(descriptor) }
-        guard fsync(descriptor) == 0 else {
+        guard FileSync.synchronize(descriptor) else {
             throw systemError(errno, "could not flush \(path) to disk", storePath: storePath)
         }
     }
@@ -181,12 +192,16 @@ enum BackupTarget {
         return a.st_dev == b.st_dev && a.st_ino == b.st_ino
     }
 
-    private static func systemError(_ number: Int32, _ what: String, storePath: String?) -> RecordStoreError {
+    private static func systemError(_ number: Int32, _ what: String, storePath: String?, file: String? = nil) -> RecordStoreError {
         let code: RecordStoreError.Code =
-            switch number {
+            if let file, ProtectedData.isUnavailable(errno: number, path: file) {
+                .protectedDataUnavailable
+            } else {
+                switch number {
             case ENOSPC, EDQUOT: .storageFull
-            case EACCES, EPERM, EROFS: .readOnly
-            default: .ioError
+                case EACCES, EPERM, EROFS: .readOnly
+                default: .ioError
+                }
             }
         return RecordStoreError(
             code: code, operation: .backup, path: storePath, detail: "\(what) (\(String(cString: strerror(number))))")

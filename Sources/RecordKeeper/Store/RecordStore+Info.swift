@@ -12,6 +12,10 @@ public struct StoreInfo: Sendable, Equatable {
     public let journalMode: String
     /// The durability in force on the connection (read from `PRAGMA synchronous`).
     public let durability: Durability
+    /// True when SQLite syncs with `fcntl(F_FULLFSYNC)`, which also flushes the drive's cache
+    /// (`PRAGMA fullfsync`): on Apple platforms with ``Durability/full``; false elsewhere, where
+    /// `fsync` does that already (see docs/RELIABILITY.md).
+    public let fullFsync: Bool
     public let pageSize: Int
     public let pageCount: Int
     public let freePageCount: Int
@@ -36,7 +40,8 @@ extension RecordStore {
             case .notAStore(nil):
                 return StoreInfo(
                     path: path, formatVersion: 0, sqliteVersion: SQLiteConnection.libraryVersion,
-                    journalMode: "none", durability: options.durability, pageSize: 0, pageCount: 0,
+                    journalMode: "none", durability: options.durability,
+                    fullFsync: FileSync.isFullFsync && options.durability == .full, pageSize: 0, pageCount: 0,
                     freePageCount: 0, fileBytes: try path.flatMap(Self.fileSize), walBytes: nil)
             }
             let engine = RecordEngine(connection: connection, path: path, operation: .info)
@@ -44,7 +49,8 @@ extension RecordStore {
                 StoreInfo(
                     path: path, formatVersion: try connection.userVersion(),
                     sqliteVersion: SQLiteConnection.libraryVersion, journalMode: try connection.journalMode(),
-                    durability: try connection.synchronousIsFull() ? .full : .normal, pageSize: try connection.pageSize(),
+                    durability: try connection.synchronousIsFull() ? .full : .normal,
+                    fullFsync: try connection.fullFsyncFlags().fullfsync, pageSize: try connection.pageSize(),
                     pageCount: try connection.pageCount(), freePageCount: try connection.freePageCount(),
                     fileBytes: try path.flatMap(Self.fileSize), walBytes: try path.flatMap { try Self.fileSize($0 + "-wal") })
             }

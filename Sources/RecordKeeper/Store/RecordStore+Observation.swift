@@ -18,11 +18,14 @@ extension RecordStore {
     ///
     /// Cost: writers, in every process, log their changes only while some stream observes the
     /// file (a shared lock on `<store>-observers` says so). Creating a stream may wait, on the
-    /// store's executor, for a write that runs unobserved at that moment to commit.
+    /// store's executor, for a write that runs unobserved at that moment to commit. An app
+    /// about to be suspended releases that lock with ``suspendObservation()``.
     ///
     /// Latency: commits of this store wake a waiting consumer at once. Commits of other
-    /// connections are noticed within about 5 ms (the watcher checks `PRAGMA data_version`
-    /// every 5 ms on its own thread, only while a consumer waits), plus the time to read them.
+    /// connections are noticed through the platform's event source (inotify on Linux; Darwin
+    /// notifications and a `-wal` file source on Apple platforms), with an adaptive poll behind
+    /// it (never at a fixed rate, nothing while no consumer waits), then read: under a
+    /// millisecond typically on Linux. See the Observation article.
     ///
     /// A stream taken before the store exists (no file yet, or not even its directory) creates
     /// nothing and hears every commit from the store's first one on, whoever creates it.
@@ -70,6 +73,47 @@ extension RecordStore {
         return AsyncStream(
             unfolding: { await subscription.next() },
             onCancel: { subscription.end() })
+    }
+
+    /// Stops observing the store file until ``resumeObservation()``, for an app about to be
+    /// suspended: the store releases its lock on `<store>-observers` and stops watching the
+    /// file, so it holds no file lock of the library's and nothing wakes it.
+    ///
+    /// iOS terminates a suspended app that holds a file lock in a shared (app-group)
+    /// container (exception `0xdead10cc`). Call this when the app moves to the background and
+    /// ``resumeObservation()`` when it becomes active again; streams, their consuming tasks and
+    /// `FeatureModel`s stay as they are:
+    ///
+    /// ```swift
+    /// .onChange(of: scenePhase) { _, phase in
+    ///     switch phase {
+    ///     case .background: store.suspendObservation()
+    ///     case .active: store.resumeObservation()
+    ///     default: break
+    ///     }
+    /// }
+    /// ```
+    ///
+    /// While suspended, streams deliver nothing and writers (of every process) may not log
+    /// their changes. Nothing is missed: ``resumeObservation()`` finds out whether the file
+    /// changed meanwhile, and if it did, each stream's next element is a full state of its
+    /// collection (``RecordChanges/isFullState``). Reads and writes of the store work as
+    /// always; SQLite's own locks are held only during transactions, plus, while a connection is
+    /// open, a shared lock on the `-shm` file that ``close()`` releases (see the Observation
+    /// article). Returns once the lock is released (after the read a stream may have in
+    /// progress). Calling it again while suspended does nothing; an in-memory store holds no
+    /// lock and is not affected.
+    public nonisolated func suspendObservation() {
+        core.watcher.suspend()
+    }
+
+    /// Observes the store file again after ``suspendObservation()``: takes the observers'
+    /// lock again (waiting for a write that runs unobserved in another process at that
+    /// moment), then delivers to each stream what it missed: the log from its position when the
+    /// file did not change while suspended, else one full state of its collection. Does nothing
+    /// when not suspended.
+    public nonisolated func resumeObservation() {
+        core.watcher.resume()
     }
 
     /// How many change streams observe `collection` (for tests).

@@ -1,13 +1,17 @@
 /// How hard each commit works to survive a power loss.
 ///
 /// Both modes use SQLite's write-ahead log and survive a crash of the process: a commit that
-/// returned is in the log. They differ on power loss or an operating-system crash.
+/// returned is in the log. They differ on power loss or an operating-system crash. Neither
+/// ever leaves a corrupt file. docs/RELIABILITY.md says what each costs on each platform.
 public enum Durability: String, Sendable, CaseIterable {
     /// `synchronous = FULL`: the log is synced to disk at every commit. A commit that returned
-    /// survives power loss. The default.
+    /// survives power loss. The default. On Apple platforms every sync is
+    /// `fcntl(F_FULLFSYNC)` (`PRAGMA fullfsync`), because `fsync` there leaves the data in the
+    /// drive's cache; that makes each commit cost a full flush of the drive's cache.
     case full
     /// `synchronous = NORMAL`: the log is synced at checkpoints only. A commit that returned
-    /// survives a process crash, but the last commits may be lost on power loss. Faster.
+    /// survives a process crash, but the last commits may be lost on power loss. Faster. On
+    /// Apple platforms checkpoints sync with `F_FULLFSYNC` (`PRAGMA checkpoint_fullfsync`).
     case normal
 }
 
@@ -21,15 +25,22 @@ extension RecordStore {
         public var busyTimeout: Duration
         /// Receives opening timings and request traces. The library prints nothing itself.
         public var eventHandler: (@Sendable (RecordStoreEvent) -> Void)?
+        /// The data-protection class of the files the store creates (Apple platforms but macOS;
+        /// no effect elsewhere). Default ``FileProtection/systemDefault``.
+        public var fileProtection: FileProtection
+        /// What wakes change streams for other processes' commits (tests choose the fallback).
+        var changeSignal: ChangeSignalChoice = .platform
 
         /// Creates options; every argument has the default described on its property.
         public init(
             durability: Durability = .full,
             busyTimeout: Duration = .seconds(5),
+            fileProtection: FileProtection = .systemDefault,
             eventHandler: (@Sendable (RecordStoreEvent) -> Void)? = nil
         ) {
             self.durability = durability
             self.busyTimeout = busyTimeout
+            self.fileProtection = fileProtection
             self.eventHandler = eventHandler
         }
     }

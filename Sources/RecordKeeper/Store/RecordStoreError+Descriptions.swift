@@ -42,6 +42,8 @@ extension RecordStoreError: LocalizedError {
             return "Check that the directory exists or can be created, and that nothing else is in the way."
         case .readOnly:
             return "Make the store file and its directory writable."
+        case .protectedDataUnavailable:
+            return "Retry after the device is unlocked; nothing was written. Work that must run while it is locked needs a weaker file protection class."
         case .cannotRead:
             return "Give this user permission to read the store file, or open it as its owner; nothing was changed."
         case .storageFull:
@@ -69,6 +71,8 @@ extension RecordStoreError: LocalizedError {
         case .cannotOpen: return detail ?? "the file or its directory could not be opened"
         case .cannotRead: return "cannot read the store file" + (detail.map { " (\($0))" } ?? "")
         case .readOnly: return detail ?? "the store is read-only"
+        case .protectedDataUnavailable:
+            return "the store's files are protected while the device is locked" + (detail.map { " (\($0))" } ?? "")
         case .storageFull: return "the disk is full"
         case .busy: return detail ?? "another connection kept the store locked past the busy timeout"
         case .ioError: return "a disk I/O error occurred"

@@ -47,6 +47,12 @@ public struct RecordStoreError: Error, Sendable, Equatable, CustomStringConverti
         /// that is not writable, a read-only volume), or a new store could not be created
         /// because its directory is not writable. Reads of such a store work.
         public static let readOnly = Code("readOnly")
+        /// The store's files are data-protected (``FileProtection``) and the device is locked:
+        /// the system refuses to open or read them until the user unlocks it. Nothing was
+        /// written; retry after the device is unlocked (for example when the app becomes
+        /// active, or on `protectedDataDidBecomeAvailable`). Only on Apple platforms with data
+        /// protection; never reported for a file that is merely read-only.
+        public static let protectedDataUnavailable = Code("protectedDataUnavailable")
         /// The disk (or the database's size limit) is full.
         public static let storageFull = Code("storageFull")
         /// Another connection held a lock for longer than the busy timeout.

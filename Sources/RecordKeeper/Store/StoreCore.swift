@@ -302,6 +302,10 @@ extension StoreCore {
                     try engine.commit()
                     if context.enqueuedOperations { outboxSignal.notify() }
                     context.teachRepositories()
+                    #if canImport(Darwin)
+                        // Other processes' streams wake on this (see `DarwinChangeSignal`).
+                        if context.loggedChanges, let identity = state.fileIdentity { CommitNotice.post(identity) }
+                    #endif
                     return result
                 } catch {
                     do {
@@ -383,7 +387,11 @@ extension StoreCore {
             do throws(SQLiteFailure) {
                 if checkpointer?.generation != generation {
                     checkpointer = nil
-                    let connection = try SQLiteConnection(path: path, busyTimeout: options.busyTimeout, mode: .readWrite)
+                    let connection = try SQLiteConnection(
+                        path: path, busyTimeout: options.busyTimeout, mode: .readWrite,
+                        protectionFlag: options.fileProtection.sqliteOpenFlag)
+                    // Checkpoints sync the main file: as the store's durability says.
+                    try connection.setDurability(full: options.durability == .full)
                     // A connection learns the file is in WAL mode on its first read; until
                     // then a checkpoint does nothing.
                     _ = try connection.header()

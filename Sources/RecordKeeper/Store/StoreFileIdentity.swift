@@ -30,6 +30,17 @@ struct StoreFileIdentity: Equatable {
         guard stat(path, &info) == 0 else {
             return errno == ENOENT || errno == ENOTDIR ? .missing : .unknown
         }
-        return .file(StoreFileIdentity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino)))
+        return .file(StoreFileIdentity(info))
+    }
+}
+
+extension StoreFileIdentity {
+    /// The device and inode in `info`, as unsigned 64-bit numbers on every platform. `dev_t` is
+    /// a signed 32-bit integer on Apple platforms (unsigned 64-bit on Linux) and may be
+    /// negative there, which `UInt64(_:)` would trap on: its bits are kept instead
+    /// (sign-extended, so two devices never compare equal by accident).
+    init(_ info: stat) {
+        device = UInt64(truncatingIfNeeded: info.st_dev)
+        inode = UInt64(truncatingIfNeeded: info.st_ino)
     }
 }

@@ -119,9 +119,11 @@ extension StoreOpener {
 
     /// The persistent reader of a store.
     private static func storeReader(path: String, options: RecordStore.Options) throws(SQLiteFailure) -> SQLiteConnection {
-        let connection = try SQLiteConnection(path: path, busyTimeout: options.busyTimeout, mode: .readWrite)
+        let connection = try SQLiteConnection(
+            path: path, busyTimeout: options.busyTimeout, mode: .readWrite,
+            protectionFlag: options.fileProtection.sqliteOpenFlag)
         try connection.setQueryOnly()
-        try connection.setSynchronous(full: options.durability == .full)
+        try connection.setDurability(full: options.durability == .full)
         return connection
     }
 
@@ -171,6 +173,9 @@ extension StoreOpener {
             (bytes, complete) = try SQLiteFile.readPrefix(path, count: 100)
         } catch {
             let reason = error.systemError != 0 ? String(cString: strerror(error.systemError)) : "SQLite code \(error.code)"
+            if ProtectedData.isUnavailable(errno: error.systemError, path: path) {
+                throw RecordStoreError(code: .protectedDataUnavailable, operation: .open, path: path, detail: reason)
+            }
             if error.systemError == EACCES || error.systemError == EPERM {
                 throw RecordStoreError(
                     code: .cannotRead, operation: .open, path: path, detail: reason)
@@ -210,8 +215,9 @@ struct FileStamp: Equatable {
     init(_ path: String) {
         var info = stat()
         if stat(path, &info) != 0 { info = stat() }
-        device = UInt64(info.st_dev)
-        inode = UInt64(info.st_ino)
+        let identity = StoreFileIdentity(info)
+        device = identity.device
+        inode = identity.inode
         size = Int64(info.st_size)
         #if canImport(Darwin)
             modified = info.st_mtimespec

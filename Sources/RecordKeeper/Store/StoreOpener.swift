@@ -20,22 +20,25 @@ enum StoreOpener {
     ) throws -> (SQLiteConnection, OpeningTimings) {
         let clock = ContinuousClock()
         let start = clock.now
-        if let path { try prepareFile(at: path) }
+        if let path { try prepareFile(at: path, protection: options.fileProtection) }
         let directoryDone = clock.now
 
         let connection: SQLiteConnection
         let found: Int
         do {
-            connection = try SQLiteConnection(path: path, busyTimeout: options.busyTimeout)
+            connection = try SQLiteConnection(
+                path: path, busyTimeout: options.busyTimeout, protectionFlag: options.fileProtection.sqliteOpenFlag)
             found = try checkFormat(of: connection, path: path)
             if path != nil {
                 try enableWriteAheadLog(connection, busyTimeout: options.busyTimeout)
                 connection.monitorWriteAheadLog()
             }
-            try connection.setSynchronous(full: options.durability == .full)
+            try connection.setDurability(full: options.durability == .full)
         } catch let failure as SQLiteFailure {
             var error = RecordStoreError(failure, operation: .open, path: path)
-            if let path, failure.kind == .cannotOpen || failure.kind == .readOnly, let reason = unwritableDirectory(of: path) {
+            if let path, error.code != .protectedDataUnavailable, failure.kind == .cannotOpen || failure.kind == .readOnly,
+                let reason = unwritableDirectory(of: path)
+            {
                 // SQLite says "unable to open database file" when it cannot create the -shm.
                 error.code = .readOnly
                 error.detail = "the store is read-only here: the directory \((path as NSString).deletingLastPathComponent) "
@@ -58,8 +61,9 @@ enum StoreOpener {
     }
 
     /// Creates missing parent directories (owner-only, 0700) and, when the store file does not
-    /// exist, an empty file readable by its owner only (0600). An existing file is not touched.
-    static func prepareFile(at path: String) throws {
+    /// exist, an empty file readable by its owner only (0600), both with the `protection`
+    /// class where data protection exists. An existing file is not touched.
+    static func prepareFile(at path: String, protection: FileProtection = .systemDefault) throws {
         let url = URL(fileURLWithPath: path)
         let directory = url.deletingLastPathComponent()
         var isDirectory: ObjCBool = false
@@ -67,7 +71,7 @@ enum StoreOpener {
             do {
                 try FileManager.default.createDirectory(
                     at: directory, withIntermediateDirectories: true,
-                    attributes: [.posixPermissions: 0o700])
+                    attributes: protection.directoryAttributes())
             } catch {
                 throw RecordStoreError(
                     code: .cannotOpen, operation: .open, path: path,
@@ -81,8 +85,21 @@ enum StoreOpener {
         let descriptor = Glibc_open(path, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0o600)
         if descriptor >= 0 {
             close(descriptor)
+            do {
+                try protection.apply(to: path)
+            } catch {
+                // Not left behind less protected than asked: the empty file is this call's own.
+                unlink(path)
+                throw RecordStoreError(
+                    code: .cannotOpen, operation: .open, path: path,
+                    detail: "could not give the new store file the protection class \(protection) (\(systemReason(error)))")
+            }
         } else if errno != EEXIST {
             let number = errno
+            if ProtectedData.isUnavailable(errno: number, path: path) {
+                throw RecordStoreError(code: .protectedDataUnavailable, operation: .open, path: path,
+                                       detail: "the store file could not be created in \(directory.path)")
+            }
             let reason = String(cString: strerror(number))
             // No store exists yet, so say what is read-only: the directory it would be made in.
             let notWritable = number == EACCES || number == EPERM || number == EROFS

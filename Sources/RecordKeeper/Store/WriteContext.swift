@@ -24,6 +24,8 @@ final class WriteContext {
     private var storedFloor: Int64?
     /// The floor including the versions this transaction removed.
     private var floor: Int64?
+    /// True once this transaction wrote change-log rows (some stream observes the store).
+    var loggedChanges: Bool { firstLogged != nil }
     /// True once the transaction queued outbox operations (see `RecordStore+Outbox.swift`).
     var enqueuedOperations = false
     /// False in transactions of sync itself (pulled changes, conflict bookkeeping): their

@@ -145,6 +145,10 @@ extension PostgresConnection {
                 wake.drain()
                 continue  // checks cancellation first
             }
+            // A cancellation handler sends the server's cancel before it wakes the pipe, so
+            // the server's "canceling statement" answer can make the socket ready first: the
+            // task is already marked cancelled then, and that is what the wait reports.
+            if Task.isCancelled { return .cancelled }
             if descriptors[0].revents != 0 { return .ready }
         }
     }

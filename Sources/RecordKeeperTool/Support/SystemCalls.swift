@@ -6,6 +6,8 @@ import Musl
 import Darwin
 #endif
 
+import RecordKeeper
+
 /// The few POSIX calls the tool makes, in one place so the platform imports stay here.
 enum SystemCalls {
     static let standardInput: Int32 = 0
@@ -123,8 +125,9 @@ enum SystemCalls {
         return true
     }
 
+    /// `fcntl(F_FULLFSYNC)` on Apple platforms, `fsync` elsewhere (see `FileSync`).
     static func fileSync(_ descriptor: Int32) -> Bool {
-        fsync(descriptor) == 0
+        FileSync.synchronize(descriptor)
     }
 
     /// Renames atomically, replacing `destination` if it exists.

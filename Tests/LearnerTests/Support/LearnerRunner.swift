@@ -1,3 +1,7 @@
+// Subprocesses (Process, python3 or the built executables) exist on macOS and Linux only: these
+// tests are not built for iOS, tvOS, watchOS or visionOS.
+#if os(macOS) || os(Linux)
+
 import RecordKeeperTestSupport
 import Foundation
 import Testing
@@ -35,3 +39,5 @@ struct LearnerRunner {
         return LearnerResult(status: result.status, output: result.output, errors: result.stderr)
     }
 }
+
+#endif

@@ -1,3 +1,7 @@
+// Subprocesses (Process, python3 or the built executables) exist on macOS and Linux only: these
+// tests are not built for iOS, tvOS, watchOS or visionOS.
+#if os(macOS) || os(Linux)
+
 import RecordKeeperTestSupport
 import Foundation
 #if canImport(FoundationNetworking)
@@ -198,3 +202,5 @@ import Testing
         #expect(HTTPFailureText.retryAfter("soon", now: now) == nil)
     }
 }
+
+#endif

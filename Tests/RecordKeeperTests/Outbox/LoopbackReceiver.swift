@@ -1,3 +1,7 @@
+// Subprocesses (Process, python3 or the built executables) exist on macOS and Linux only: these
+// tests are not built for iOS, tvOS, watchOS or visionOS.
+#if os(macOS) || os(Linux)
+
 import RecordKeeperTestSupport
 import Foundation
 import Testing
@@ -197,3 +201,5 @@ final class LoopbackReceiver {
 
     deinit { stop() }
 }
+
+#endif

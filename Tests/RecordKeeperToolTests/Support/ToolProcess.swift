@@ -43,12 +43,14 @@ final class ToolProcess {
         try await RecordKeeperTestSupport.waitUntil(what, timeout: timeout, polling: .milliseconds(2)) { try condition() }
     }
 
-    /// The paths the process has open now (`/proc/PID/fd`; Linux).
-    func openPaths() -> [String] {
-        let directory = "/proc/\(pid)/fd"
-        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return [] }
-        return entries.compactMap { try? FileManager.default.destinationOfSymbolicLink(atPath: "\(directory)/\($0)") }
-    }
+    #if os(Linux)
+        /// The paths the process has open now (`/proc/PID/fd`; Linux only).
+        func openPaths() -> [String] {
+            let directory = "/proc/\(pid)/fd"
+            guard let entries = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return [] }
+            return entries.compactMap { try? FileManager.default.destinationOfSymbolicLink(atPath: "\(directory)/\($0)") }
+        }
+    #endif
 
     func output() throws -> String { try child.output() }
     func errorOutput() throws -> String { try child.errorOutput() }

@@ -9,11 +9,15 @@ import Testing
     /// unknown. libmicrohttpd names its own: `MHD-single`, `MHD-worker`, `MHD-connection` (one
     /// per connection, in the thread-per-connection mode the server must not use).
     private func threadNames() -> [String]? {
-        guard let tasks = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task") else { return nil }
-        return tasks.compactMap { task in
-            (try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8))?
-                .trimmingCharacters(in: .whitespacesAndNewlines)
-        }
+        #if os(Linux)
+            guard let tasks = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task") else { return nil }
+            return tasks.compactMap { task in
+                (try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8))?
+                    .trimmingCharacters(in: .whitespacesAndNewlines)
+            }
+        #else
+            return nil
+        #endif
     }
 
     @Test func `hundreds of held requests cost no thread each and all get their answers`() async throws {

@@ -26,7 +26,7 @@ enum MigrateCommand {
             } catch let error as PostgresError {
                 throw RelayToolError(.configuration, "cannot grant \(role) what serving needs: \(error.message)")
             }
-            StandardStreams.write("granted \(role) what serve needs: DML on the sync tables, no CREATE\n")
+            StandardStreams.write("granted \(role) what serve needs: DML rights on the sync tables, nothing to create\n")
         }
         return .ok
     }

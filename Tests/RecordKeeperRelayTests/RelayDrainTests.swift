@@ -39,15 +39,7 @@ struct RelayDrainTests {
                 let body = try RecordJSONEncoder().encode(
                     RelayWire.PushRequest(operations: [.writing(["second": "2"], device: "device", sequence: 1)]))
                 let inFlight = Task { try await request("POST", relay.url + "/v1/push", headers: headers, body: body) }
-                let monitor = try await TestPostgres.connection()
-                try await waitUntil("the relay's push waits for the held lock", polling: .milliseconds(5)) {
-                    try await monitor.transaction(operation: "watch locks") { connection in
-                        try connection.execute(
-                            "SELECT count(*) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))",
-                            [.int64(Int64(holderPID))]
-                        ).int64(0, 0)
-                    } > 0
-                }
+                try await waitUntilBlocked(by: holderPID)
 
                 try await relay.beginTermination()
                 let refused = try await request("GET", relay.url + "/v1/pull?after=0", headers: headers)

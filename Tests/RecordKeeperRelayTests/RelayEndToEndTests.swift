@@ -106,15 +106,7 @@ struct RelayEndToEndTests {
                     for n in 0..<20 { try tx.put("notes", key: "k\(n)", data: Data("v\(n)".utf8)) }
                 }
                 let pushing = Task { try await sync.sync() }
-                let monitor = try await TestPostgres.connection()
-                try await waitUntil("the relay's push waits for the held lock", polling: .milliseconds(5)) {
-                    try await monitor.transaction(operation: "watch locks") { connection in
-                        try connection.execute(
-                            "SELECT count(*) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))",
-                            [.int64(Int64(holderPID))]
-                        ).int64(0, 0)
-                    } > 0
-                }
+                try await waitUntilBlocked(by: holderPID)
                 await relay.process.kill()
                 let lost = await #expect(throws: SyncError.self) { _ = try await pushing.value }
                 #expect(lost?.code == .unreachable, "\(String(describing: lost))")

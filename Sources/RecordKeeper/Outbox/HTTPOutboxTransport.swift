@@ -92,31 +92,21 @@ public struct HTTPOutboxTransport: OutboxTransport {
         request.setValue(operation.id.uuidString, forHTTPHeaderField: "Idempotency-Key")
         request.setValue(operation.kind, forHTTPHeaderField: "RecordKeeper-Operation-Kind")
 
-        let data: Data
-        let response: URLResponse
-        do {
-            (data, response) = try await session.data(for: request)
-        } catch let error as URLError where error.code == .cancelled && Task.isCancelled {
-            // The delivering task was cancelled (URLSession reports that as URLError.cancelled
-            // on Apple platforms and on Linux alike): a cancellation, which the processor
-            // records as an attempt due again at once, not a failure to back off from.
-            // (A CancellationError from the session passes through unchanged.)
-            throw CancellationError()
-        } catch let error as URLError {
-            let what = HTTPFailureText.describe(
-                error, timeout: session.configuration.timeoutIntervalForRequest,
-                afterTimeout: "the server may have applied it, so it is sent again with the same Idempotency-Key")
-            throw OutboxDeliveryFailure.retryable("\(endpoint.absoluteString): \(what)")
-        }
+        // A cancelled delivery is a CancellationError, which the processor records as an
+        // attempt due again at once, not a failure to back off from.
+        let (data, response) = try await HTTPClientSupport.send(
+            request, through: session,
+            afterTimeout: "the server may have applied it, so it is sent again with the same Idempotency-Key"
+        ) { words, _ in OutboxDeliveryFailure.retryable("\(endpoint.absoluteString): \(words)") }
         guard let http = response as? HTTPURLResponse else {
             throw OutboxDeliveryFailure.retryable("\(endpoint.absoluteString): the response was not HTTP")
         }
         let status = http.statusCode
         if (200..<300).contains(status) { return }
-        let description = "HTTP \(status) from \(endpoint.absoluteString)" + HTTPFailureText.bodyExcerpt(data)
+        let description = "HTTP \(status) from \(endpoint.absoluteString)" + HTTPClientSupport.bodyExcerpt(data)
         switch status {
         case 408, 429, 500..<600:
-            let retryAfter = http.value(forHTTPHeaderField: "Retry-After").flatMap { HTTPFailureText.retryAfter($0, now: Date()) }
+            let retryAfter = http.value(forHTTPHeaderField: "Retry-After").flatMap { HTTPClientSupport.retryAfter($0, now: Date()) }
             throw OutboxDeliveryFailure.retryable(description, retryAfter: retryAfter)
         case 401:
             throw OutboxDeliveryFailure.retryable(description)

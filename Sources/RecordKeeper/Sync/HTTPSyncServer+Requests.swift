@@ -52,19 +52,13 @@ extension HTTPSyncServer {
         if authorized {
             request.setValue("Bearer \(try await bearerToken())", forHTTPHeaderField: "Authorization")
         }
-        let data: Data
-        let response: URLResponse
-        do {
-            (data, response) = try await session.data(for: request)
-        } catch let error as URLError where error.code == .cancelled && Task.isCancelled {
-            throw CancellationError()
-        } catch let error as URLError {
-            let what = HTTPFailureText.describe(
-                error, timeout: session.configuration.timeoutIntervalForRequest,
-                afterTimeout: body == nil
-                    ? "nothing was changed"
-                    : "the relay may have applied the push; pushing the same operations again applies none twice")
-            throw SyncError(.unreachable, "the \(operation) through \(url.absoluteString) failed: \(what)", underlying: error)
+        let (data, response) = try await HTTPClientSupport.send(
+            request, through: session,
+            afterTimeout: body == nil
+                ? "nothing was changed"
+                : "the relay may have applied the push; pushing the same operations again applies none twice"
+        ) { [url] words, error in
+            SyncError(.unreachable, "the \(operation) through \(url.absoluteString) failed: \(words)", underlying: error)
         }
         guard let http = response as? HTTPURLResponse else {
             throw SyncError(.serverFailure, "the answer of \(url.absoluteString) to the \(operation) was not HTTP")
@@ -93,7 +87,7 @@ extension HTTPSyncServer {
         } catch {
             detail = nil  // not a relay's error body (a proxy's page): its start is quoted below
         }
-        let reason = detail?.message ?? "no reason given" + HTTPFailureText.bodyExcerpt(data)
+        let reason = detail?.message ?? "no reason given" + HTTPClientSupport.bodyExcerpt(data)
         let said = "the relay at \(url.absoluteString) refused the \(operation) (HTTP \(status)): \(reason)"
         switch status {
         case 400:
@@ -108,7 +102,7 @@ extension HTTPSyncServer {
             return SyncError(.configuration, said + "; is \(url.absoluteString) a sync relay of protocol v\(RelayWire.version)?")
         case 408, 429, 502, 503, 504:
             let retryAfter = response.value(forHTTPHeaderField: "Retry-After")
-                .flatMap { HTTPFailureText.retryAfter($0, now: Date()) }
+                .flatMap { HTTPClientSupport.retryAfter($0, now: Date()) }
             return SyncError(
                 .unreachable, "the relay at \(url.absoluteString) cannot serve the \(operation) now (HTTP \(status)): \(reason)",
                 retryAfter: retryAfter)

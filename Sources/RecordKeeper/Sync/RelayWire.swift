@@ -34,6 +34,7 @@ public enum RelayWire {
         public var space: String?
         public var operations: [SyncOperation]
 
+        /// Creates a push request.
         public init(space: String? = nil, operations: [SyncOperation]) {
             self.space = space
             self.operations = operations
@@ -44,6 +45,7 @@ public enum RelayWire {
     public struct PushResponse: Codable, Sendable {
         public var outcomes: [SyncOutcome]
 
+        /// Creates a push answer.
         public init(outcomes: [SyncOutcome]) {
             self.outcomes = outcomes
         }
@@ -62,6 +64,7 @@ public enum RelayWire {
         /// The most changes one pull page holds (a larger `limit` is lowered to it).
         public var maxPullLimit: Int
 
+        /// Creates a health answer.
         public init(status: String, reason: String? = nil, protocolVersion: Int, maxBodyBytes: Int, maxPullLimit: Int) {
             self.status = status
             self.reason = reason
@@ -83,6 +86,7 @@ public enum RelayWire {
             /// The body limit, in a 413.
             public var maxBodyBytes: Int?
 
+            /// Creates an error detail.
             public init(code: String, message: String, maxBodyBytes: Int? = nil) {
                 self.code = code
                 self.message = message
@@ -93,6 +97,7 @@ public enum RelayWire {
         /// The error.
         public var error: Detail
 
+        /// Creates an error body.
         public init(error: Detail) {
             self.error = error
         }

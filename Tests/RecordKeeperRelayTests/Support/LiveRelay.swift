@@ -1,5 +1,6 @@
 import Foundation
 import RecordKeeper
+import RecordKeeperPostgres
 import RecordKeeperRelay
 import RecordKeeperTestSupport
 import Testing
@@ -64,5 +65,18 @@ func withLiveRelay(
             let stopped = try await relay.process.terminate()
             #expect(stopped.status == 0, "\(stopped.log)")
         }
+    }
+}
+
+/// Returns once a PostgreSQL backend waits for a lock the backend `holder` holds (the relay's
+/// push behind a push the test holds open), as `pg_blocking_pids` sees it.
+func waitUntilBlocked(by holder: Int32) async throws {
+    let monitor = try await TestPostgres.connection()
+    try await waitUntil("a push waits for the held lock", polling: .milliseconds(5)) {
+        try await monitor.transaction(operation: "watch locks") { connection in
+            try connection.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))", [.int64(Int64(holder))]
+            ).int64(0, 0)
+        } > 0
     }
 }

@@ -3,9 +3,27 @@ import Foundation
     import FoundationNetworking
 #endif
 
-/// The words for failed HTTP requests, shared by ``HTTPOutboxTransport`` and
+/// Sending a request and the words for its failures, shared by ``HTTPOutboxTransport`` and
 /// ``HTTPSyncServer``.
-enum HTTPFailureText {
+enum HTTPClientSupport {
+    /// Sends `request` through `session`. A cancelled task is `CancellationError` (URLSession
+    /// reports it as `URLError.cancelled` on Apple platforms and on Linux alike); any other
+    /// `URLError` becomes `failure(words)`, the words saying what happened (``describe(_:timeout:afterTimeout:)``).
+    static func send(
+        _ request: URLRequest, through session: URLSession, afterTimeout: String,
+        failure: (_ words: String, _ error: URLError) -> any Error
+    ) async throws -> (Data, URLResponse) {
+        do {
+            return try await session.data(for: request)
+        } catch let error as URLError where error.code == .cancelled && Task.isCancelled {
+            throw CancellationError()
+        } catch let error as URLError {
+            throw failure(
+                describe(error, timeout: session.configuration.timeoutIntervalForRequest, afterTimeout: afterTimeout),
+                error)
+        }
+    }
+
     /// What a failed request means, in words (Foundation's own text on Linux is only
     /// "The operation could not be completed. (NSURLErrorDomain error -1001.)"), with the
     /// `URLError` code for searching. `timeout` is the one that applied: the session's;

@@ -20,7 +20,7 @@ public import Testing
 /// `@unchecked Sendable`: after `start()` only `Process`'s own thread-safe accessors are used
 /// and the files are read, never written, by this object; `exited` is an actor.
 public final class ChildProcess: @unchecked Sendable {
-    public let process = Process()
+    public let process = SpawnedProcess()
     public let outputURL: URL
     public let errorURL: URL
     private let inputURL: URL?

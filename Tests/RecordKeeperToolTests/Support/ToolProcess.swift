@@ -22,7 +22,7 @@ final class ToolProcess {
             environment: changes, inputPipe: input)
     }
 
-    var process: Process { child.process }
+    var process: SpawnedProcess { child.process }
 
     func start() throws { try child.start() }
 

@@ -9,7 +9,7 @@ import Testing
     /// Runs curl with `arguments`; returns its exit status and standard output.
     private func curl(_ arguments: [String]) async throws -> (status: Int32, output: String) {
         try await onOwnThread {
-            let process = Process()
+            let process = SpawnedProcess()
             process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
             process.arguments = ["curl", "--silent", "--show-error", "--max-time", "60"] + arguments
             let output = Pipe()

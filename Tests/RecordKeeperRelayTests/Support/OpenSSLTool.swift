@@ -1,4 +1,5 @@
 import Foundation
+import RecordKeeperTestSupport
 
 /// The `openssl` command (Debian package `openssl`), for keys and certificates tests make.
 enum OpenSSLTool {
@@ -8,7 +9,7 @@ enum OpenSSLTool {
 
     /// Runs `openssl arguments` in `directory`; throws with its stderr when it fails.
     static func run(_ arguments: [String], in directory: URL) throws {
-        let process = Process()
+        let process = SpawnedProcess()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["openssl"] + arguments
         process.currentDirectoryURL = directory

@@ -25,7 +25,7 @@ struct RelayProcess {
     static func run(_ arguments: [String], environment: [String: String] = [:]) async throws
         -> (status: Int32, output: String, error: String)
     {
-        let process = Process()
+        let process = SpawnedProcess()
         process.executableURL = try executable()
         process.arguments = arguments
         process.environment = environment

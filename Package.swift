@@ -30,6 +30,8 @@ let package = Package(
         .library(name: "RecordKeeperPostgres", targets: ["RecordKeeperPostgres"]),
         .executable(name: "recordkeeper", targets: ["recordkeeper"]),
         .executable(name: "recordkeeper-bench", targets: ["recordkeeper-bench"]),
+        .library(name: "RecordKeeperRelay", targets: ["RecordKeeperRelay"]),
+        .executable(name: "recordkeeper-relay", targets: ["recordkeeper-relay"]),
     ],
     targets: [
         .systemLibrary(
@@ -72,9 +74,46 @@ let package = Package(
             dependencies: ["RecordKeeper", "CLibPQ"],
             swiftSettings: swiftSettings
         ),
+        // The small argument parser the command-line tools share (`recordkeeper`,
+        // `recordkeeper-relay`).
+        .target(
+            name: "RecordKeeperCommandLine",
+            swiftSettings: swiftSettings
+        ),
         .target(
             name: "RecordKeeperTool",
-            dependencies: ["RecordKeeper", "RecordKeeperPostgres"],
+            dependencies: ["RecordKeeper", "RecordKeeperPostgres", "RecordKeeperCommandLine"],
+            swiftSettings: swiftSettings
+        ),
+        // libmicrohttpd and OpenSSL's libcrypto, for the sync relay. Server-side only (Linux and
+        // macOS): only RecordKeeperRelay links them, never the RecordKeeper library, which stays
+        // buildable for iOS with SQLite alone.
+        .systemLibrary(
+            name: "CMicroHTTPD",
+            pkgConfig: "libmicrohttpd",
+            providers: [.apt(["libmicrohttpd-dev"]), .brew(["libmicrohttpd"])]
+        ),
+        .systemLibrary(
+            name: "CCrypto",
+            pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"]), .brew(["openssl@3"])]
+        ),
+        // The sync relay: an HTTP server over libmicrohttpd, JWT bearer tokens on libcrypto, and
+        // SyncRelay, which serves any RecordSyncServer to devices over HTTP (docs/RELAY.md).
+        .target(
+            name: "RecordKeeperRelay",
+            dependencies: ["RecordKeeper", "CMicroHTTPD", "CCrypto"],
+            swiftSettings: swiftSettings
+        ),
+        // The `recordkeeper-relay` command line (migrate, serve, token), as a library for tests.
+        .target(
+            name: "RecordKeeperRelayTool",
+            dependencies: ["RecordKeeperRelay", "RecordKeeper", "RecordKeeperPostgres", "RecordKeeperCommandLine"],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "recordkeeper-relay",
+            dependencies: ["RecordKeeperRelayTool"],
             swiftSettings: swiftSettings
         ),
         .executableTarget(
@@ -84,7 +123,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "recordkeeper-bench",
-            dependencies: ["RecordKeeper", "CSQLite", "RecordKeeperPostgres", "CLibPQ"],
+            dependencies: ["RecordKeeper", "CSQLite", "RecordKeeperPostgres", "CLibPQ", "RecordKeeperRelay"],
             swiftSettings: swiftSettings
         ),
         // What the test targets share: temporary directories, gates, locked test state, store
@@ -132,6 +171,14 @@ let package = Package(
         .testTarget(
             name: "RecordKeeperPostgresTests",
             dependencies: ["RecordKeeperPostgres", "RecordKeeper", "CLibPQ", "RecordKeeperTestSupport"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "RecordKeeperRelayTests",
+            dependencies: [
+                "RecordKeeperRelay", "RecordKeeperRelayTool", "RecordKeeper", "RecordKeeperPostgres", "CCrypto",
+                "recordkeeper-relay", "recordkeeper", "RecordKeeperTestSupport",
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

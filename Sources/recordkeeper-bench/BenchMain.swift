@@ -54,6 +54,7 @@ func runBench(_ options: BenchOptions) async -> Int32 {
     do {
         var syncDone = false
         var syncClientDone = false
+        var relayDone = false
         for workload in options.workloads {
             switch workload {
             case .w1: try await runner.runBulkInsert()
@@ -87,6 +88,12 @@ func runBench(_ options: BenchOptions) async -> Int32 {
                 }
             case .s5:
                 if let conninfo = options.postgres { try await runner.runCrowdedPush(conninfo: conninfo) }
+            case .s6, .s7:
+                // One run measures both (the same relay and schema).
+                if !relayDone, let conninfo = options.postgres {
+                    relayDone = true
+                    try await runner.runRelay(conninfo: conninfo)
+                }
             }
         }
     } catch {
@@ -112,7 +119,7 @@ func runBench(_ options: BenchOptions) async -> Int32 {
             case .table:
                 let settings = header.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
                 return "recordkeeper-bench  \(settings)\n"
-                    + "ratio = implementation / raw SQLite (raw libpq for S1..S4, the same push into an empty server for S5; time or memory; throughput inverted), > 1 is slower/bigger\n\n"
+                    + "ratio = implementation / raw SQLite (raw libpq for S1..S4, the same push into an empty server for S5, direct PostgresSyncServer for S6/S7; time or memory; throughput inverted), > 1 is slower/bigger\n\n"
                     + ResultFormatter.table(rows)
             case .json: return try ResultFormatter.json(rows, header: header)
             case .csv: return ResultFormatter.csv(rows)

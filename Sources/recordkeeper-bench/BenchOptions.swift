@@ -13,7 +13,7 @@ enum WorkloadID: String, Sendable, CaseIterable, Comparable {
     case t1 = "T1", t2 = "T2", t3 = "T3", t4 = "T4"
     case c1 = "C1"
     case o1 = "O1", o2 = "O2"
-    case s1 = "S1", s2 = "S2", s3 = "S3", s4 = "S4", s5 = "S5"
+    case s1 = "S1", s2 = "S2", s3 = "S3", s4 = "S4", s5 = "S5", s6 = "S6", s7 = "S7"
 
     static func < (lhs: WorkloadID, rhs: WorkloadID) -> Bool {
         let order = allCases
@@ -43,6 +43,8 @@ enum WorkloadID: String, Sendable, CaseIterable, Comparable {
         case .s3: "sync: RecordSync uploads N records from a local store through PostgreSQL vs raw libpq batches of 1,000"
         case .s4: "sync: a fresh device pulls N records through RecordSync into its store vs raw libpq keyset pages"
         case .s5: "sync: push N records into a new space of a server holding 600,000 rows of other spaces vs an empty server"
+        case .s6: "sync: push and pull N records through the relay (HTTPSyncServer, loopback) vs direct PostgresSyncServer"
+        case .s7: "sync: one-record push round trip through the relay vs direct PostgresSyncServer, p50/p99"
         }
     }
 
@@ -88,9 +90,9 @@ struct BenchOptions: Sendable {
 
       --n N                 records in the store (default 100000)
       --repeat R            repeats per workload; medians are reported (default 5)
-      --workloads LIST      comma-separated subset of W1..W9,T1..T4,C1,O1,O2,S1..S5 (default: all
-                            available; S1..S5 only with a PostgreSQL server)
-      --postgres CONNINFO   PostgreSQL server for S1..S5 (default: RECORDKEEPER_TEST_POSTGRES;
+      --workloads LIST      comma-separated subset of W1..W9,T1..T4,C1,O1,O2,S1..S7 (default: all
+                            available; S1..S7 only with a PostgreSQL server)
+      --postgres CONNINFO   PostgreSQL server for S1..S7 (default: RECORDKEEPER_TEST_POSTGRES;
                             scripts/with-postgres.sh starts a throwaway one and sets it). The
                             bench creates and drops the schema recordkeeper_bench there.
       --format F            table | json | csv (default table)
@@ -215,7 +217,7 @@ struct BenchOptions: Sendable {
         }
         if options.postgres == nil {
             if explicitWorkloads, options.workloads.contains(where: \.needsPostgres) {
-                throw ParseError(description: "S1..S5 need a PostgreSQL server: --postgres CONNINFO or RECORDKEEPER_TEST_POSTGRES")
+                throw ParseError(description: "S1..S7 need a PostgreSQL server: --postgres CONNINFO or RECORDKEEPER_TEST_POSTGRES")
             }
             options.workloads.removeAll(where: \.needsPostgres)
         }

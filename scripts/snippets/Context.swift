@@ -34,3 +34,9 @@ public let books = RecordRepository<Book>(store: store, collection: "books")
 public let data = Data("{}".utf8)
 public let body = Data("{}".utf8)
 public let server = InMemorySyncServer()
+
+/// The app's source of relay tokens, for the pages on `HTTPSyncServer`.
+public struct AppTokens: Sendable {
+    public func current() async throws -> String { "" }
+}
+public let tokens = AppTokens()

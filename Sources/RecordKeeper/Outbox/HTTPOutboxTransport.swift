@@ -92,85 +92,26 @@ public struct HTTPOutboxTransport: OutboxTransport {
         request.setValue(operation.id.uuidString, forHTTPHeaderField: "Idempotency-Key")
         request.setValue(operation.kind, forHTTPHeaderField: "RecordKeeper-Operation-Kind")
 
-        let data: Data
-        let response: URLResponse
-        do {
-            (data, response) = try await session.data(for: request)
-        } catch let error as URLError where error.code == .cancelled && Task.isCancelled {
-            // The delivering task was cancelled (URLSession reports that as URLError.cancelled
-            // on Apple platforms and on Linux alike): a cancellation, which the processor
-            // records as an attempt due again at once, not a failure to back off from.
-            // (A CancellationError from the session passes through unchanged.)
-            throw CancellationError()
-        } catch let error as URLError {
-            throw OutboxDeliveryFailure.retryable(
-                "\(endpoint.absoluteString): \(Self.describe(error, timeout: session.configuration.timeoutIntervalForRequest))")
-        }
+        // A cancelled delivery is a CancellationError, which the processor records as an
+        // attempt due again at once, not a failure to back off from.
+        let (data, response) = try await HTTPClientSupport.send(
+            request, through: session,
+            afterTimeout: "the server may have applied it, so it is sent again with the same Idempotency-Key"
+        ) { words, _ in OutboxDeliveryFailure.retryable("\(endpoint.absoluteString): \(words)") }
         guard let http = response as? HTTPURLResponse else {
             throw OutboxDeliveryFailure.retryable("\(endpoint.absoluteString): the response was not HTTP")
         }
         let status = http.statusCode
         if (200..<300).contains(status) { return }
-        let description = "HTTP \(status) from \(endpoint.absoluteString)" + Self.bodyExcerpt(data)
+        let description = "HTTP \(status) from \(endpoint.absoluteString)" + HTTPClientSupport.bodyExcerpt(data)
         switch status {
         case 408, 429, 500..<600:
-            let retryAfter = http.value(forHTTPHeaderField: "Retry-After").flatMap { Self.retryAfter($0, now: Date()) }
+            let retryAfter = http.value(forHTTPHeaderField: "Retry-After").flatMap { HTTPClientSupport.retryAfter($0, now: Date()) }
             throw OutboxDeliveryFailure.retryable(description, retryAfter: retryAfter)
         case 401:
             throw OutboxDeliveryFailure.retryable(description)
         default:
             throw OutboxDeliveryFailure.permanent(description)
         }
-    }
-
-    /// What a failed request means, in words (Foundation's own text on Linux is only
-    /// "The operation could not be completed. (NSURLErrorDomain error -1001.)"), with the
-    /// `URLError` code for searching. `timeout` is the one that applied: the session's.
-    static func describe(_ error: URLError, timeout: TimeInterval) -> String {
-        let what: String
-        switch error.code {
-        case .timedOut:
-            let seconds = timeout.rounded() == timeout ? String(Int(timeout)) : String(timeout)
-            what = "timed out: no answer within \(seconds) s (the session's timeoutIntervalForRequest); "
-                + "the server may have applied it, so it is sent again with the same Idempotency-Key"
-        case .cannotConnectToHost:
-            what = "could not connect: nothing accepted the connection at this address"
-        case .cannotFindHost, .dnsLookupFailed:
-            what = "could not connect: the host name could not be resolved"
-        case .networkConnectionLost:
-            what = "the connection was lost before an answer arrived; the server may have applied it"
-        case .notConnectedToInternet:
-            what = "could not connect: there is no network connection"
-        case .secureConnectionFailed, .serverCertificateUntrusted, .serverCertificateHasBadDate,
-             .serverCertificateNotYetValid, .serverCertificateHasUnknownRoot, .clientCertificateRejected,
-             .clientCertificateRequired:
-            what = "the TLS connection failed (certificate or handshake)"
-        case .cancelled:
-            what = "the request was cancelled"
-        case .badServerResponse:
-            what = "the server's answer was not valid HTTP"
-        default:
-            what = error.localizedDescription
-        }
-        return "\(what) (URLError \(error.code.rawValue))"
-    }
-
-    /// The first 200 characters of a response body, for `lastError`.
-    static func bodyExcerpt(_ data: Data) -> String {
-        guard !data.isEmpty else { return "" }
-        let text = String(decoding: data.prefix(200), as: UTF8.self)
-        return ": " + text + (data.count > 200 ? "…" : "")
-    }
-
-    /// A `Retry-After` value: delay seconds, or an HTTP date (RFC 9110 IMF-fixdate).
-    static func retryAfter(_ value: String, now: Date) -> Duration? {
-        let trimmed = value.trimmingCharacters(in: .whitespaces)
-        if let seconds = Int(trimmed), seconds >= 0 { return .seconds(seconds) }
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
-        guard let date = formatter.date(from: trimmed) else { return nil }
-        return .milliseconds(Int64(max(0, date.timeIntervalSince(now)) * 1000))
     }
 }

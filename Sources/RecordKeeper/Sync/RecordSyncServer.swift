@@ -3,8 +3,9 @@
 /// A space (one person's or one tenant's data) scopes everything: a server answers a request
 /// of one space from that space's records, operations and counter only. `PostgresSyncServer`
 /// (module `RecordKeeperPostgres`) implements it over PostgreSQL for servers and trusted
-/// networks; ``InMemorySyncServer`` implements the same rules in memory, for tests; a relay over
-/// HTTP can implement it later, so that devices on the internet never hold database credentials.
+/// networks; ``HTTPSyncServer`` reaches it through a sync relay (`recordkeeper-relay`) over
+/// HTTPS with a token, so that devices on the internet never hold database credentials;
+/// ``InMemorySyncServer`` implements the same rules in memory, for tests.
 ///
 /// ```swift
 /// let outcomes = try await server.push(space: "alice", operations: pending)
@@ -39,8 +40,9 @@ public protocol RecordSyncServer: Sendable {
     ///
     /// - Throws: ``SyncError`` with code ``SyncError/Code/invalidRequest`` for bad input
     ///   (nothing of the request is applied), ``SyncError/Code/unreachable`` when the server
-    ///   cannot be reached (the outcome is unknown: push the same operations again later), or
-    ///   ``SyncError/Code/serverFailure``.
+    ///   cannot be reached (the outcome is unknown: push the same operations again later),
+    ///   ``SyncError/Code/unauthorized`` or ``SyncError/Code/forbidden`` (a relay refused the
+    ///   token or what it asked; nothing was applied), or ``SyncError/Code/serverFailure``.
     func push(space: String, operations: [SyncOperation]) async throws -> [SyncOutcome]
 
     /// Returns up to `limit` changes committed after `cursor`, oldest first, with the cursor to

@@ -2,7 +2,9 @@
 ///
 /// ``code`` says what kind of failure it is: only ``Code/unreachable`` means "try again later";
 /// ``Code/configuration`` and ``Code/authentication`` need the settings corrected,
-/// ``Code/forkedDevice`` needs ``RecordSync/recover()``. ``message`` says what happened in
+/// ``Code/unauthorized`` a new token, ``Code/forbidden`` a token for what was asked,
+/// ``Code/forkedDevice`` needs ``RecordSync/recover()``. An unreachable server may say when to
+/// try again (``retryAfter``). ``message`` says what happened in
 /// words, naming the space, record or operation; ``underlying`` keeps the implementation's own
 /// error (for PostgreSQL, a `PostgresError` with its SQLSTATE).
 public struct SyncError: Error, Sendable, CustomStringConvertible {
@@ -40,6 +42,14 @@ public struct SyncError: Error, Sendable, CustomStringConvertible {
         /// pending; ``RecordSync/recover()`` (`recordkeeper sync --recover`) makes the store
         /// sync as a new device.
         public static let forkedDevice = Code("forkedDevice")
+        /// A relay refused the request's token (HTTP 401): none was given, or it is expired,
+        /// not yet valid, wrongly signed or for another audience. Nothing was read or written,
+        /// and sending the same token again does not help: get a new one.
+        public static let unauthorized = Code("unauthorized")
+        /// A relay refused what the token asked for (HTTP 403): another space than the token's,
+        /// a push with a read-only token, a collection the token does not grant. Nothing was
+        /// read or written; trying again with the same token does not help.
+        public static let forbidden = Code("forbidden")
     }
 
     /// What kind of failure this is.
@@ -48,12 +58,18 @@ public struct SyncError: Error, Sendable, CustomStringConvertible {
     public let message: String
     /// The implementation's own error, if there is one.
     public let underlying: (any Error & Sendable)?
+    /// For ``Code/unreachable``: how long the server asked to be left alone (a relay's
+    /// `Retry-After` on 429 or 503), when it said so.
+    public let retryAfter: Duration?
 
     /// Creates an error.
-    public init(_ code: Code, _ message: String, underlying: (any Error & Sendable)? = nil) {
+    public init(
+        _ code: Code, _ message: String, underlying: (any Error & Sendable)? = nil, retryAfter: Duration? = nil
+    ) {
         self.code = code
         self.message = message
         self.underlying = underlying
+        self.retryAfter = retryAfter
     }
 
     public var description: String {

@@ -119,6 +119,14 @@ public enum PostgresSyncSchema {
     package static func migrate(
         _ connection: PostgresConnection, upTo target: Int64, timeout: Duration = PostgresSyncServer.defaultTimeout
     ) async throws -> [Int64] {
+        // A current schema needs no CREATE: a role with only DML rights serves it
+        // (docs/RELAY.md "The database role"). Only a schema behind takes the lock and migrates.
+        let found = try await connection.withTimeout(timeout) { connection in try readVersion(connection) }
+        if found > currentVersion {
+            throw SyncError(
+                .newerServerSchema, "the server's sync schema is version \(found); this library knows up to \(currentVersion)")
+        }
+        if found >= target { return [] }
         var applied: [Int64] = []
         for step in steps where step.version <= target {
             let ran = try await connection.withTimeout(timeout) { connection in
@@ -165,7 +173,11 @@ public enum PostgresSyncSchema {
 
     /// The database's schema version (0 when the sync tables were never created).
     public static func version(_ connection: PostgresConnection) async throws -> Int64 {
-        try await connection.transaction(.readCommitted, readOnly: true, operation: "read the schema version") {
+        try await readVersion(connection)
+    }
+
+    private static func readVersion(_ connection: isolated PostgresConnection) throws -> Int64 {
+        try connection.transaction(.readCommitted, readOnly: true, operation: "read the schema version") {
             connection throws -> Int64 in
             let exists = try connection.execute(
                 "SELECT to_regclass('recordkeeper_sync_schema') IS NOT NULL",

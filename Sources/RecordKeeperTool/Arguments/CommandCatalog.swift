@@ -1,3 +1,5 @@
+import RecordKeeperCommandLine
+
 /// Every command the tool knows, with the text its `--help` prints.
 enum CommandCatalog {
     static let globalOptions: [OptionSpec] = [
@@ -120,16 +122,20 @@ enum CommandCatalog {
         CommandSpec(
             name: "sync", arguments: [],
             options: [
-                .value("server", "CONNINFO",
-                       help: "The PostgreSQL sync server, as libpq conninfo or URI (default: $RECORDKEEPER_SYNC_SERVER)."),
-                .value("space", "SPACE", help: "The space to sync with (required the first time; later the stored one)."),
+                .value("server", "CONNINFO|URL",
+                       help: "A relay's http(s) URL, or a PostgreSQL server as libpq conninfo or URI (default: $RECORDKEEPER_SYNC_SERVER)."),
+                .value("token-file", "FILE", help: "Through a relay: the file holding the token (default: the token in $RECORDKEEPER_SYNC_TOKEN)."),
+                .value("space", "SPACE", help: "The space to sync with (required the first time; later the stored one; through a relay the token's)."),
                 .value("collections", "a,b", help: "Collections to start syncing (required the first time)."),
                 .flag("last-writer-wins", help: "The collections named let the later push win instead of reporting conflicts."),
                 .flag("recover", help: "Sync as a new device first: after restoring the store from a backup, or when the server refused it as forked."),
                 .value("timeout", "SECONDS", help: "How long one push or pull request may take (default 30)."),
             ],
-            summary: "Push pending changes to a PostgreSQL sync server, then pull to its head.",
+            summary: "Push pending changes to a sync relay or PostgreSQL server, then pull to its head.",
             discussion: """
+                --server http(s)://HOST:PORT syncs through a relay (recordkeeper-relay) with the token of --token-file
+                (or $RECORDKEEPER_SYNC_TOKEN): the space is the token's (--space, if given, must be it). Any other
+                --server is a PostgreSQL connection string (direct mode, for trusted networks).
                 The first sync of a store needs --space and --collections; they are stored, and later syncs
                 use them (a different --space is refused; --collections adds collections, or sets the policy of
                 collections already syncing: report, or with --last-writer-wins the later push wins). Records present
@@ -141,7 +147,8 @@ enum CommandCatalog {
                 Exits 69 when the server cannot be reached or does not answer in time (local data untouched:
                 pending changes stay queued and go with the next sync), 65 for bad input (nothing changed) and
                 when the server refused the store's operations as a copy of another device's (run --recover),
-                77 when the server refuses the role or password, 78 when the settings are wrong (retrying helps
+                77 when the server refuses the role or password or the relay the token or request, 78 when the
+                settings are wrong (retrying helps
                 neither). Connecting is given up after 10 s (connect_timeout=N in CONNINFO, or
                 PGCONNECT_TIMEOUT, sets another bound), a push or pull request after --timeout.
                 """),
@@ -220,19 +227,10 @@ enum CommandCatalog {
     }
 
     private static func padded(_ text: String, to width: Int) -> String {
-        text + String(repeating: " ", count: max(0, width - text.count))
+        HelpText.padded(text, to: width)
     }
 
     private static func optionLines(_ options: [OptionSpec]) -> [String] {
-        let labels = options.map { option -> String in
-            var label = option.shortName.map { "-\($0), " } ?? "    "
-            label += "--" + option.name
-            if let valueName = option.valueName { label += " " + valueName }
-            return label
-        }
-        let width = labels.map(\.count).max() ?? 0
-        return zip(labels, options).map { label, option in
-            "  " + padded(label, to: width) + "  " + option.help
-        }
+        HelpText.optionLines(options)
     }
 }

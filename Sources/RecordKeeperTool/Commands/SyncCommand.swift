@@ -4,8 +4,9 @@ import RecordKeeperPostgres
 
 /// `sync --server CONNINFO --space SPACE [--collections a,b] [--last-writer-wins] [--recover]
 /// [--timeout SECONDS]`: pushes what is pending, then pulls to the server's head, through
-/// `RecordSync` and a `PostgresSyncServer`; with `--recover`, the store first takes a new device
-/// id (`RecordSync.recover()`).
+/// `RecordSync` and a `PostgresSyncServer`; with `--server http(s)://… --token-file F`, through
+/// a relay (`HTTPSyncServer`) in the token's space; with `--recover`, the store first takes a
+/// new device id (`RecordSync.recover()`).
 ///
 /// Everything that can be checked without the server is checked first (arguments, the space
 /// and collections the store already syncs), so bad input changes nothing. The server is
@@ -35,14 +36,22 @@ enum SyncCommand {
         guard let conninfo = arguments.values["server"] ?? context.environment[serverVariable], !conninfo.isEmpty
         else {
             throw UsageError(
-                message: "sync needs --server CONNINFO (or \(serverVariable) in the environment)", command: "sync")
+                message: "sync needs --server CONNINFO or a relay's http(s) URL (or \(serverVariable) in the environment)",
+                command: "sync")
         }
-        do {
-            try PostgresConnection.validate(conninfo: conninfo)
-        } catch {
-            let source = arguments.values["server"] == nil ? serverVariable : "--server"
-            throw ToolError(.configuration, "\(source) is not a connection string libpq can read: \(error.message); "
-                            + "nothing was changed")
+        // An http(s) URL is a relay, whose token names the space; anything else is a conninfo.
+        let relay = isRelayURL(conninfo) ? try Self.relay(conninfo, context: context) : nil
+        if relay == nil {
+            if arguments.values["token-file"] != nil {
+                throw UsageError(message: "--token-file is for a relay's http(s) URL, not a connection string", command: "sync")
+            }
+            do {
+                try PostgresConnection.validate(conninfo: conninfo)
+            } catch {
+                let source = arguments.values["server"] == nil ? serverVariable : "--server"
+                throw ToolError(.configuration, "\(source) is not a connection string libpq can read: \(error.message); "
+                                + "nothing was changed")
+            }
         }
         var timeout = PostgresSyncServer.defaultTimeout
         if let text = arguments.values["timeout"] {
@@ -54,9 +63,17 @@ enum SyncCommand {
         }
         let recover = arguments.has("recover")
         let collections = try parseCollections(arguments.values["collections"])
-        let space = arguments.values["space"]
+        var space = arguments.values["space"]
         if let space, space.isEmpty {
             throw ToolError(.dataError, "--space must not be empty; nothing was changed")
+        }
+        if let relay {
+            // Through a relay the space is the token's.
+            if let space, space != relay.space {
+                throw ToolError(.dataError, "--space \(quoted(space)) is not the token's space \(quoted(relay.space)): "
+                                + "through a relay a store syncs the space its token grants; nothing was changed")
+            }
+            space = relay.space
         }
         let policy: SyncConflictPolicy = arguments.has("last-writer-wins") ? .lastWriterWins : .report
 
@@ -78,12 +95,16 @@ enum SyncCommand {
                             + "nothing was changed")
         }
 
-        let server: PostgresSyncServer
+        let server: any RecordSyncServer
         do {
-            server = try await PostgresSyncServer.connect(request.conninfo, timeout: timeout, notices: { notice in
-                // The tool's own stderr line, never libpq's unprefixed one.
-                StandardError.writeLine("recordkeeper: server \(notice)")
-            })
+            if let relay {
+                server = try await connect(relay, timeout: timeout)
+            } else {
+                server = try await PostgresSyncServer.connect(request.conninfo, timeout: timeout, notices: { notice in
+                    // The tool's own stderr line, never libpq's unprefixed one.
+                    StandardError.writeLine("recordkeeper: server \(notice)")
+                })
+            }
         } catch let error as SyncError {
             throw ToolError(error, pending: status?.pendingOperations, touched: false)
         }
@@ -210,7 +231,8 @@ enum SyncCommand {
 extension ToolError {
     /// A sync server failure as the tool reports it: unreachable is exit 69 with what stays
     /// pending locally, a bad request 65, a store the server refused as another device's copy 65
-    /// (run --recover), refused credentials 77, wrong settings 78. A message never claims more
+    /// (run --recover), refused credentials 77 (a relay's refused token or request too), wrong
+    /// settings 78. A message never claims more
     /// than it knows: a server failure says what stays pending, not that nothing was lost.
     ///
     /// - Parameters:
@@ -235,6 +257,12 @@ extension ToolError {
         case .authentication:
             self.init(.noPermission, "the sync server refused the credentials: \(error.message); trying again does "
                       + "not help; local data untouched")
+        case .unauthorized:
+            self.init(.noPermission, "the relay refused the token: \(error.message); trying again with it does not "
+                      + "help; local data untouched;\(queue) sync again with a new token")
+        case .forbidden:
+            self.init(.noPermission, "the relay refused the request: \(error.message); trying again with this token "
+                      + "does not help; local data untouched;\(queue) sync again with a token that grants it")
         case .forkedDevice:
             self.init(.dataError, "\(error.message);\(queue) run 'recordkeeper sync --recover'")
         default:

@@ -196,10 +196,10 @@ import Testing
 
     @Test func `Retry-After is read as seconds or as an HTTP date`() {
         let now = Date(timeIntervalSince1970: 1_800_000_000)  // Fri, 15 Jan 2027 08:00:00 GMT
-        #expect(HTTPOutboxTransport.retryAfter("120", now: now) == .seconds(120))
-        #expect(HTTPOutboxTransport.retryAfter("Fri, 15 Jan 2027 08:02:00 GMT", now: now) == .seconds(120))
-        #expect(HTTPOutboxTransport.retryAfter("Fri, 15 Jan 2027 07:00:00 GMT", now: now) == .zero)
-        #expect(HTTPOutboxTransport.retryAfter("soon", now: now) == nil)
+        #expect(HTTPClientSupport.retryAfter("120", now: now) == .seconds(120))
+        #expect(HTTPClientSupport.retryAfter("Fri, 15 Jan 2027 08:02:00 GMT", now: now) == .seconds(120))
+        #expect(HTTPClientSupport.retryAfter("Fri, 15 Jan 2027 07:00:00 GMT", now: now) == .zero)
+        #expect(HTTPClientSupport.retryAfter("soon", now: now) == nil)
     }
 }
 

@@ -1,62 +1,99 @@
 /// One option a command (or the tool as a whole) accepts: `--name` alone, or `--name VALUE`.
-struct OptionSpec: Sendable, Equatable {
+package struct OptionSpec: Sendable, Equatable {
     /// The long name without its leading dashes, such as `"store"`.
-    let name: String
+    package let name: String
     /// A one-letter alias such as `h` for `-h`, if any.
-    let shortName: Character?
+    package let shortName: Character?
     /// The placeholder shown in help (`PATH`) when the option takes a value; nil for a flag.
-    let valueName: String?
+    package let valueName: String?
     /// One line for the help text.
-    let help: String
+    package let help: String
 
-    static func flag(_ name: String, short: Character? = nil, help: String) -> OptionSpec {
+    package init(name: String, shortName: Character?, valueName: String?, help: String) {
+        self.name = name
+        self.shortName = shortName
+        self.valueName = valueName
+        self.help = help
+    }
+
+    package static func flag(_ name: String, short: Character? = nil, help: String) -> OptionSpec {
         OptionSpec(name: name, shortName: short, valueName: nil, help: help)
     }
 
-    static func value(_ name: String, _ valueName: String, help: String) -> OptionSpec {
+    package static func value(_ name: String, _ valueName: String, help: String) -> OptionSpec {
         OptionSpec(name: name, shortName: nil, valueName: valueName, help: help)
     }
 
-    var takesValue: Bool { valueName != nil }
+    package var takesValue: Bool { valueName != nil }
 }
 
 /// A positional argument of a command, for arity checks and help.
-struct ArgumentSpec: Sendable, Equatable {
-    let name: String
-    let isOptional: Bool
+package struct ArgumentSpec: Sendable, Equatable {
+    package let name: String
+    package let isOptional: Bool
+
+    package init(name: String, isOptional: Bool) {
+        self.name = name
+        self.isOptional = isOptional
+    }
 }
 
 /// The shape of one command: what the parser needs, plus the text `--help` prints.
-struct CommandSpec: Sendable {
-    let name: String
-    let arguments: [ArgumentSpec]
-    let options: [OptionSpec]
-    let summary: String
-    let discussion: String
+package struct CommandSpec: Sendable {
+    package let name: String
+    package let arguments: [ArgumentSpec]
+    package let options: [OptionSpec]
+    package let summary: String
+    package let discussion: String
+
+    package init(
+        name: String, arguments: [ArgumentSpec], options: [OptionSpec], summary: String, discussion: String
+    ) {
+        self.name = name
+        self.arguments = arguments
+        self.options = options
+        self.summary = summary
+        self.discussion = discussion
+    }
 }
 
 /// What the parser understood from the command line.
-struct ParsedCommandLine: Equatable {
+package struct ParsedCommandLine: Equatable {
     /// The command name, or nil when none was given (`recordkeeper --help`).
-    var command: String?
-    var positionals: [String] = []
+    package var command: String?
+    package var positionals: [String] = []
     /// Flags that were given, by long name.
-    var flags: Set<String> = []
+    package var flags: Set<String> = []
     /// Options with a value, by long name; the last occurrence wins.
-    var values: [String: String] = [:]
+    package var values: [String: String] = [:]
     /// Every value of each option with a value, by long name, in command-line order (for
     /// options that may repeat, such as `list --where`).
-    var allValues: [String: [String]] = [:]
+    package var allValues: [String: [String]] = [:]
 
-    var wantsHelp: Bool { flags.contains("help") }
-    func has(_ flag: String) -> Bool { flags.contains(flag) }
+    package init(
+        command: String? = nil, positionals: [String] = [], flags: Set<String> = [],
+        values: [String: String] = [:]
+    ) {
+        self.command = command
+        self.positionals = positionals
+        self.flags = flags
+        self.values = values
+    }
+
+    package var wantsHelp: Bool { flags.contains("help") }
+    package func has(_ flag: String) -> Bool { flags.contains(flag) }
 }
 
 /// A command line the tool cannot run. Its message is one line for stderr; exit code 64.
-struct UsageError: Error, Equatable {
-    let message: String
+package struct UsageError: Error, Equatable {
+    package let message: String
     /// The command the message concerns, so the hint can name its help.
-    let command: String?
+    package let command: String?
+
+    package init(message: String, command: String?) {
+        self.message = message
+        self.command = command
+    }
 }
 
 /// A small parser: GNU-style long options (`--name value`, `--name=value`), `-h`, `--` ending
@@ -66,8 +103,8 @@ struct UsageError: Error, Equatable {
 /// A token of one dash followed by something other than a letter (`-5`, `-1.5`, `-[1]`) is
 /// an ordinary argument too, since no option looks like that: `put notes n -5` stores `-5`.
 /// Other values starting with `-` go after `--`.
-enum ArgumentParser {
-    static func parse(
+package enum ArgumentParser {
+    package static func parse(
         _ arguments: [String], globalOptions: [OptionSpec], commands: [CommandSpec]
     ) throws(UsageError) -> ParsedCommandLine {
         var result = ParsedCommandLine()
@@ -159,7 +196,7 @@ enum ArgumentParser {
     /// Whether `argument` is a cluster of short options such as `-h` or `-qh`: one dash and a
     /// letter. `-` alone, and a dash before a digit or any other non-letter (a negative
     /// number, `-.5`, `-[1]`), are values.
-    static func isShortOptionCluster(_ argument: String) -> Bool {
+    package static func isShortOptionCluster(_ argument: String) -> Bool {
         guard argument.hasPrefix("-"), !argument.hasPrefix("--") else { return false }
         let rest = argument.dropFirst()
         guard let first = rest.first else { return false }

@@ -1,0 +1,77 @@
+import Foundation
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// Sending a request and the words for its failures, shared by ``HTTPOutboxTransport`` and
+/// ``HTTPSyncServer``.
+enum HTTPClientSupport {
+    /// Sends `request` through `session`. A cancelled task is `CancellationError` (URLSession
+    /// reports it as `URLError.cancelled` on Apple platforms and on Linux alike); any other
+    /// `URLError` becomes `failure(words)`, the words saying what happened (``describe(_:timeout:afterTimeout:)``).
+    static func send(
+        _ request: URLRequest, through session: URLSession, afterTimeout: String,
+        failure: (_ words: String, _ error: URLError) -> any Error
+    ) async throws -> (Data, URLResponse) {
+        do {
+            return try await session.data(for: request)
+        } catch let error as URLError where error.code == .cancelled && Task.isCancelled {
+            throw CancellationError()
+        } catch let error as URLError {
+            throw failure(
+                describe(error, timeout: session.configuration.timeoutIntervalForRequest, afterTimeout: afterTimeout),
+                error)
+        }
+    }
+
+    /// What a failed request means, in words (Foundation's own text on Linux is only
+    /// "The operation could not be completed. (NSURLErrorDomain error -1001.)"), with the
+    /// `URLError` code for searching. `timeout` is the one that applied: the session's;
+    /// `afterTimeout` says what a timeout means for the request.
+    static func describe(_ error: URLError, timeout: TimeInterval, afterTimeout: String) -> String {
+        let what: String
+        switch error.code {
+        case .timedOut:
+            let seconds = timeout.rounded() == timeout ? String(Int(timeout)) : String(timeout)
+            what = "timed out: no answer within \(seconds) s (the session's timeoutIntervalForRequest); " + afterTimeout
+        case .cannotConnectToHost:
+            what = "could not connect: nothing accepted the connection at this address"
+        case .cannotFindHost, .dnsLookupFailed:
+            what = "could not connect: the host name could not be resolved"
+        case .networkConnectionLost:
+            what = "the connection was lost before an answer arrived; the server may have applied it"
+        case .notConnectedToInternet:
+            what = "could not connect: there is no network connection"
+        case .secureConnectionFailed, .serverCertificateUntrusted, .serverCertificateHasBadDate,
+             .serverCertificateNotYetValid, .serverCertificateHasUnknownRoot, .clientCertificateRejected,
+             .clientCertificateRequired:
+            what = "the TLS connection failed (certificate or handshake)"
+        case .cancelled:
+            what = "the request was cancelled"
+        case .badServerResponse:
+            what = "the server's answer was not valid HTTP"
+        default:
+            what = error.localizedDescription
+        }
+        return "\(what) (URLError \(error.code.rawValue))"
+    }
+
+    /// The first 200 characters of a response body, for error messages.
+    static func bodyExcerpt(_ data: Data) -> String {
+        guard !data.isEmpty else { return "" }
+        let text = String(decoding: data.prefix(200), as: UTF8.self)
+        return ": " + text + (data.count > 200 ? "…" : "")
+    }
+
+    /// A `Retry-After` value: delay seconds, or an HTTP date (RFC 9110 IMF-fixdate).
+    static func retryAfter(_ value: String, now: Date) -> Duration? {
+        let trimmed = value.trimmingCharacters(in: .whitespaces)
+        if let seconds = Int(trimmed), seconds >= 0 { return .seconds(seconds) }
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
+        guard let date = formatter.date(from: trimmed) else { return nil }
+        return .milliseconds(Int64(max(0, date.timeIntervalSince(now)) * 1000))
+    }
+}

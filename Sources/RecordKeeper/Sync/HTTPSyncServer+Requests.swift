@@ -1,0 +1,148 @@
+import Foundation
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+extension HTTPSyncServer {
+    /// Sends a `POST` of `body` to the push path and decodes the answer.
+    func send<Answer: Decodable>(_ operation: String, post body: Data) async throws -> Answer {
+        let (data, response) = try await exchange(operation, path: RelayWire.pushPath, body: body)
+        return try decode(operation, response, data)
+    }
+
+    /// Sends a `GET` of `path?query` and decodes the answer.
+    func send<Answer: Decodable>(_ operation: String, get path: String, query: String) async throws -> Answer {
+        let (data, response) = try await exchange(operation, path: path, query: query)
+        return try decode(operation, response, data)
+    }
+
+    private func decode<Answer: Decodable>(_ operation: String, _ response: HTTPURLResponse, _ data: Data) throws -> Answer {
+        guard response.statusCode == 200 else { throw try failure(operation, response, data) }
+        do {
+            return try RecordJSONDecoder().decode(Answer.self, from: data)
+        } catch {
+            throw SyncError(
+                .serverFailure,
+                "the relay at \(url.absoluteString) answered the \(operation) with what is not a \(operation) answer: \(error)",
+                underlying: error)
+        }
+    }
+
+    /// One request with the token (unless `authorized` is false); every failure to get an
+    /// answer is a ``SyncError``.
+    func exchange(
+        _ operation: String, path: String, query: String? = nil, body: Data? = nil, authorized: Bool = true
+    ) async throws -> (Data, HTTPURLResponse) {
+        guard var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else {
+            throw SyncError(.configuration, "\(url.absoluteString) is not a URL a relay's path can be appended to")
+        }
+        let base = components.percentEncodedPath
+        components.percentEncodedPath = base.trimmingSuffix("/") + path
+        components.percentEncodedQuery = query
+        guard let target = components.url else {
+            throw SyncError(.configuration, "\(url.absoluteString) is not a URL a relay's path can be appended to")
+        }
+        var request = URLRequest(url: target)
+        request.setValue("application/json", forHTTPHeaderField: "Accept")
+        if let body {
+            request.httpMethod = "POST"
+            request.httpBody = body
+            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        }
+        if authorized {
+            request.setValue("Bearer \(try await bearerToken())", forHTTPHeaderField: "Authorization")
+        }
+        let (data, response) = try await HTTPClientSupport.send(
+            request, through: session,
+            afterTimeout: body == nil
+                ? "nothing was changed"
+                : "the relay may have applied the push; pushing the same operations again applies none twice"
+        ) { [url] words, error in
+            SyncError(.unreachable, "the \(operation) through \(url.absoluteString) failed: \(words)", underlying: error)
+        }
+        guard let http = response as? HTTPURLResponse else {
+            throw SyncError(.serverFailure, "the answer of \(url.absoluteString) to the \(operation) was not HTTP")
+        }
+        return (data, http)
+    }
+
+    private func bearerToken() async throws -> String {
+        do {
+            return try await token()
+        } catch let error as SyncError {
+            throw error
+        } catch is CancellationError {
+            throw CancellationError()
+        } catch {
+            throw SyncError(.unauthorized, "the token provider failed: \(error); nothing was sent", underlying: error)
+        }
+    }
+
+    /// The error an answer other than 200 means (see the type's table).
+    func failure(_ operation: String, _ response: HTTPURLResponse, _ data: Data) throws -> any Error {
+        let status = response.statusCode
+        let detail: RelayWire.ErrorBody.Detail?
+        do {
+            detail = try RecordJSONDecoder().decode(RelayWire.ErrorBody.self, from: data).error
+        } catch {
+            detail = nil  // not a relay's error body (a proxy's page): its start is quoted below
+        }
+        let reason = detail?.message ?? "no reason given" + HTTPClientSupport.bodyExcerpt(data)
+        let said = "the relay at \(url.absoluteString) refused the \(operation) (HTTP \(status)): \(reason)"
+        switch status {
+        case 400:
+            return SyncError(.invalidRequest, said + "; nothing was applied")
+        case 401:
+            return SyncError(.unauthorized, said + "; nothing was read or written: get a new token")
+        case 403:
+            return SyncError(.forbidden, said + "; nothing was read or written")
+        case 413:
+            return BodyTooLarge(message: said)
+        case 404, 405:
+            return SyncError(.configuration, said + "; is \(url.absoluteString) a sync relay of protocol v\(RelayWire.version)?")
+        case 408, 429, 502, 503, 504:
+            let retryAfter = response.value(forHTTPHeaderField: "Retry-After")
+                .flatMap { HTTPClientSupport.retryAfter($0, now: Date()) }
+            return SyncError(
+                .unreachable, "the relay at \(url.absoluteString) cannot serve the \(operation) now (HTTP \(status)): \(reason)",
+                retryAfter: retryAfter)
+        default:
+            return SyncError(.serverFailure, said)
+        }
+    }
+
+    /// The longest run of whole operations from the start of `operations` whose push body fits
+    /// in `limit` bytes.
+    ///
+    /// - Throws: ``SyncError/Code/invalidRequest`` when the first operation alone does not fit
+    ///   (its changes apply together, so it cannot be split).
+    static func firstBatch(
+        of operations: ArraySlice<SyncOperation>, space: String, limit: Int, relay: URL
+    ) throws -> ArraySlice<SyncOperation> {
+        // `{"operations":[` … `],"space":"…"}`: the envelope, then each operation and a comma.
+        var size = try encoded(RelayWire.PushRequest(space: space, operations: [])).count
+        var end = operations.startIndex
+        while end < operations.endIndex {
+            let added = try encoded(operations[end]).count + (end == operations.startIndex ? 0 : 1)
+            if size + added > limit { break }
+            size += added
+            end += 1
+        }
+        guard end > operations.startIndex else {
+            let first = operations[operations.startIndex]
+            let bytes = try encoded(RelayWire.PushRequest(space: space, operations: [first])).count
+            throw SyncError(
+                .invalidRequest,
+                "operation \(first.id) is \(bytes) bytes as a push, and the relay at "
+                    + "\(relay.absoluteString) accepts at most \(limit): its changes apply together, so it cannot be "
+                    + "split; nothing of it was sent")
+        }
+        return operations[operations.startIndex..<end]
+    }
+}
+
+extension String {
+    fileprivate func trimmingSuffix(_ suffix: String) -> String {
+        hasSuffix(suffix) ? String(dropLast(suffix.count)) : self
+    }
+}

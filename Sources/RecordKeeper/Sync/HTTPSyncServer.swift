@@ -1,0 +1,169 @@
+public import Foundation
+#if canImport(FoundationNetworking)
+    public import FoundationNetworking
+#endif
+
+/// A ``RecordSyncServer`` reached through a sync relay (`recordkeeper-relay`) over HTTP or
+/// HTTPS, with a bearer token: the way apps on devices sync, never holding database
+/// credentials.
+///
+/// ```swift
+/// let server = HTTPSyncServer(url: URL(string: "https://sync.example.com")!) {
+///     try await session.currentToken()    // asked before every request, so it may refresh
+/// }
+/// let sync = RecordSync(store: store, server: server)
+/// try await sync.start(space: "alice", collections: ["notes"])
+/// try await sync.sync()
+/// ```
+///
+/// The relay takes the space from the token; the `space` each call names is sent along and
+/// must be the token's (another is ``SyncError/Code/forbidden``, with nothing read or written).
+///
+/// | answer | thrown |
+/// | --- | --- |
+/// | 401 | ``SyncError/Code/unauthorized``: get a new token; the store is untouched |
+/// | 403 | ``SyncError/Code/forbidden``: the token does not grant this space, collection or push |
+/// | 400 | ``SyncError/Code/invalidRequest``, with the relay's reason |
+/// | 408, 429, 502, 503, 504, no connection, a timeout | ``SyncError/Code/unreachable``, with ``SyncError/retryAfter`` from `Retry-After` |
+/// | 404, 405, another protocol version | ``SyncError/Code/configuration``: the URL is not a relay of this protocol |
+/// | other | ``SyncError/Code/serverFailure`` |
+///
+/// A push larger than the relay's body limit (its `GET /v1/health` says it, asked once) goes
+/// in several requests, each of whole operations in order; only a single operation larger than
+/// the limit is refused (``SyncError/Code/invalidRequest``, nothing sent). Bodies are the
+/// library's own JSON (``RecordJSONEncoder``) of the ``RelayWire`` types.
+///
+/// The session's `timeoutIntervalForRequest` is the timeout that applies (on Linux always; see
+/// ``HTTPOutboxTransport``). On Linux, `URLSession` lives in FoundationNetworking.
+public struct HTTPSyncServer: RecordSyncServer {
+    /// The relay's base URL (`https://sync.example.com`, or with a path prefix).
+    public let url: URL
+    let session: URLSession
+    let token: @Sendable () async throws -> String
+    let limits = RelayLimits()
+
+    /// Creates a client of the relay at `url`.
+    ///
+    /// - Parameters:
+    ///   - url: the relay's base URL; the protocol's paths (`/v1/push`…) are appended to it.
+    ///   - session: the session requests go through (its timeout applies).
+    ///   - token: the bearer token, asked before every request (so it may refresh). A
+    ///     ``SyncError`` it throws passes through; another error is ``SyncError/Code/unauthorized``.
+    public init(url: URL, session: URLSession = .shared, token: @escaping @Sendable () async throws -> String) {
+        self.url = url
+        self.session = session
+        self.token = token
+    }
+
+    /// Pushes `operations`, in as many requests as the relay's body limit needs.
+    ///
+    /// - Throws: ``SyncError`` (see the type's table). When a later request fails, the earlier
+    ///   ones stay applied: pushing the same operations again answers them as redeliveries.
+    public func push(space: String, operations: [SyncOperation]) async throws -> [SyncOutcome] {
+        try SyncRequestValidation.validatePush(space: space, operations: operations)
+        if operations.isEmpty { return [] }
+        var outcomes: [SyncOutcome] = []
+        var remaining = operations[...]
+        var refreshedLimit = false
+        while !remaining.isEmpty {
+            let limit = try await health().maxBodyBytes
+            let batch = try Self.firstBatch(of: remaining, space: space, limit: limit, relay: url)
+            do {
+                let response: RelayWire.PushResponse = try await send(
+                    "push", post: try Self.encoded(RelayWire.PushRequest(space: space, operations: Array(batch))))
+                guard response.outcomes.count == batch.count,
+                    zip(response.outcomes, batch).allSatisfy({ $0.operationID == $1.id })
+                else {
+                    throw SyncError(
+                        .serverFailure,
+                        "the relay at \(url.absoluteString) answered \(response.outcomes.count) outcome(s) that are not "
+                            + "those of the \(batch.count) operation(s) pushed")
+                }
+                outcomes += response.outcomes
+                remaining = remaining.dropFirst(batch.count)
+            } catch is BodyTooLarge where !refreshedLimit {
+                // The relay's limit changed since it was asked: ask again, split again, once.
+                refreshedLimit = true
+                await limits.forget()
+            } catch let tooLarge as BodyTooLarge {
+                throw SyncError(.invalidRequest, tooLarge.message)
+            }
+        }
+        return outcomes
+    }
+
+    /// Pulls one page after `cursor`.
+    ///
+    /// - Throws: ``SyncError`` (see the type's table).
+    public func pull(space: String, after cursor: SyncCursor, limit: Int) async throws -> SyncPage {
+        try SyncRequestValidation.validatePull(space: space, cursor: cursor, limit: limit)
+        let query = RelayWire.pullQuery(after: cursor, limit: limit, space: space)
+            .map { "\(Self.percentEncoded($0.name))=\(Self.percentEncoded($0.value))" }.joined(separator: "&")
+        do {
+            return try await send("pull", get: RelayWire.pullPath, query: query)
+        } catch let tooLarge as BodyTooLarge {
+            throw SyncError(.serverFailure, tooLarge.message)
+        }
+    }
+
+    /// The relay's health and limits (`GET /v1/health`, no token), asked once and kept.
+    ///
+    /// - Throws: ``SyncError``: ``SyncError/Code/unreachable`` when the relay cannot be
+    ///   reached, ``SyncError/Code/configuration`` when the URL is not a relay speaking
+    ///   ``RelayWire/version``.
+    public func health() async throws -> RelayWire.Health {
+        if let known = await limits.health { return known }
+        let (data, response) = try await exchange("health check", path: RelayWire.healthPath, authorized: false)
+        // A relay whose database does not answer says so with 503, and still gives its limits.
+        if response.statusCode == 200 || response.statusCode == 503 {
+            let health: RelayWire.Health
+            do {
+                health = try RecordJSONDecoder().decode(RelayWire.Health.self, from: data)
+            } catch {
+                throw SyncError(
+                    .configuration,
+                    "the answer of \(url.absoluteString)\(RelayWire.healthPath) is not a relay's health: \(error)",
+                    underlying: error)
+            }
+            guard health.protocolVersion == RelayWire.version else {
+                throw SyncError(
+                    .configuration,
+                    "the relay at \(url.absoluteString) speaks protocol version \(health.protocolVersion); this library "
+                        + "speaks version \(RelayWire.version)")
+            }
+            await limits.remember(health)
+            return health
+        }
+        throw try failure("health check", response, data)
+    }
+
+    /// Encodes a request body with the library's codec.
+    static func encoded(_ value: some Encodable) throws -> Data {
+        do {
+            return try RecordJSONEncoder().encode(value)
+        } catch {
+            throw SyncError(.invalidRequest, "the push could not be encoded: \(error)", underlying: error)
+        }
+    }
+
+    /// A query component, percent-encoded except for RFC 3986's unreserved characters (so `+`
+    /// and `&` in a key travel as themselves).
+    static func percentEncoded(_ text: String) -> String {
+        var allowed = CharacterSet.alphanumerics.intersection(CharacterSet(charactersIn: Unicode.Scalar(0)...Unicode.Scalar(127)))
+        allowed.insert(charactersIn: "-._~")
+        return text.addingPercentEncoding(withAllowedCharacters: allowed) ?? text
+    }
+}
+
+/// The relay's health answer, once known.
+actor RelayLimits {
+    private(set) var health: RelayWire.Health?
+
+    func remember(_ health: RelayWire.Health) { self.health = health }
+    func forget() { health = nil }
+}
+
+/// A 413 from the relay.
+struct BodyTooLarge: Error {
+    let message: String
+}

@@ -1,0 +1,105 @@
+/// The sync relay's protocol, version 1 (the `/v1/` in every path; docs/RELAY.md "Protocol"
+/// describes it): its paths, query names and JSON bodies, shared by the relay
+/// (`RecordKeeperRelay`) and the device's ``HTTPSyncServer``. Operations, outcomes and pages
+/// travel in the sync types' own `Codable` form (the one PostgreSQL stores outcomes in),
+/// written and read with ``RecordJSONEncoder`` and ``RecordJSONDecoder``.
+public enum RelayWire {
+    /// The protocol version the relay speaks (the `/v1/` of its paths).
+    public static let version = 1
+
+    /// `POST`: a ``PushRequest``, answered with a ``PushResponse``.
+    public static let pushPath = "/v1/push"
+    /// `GET` with the query of ``pullQuery(after:limit:space:)``, answered with a ``SyncPage``.
+    public static let pullPath = "/v1/pull"
+    /// `GET`, no token needed: ``Health``.
+    public static let healthPath = "/v1/health"
+
+    /// The query of a pull from `cursor`, as (name, value) pairs: `after` (the counter),
+    /// `afterCollection` and `afterKey` (when the page before was cut inside a commit),
+    /// `limit`, and `space` (optional; the relay refuses one that is not the token's).
+    public static func pullQuery(after cursor: SyncCursor, limit: Int, space: String?) -> [(name: String, value: String)] {
+        var items: [(name: String, value: String)] = [("after", String(cursor.counter))]
+        if let position = cursor.position {
+            items.append(("afterCollection", position.collection))
+            items.append(("afterKey", position.key))
+        }
+        items.append(("limit", String(limit)))
+        if let space { items.append(("space", space)) }
+        return items
+    }
+
+    /// `POST /v1/push` body: `{"operations":[…]}`, optionally with `"space"`, which must then be
+    /// the token's.
+    public struct PushRequest: Codable, Sendable {
+        public var space: String?
+        public var operations: [SyncOperation]
+
+        /// Creates a push request.
+        public init(space: String? = nil, operations: [SyncOperation]) {
+            self.space = space
+            self.operations = operations
+        }
+    }
+
+    /// `POST /v1/push` answer: one outcome per operation, in order.
+    public struct PushResponse: Codable, Sendable {
+        public var outcomes: [SyncOutcome]
+
+        /// Creates a push answer.
+        public init(outcomes: [SyncOutcome]) {
+            self.outcomes = outcomes
+        }
+    }
+
+    /// `GET /v1/health` answer.
+    public struct Health: Codable, Sendable, Equatable {
+        /// `ok`, or `unavailable` (with status 503).
+        public var status: String
+        /// Why it is unavailable.
+        public var reason: String?
+        /// ``RelayWire/version``.
+        public var protocolVersion: Int
+        /// The largest request body accepted: a device splits larger pushes.
+        public var maxBodyBytes: Int
+        /// The most changes one pull page holds (a larger `limit` is lowered to it).
+        public var maxPullLimit: Int
+
+        /// Creates a health answer.
+        public init(status: String, reason: String? = nil, protocolVersion: Int, maxBodyBytes: Int, maxPullLimit: Int) {
+            self.status = status
+            self.reason = reason
+            self.protocolVersion = protocolVersion
+            self.maxBodyBytes = maxBodyBytes
+            self.maxPullLimit = maxPullLimit
+        }
+    }
+
+    /// The body of every error answer: `{"error":{"code":"forbidden","message":"…"}}`.
+    public struct ErrorBody: Codable, Sendable {
+        /// The error.
+        public struct Detail: Codable, Sendable {
+            /// A stable name for programs (`badRequest`, `unauthorized`, `forbidden`,
+            /// `notFound`, `methodNotAllowed`, `payloadTooLarge`, `unavailable`, `serverFailure`).
+            public var code: String
+            /// What went wrong, for people. Never contains a token or a payload.
+            public var message: String
+            /// The body limit, in a 413.
+            public var maxBodyBytes: Int?
+
+            /// Creates an error detail.
+            public init(code: String, message: String, maxBodyBytes: Int? = nil) {
+                self.code = code
+                self.message = message
+                self.maxBodyBytes = maxBodyBytes
+            }
+        }
+
+        /// The error.
+        public var error: Detail
+
+        /// Creates an error body.
+        public init(error: Detail) {
+            self.error = error
+        }
+    }
+}

@@ -1,0 +1,47 @@
+extension SyncRelay {
+    /// The access the request's bearer token grants.
+    ///
+    /// - Throws: ``RelayRefusal`` with 401: no `Authorization: Bearer` header, or a token the
+    ///   verifier refuses (the reason is in the body, never the token).
+    func authorize(_ request: HTTPRequest) throws(RelayRefusal) -> RelayAccess {
+        guard let header = request.headers["Authorization"] else {
+            throw RelayResponses.unauthorized("no bearer token (Authorization: Bearer …)", reason: "no_token", invalidToken: false)
+        }
+        let parts = header.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
+        guard parts.count == 2, parts[0].lowercased() == "bearer" else {
+            throw RelayResponses.unauthorized(
+                "the Authorization header is not a bearer token", reason: "no_token", invalidToken: false)
+        }
+        let token = parts[1].trimmingCharacters(in: .whitespaces)
+        do {
+            return try RelayAccess(claims: try configuration.verifier.verify(token))
+        } catch {
+            throw RelayResponses.unauthorized(error.description, reason: error.reason, invalidToken: true)
+        }
+    }
+
+    /// Refuses a request that names a space other than the token's.
+    func requireSpace(_ named: String?, of access: RelayAccess) throws(RelayRefusal) {
+        guard let named, named != access.space else { return }
+        throw RelayResponses.forbidden(
+            "the token does not grant space \(JWTError.shown(named))", reason: "other_space", space: access.space)
+    }
+
+    /// Runs `body` for the access the request's token grants, and turns a refusal into its
+    /// response (counted in the metrics, with the token's space in the log line when known).
+    func authorized(
+        _ request: HTTPRequest, _ body: (RelayAccess) async throws(RelayRefusal) -> HTTPResponse
+    ) async -> HTTPResponse {
+        var space: String?
+        do throws(RelayRefusal) {
+            let access = try authorize(request)
+            space = access.space
+            return try await body(access)
+        } catch {
+            if let reason = error.reason { metrics.recordRefusal(reason) }
+            var response = error.response
+            if let space = error.space ?? space { response.logFields = [("space", space)] }
+            return response
+        }
+    }
+}

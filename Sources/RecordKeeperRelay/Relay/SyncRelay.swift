@@ -1,0 +1,122 @@
+public import RecordKeeper
+import Foundation
+
+/// Serves a ``RecordKeeper/RecordSyncServer`` to devices over HTTP, with bearer tokens instead
+/// of database credentials: the relay is the only holder of the server's connection string.
+///
+/// ```swift
+/// let server = try await PostgresSyncServer.connect(conninfo, connections: 8)
+/// let verifier = JWTVerifier(.init(key: try .hs256(secret: secret)))
+/// let relay = SyncRelay(server: server, configuration: .init(verifier: verifier))
+/// let http = try relay.serve(HTTPServer.Configuration(host: "0.0.0.0", port: 8080))
+/// ...
+/// await http.shutdown()
+/// ```
+///
+/// Endpoints (docs/RELAY.md "Protocol"):
+/// - `POST /v1/push`: `{"operations":[SyncOperation…]}` → `{"outcomes":[SyncOutcome…]}`.
+/// - `GET /v1/pull?after=COUNTER[&afterCollection=C&afterKey=K][&limit=N]` → a `SyncPage`.
+/// - `GET /v1/health`: whether the database answers, and the relay's limits (no token needed).
+/// - `GET /metrics`: Prometheus text (no token needed; keep it on a private network).
+///
+/// Authorization comes from the token alone (``RelayAccess``): its `space` is the space of
+/// every request; a request that names another space (`"space"` in a push body, `space=` in a
+/// pull query) is answered 403 and nothing is read or written. A read-only token cannot push
+/// (403); a token with a collection list cannot push to other collections (403, nothing of
+/// the push applied) and pulls only those collections' changes. Bad input is 400 with the
+/// reason, and nothing is written.
+public final class SyncRelay: Sendable {
+    /// How the relay authorizes and pages.
+    public struct Configuration: Sendable {
+        /// Verifies bearer tokens.
+        public var verifier: JWTVerifier
+        /// The largest request body (also set on the HTTP server by ``SyncRelay/serve(_:)``).
+        public var maxBodyBytes: Int = 8 << 20
+        /// The page size of a pull that gives no `limit`.
+        public var defaultPullLimit: Int = 1000
+        /// The largest page; a larger `limit` is lowered to it (the device pulls on: `hasMore`).
+        public var maxPullLimit: Int = 10_000
+        /// Whether the database answers, for `GET /v1/health` (throws when it does not).
+        public var healthCheck: @Sendable () async throws -> Void = {}
+        /// Where server failures are described (never payloads or tokens); standard error by
+        /// default.
+        public var log: @Sendable (String) -> Void = { line in
+            FileHandle.standardError.write(Data((line + "\n").utf8))
+        }
+
+        /// Creates a configuration.
+        public init(verifier: JWTVerifier) {
+            self.verifier = verifier
+        }
+    }
+
+    let server: any RecordSyncServer
+    let configuration: Configuration
+    let metrics = RelayMetrics()
+    private let http = Locked<HTTPServer?>(nil)
+
+    /// Creates a relay in front of `server`.
+    public init(server: any RecordSyncServer, configuration: Configuration) {
+        self.server = server
+        self.configuration = configuration
+    }
+
+    /// The relay's endpoints, for an ``HTTPServer`` of your own (``serve(_:)`` does it all).
+    public var routes: [HTTPRoute] {
+        [
+            HTTPRoute(.post, "/v1/push") { [self] request in await push(request) },
+            HTTPRoute(.get, "/v1/pull") { [self] request in await pull(request) },
+            HTTPRoute(.get, "/v1/health") { [self] _ in await health() },
+            HTTPRoute(.get, "/metrics") { [self] _ in metricsResponse() },
+        ]
+    }
+
+    /// Records a completed request in the metrics: pass to ``HTTPServer``'s observer.
+    public func observe(_ summary: HTTPRequestSummary) {
+        metrics.record(summary)
+    }
+
+    /// Starts an ``HTTPServer`` serving the relay (with the relay's body limit).
+    ///
+    /// - Throws: ``HTTPServerError`` when the server cannot start.
+    public func serve(_ configuration: HTTPServer.Configuration) throws(HTTPServerError) -> HTTPServer {
+        var configuration = configuration
+        configuration.maxBodyBytes = self.configuration.maxBodyBytes
+        let server = try HTTPServer(configuration: configuration, routes: routes) { [metrics] summary in
+            metrics.record(summary)
+        }
+        http.withLock { $0 = server }
+        return server
+    }
+
+    private func health() async -> HTTPResponse {
+        var health = RelayWire.Health(
+            status: "ok", protocolVersion: RelayWire.version, maxBodyBytes: configuration.maxBodyBytes,
+            maxPullLimit: configuration.maxPullLimit)
+        var status = 200
+        do {
+            try await configuration.healthCheck()
+        } catch {
+            configuration.log("event=health_check_failed error=" + HTTPRequestSummary.logValue(String(describing: error)))
+            health.status = "unavailable"
+            health.reason = "the database does not answer"
+            status = 503
+        }
+        return RelayResponses.json(status, health)
+    }
+
+    private func metricsResponse() -> HTTPResponse {
+        var gauges: [(name: String, help: String, value: Int)] = []
+        if let server = http.withLock({ $0 }) {
+            let statistics = server.statistics
+            gauges = [
+                ("recordkeeper_relay_open_connections", "Connections open now.", statistics.connections),
+                ("recordkeeper_relay_requests_in_progress", "Requests being received or answered now.", statistics.requests),
+                ("recordkeeper_relay_handlers_running", "Requests being handled now (each holds no thread).", statistics.handlers),
+            ]
+        }
+        var response = HTTPResponse(status: 200, body: Data(metrics.render(gauges: gauges).utf8))
+        response.headers.set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+        return response
+    }
+}

@@ -1,0 +1,123 @@
+import Foundation
+import RecordKeeper
+import RecordKeeperCommandLine
+import RecordKeeperPostgres
+import RecordKeeperRelay
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// `recordkeeper-relay serve`: the relay over PostgreSQL, until SIGTERM.
+enum ServeCommand {
+    static func run(_ settings: RelaySettings, until stop: @Sendable () async -> Void) async throws -> RelayExitCode {
+        let conninfo = try settings.required("database", environment: "RECORDKEEPER_RELAY_DATABASE")
+        let listen = try listenAddress(settings.value("listen", environment: "RECORDKEEPER_RELAY_LISTEN") ?? "127.0.0.1:8080")
+        var verifierConfiguration = JWTVerifier.Configuration(key: try verificationKey(settings))
+        verifierConfiguration.issuer = settings.value("jwt-issuer")
+        verifierConfiguration.audience = settings.value("jwt-audience")
+        verifierConfiguration.leeway = .seconds(try settings.seconds("jwt-leeway", default: 60) ?? 60)
+        var http = HTTPServer.Configuration(host: listen.host, port: listen.port)
+        http.connectionLimit = try settings.integer("max-connections", default: 1024, in: 1...1_000_000)
+        http.headerTimeout = .seconds(try settings.seconds("header-timeout", default: 10, minimum: 1) ?? 10)
+        http.idleTimeout = .seconds(try settings.seconds("idle-timeout", default: 30, minimum: 1) ?? 30)
+        http.tls = try tls(settings)
+        let grace = try settings.seconds("grace", default: 30) ?? 30
+        let pool = try settings.integer("pool", default: 4, in: 1...1000)
+        let statementTimeout = try settings.seconds("statement-timeout", default: nil, minimum: 1)
+        var relayConfiguration = SyncRelay.Configuration(verifier: JWTVerifier(verifierConfiguration))
+        relayConfiguration.maxBodyBytes = try settings.integer("max-body", default: 8 << 20, in: 1024...(1 << 30))
+        raiseDescriptorLimit(toAtLeast: http.connectionLimit + pool + 64)
+
+        // Connecting migrates a schema that is behind (which needs CREATE); a current one,
+        // migrated by `migrate`, is served by a role with DML rights only (docs/RELAY.md).
+        let server = try await PostgresSyncServer.connect(conninfo, connections: pool)
+        if let statementTimeout {
+            for connection in server.connections {
+                try await connection.execute(
+                    "SELECT set_config('statement_timeout', $1, false)", [.text("\(statementTimeout)s")],
+                    operation: "set the statement timeout")
+            }
+        }
+        relayConfiguration.healthCheck = { [connection = server.connection] in
+            try await connection.execute("SELECT 1", operation: "health check")
+        }
+        let relay = SyncRelay(server: server, configuration: relayConfiguration)
+        let serving = try start(relay, http)
+        let scheme = http.tls == nil ? "http" : "https"
+        StandardStreams.write("recordkeeper-relay: listening on \(scheme)://\(serving.address)\n")
+        await stop()
+        StandardStreams.writeError("recordkeeper-relay: stopping: new requests get 503, running ones finish")
+        await serving.shutdown(gracePeriod: .seconds(grace))
+        StandardStreams.writeError("recordkeeper-relay: stopped")
+        return .ok
+    }
+
+    private static func start(_ relay: SyncRelay, _ http: HTTPServer.Configuration) throws(RelayToolError) -> HTTPServer {
+        do {
+            return try relay.serve(http)
+        } catch {
+            throw RelayToolError(.configuration, error.message)
+        }
+    }
+
+    /// `HOST:PORT`, `[IPv6]:PORT`, or `:PORT` (all IPv4 addresses).
+    static func listenAddress(_ text: String) throws(UsageError) -> (host: String, port: UInt16) {
+        guard let colon = text.lastIndex(of: ":"), let port = UInt16(text[text.index(after: colon)...]) else {
+            throw UsageError(message: "--listen takes HOST:PORT, not '\(text)'", command: "serve")
+        }
+        var host = String(text[..<colon])
+        if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        return (host.isEmpty ? "0.0.0.0" : host, port)
+    }
+
+    private static func verificationKey(_ settings: RelaySettings) throws -> JWTVerificationKey {
+        let secretFile = settings.value("jwt-secret-file", environment: "RECORDKEEPER_RELAY_JWT_SECRET_FILE")
+        let publicKey = settings.value("jwt-public-key", environment: "RECORDKEEPER_RELAY_JWT_PUBLIC_KEY")
+        do {
+            switch (secretFile, publicKey) {
+            case (let path?, nil):
+                return try .hs256(secret: try settings.secret(path))
+            case (nil, let key?):
+                let pem = key.hasPrefix("-----BEGIN")
+                    ? key : String(decoding: try settings.file(key, "public key file"), as: UTF8.self)
+                return try .es256(publicKeyPEM: pem)
+            case (nil, nil):
+                throw UsageError(message: "serve needs --jwt-secret-file or --jwt-public-key", command: "serve")
+            case (_?, _?):
+                throw UsageError(message: "give --jwt-secret-file or --jwt-public-key, not both", command: "serve")
+            }
+        } catch let error as JWTKeyError {
+            throw RelayToolError(.configuration, "the token key cannot be used: \(error.message)")
+        }
+    }
+
+    private static func tls(_ settings: RelaySettings) throws -> HTTPServer.TLS? {
+        switch (settings.value("tls-cert"), settings.value("tls-key")) {
+        case (nil, nil): return nil
+        case (let certificate?, let key?):
+            for path in [certificate, key] where !FileManager.default.fileExists(atPath: path) {
+                throw RelayToolError(.notFound, "the TLS file \(path) does not exist")
+            }
+            do {
+                return try HTTPServer.TLS(certificateFile: certificate, privateKeyFile: key)
+            } catch {
+                throw RelayToolError(.notFound, error.message)
+            }
+        default:
+            throw UsageError(message: "--tls-cert and --tls-key go together", command: "serve")
+        }
+    }
+
+    /// Lets the process open as many descriptors as its connections need, up to the hard limit.
+    private static func raiseDescriptorLimit(toAtLeast wanted: Int) {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < rlim_t(wanted) else { return }
+        limit.rlim_cur = min(limit.rlim_max, rlim_t(wanted))
+        if setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) != 0 {
+            StandardStreams.writeError("recordkeeper-relay: could not raise the open-file limit to \(wanted); connections may fail")
+        }
+    }
+}

@@ -1,0 +1,129 @@
+import Foundation
+import RecordKeeper
+import RecordKeeperRelay
+import RecordKeeperTestSupport
+import Testing
+
+/// The device side of the relay: `HTTPSyncServer` under `RecordSync`, against a relay served on
+/// loopback over an in-memory server (whose calls are counted: a refused request reaches none).
+@Suite(.timeLimit(.minutes(10))) struct HTTPSyncServerTests {
+    private func client(_ relay: RelayHarness, token: String) -> HTTPSyncServer {
+        HTTPSyncServer(url: URL(string: relay.base)!) { token }
+    }
+
+    private func strings(_ store: RecordStore, _ collection: String) async throws -> [String: String] {
+        (try await store.read(collection) ?? [:]).mapValues { String(decoding: $0, as: UTF8.self) }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func `two stores converge through the relay, and a concurrent edit is a reported conflict`(kind: StoreKind) async throws {
+        try await withTemporaryDirectory { directory in
+            try await withRelay { relay in
+                let server = client(relay, token: try RelayHarness.token(space: "alice"))
+                let stores = (0..<2).map { kind.makeStore(at: directory.appendingPathComponent("device-\($0).sqlite")) }
+                let syncs = stores.map { RecordSync(store: $0, server: server) }
+                for sync in syncs { try await sync.start(space: "alice", collections: ["notes"]) }
+                try await stores[0].put("notes", key: "a+b&c", data: Data("from 0".utf8))
+                try await stores[1].put("notes", key: "b", data: Data("from 1".utf8))
+                for sync in syncs { _ = try await sync.sync() }
+                _ = try await syncs[0].sync()
+                for store in stores {
+                    #expect(try await strings(store, "notes") == ["a+b&c": "from 0", "b": "from 1"])
+                }
+                try await stores[0].put("notes", key: "b", data: Data("edit 0".utf8))
+                try await stores[1].put("notes", key: "b", data: Data("edit 1".utf8))
+                #expect(try await syncs[0].sync().newConflicts.isEmpty)
+                let second = try await syncs[1].sync()
+                #expect(second.newConflicts.map(\.key) == ["b"])
+                #expect(try await strings(stores[1], "notes")["b"] == "edit 0", "the server's value, the local one kept aside")
+            }
+        }
+    }
+
+    @Test func `an expired token is unauthorized and another space is forbidden, with nothing read or written`() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withRelay { relay in
+                let store = RecordStore(url: directory.appendingPathComponent("bob.sqlite"))
+                let expired = try RelayHarness.token(RelayAccess(space: "alice"), expiresIn: -3600)
+                let bob = try RelayHarness.token(space: "bob")
+                for (token, code) in [(expired, SyncError.Code.unauthorized), (bob, .forbidden)] {
+                    let sync = RecordSync(store: store, server: client(relay, token: token))
+                    try await sync.start(space: "alice", collections: ["notes"])
+                    try await store.put("notes", key: "today", data: Data("bob's".utf8))
+                    let error = await #expect(throws: SyncError.self) { try await sync.sync() }
+                    #expect(error?.code == code, "\(String(describing: error))")
+                    #expect(try await store.syncStatus()?.pendingOperations == 1, "the store keeps its operation")
+                }
+                #expect(relay.server.calls == (0, 0))
+            }
+        }
+    }
+
+    @Test func `a relay whose database does not answer is unreachable, with its Retry-After`() async throws {
+        let down = FailingSyncServer(error: SyncError(.unreachable, "the database is down"))
+        try await withRelay(server: down) { relay in
+            let server = client(relay, token: try RelayHarness.token(space: "alice"))
+            let error = await #expect(throws: SyncError.self) {
+                _ = try await server.push(space: "alice", operations: [.writing(["today": "milk"], sequence: 1)])
+            }
+            #expect(error?.code == .unreachable)
+            #expect(error?.retryAfter == .seconds(1))
+            let pulled = await #expect(throws: SyncError.self) {
+                _ = try await server.pull(space: "alice", after: .start, limit: 10)
+            }
+            #expect(pulled?.code == .unreachable)
+        }
+    }
+
+    @Test func `nothing listening is unreachable, and a token provider that fails sends nothing`() async throws {
+        let nowhere = HTTPSyncServer(url: URL(string: "http://127.0.0.1:\(try ClosedPort.shared().port)")!) { "token" }
+        let error = await #expect(throws: SyncError.self) { _ = try await nowhere.pull(space: "alice", after: .start, limit: 1) }
+        #expect(error?.code == .unreachable)
+        try await withRelay { relay in
+            struct NoSession: Error {}
+            let server = HTTPSyncServer(url: URL(string: relay.base)!) { throw NoSession() }
+            let failed = await #expect(throws: SyncError.self) { _ = try await server.pull(space: "alice", after: .start, limit: 1) }
+            #expect(failed?.code == .unauthorized)
+            #expect(relay.server.calls == (0, 0))
+        }
+    }
+
+    @Test func `a push larger than the relay's body limit goes in several requests, in order`() async throws {
+        try await withRelay({ $0.maxBodyBytes = 4096 }) { relay in
+            let server = client(relay, token: try RelayHarness.token(space: "alice"))
+            let text = String(repeating: "x", count: 300)
+            let operations = (1...40).map { SyncOperation.writing(["key-\($0)": text], sequence: Int64($0)) }
+            let outcomes = try await server.push(space: "alice", operations: operations)
+            #expect(outcomes.map(\.operationID) == operations.map(\.id))
+            #expect(outcomes.allSatisfy { if case .applied = $0.result { true } else { false } })
+            #expect(relay.server.calls.pushes > 3, "split into requests of at most 4096 bytes")
+            let page = try await server.pull(space: "alice", after: .start, limit: 100)
+            #expect(page.changes.count == 40)
+
+            let huge = SyncOperation.writing(["huge": String(repeating: "y", count: 8000)], sequence: 41)
+            let pushes = relay.server.calls.pushes
+            let error = await #expect(throws: SyncError.self) { _ = try await server.push(space: "alice", operations: [huge]) }
+            #expect(error?.code == .invalidRequest)
+            #expect(error?.message.contains("cannot be split") == true)
+            #expect(relay.server.calls.pushes == pushes, "nothing of it was sent")
+        }
+    }
+
+    @Test func `a page cut inside a commit continues from its position, keys with query characters intact`() async throws {
+        try await withRelay { relay in
+            let server = client(relay, token: try RelayHarness.token(space: "alice"))
+            let keys = ["a b", "a+b", "a&b=c", "ä/%"]
+            _ = try await server.push(
+                space: "alice", operations: [.writing(Dictionary(uniqueKeysWithValues: keys.map { ($0, "v") }), sequence: 1)])
+            var cursor = SyncCursor.start
+            var seen: [String] = []
+            while true {
+                let page = try await server.pull(space: "alice", after: cursor, limit: 1)
+                seen += page.changes.map(\.key)
+                cursor = page.cursor
+                if !page.hasMore { break }
+            }
+            #expect(seen.sorted() == keys.sorted())
+        }
+    }
+}

@@ -1,0 +1,103 @@
+import Foundation
+import RecordKeeper
+import RecordKeeperRelay
+import RecordKeeperTestSupport
+import Testing
+
+@testable import RecordKeeperRelayTool
+
+/// The `recordkeeper-relay` command line, run as a process: `token`, `migrate`, `serve`.
+@Suite(.timeLimit(.minutes(10))) struct RelayToolTests {
+    private func secretFile(in directory: URL) throws -> URL {
+        let url = directory.appendingPathComponent("secret")
+        try Data("a relay secret for the tool tests, 32+ bytes\n".utf8).write(to: url)
+        return url
+    }
+
+    @Test func `token prints a token the relay accepts, with the claims asked for`() async throws {
+        try await withTemporaryDirectory { directory in
+            let secret = try secretFile(in: directory)
+            let result = try await RelayProcess.run([
+                "token", "--space", "alice", "--secret-file", secret.path, "--ttl", "2h", "--read-only",
+                "--collections", "notes, lists", "--audience", "relay",
+            ])
+            #expect(result.status == 0, "\(result.error)")
+            let token = result.output.trimmingCharacters(in: .newlines)
+            // The trailing newline of the file is not part of the secret.
+            var configuration = JWTVerifier.Configuration(
+                key: try .hs256(secret: Array("a relay secret for the tool tests, 32+ bytes".utf8)))
+            configuration.audience = "relay"
+            let claims = try JWTVerifier(configuration).verify(token)
+            #expect(try RelayAccess(claims: claims) == RelayAccess(space: "alice", readOnly: true, collections: ["notes", "lists"]))
+            let issued = try #require(claims.issuedAt)
+            #expect(claims.expiresAt.timeIntervalSince(issued) == 7200)
+        }
+    }
+
+    @Test func `wrong command lines and unusable files exit with their codes and a reason`() async throws {
+        try await withTemporaryDirectory { directory in
+            let short = directory.appendingPathComponent("short")
+            try Data("short".utf8).write(to: short)
+            let secret = try secretFile(in: directory)
+            let cases: [([String], Int32, String)] = [
+                (["token", "--secret-file", short.path], 64, "token needs --space"),
+                (["token", "--space", "a", "--secret-file", directory.appendingPathComponent("none").path], 66, "does not exist"),
+                (["token", "--space", "a", "--secret-file", short.path], 78, "needs at least 32 bytes; this one has 5"),
+                (["token", "--space", "a", "--secret-file", short.path, "--ttl", "soon"], 64, "--ttl takes seconds"),
+                (["serve", "--jwt-secret-file", short.path], 64, "serve needs --database"),
+                (["serve", "--database", "host=x", "--listen", "nowhere"], 64, "--listen takes HOST:PORT"),
+                (["serve", "--database", "host=x", "--jwt-secret-file", secret.path, "--tls-cert", "c.pem"], 64, "--tls-cert and --tls-key go together"),
+                (["launch"], 64, "unknown command 'launch'"),
+            ]
+            for (arguments, status, message) in cases {
+                let result = try await RelayProcess.run(arguments)
+                #expect(result.status == status, "\(arguments): \(result.error)")
+                #expect(result.error.contains(message), "\(arguments): \(result.error)")
+                #expect(result.output.isEmpty)
+            }
+        }
+    }
+
+    @Test func `listen addresses take IPv4, bracketed IPv6 and a bare port`() throws {
+        #expect(try ServeCommand.listenAddress("127.0.0.1:8080") == ("127.0.0.1", 8080))
+        #expect(try ServeCommand.listenAddress("[::1]:443") == ("::1", 443))
+        #expect(try ServeCommand.listenAddress(":9000") == ("0.0.0.0", 9000))
+        #expect(throws: (any Error).self) { try ServeCommand.listenAddress("localhost") }
+        #expect(throws: (any Error).self) { try ServeCommand.listenAddress("127.0.0.1:70000") }
+    }
+
+    @Test(.enabled(if: TestPostgres.enabled, TestPostgres.disabledReason))
+    func `serve relays pushes and pulls to PostgreSQL and stops on SIGTERM`() async throws {
+        let conninfo = try TestPostgres.requireConninfo()
+        try await withTemporaryDirectory { directory in
+            let secret = try secretFile(in: directory)
+            let migrated = try await RelayProcess.run(["migrate", "--database", conninfo])
+            #expect(migrated.status == 0, "\(migrated.error)")
+            #expect(migrated.output.hasPrefix("the sync schema is at version"))
+            let relay = try await RelayProcess.serve([
+                "--database", conninfo, "--listen", "127.0.0.1:0", "--jwt-secret-file", secret.path, "--pool", "2",
+                "--statement-timeout", "30",
+            ], in: directory)
+            let space = "relay-tool-\(UUID().uuidString)"
+            let token = try await RelayProcess.run(["token", "--space", space, "--secret-file", secret.path]).output
+                .trimmingCharacters(in: .newlines)
+            let headers = ["Authorization": "Bearer \(token)"]
+            let operation = SyncOperation.writing(["today": "milk"], sequence: 1)
+            let pushed = try await request(
+                "POST", relay.url + "/v1/push", headers: headers,
+                body: try JSONEncoder().encode(RelayWire.PushRequest(operations: [operation])))
+            #expect(pushed.status == 200)
+            #expect(try pushed.decoded(RelayWire.PushResponse.self).outcomes.first?.result == .applied(SyncServerVersion(1)))
+            let page = try await request("GET", relay.url + "/v1/pull?after=0", headers: headers).decoded(SyncPage.self)
+            #expect(page.changes.map(\.value) == [.payload(Data("milk".utf8))])
+            let health = try await request("GET", relay.url + "/v1/health")
+            #expect(health.status == 200)
+            let stopped = try await relay.terminate()
+            #expect(stopped.status == 0)
+            #expect(stopped.log.contains("route=/v1/push status=200"))
+            #expect(stopped.log.contains("space=\(space)"))
+            #expect(!stopped.log.contains(token))
+            #expect(stopped.log.hasSuffix("recordkeeper-relay: stopped\n"))
+        }
+    }
+}

@@ -1,0 +1,95 @@
+import Foundation
+import RecordKeeper
+import RecordKeeperTestSupport
+import Testing
+
+/// `recordkeeper sync --server http://… --token-file F` against a relay process: stores
+/// converge through it, and a token that does not fit is refused with nothing changed.
+@Suite(.enabled(if: TestPostgres.enabled, TestPostgres.disabledReason), .timeLimit(.minutes(10)))
+struct SyncToolThroughRelayTests {
+    /// Runs `recordkeeper --store STORE arguments` to its end, on a thread of its own.
+    private func tool(
+        _ store: URL, _ arguments: [String], environment: [String: String?] = [:]
+    ) async throws -> ChildProcess.Result {
+        let executable = try #require(BuildProducts.executable(named: "recordkeeper", override: "RECORDKEEPER_BINARY"))
+        var changes: [String: String?] = ["RECORDKEEPER_SYNC_SERVER": nil, "RECORDKEEPER_SYNC_TOKEN": nil, "RECORDKEEPER_STORE": nil]
+        for (name, value) in environment { changes[name] = value }
+        let directory = store.deletingLastPathComponent()
+        return try await onOwnThread { [changes] in
+            try ChildProcess.run(executable, ["--store", store.path] + arguments, in: directory, environment: changes)
+        }
+    }
+
+    private func tokenFile(_ directory: URL, _ name: String, _ token: String) throws -> URL {
+        let url = directory.appendingPathComponent(name)
+        try Data((token + "\n").utf8).write(to: url)
+        return url
+    }
+
+    @Test func `two stores synced through the relay by the tool converge, and conflicts are listed`() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withLiveRelay(in: directory) { relay in
+                let (phone, laptop) = (directory.appendingPathComponent("phone.sqlite"), directory.appendingPathComponent("laptop.sqlite"))
+                let token = try LiveRelay.token("alice")
+                let file = try tokenFile(directory, "token", token)
+                let server = relay.url.absoluteString
+                #expect(try await tool(phone, ["put", "notes", "today", "\"milk\""]).status == 0)
+                let first = try await tool(phone, ["sync", "--server", server, "--token-file", file.path, "--collections", "notes"])
+                #expect(first.status == 0, "\(first.stderr)")
+                #expect(first.output.contains("started syncing \"notes\" with space \"alice\""), "\(first.output)")
+                // The token from the environment, and --space equal to the token's.
+                let second = try await tool(
+                    laptop, ["sync", "--server", server, "--space", "alice", "--collections", "notes"],
+                    environment: ["RECORDKEEPER_SYNC_TOKEN": token])
+                #expect(second.status == 0, "\(second.stderr)")
+                #expect(try await tool(laptop, ["get", "notes", "today"]).output == "\"milk\"\n")
+
+                #expect(try await tool(phone, ["put", "notes", "today", "\"eggs\""]).status == 0)
+                #expect(try await tool(laptop, ["put", "notes", "today", "\"bread\""]).status == 0)
+                #expect(try await tool(phone, ["sync", "--server", server, "--token-file", file.path]).status == 0)
+                let conflicted = try await tool(laptop, ["sync", "--server", server, "--token-file", file.path])
+                #expect(conflicted.status == 0, "\(conflicted.stderr)")
+                #expect(conflicted.output.contains("conflict\tnotes\ttoday"), "\(conflicted.output)")
+                #expect(try await tool(laptop, ["conflicts"]).output.contains("notes\ttoday"))
+            }
+        }
+    }
+
+    @Test func `tokens that do not fit are refused with their exit codes and the store untouched`() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withLiveRelay(in: directory) { relay in
+                let server = relay.url.absoluteString
+                let alice = try tokenFile(directory, "alice", try LiveRelay.token("alice"))
+                let bob = try tokenFile(directory, "bob", try LiveRelay.token("bob"))
+                let expired = try tokenFile(directory, "expired", try LiveRelay.token("alice", expiresIn: -3600))
+                let garbage = try tokenFile(directory, "garbage", "not a token")
+                let fresh = directory.appendingPathComponent("fresh.sqlite")
+                let start = ["sync", "--server", server, "--collections", "notes", "--token-file"]
+                let cases: [([String], Int32, String)] = [
+                    (start + [alice.path, "--space", "bob"], 65, "is not the token's space"),
+                    (start + [expired.path], 77, "the relay refused the token"),
+                    (start + [garbage.path], 77, "not a JWT with a space claim"),
+                    (start + [directory.appendingPathComponent("none").path], 66, "does not exist"),
+                    (["sync", "--server", server, "--collections", "notes"], 64, "RECORDKEEPER_SYNC_TOKEN"),
+                    (["sync", "--server", "host=localhost", "--token-file", alice.path], 64, "--token-file is for a relay"),
+                ]
+                for (arguments, status, message) in cases {
+                    let result = try await tool(fresh, arguments)
+                    #expect(result.status == status, "\(arguments): \(result.stderr)")
+                    #expect(result.stderr.contains(message), "\(arguments): \(result.stderr)")
+                    #expect(!FileManager.default.fileExists(atPath: fresh.path), "\(arguments): no store is created")
+                }
+
+                // A store syncing alice's space, given bob's token: refused before the relay.
+                let store = directory.appendingPathComponent("alice.sqlite")
+                #expect(try await tool(store, ["put", "notes", "a", "1"]).status == 0)
+                #expect(try await tool(store, start + [alice.path]).status == 0)
+                let before = try Data(contentsOf: store)
+                let refused = try await tool(store, ["sync", "--server", server, "--token-file", bob.path])
+                #expect(refused.status == 65, "\(refused.stderr)")
+                #expect(refused.stderr.contains("syncs space \"alice\", not \"bob\""), "\(refused.stderr)")
+                #expect(try Data(contentsOf: store) == before)
+            }
+        }
+    }
+}

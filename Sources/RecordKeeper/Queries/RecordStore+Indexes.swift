@@ -8,7 +8,8 @@ extension RecordStore {
     /// try await store.declareIndex("words", on: FieldPath("dueAt"))
     /// ```
     /// Every later write of the collection updates the index, and every payload must then be
-    /// JSON: a write of another payload fails with SQLite's "malformed JSON" and stores nothing.
+    /// JSON: a write of another payload fails with ``RecordStoreError/Code/invalidArgument``
+    /// (keeping SQLite's "malformed JSON") and stores nothing of that request.
     /// - Returns: false when the field was already declared.
     /// - Throws: ``RecordStoreError`` (also when a stored payload is not JSON: nothing is
     ///   declared then).

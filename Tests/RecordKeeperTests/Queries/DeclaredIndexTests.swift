@@ -60,8 +60,20 @@ import Testing
         try await withStore(kind) { store, _ in
             try await store.replace("words", values: FormatSevenFixture.words)
             try await store.declareIndex("words", on: FieldPath("dueAt"))
-            await #expect(throws: RecordStoreError.self) { try await store.put("words", key: "bad", data: Data("not json".utf8)) }
+            let refused = await #expect(throws: RecordStoreError.self) {
+                try await store.put("words", key: "bad", data: Data("not json".utf8))
+            }
+            // The caller's input, named, with SQLite's own message kept.
+            #expect(refused?.code == .invalidArgument)
+            #expect(refused?.key == "bad")
+            #expect(refused?.sqliteMessage == "malformed JSON")
+            #expect(refused?.description.contains("declared indexes") == true, "\(String(describing: refused))")
+            // A batch with one such payload is refused whole.
+            await #expect(throws: RecordStoreError.self) {
+                try await store.apply("words", changes: RecordChanges(upserts: ["good": Data(#"{"dueAt":1}"#.utf8), "bad": Data("x".utf8)]))
+            }
             #expect(try await store.value("words", key: "bad") == nil)
+            #expect(try await store.value("words", key: "good") == nil)
             try await store.removeCollection("words")
             #expect(try await store.declaredIndexes("words") == [])
             try await store.put("words", key: "bad", data: Data("not json".utf8))

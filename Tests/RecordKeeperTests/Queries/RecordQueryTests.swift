@@ -139,6 +139,24 @@ import Testing
         }
     }
 
+    @Test(arguments: StoreKind.allCases)
+    func `a query over a collection holding a payload that is not JSON says so, and a key-only query still answers`(kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ in
+            try await store.put("items", key: "a", data: Data(#"{"n":1}"#.utf8))
+            try await store.put("items", key: "b", data: Data("plain bytes".utf8))
+            for read in [
+                { _ = try await store.query("items", RecordQuery(where: RecordField("n") == 1)) },
+                { _ = try await store.count("items", where: RecordField("n") == 1) },
+            ] as [@Sendable () async throws -> Void] {
+                let error = await #expect(throws: RecordStoreError.self) { try await read() }
+                #expect(error?.code == .invalidArgument)
+                #expect(error?.sqliteMessage == "malformed JSON")
+                #expect(error?.description.contains("is not JSON") == true)
+            }
+            #expect(try await store.query("items", RecordQuery()).elements.map(\.key) == ["a", "b"])
+        }
+    }
+
     @Test func `field paths that a JSON path could misread are refused`() throws {
         for bad in ["", "a..b", "a[0]", "a'b", "$.a", "a b", "ä"] {
             #expect(throws: QueryError.self) { try FieldPath(bad) }

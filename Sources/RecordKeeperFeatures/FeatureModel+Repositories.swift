@@ -12,6 +12,26 @@ extension FeatureModel {
         contentSource = ObjectIdentifier(repository)
     }
 
+    /// A model whose content is the items of `repository` that a query selects
+    /// (``RecordRepository/query(where:orderBy:limit:after:)``): a screen's live list, such
+    /// as "the 20 words due for review". Answered by SQLite, through the collection's declared
+    /// indexes, decoding only the items shown.
+    ///
+    /// ```swift
+    /// let due = FeatureModel(repository: words, where: Word.dueAt <= .now, orderBy: [Word.dueAt.ascending], limit: 20)
+    /// await due.follow(words)   // runs the query again after each commit to the collection
+    /// await due.refresh()
+    /// ```
+    /// Following its repository (`follow(repository)`) runs the query again
+    /// after each commit to the collection, by any writer; a failed run shows beside the last
+    /// confirmed list.
+    public convenience init<Item>(
+        repository: RecordRepository<Item>, where predicate: ItemPredicate<Item>?,
+        orderBy order: [ItemOrder<Item>] = [], limit: Int? = nil
+    ) where Value == [Item], Item: Queryable {
+        self.init(load: { try await repository.query(where: predicate, orderBy: order, limit: limit).elements })
+    }
+
     /// Keeps the model current with every change committed to `repository`'s collection
     /// through its store (``RecordRepository/changes()``), until the model is released or
     /// ``stopFollowing()``.

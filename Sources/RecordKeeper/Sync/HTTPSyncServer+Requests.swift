@@ -110,35 +110,6 @@ extension HTTPSyncServer {
             return SyncError(.serverFailure, said)
         }
     }
-
-    /// The longest run of whole operations from the start of `operations` whose push body fits
-    /// in `limit` bytes.
-    ///
-    /// - Throws: ``SyncError/Code/invalidRequest`` when the first operation alone does not fit
-    ///   (its changes apply together, so it cannot be split).
-    static func firstBatch(
-        of operations: ArraySlice<SyncOperation>, space: String, limit: Int, relay: URL
-    ) throws -> ArraySlice<SyncOperation> {
-        // `{"operations":[` … `],"space":"…"}`: the envelope, then each operation and a comma.
-        var size = try encoded(RelayWire.PushRequest(space: space, operations: [])).count
-        var end = operations.startIndex
-        while end < operations.endIndex {
-            let added = try encoded(operations[end]).count + (end == operations.startIndex ? 0 : 1)
-            if size + added > limit { break }
-            size += added
-            end += 1
-        }
-        guard end > operations.startIndex else {
-            let first = operations[operations.startIndex]
-            let bytes = try encoded(RelayWire.PushRequest(space: space, operations: [first])).count
-            throw SyncError(
-                .invalidRequest,
-                "operation \(first.id) is \(bytes) bytes as a push, and the relay at "
-                    + "\(relay.absoluteString) accepts at most \(limit): its changes apply together, so it cannot be "
-                    + "split; nothing of it was sent")
-        }
-        return operations[operations.startIndex..<end]
-    }
 }
 
 extension String {

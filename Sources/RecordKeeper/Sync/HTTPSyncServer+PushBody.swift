@@ -28,7 +28,7 @@ extension HTTPSyncServer {
             let encoder = RecordJSONEncoder()
             encodedOperations = try operations.map { operation in
                 do {
-                    return try encoder.encode(operation)
+                    return try SyncWireJSON.encode(operation, encoder: encoder)
                 } catch {
                     throw SyncError(.invalidRequest, "the push could not be encoded: \(error)", underlying: error)
                 }

@@ -10,16 +10,23 @@ extension HTTPSyncServer {
         return try decode(operation, response, data)
     }
 
-    /// Sends a `GET` of `path?query` and decodes the answer.
-    func send<Answer: Decodable>(_ operation: String, get path: String, query: String) async throws -> Answer {
+    /// Sends a `GET` of `path?query` and decodes the answer with `decoder` (the library's
+    /// decoder unless given).
+    func send<Answer: Decodable>(
+        _ operation: String, get path: String, query: String,
+        decoder: (Data) throws -> Answer = { try RecordJSONDecoder().decode(Answer.self, from: $0) }
+    ) async throws -> Answer {
         let (data, response) = try await exchange(operation, path: path, query: query)
-        return try decode(operation, response, data)
+        return try decode(operation, response, data, decoder: decoder)
     }
 
-    private func decode<Answer: Decodable>(_ operation: String, _ response: HTTPURLResponse, _ data: Data) throws -> Answer {
+    private func decode<Answer: Decodable>(
+        _ operation: String, _ response: HTTPURLResponse, _ data: Data,
+        decoder: (Data) throws -> Answer = { try RecordJSONDecoder().decode(Answer.self, from: $0) }
+    ) throws -> Answer {
         guard response.statusCode == 200 else { throw try failure(operation, response, data) }
         do {
-            return try RecordJSONDecoder().decode(Answer.self, from: data)
+            return try decoder(data)
         } catch {
             throw SyncError(
                 .serverFailure,

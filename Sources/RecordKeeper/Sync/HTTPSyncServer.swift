@@ -102,7 +102,7 @@ public struct HTTPSyncServer: RecordSyncServer {
         let query = RelayWire.pullQuery(after: cursor, limit: limit, space: space)
             .map { "\(Self.percentEncoded($0.name))=\(Self.percentEncoded($0.value))" }.joined(separator: "&")
         do {
-            return try await send("pull", get: RelayWire.pullPath, query: query)
+            return try await send("pull", get: RelayWire.pullPath, query: query, decoder: SyncWireJSON.decodePage)
         } catch let tooLarge as BodyTooLarge {
             throw SyncError(.serverFailure, tooLarge.message)
         }

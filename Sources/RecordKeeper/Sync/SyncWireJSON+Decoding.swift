@@ -69,14 +69,19 @@ extension SyncWireJSON {
         mutating func string() -> String? {
             guard literal("\"") else { return nil }
             let start = index
+            var ascii = true
             while index < bytes.count {
                 let byte = bytes[index]
                 if byte == UInt8(ascii: "\"") {
-                    let text = String(bytes: bytes[start..<index], encoding: .utf8)
+                    // ASCII needs no validation; anything else is validated by Foundation.
+                    let text = ascii
+                        ? String(decoding: bytes[start..<index], as: UTF8.self)
+                        : String(bytes: bytes[start..<index], encoding: .utf8)
                     index += 1
                     return text
                 }
                 if byte == UInt8(ascii: "\\") || byte < 0x20 { return nil }
+                if byte >= 0x80 { ascii = false }
                 index += 1
             }
             return nil

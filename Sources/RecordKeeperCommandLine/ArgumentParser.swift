@@ -66,6 +66,9 @@ package struct ParsedCommandLine: Equatable {
     package var flags: Set<String> = []
     /// Options with a value, by long name; the last occurrence wins.
     package var values: [String: String] = [:]
+    /// Every value of each option with a value, by long name, in command-line order (for
+    /// options that may repeat, such as `list --where`).
+    package var allValues: [String: [String]] = [:]
 
     package init(
         command: String? = nil, positionals: [String] = [], flags: Set<String> = [],
@@ -142,8 +145,10 @@ package enum ArgumentParser {
                 if spec.takesValue {
                     if let inlineValue {
                         result.values[spec.name] = inlineValue
+                        result.allValues[spec.name, default: []].append(inlineValue)
                     } else if index < arguments.count {
                         result.values[spec.name] = arguments[index]
+                        result.allValues[spec.name, default: []].append(arguments[index])
                         index += 1
                     } else {
                         throw UsageError(message: "option --\(spec.name) needs a value (\(spec.valueName ?? "VALUE"))",

@@ -72,7 +72,10 @@ public enum RecordKeeperTool {
             environment: environment)
         switch command {
         case "collections": return try await ReadCommands.collections(context)
-        case "list": return try await ReadCommands.list(context)
+        case "list":
+            if QueryCommands.isQuery(context) { return try await QueryCommands.list(context) }
+            return try await ReadCommands.list(context)
+        case "index": return try await QueryCommands.index(context)
         case "get": return try await ReadCommands.get(context)
         case "put": return try await WriteCommands.put(context)
         case "delete": return try await WriteCommands.delete(context)
@@ -110,6 +113,9 @@ public enum RecordKeeperTool {
             let translated = ToolError(error, pending: nil, touched: false)
             code = translated.exitCode
             message = translated.message
+        case let error as QueryError:
+            code = .usage
+            message = error.description
         case let conflict as RecordConflict:
             code = .conflict
             message = conflict.errorDescription ?? "records changed meanwhile; nothing was written"

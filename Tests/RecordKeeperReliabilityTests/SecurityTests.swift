@@ -38,7 +38,12 @@ import RecordKeeper
     /// String literals that contain SQL and interpolate something. Each entry was reviewed:
     /// PRAGMA statements cannot take bound parameters, and both interpolate integers chosen
     /// by the library (the migration plan's version and the application id; the test-only
-    /// page limit), never input. Any other interpolated SQL fails this test.
+    /// page limit), never input. The queries of issue 23 (`Sources/RecordKeeper/Queries/`) build
+    /// their SQL and their index DDL (which takes no parameters) from three things only: SQL text
+    /// of the library, JSON paths of validated `FieldPath` segments (ASCII letters, digits, `_`;
+    /// no quote can appear) and the collection's integer id; index names are that id and the
+    /// hex digits of the path. Every value a caller gives is bound. Any other interpolated SQL
+    /// fails this test.
     static let reviewedInterpolations: Set<SQLLiteral> = [
         SQLLiteral(
             file: "Sources/RecordKeeper/Core/SQLiteConnection+Pragmas.swift",
@@ -46,9 +51,18 @@ import RecordKeeper
         SQLLiteral(
             file: "Sources/RecordKeeper/Core/SQLiteConnection+Pragmas.swift",
             text: #"PRAGMA max_page_count = \(pages)"#),
+        SQLLiteral(
+            file: "Sources/RecordKeeper/Queries/QuerySQL.swift",
+            text: #"SELECT key, payload, version\(sortColumns)"#),
+        SQLLiteral(
+            file: "Sources/RecordKeeper/Queries/DeclaredIndex.swift",
+            text: #"CREATE INDEX IF NOT EXISTS \"\(name)\" ON records (collection_id, \(field.sqlExpression)) WHERE collection_id = \(collectionID)"#),
+        SQLLiteral(
+            file: "Sources/RecordKeeper/Queries/DeclaredIndex.swift",
+            text: #"DROP INDEX IF EXISTS \"\(name)\""#),
     ]
 
-    @Test func `no SQL in the sources is built by interpolating values, apart from two reviewed pragmas`() throws {
+    @Test func `no SQL in the sources is built by interpolating values, apart from reviewed pragmas and validated query paths`() throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         let sources = root.appendingPathComponent("Sources")
         let enumerator = try #require(FileManager.default.enumerator(at: sources, includingPropertiesForKeys: nil))

@@ -15,7 +15,7 @@ import Testing
             struct Note: Codable, Identifiable, Equatable, Sendable { var id: String }
             #expect(try await store.info().formatVersion == 5)
             try await store.put("later", key: "k", data: Data("written after the migration"))
-            #expect(try await store.info().formatVersion == 6)
+            #expect(try await store.info().formatVersion == StoreFormat.currentVersion)
             #expect(try await store.read("notes") == notesBefore)
             let status = try await store.syncStatus()
             #expect(status?.space == statusBefore?.space && status?.collections == statusBefore?.collections)

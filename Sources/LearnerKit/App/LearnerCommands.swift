@@ -106,9 +106,12 @@ struct LearnerCommands {
             try expectWords(2, usage: "words review [--count N]")
             try allowOptions(["count"])
             let count = try arguments.positiveInteger("count") ?? 5
-            await model.refresh()
-            let all = try loaded(model, reading: "your words")
-            let due = Word.dueForReview(all, count: count)
+            // The words due, by a query (not a load of every word), and how many there are.
+            let dueModel = FeatureModel<(due: [Word], total: Int)>(load: {
+                (try await repository.wordsDue(count: count), try await repository.wordCount())
+            })
+            await dueModel.refresh()
+            let (due, total) = try loaded(dueModel, reading: "your words")
             guard !due.isEmpty else {
                 console.print("No words yet. Add one: learner words add ballena whale")
                 return
@@ -123,7 +126,7 @@ struct LearnerCommands {
             }
             await model.perform("record the review") { try await repository.save(reviewed) }
             try reportFailure(model)
-            console.print("Reviewed \(reviewed.count) of \(all.count) word\(all.count == 1 ? "" : "s").")
+            console.print("Reviewed \(reviewed.count) of \(total) word\(total == 1 ? "" : "s").")
 
         case "list":
             try expectWords(2, usage: "words list")

@@ -1,4 +1,5 @@
 public import Foundation
+public import RecordKeeper
 
 /// A book the learner reads, identified by a short slug such as `moby-dick`.
 public struct Book: Codable, Identifiable, Equatable, Sendable {
@@ -74,6 +75,14 @@ public struct Word: Codable, Identifiable, Equatable, Sendable {
         }
         return Array(ordered.prefix(max(0, count)))
     }
+}
+
+extension Word: Queryable {
+    /// `addedAt`, for queries.
+    public static let addedAtField = Field<Word, Date>("addedAt")
+    /// `lastReviewedAt`, for queries (missing until the first review).
+    public static let lastReviewedAtField = Field<Word, Date?>("lastReviewedAt")
+    public static let queryFields: [any QueryField] = [addedAtField, lastReviewedAtField]
 }
 
 /// Everything `learner status` shows.

@@ -25,4 +25,15 @@ public protocol LearnerRepository: Sendable {
     func save(_ words: [Word]) async throws
     /// Removes one word.
     func removeWord(_ id: Word.ID) async throws
+    /// The `count` words due for review, in ``Word/dueForReview(_:count:)``'s order.
+    func wordsDue(count: Int) async throws -> [Word]
+    /// How many words there are.
+    func wordCount() async throws -> Int
+}
+
+extension LearnerRepository {
+    /// Every word, ordered by ``Word/dueForReview(_:count:)``: for repositories without queries.
+    public func wordsDue(count: Int) async throws -> [Word] { Word.dueForReview(try await words(), count: count) }
+    /// Every word, counted.
+    public func wordCount() async throws -> Int { try await words().count }
 }

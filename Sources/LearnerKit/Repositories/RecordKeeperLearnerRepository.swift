@@ -69,6 +69,24 @@ public struct RecordKeeperLearnerRepository: LearnerRepository {
         return try await wordRecords.item(id)
     }
 
+    /// Answered by two queries over the stored words (never reviewed, oldest added first; then
+    /// least recently reviewed), decoding only the words returned. Ties are by ID (the key).
+    public func wordsDue(count: Int) async throws -> [Word] {
+        guard storeMayExist, count > 0 else { return [] }
+        let fresh = try await wordRecords.query(
+            where: Word.lastReviewedAtField.isNull, orderBy: [Word.addedAtField.ascending], limit: count)
+        guard fresh.elements.count < count else { return fresh.elements }
+        let reviewed = try await wordRecords.query(
+            where: !Word.lastReviewedAtField.isNull, orderBy: [Word.lastReviewedAtField.ascending],
+            limit: count - fresh.elements.count)
+        return fresh.elements + reviewed.elements
+    }
+
+    public func wordCount() async throws -> Int {
+        guard storeMayExist else { return 0 }
+        return try await wordRecords.count()
+    }
+
     public func save(_ words: [Word]) async throws {
         try await wordRecords.save(words)
     }

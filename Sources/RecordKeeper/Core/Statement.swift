@@ -70,6 +70,10 @@ final class Statement {
         try check(code)
     }
 
+    func bind(double value: Double, at index: Int32) throws(SQLiteFailure) {
+        try check(sqlite3_bind_double(handle, index, value))
+    }
+
     func bindNull(at index: Int32) throws(SQLiteFailure) {
         try check(sqlite3_bind_null(handle, index))
     }
@@ -114,6 +118,23 @@ final class Statement {
     func data(at column: Int32) -> Data {
         guard let bytes = sqlite3_column_blob(handle, column) else { return Data() }
         return Data(bytes: bytes, count: Int(sqlite3_column_bytes(handle, column)))
+    }
+
+    func double(at column: Int32) -> Double {
+        sqlite3_column_double(handle, column)
+    }
+
+    /// The storage class of a column of the current row.
+    enum ColumnKind { case null, integer, real, text, blob }
+
+    func kind(at column: Int32) -> ColumnKind {
+        switch sqlite3_column_type(handle, column) {
+        case SQLITE_NULL: .null
+        case SQLITE_INTEGER: .integer
+        case SQLITE_FLOAT: .real
+        case SQLITE_TEXT: .text
+        default: .blob
+        }
     }
 
     func byteCount(at column: Int32) -> Int {

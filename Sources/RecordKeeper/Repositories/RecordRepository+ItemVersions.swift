@@ -46,7 +46,7 @@ extension RecordRepository {
 
     /// Migrates every stored item in one write transaction (see
     /// ``init(store:collection:itemVersion:migrations:)``).
-    private func migrate() async throws {
+    func migrate() async throws {
         let migrator = migrator
         try await store.write(teachesRepositories: false) { transaction in try migrator.run(in: transaction) }
         isPrepared = true

@@ -230,7 +230,7 @@ struct RecordEngine {
         }
     }
 
-    private static func storedRecord(_ statement: Statement) -> StoredRecord {
+    static func storedRecord(_ statement: Statement) -> StoredRecord {
         StoredRecord(
             key: statement.string(at: 0), data: statement.data(at: 1),
             version: RecordVersion(statement.int64(at: 2)))
@@ -379,6 +379,7 @@ struct RecordEngine {
 
     /// Removes the collection and all its records.
     func removeCollection(_ id: Int64, name: String) throws {
+        try dropDeclaredIndexes(id, collection: name)
         try run(collection: name) {
             try connection.withStatement("DELETE FROM records WHERE collection_id = ?1") { statement in
                 try statement.bind(id, at: 1)

@@ -127,5 +127,16 @@ enum StoreFormat {
                 ALTER TABLE collections ADD COLUMN payload_coding TEXT;
                 """
         ),
+        Migration(
+            version: 7,
+            name: "the fields each collection declared an index on",
+            sql: """
+                CREATE TABLE declared_indexes (
+                    collection_id INTEGER NOT NULL REFERENCES collections(id),
+                    field TEXT NOT NULL,
+                    PRIMARY KEY (collection_id, field)
+                ) WITHOUT ROWID;
+                """
+        ),
     ]
 }

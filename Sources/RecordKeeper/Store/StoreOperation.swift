@@ -42,6 +42,12 @@ public struct StoreOperation: Hashable, Sendable, CustomStringConvertible {
     public static let allRecords = StoreOperation("allRecords", .read)
     /// Iterating records one at a time in a transaction or snapshot.
     public static let forEachRecord = StoreOperation("forEachRecord", .read)
+    /// ``RecordStore/query(_:_:)`` and ``RecordRepository/query(where:orderBy:limit:after:)``.
+    public static let query = StoreOperation("query", .read)
+    /// ``RecordStore/count(_:where:)``, ``RecordStore/exists(_:where:)`` and their repository forms.
+    public static let count = StoreOperation("count", .read)
+    /// ``RecordStore/declareIndex(_:on:)``, ``RecordStore/dropIndex(_:on:)``.
+    public static let index = StoreOperation("index", .save)
     /// ``RecordStore/snapshot(_:)``.
     public static let snapshot = StoreOperation("snapshot", .read)
     /// ``RecordStore/collections()``.

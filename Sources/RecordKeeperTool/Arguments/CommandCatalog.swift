@@ -15,9 +15,32 @@ enum CommandCatalog {
             discussion: "Prints one tab-separated line per collection: name, records, payload bytes."),
         CommandSpec(
             name: "list", arguments: [ArgumentSpec(name: "COLLECTION", isOptional: false)],
-            options: [.flag("values", help: "Also print each value (JSON, or base64:... for other bytes).")],
-            summary: "List the records of a collection in key order.",
-            discussion: "Prints one tab-separated line per record: key, size in bytes, version[, value]."),
+            options: [
+                .flag("values", help: "Also print each value (JSON, or base64:... for other bytes)."),
+                .value("where", "'FIELD OP VALUE'",
+                       help: "Only records whose JSON FIELD compares so; OP is = != < <= > >=; may repeat (all must hold)."),
+                .value("order", "FIELD[:desc]", help: "Sort by FIELD (ascending unless :desc); may repeat. Ties by key."),
+                .value("limit", "N", help: "At most N records."),
+            ],
+            summary: "List the records of a collection in key order, or those a query selects in its order.",
+            discussion: """
+                Prints one tab-separated line per record: key, size in bytes, version[, value].
+                FIELD is a key of the stored JSON, nested keys separated by dots (address.city). VALUE is read as JSON
+                when it parses as JSON (numbers, true, false, null, a quoted string), else as a plain string.
+                A malformed --where, --order or --limit exits 64 with the reason. Fields with a declared index
+                (see index) are searched through it; others are read by a scan.
+                """),
+        CommandSpec(
+            name: "index", arguments: [ArgumentSpec(name: "COLLECTION", isOptional: false)],
+            options: [
+                .value("add", "FIELD", help: "Declare an index on FIELD of the stored JSON (creates the store if needed)."),
+                .value("drop", "FIELD", help: "Drop the declared index on FIELD."),
+            ],
+            summary: "List the collection's declared indexes, or add and drop them.",
+            discussion: """
+                Prints the declared fields, one per line, after any change. Every payload of a collection with a
+                declared index must be JSON. A malformed FIELD exits 64.
+                """),
         CommandSpec(
             name: "get",
             arguments: [ArgumentSpec(name: "COLLECTION", isOptional: false), ArgumentSpec(name: "KEY", isOptional: false)],

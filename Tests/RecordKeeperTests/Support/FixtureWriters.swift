@@ -161,6 +161,28 @@ extension FixtureWriters {
     }
 }
 
+extension FixtureWriters {
+    /// `format-7.sqlite` (format 7, declared indexes): `words`, three JSON records with a
+    /// declared index on `dueAt` and one on `level`; `notes`, a plain record and no index.
+    static func writeFormat7(to url: URL) async throws {
+        let store = RecordStore(url: url)
+        try await store.replace("notes", values: ["today": Data("plain record".utf8)])
+        try await store.replace("words", values: FormatSevenFixture.words)
+        try await store.declareIndex("words", on: FieldPath("dueAt"))
+        try await store.declareIndex("words", on: FieldPath("level"))
+        await store.close()
+    }
+}
+
+/// What `format-7.sqlite` holds.
+enum FormatSevenFixture {
+    static let words: [String: Data] = [
+        "tree": Data(#"{"dueAt":30,"level":1}"#.utf8),
+        "run": Data(#"{"dueAt":10,"level":2}"#.utf8),
+        "sun": Data(#"{"dueAt":20,"level":1}"#.utf8),
+    ]
+}
+
 /// What `format-6.sqlite` holds.
 enum FormatSixFixture {
     struct Event: Codable, Identifiable, Equatable, Sendable {
@@ -200,7 +222,8 @@ enum FormatSixFixture {
             ("app-v1-books", { try await FixtureWriters.writeStore(format: 4, to: $0, FixtureWriters.writeVersion1App) }),
             ("format-4", { try await FixtureWriters.writeStore(format: 4, to: $0, FixtureWriters.writeFormat4) }),
             ("format-5", { try await FixtureWriters.writeStore(format: 5, to: $0, FixtureWriters.writeFormat5) }),
-            ("format-6", FixtureWriters.writeFormat6),
+            ("format-6", { try await FixtureWriters.writeStore(format: 6, to: $0, FixtureWriters.writeFormat6) }),
+            ("format-7", FixtureWriters.writeFormat7),
         ]
         for (name, write) in writers where Self.isRequested(name) {
             let url = directory.appendingPathComponent(name + ".sqlite")

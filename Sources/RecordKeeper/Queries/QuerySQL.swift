@@ -1,0 +1,163 @@
+/// The SQL of one query, and the values it binds, in order.
+///
+/// Only the SQL text of this file, validated JSON paths (``FieldPath``: letters, digits and `_`
+/// segments) and the collection's integer id are ever written into the text; every value a
+/// caller gave (compared values, prefixes, page tokens, the limit) is a bound parameter. The
+/// collection id is written as a literal, not bound, so that SQLite's planner can match the
+/// partial indexes of declared fields (`WHERE collection_id = 7`, see `DeclaredIndex`), which it
+/// cannot prove for a bound parameter.
+struct QuerySQL {
+    /// What the statement answers.
+    enum Shape {
+        /// `key, payload, version`, then the value of each sort key.
+        case rows
+        /// One row: the number of matching records.
+        case count
+        /// One row: 1 when a record matches, else 0.
+        case exists
+    }
+
+    private(set) var text = ""
+    private(set) var values: [QueryValue] = []
+    /// True once a condition rendered as the constant `0` (an empty `in` or `or`).
+    private var rendersFalse = false
+
+    /// The SQL of `query` (fields and values already resolved: no `.date` left) over the
+    /// collection with id `collectionID`, whose `indexed` fields have a declared index.
+    init(_ query: RecordQuery, collectionID: Int64, indexed: [FieldPath], shape: Shape) {
+        var conditions = ["collection_id = \(collectionID)"]
+        if let predicate = query.predicate { conditions.append(render(predicate)) }
+        if let token = query.after, shape == .rows { conditions.append(keyset(after: token, order: query.order)) }
+        var source = "FROM records"
+        // SQLite refuses `INDEXED BY` in a statement whose condition it folds to false.
+        if !rendersFalse, let field = Self.indexToUse(query, indexed: Set(indexed), shape: shape) {
+            source += " INDEXED BY \"\(DeclaredIndex(collectionID: collectionID, field: field).name)\""
+        }
+        let filter = source + " WHERE " + conditions.joined(separator: " AND ")
+        switch shape {
+        case .count:
+            text = "SELECT count(*) " + filter
+        case .exists:
+            text = "SELECT EXISTS (SELECT 1 " + filter + ")"
+        case .rows:
+            let sortColumns = query.order.map { ", " + $0.field.sqlExpression }.joined()
+            let ordering = query.order.map { $0.field.sqlExpression + ($0.descending ? " DESC" : " ASC") } + ["key" + (query.keyDescending ? " DESC" : " ASC")]
+            text = "SELECT key, payload, version\(sortColumns) " + filter + " ORDER BY " + ordering.joined(separator: ", ")
+            if let limit = query.limit { text += " LIMIT " + bind(.integer(Int64(limit))) }
+        }
+    }
+
+    /// The declared index the statement names (`INDEXED BY`): the first condition of the
+    /// predicate's top-level `and` that an index on its field answers (a comparison other than
+    /// `!=`, `between`, `in`, a prefix), else the first sort key if it is indexed (rows come in
+    /// order, and a limit stops early). Named rather than left to SQLite's planner because,
+    /// without statistics, it often rates the primary key's `collection_id` prefix (which
+    /// holds the payload) above a secondary index: a declared index is a promise to use it.
+    /// Nil when the query has no such condition or sort key: the statement scans.
+    static func indexToUse(_ query: RecordQuery, indexed: Set<FieldPath>, shape: Shape) -> FieldPath? {
+        guard !indexed.isEmpty else { return nil }
+        var conjuncts: [RecordPredicate] = query.predicate.map { [$0] } ?? []
+        var searchable: [FieldPath] = []
+        while !conjuncts.isEmpty {
+            switch conjuncts.removeFirst() {
+            case .and(let all): conjuncts.insert(contentsOf: all, at: 0)
+            case .compare(let field, let comparison, _) where comparison != .notEqual: searchable.append(field)
+            case .between(let field, _, _), .isIn(let field, _), .hasPrefix(let field, _), .isNull(let field):
+                searchable.append(field)
+            default: break
+            }
+        }
+        if let field = searchable.first(where: indexed.contains) { return field }
+        if shape == .rows, let first = query.order.first, indexed.contains(first.field) { return first.field }
+        return nil
+    }
+
+    /// A placeholder for `value`, which is bound at its position.
+    private mutating func bind(_ value: QueryValue) -> String {
+        values.append(value)
+        return "?\(values.count)"
+    }
+
+    private mutating func render(_ predicate: RecordPredicate) -> String {
+        switch predicate {
+        case .compare(let field, let comparison, let value):
+            let column = field.sqlExpression
+            switch (comparison, value) {
+            case (.equal, .null): return "\(column) IS NULL"
+            case (.notEqual, .null): return "\(column) IS NOT NULL"
+            // `IS NOT`: a record without the field is not equal to the value.
+            case (.notEqual, _): return "\(column) IS NOT \(bind(value))"
+            default: return "\(column) \(comparison.rawValue) \(bind(value))"
+            }
+        case .between(let field, let lower, let upper):
+            return "\(field.sqlExpression) BETWEEN \(bind(lower)) AND \(bind(upper))"
+        case .isIn(let field, let values):
+            let present = values.filter { $0 != .null }
+            var parts: [String] = []
+            if !present.isEmpty {
+                parts.append("\(field.sqlExpression) IN (" + present.map { bind($0) }.joined(separator: ", ") + ")")
+            }
+            if present.count != values.count { parts.append("\(field.sqlExpression) IS NULL") }
+            if parts.isEmpty { rendersFalse = true }
+            return parts.isEmpty ? "0" : "(" + parts.joined(separator: " OR ") + ")"
+        case .hasPrefix(let field, let prefix):
+            let column = field.sqlExpression
+            // Strings starting with `prefix` are exactly those from `prefix` up to (not
+            // including) the next string of its length, in code point (= UTF-8 byte) order: a
+            // range an index on the field answers.
+            var range = "\(column) >= \(bind(.string(prefix)))"
+            if let upper = Self.successor(of: prefix) {
+                range += " AND \(column) < \(bind(.string(upper)))"
+            }
+            return "(typeof(\(column)) = 'text' AND \(range))"
+        case .isNull(let field):
+            return "\(field.sqlExpression) IS NULL"
+        case .and(let all):
+            return all.isEmpty ? "1" : "(" + all.map { render($0) }.joined(separator: " AND ") + ")"
+        case .or(let all):
+            if all.isEmpty { rendersFalse = true }
+            return all.isEmpty ? "0" : "(" + all.map { render($0) }.joined(separator: " OR ") + ")"
+        case .not(let inner):
+            // A comparison with a missing field is NULL in SQL; `IS NOT TRUE` makes its
+            // negation true, so every condition is either true or false.
+            return "(\(render(inner)) IS NOT TRUE)"
+        }
+    }
+
+    /// The rows after `token` in the order `order`, then key (in the last sort key's direction): after on the first sort key,
+    /// or equal on it and after on the next, …, or equal on all and a greater key.
+    private mutating func keyset(after token: QueryPageToken, order: [RecordOrder]) -> String {
+        var alternatives: [String] = []
+        var equalSoFar: [String] = []
+        for (sort, value) in zip(order, token.values) {
+            let column = sort.field.sqlExpression
+            let after: String?
+            switch (sort.descending, value) {
+            // Ascending, missing values come first: after them, every present value.
+            case (false, .null): after = "\(column) IS NOT NULL"
+            case (false, _): after = "\(column) > \(bind(value))"
+            // Descending, missing values come last: nothing is after them but equals.
+            case (true, .null): after = nil
+            case (true, _): after = "(\(column) < \(bind(value)) OR \(column) IS NULL)"
+            }
+            if let after { alternatives.append("(" + (equalSoFar + [after]).joined(separator: " AND ") + ")") }
+            equalSoFar.append("\(column) IS \(bind(value))")
+        }
+        let keyAfter = "key \(order.last?.descending == true ? "<" : ">") \(bind(.string(token.key)))"
+        alternatives.append("(" + (equalSoFar + [keyAfter]).joined(separator: " AND ") + ")")
+        return "(" + alternatives.joined(separator: " OR ") + ")"
+    }
+
+    /// The smallest string greater than every string that starts with `prefix`: its last
+    /// code point raised by one (after dropping trailing U+10FFFF); nil when there is none.
+    static func successor(of prefix: String) -> String? {
+        var scalars = Array(prefix.unicodeScalars)
+        while let last = scalars.last, last.value == 0x10FFFF { scalars.removeLast() }
+        guard let last = scalars.popLast() else { return nil }
+        let raised = last.value == 0xD7FF ? 0xE000 : last.value + 1
+        scalars.append(Unicode.Scalar(raised)!)
+        var result = ""
+        result.unicodeScalars.append(contentsOf: scalars)
+        return result
+    }
+}

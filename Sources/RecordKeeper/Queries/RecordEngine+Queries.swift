@@ -1,0 +1,113 @@
+import Foundation
+
+extension RecordEngine {
+    /// Runs `query` over the collection `name` in one read transaction, with the collection's
+    /// recorded payload strategies (to write `.date` values as its payloads do). Nil when the
+    /// collection is not established.
+    func query<T>(
+        _ name: String, _ query: RecordQuery, _ body: (RecordEngine, RecordQuery, Int64) throws -> T
+    ) throws -> (StoredItemVersion, T?) {
+        try begin(immediate: false)
+        do {
+            let state = try itemVersion(name)
+            var result: T?
+            if state != .absent, let id = try collectionID(name) {
+                let resolved = try Self.resolvingDates(query, state: state, collection: name)
+                result = try body(self, resolved, id)
+            }
+            try commit()
+            return (state, result)
+        } catch {
+            try rollback(after: error)
+            throw error
+        }
+    }
+
+    /// `query` with every `.date` written by the collection's recorded date strategy.
+    static func resolvingDates(_ query: RecordQuery, state: StoredItemVersion, collection: String) throws -> RecordQuery {
+        var coding: String?
+        if case .recorded(_, let recorded) = state { coding = recorded }
+        guard let strategies = RecordCoding.Strategies(recorded: coding) else {
+            throw QueryError(
+                .invalidArgument, fieldName: "", collection: collection,
+                detail: "the collection's payload strategies \"\(coding ?? "")\" are not known to this version")
+        }
+        let coder = PayloadCoder(.recordJSON, strategies: strategies)
+        return try query.mapped(field: { $0 }, value: { try $0.resolved(with: coder, field: $1) })
+    }
+
+    /// The page of records `query` selects in collection `id`.
+    func queryRecords(_ query: RecordQuery, collectionID id: Int64, collection: String) throws -> QueryPage<StoredRecord> {
+        let sql = QuerySQL(query, collectionID: id, indexed: try declaredIndexes(id, collection: collection), shape: .rows)
+        return try run(collection: collection) {
+            let statement = try prepared(sql)
+            var records: [StoredRecord] = []
+            var lastValues: [QueryValue] = []
+            while try statement.step() {
+                records.append(Self.storedRecord(statement))
+                if records.count == query.limit {
+                    lastValues = (0..<query.order.count).map { statement.queryValue(at: Int32(3 + $0)) }
+                }
+            }
+            var next: QueryPageToken?
+            if let limit = query.limit, records.count == limit, let last = records.last {
+                next = QueryPageToken(order: query.orderSignature, values: lastValues, key: last.key)
+            }
+            return QueryPage(elements: records, next: next)
+        }
+    }
+
+    /// How many records of collection `id` `query` selects (its order and pages ignored).
+    func countRecords(_ query: RecordQuery, collectionID id: Int64, collection: String, shape: QuerySQL.Shape) throws -> Int {
+        let sql = QuerySQL(query, collectionID: id, indexed: try declaredIndexes(id, collection: collection), shape: shape)
+        return try run(collection: collection) {
+            let statement = try prepared(sql)
+            return try statement.step() ? Int(statement.int64(at: 0)) : 0
+        }
+    }
+
+    /// The query plan SQLite chooses for `query` (`EXPLAIN QUERY PLAN`, the detail column).
+    func queryPlan(_ query: RecordQuery, collectionID id: Int64, collection: String) throws -> [String] {
+        let sql = QuerySQL(query, collectionID: id, indexed: try declaredIndexes(id, collection: collection), shape: .rows)
+        return try run(collection: collection) {
+            let statement = try Statement(
+                connection: connection.handle, sql: "EXPLAIN QUERY PLAN " + sql.text, persistent: false)
+            for (index, value) in sql.values.enumerated() { try statement.bind(queryValue: value, at: Int32(index + 1)) }
+            var details: [String] = []
+            while try statement.step() { details.append(statement.string(at: 3)) }
+            return details
+        }
+    }
+
+    /// A statement for `sql` with its values bound. Not cached: the text depends on the query.
+    private func prepared(_ sql: QuerySQL) throws -> Statement {
+        let statement = try Statement(connection: connection.handle, sql: sql.text, persistent: false)
+        for (index, value) in sql.values.enumerated() { try statement.bind(queryValue: value, at: Int32(index + 1)) }
+        return statement
+    }
+}
+
+extension Statement {
+    /// Binds a resolved query value (`true` and `false` as 1 and 0, as SQLite's JSON
+    /// functions read them).
+    func bind(queryValue value: QueryValue, at index: Int32) throws(SQLiteFailure) {
+        switch value {
+        case .null: try bindNull(at: index)
+        case .bool(let flag): try bind(Int64(flag ? 1 : 0), at: index)
+        case .integer(let number): try bind(number, at: index)
+        case .double(let number): try bind(double: number, at: index)
+        case .string(let text): try bind(text, at: index)
+        case .date(let date): try bind(double: date.timeIntervalSinceReferenceDate, at: index)  // resolved before binding
+        }
+    }
+
+    /// A column of the current row as a query value.
+    func queryValue(at column: Int32) -> QueryValue {
+        switch kind(at: column) {
+        case .null: .null
+        case .integer: .integer(int64(at: column))
+        case .real: .double(double(at: column))
+        case .text, .blob: .string(string(at: column))
+        }
+    }
+}

@@ -1,0 +1,128 @@
+/// A condition on the fields of a record's JSON payload, for ``RecordStore/query(_:_:)``.
+///
+/// Build one from ``RecordField`` operators, or with the cases directly:
+///
+/// ```swift
+/// let due = RecordField("dueAt"), level = RecordField("level")
+/// let predicate: RecordPredicate = due <= 1_000 && (level.in([1, 2]) || !level.exists)
+/// ```
+///
+/// A comparison with a field that is missing (or `null`) is false, except ``isNull(_:)`` and
+/// `!=`; `!` turns exactly what was false into true, so `!(a < 3)` holds for records without
+/// `a`. Comparisons never convert kinds: the string `"5"` is not the number `5`.
+public indirect enum RecordPredicate: Sendable, Hashable {
+    /// The field compares with the value as `comparison` says.
+    case compare(FieldPath, Comparison, QueryValue)
+    /// `lower <= field <= upper`.
+    case between(FieldPath, QueryValue, QueryValue)
+    /// The field equals one of the values (an empty set matches nothing).
+    case isIn(FieldPath, [QueryValue])
+    /// The field is a string that starts with the given string (by UTF-8 bytes).
+    case hasPrefix(FieldPath, String)
+    /// The field is missing or `null`.
+    case isNull(FieldPath)
+    /// Every condition holds (an empty list always holds).
+    case and([RecordPredicate])
+    /// At least one holds (an empty list never holds).
+    case or([RecordPredicate])
+    /// The condition does not hold.
+    case not(RecordPredicate)
+
+    /// How ``compare(_:_:_:)`` compares.
+    public enum Comparison: String, Sendable, Hashable, CaseIterable {
+        case equal = "="
+        case notEqual = "!="
+        case less = "<"
+        case lessOrEqual = "<="
+        case greater = ">"
+        case greaterOrEqual = ">="
+    }
+
+    /// Every field the predicate reads.
+    var fields: [FieldPath] {
+        switch self {
+        case .compare(let field, _, _), .between(let field, _, _), .isIn(let field, _), .hasPrefix(let field, _),
+            .isNull(let field):
+            [field]
+        case .and(let all), .or(let all): all.flatMap(\.fields)
+        case .not(let inner): inner.fields
+        }
+    }
+
+    /// The predicate with every field and value transformed (a key strategy, dates encoded).
+    func mapped(
+        field: (FieldPath) throws -> FieldPath, value: (QueryValue, FieldPath) throws -> QueryValue
+    ) throws -> RecordPredicate {
+        switch self {
+        case .compare(let path, let comparison, let operand):
+            return .compare(try field(path), comparison, try value(operand, path))
+        case .between(let path, let lower, let upper):
+            return .between(try field(path), try value(lower, path), try value(upper, path))
+        case .isIn(let path, let values):
+            return .isIn(try field(path), try values.map { try value($0, path) })
+        case .hasPrefix(let path, let prefix): return .hasPrefix(try field(path), prefix)
+        case .isNull(let path): return .isNull(try field(path))
+        case .and(let all): return .and(try all.map { try $0.mapped(field: field, value: value) })
+        case .or(let all): return .or(try all.map { try $0.mapped(field: field, value: value) })
+        case .not(let inner): return .not(try inner.mapped(field: field, value: value))
+        }
+    }
+
+    /// Both hold.
+    public static func && (lhs: RecordPredicate, rhs: RecordPredicate) -> RecordPredicate { .and([lhs, rhs]) }
+    /// At least one holds.
+    public static func || (lhs: RecordPredicate, rhs: RecordPredicate) -> RecordPredicate { .or([lhs, rhs]) }
+    /// Does not hold.
+    public static prefix func ! (predicate: RecordPredicate) -> RecordPredicate { .not(predicate) }
+}
+
+/// A field of stored JSON payloads, named as the JSON names it, for building untyped
+/// predicates and orderings: `RecordField("dueAt") < 5`, `RecordField("address.city").descending`.
+///
+/// The name is checked when the field is made (see ``FieldPath``): an invalid one traps, as
+/// a malformed literal would; use ``init(path:)`` with `try FieldPath(name)` for names read at
+/// run time.
+public struct RecordField: Sendable, Hashable {
+    /// The field's path.
+    public let path: FieldPath
+
+    /// The field `name` (its segments separated by `.`).
+    /// - Precondition: `name` is a valid ``FieldPath``.
+    public init(_ name: StaticString) {
+        do { path = try FieldPath(name.description) } catch { preconditionFailure(error.description) }
+    }
+
+    /// The field at `path`.
+    public init(path: FieldPath) { self.path = path }
+
+    public static func == (field: RecordField, value: QueryValue) -> RecordPredicate {
+        value == .null ? .isNull(field.path) : .compare(field.path, .equal, value)
+    }
+    public static func != (field: RecordField, value: QueryValue) -> RecordPredicate {
+        value == .null ? .not(.isNull(field.path)) : .compare(field.path, .notEqual, value)
+    }
+    public static func < (field: RecordField, value: QueryValue) -> RecordPredicate { .compare(field.path, .less, value) }
+    public static func <= (field: RecordField, value: QueryValue) -> RecordPredicate {
+        .compare(field.path, .lessOrEqual, value)
+    }
+    public static func > (field: RecordField, value: QueryValue) -> RecordPredicate { .compare(field.path, .greater, value) }
+    public static func >= (field: RecordField, value: QueryValue) -> RecordPredicate {
+        .compare(field.path, .greaterOrEqual, value)
+    }
+
+    /// `lower <= field <= upper`.
+    public func between(_ lower: QueryValue, _ upper: QueryValue) -> RecordPredicate { .between(path, lower, upper) }
+    /// The field equals one of `values`.
+    public func `in`(_ values: [QueryValue]) -> RecordPredicate { .isIn(path, values) }
+    /// The field is a string starting with `prefix`.
+    public func hasPrefix(_ prefix: String) -> RecordPredicate { .hasPrefix(path, prefix) }
+    /// The field is missing or `null`.
+    public var isNull: RecordPredicate { .isNull(path) }
+    /// The field is present and not `null`.
+    public var exists: RecordPredicate { .not(.isNull(path)) }
+
+    /// Ascending order by this field.
+    public var ascending: RecordOrder { RecordOrder(path, descending: false) }
+    /// Descending order by this field.
+    public var descending: RecordOrder { RecordOrder(path, descending: true) }
+}

@@ -1,0 +1,103 @@
+extension RecordRepository where Item: Queryable {
+    /// The items that meet `predicate`, in the order of `orderBy` (ties by record key), at most
+    /// `limit`, starting after the page that gave `after`: answered by SQLite over the stored
+    /// JSON, decoding only the items returned.
+    ///
+    /// ```swift
+    /// let first = try await words.query(where: Word.dueAt <= .now, orderBy: [Word.dueAt.ascending], limit: 20)
+    /// let second = try await words.query(
+    ///     where: Word.dueAt <= .now, orderBy: [Word.dueAt.ascending], limit: 20, after: first.next)
+    /// ```
+    /// The versions of the items returned become the base of later saves, as ``item(_:)``'s do.
+    /// Migrates the collection first if it holds items of an older item version.
+    /// - Throws: ``QueryError`` naming a field that `Item` does not declare in
+    ///   ``Queryable/queryFields``, a value that is not a JSON scalar, a non-positive limit or a
+    ///   token of another order; ``RepositoryError`` when a returned record does not decode or
+    ///   the collection cannot be migrated; ``RecordStoreError``.
+    public func query(
+        where predicate: ItemPredicate<Item>? = nil, orderBy order: [ItemOrder<Item>] = [], limit: Int? = nil,
+        after: QueryPageToken? = nil
+    ) async throws -> QueryPage<Item> {
+        await takeTurn()
+        defer { turns.release() }
+        let query = try storedQuery(predicate, order: order, limit: limit, after: after)
+        let collection = collection
+        let page: QueryPage<StoredRecord> = try await currentQuery(query) { engine, query, id in
+            try engine.queryRecords(query, collectionID: id, collection: collection)
+        } ?? QueryPage(elements: [], next: nil)
+        var items: [Item] = []
+        items.reserveCapacity(page.elements.count)
+        for record in page.elements {
+            items.append(try Self.decode(record.data, key: record.key, collection: collection, decoder: coder))
+        }
+        for record in page.elements { versions[record.key] = record.version }
+        learnStoreWrites()
+        return QueryPage(elements: items, next: page.next)
+    }
+
+    /// How many items meet `predicate` (all when nil); counted by SQLite, nothing decoded.
+    /// - Throws: as ``query(where:orderBy:limit:after:)``.
+    public func count(where predicate: ItemPredicate<Item>? = nil) async throws -> Int {
+        try await countOrExists(predicate, shape: .count)
+    }
+
+    /// True when some item meets `predicate`.
+    /// - Throws: as ``query(where:orderBy:limit:after:)``.
+    public func exists(where predicate: ItemPredicate<Item>? = nil) async throws -> Bool {
+        try await countOrExists(predicate, shape: .exists) != 0
+    }
+
+    /// The untyped query a typed one stands for, over the stored JSON: fields checked against
+    /// ``Queryable/queryFields`` and named by the key strategy, values written by the coder.
+    func storedQuery(
+        _ predicate: ItemPredicate<Item>?, order: [ItemOrder<Item>], limit: Int?, after: QueryPageToken?
+    ) throws -> RecordQuery {
+        let snake = strategies.keys == .snakeCase ? SnakeCaseKeys() : nil
+        let coder = coder
+        let context = ItemQueryContext(
+            declared: Set(Item.queryFields.map(\.path)),
+            keyPath: { path in snake.map { snake in path.mapped(snake.snakeCased) } ?? path },
+            encode: { value, path in try QueryValue.encoded(value, with: coder, field: path) })
+        do {
+            let query = RecordQuery(
+                where: try predicate?.build(context),
+                orderBy: try order.map { RecordOrder(try context.path($0.path), descending: $0.descending) },
+                limit: limit, after: after)
+            try RecordStore.check(query, collection: collection)
+            return query
+        } catch var error as QueryError {
+            error.collection = collection
+            throw error
+        }
+    }
+
+    private func countOrExists(_ predicate: ItemPredicate<Item>?, shape: QuerySQL.Shape) async throws -> Int {
+        await takeTurn()
+        defer { turns.release() }
+        let query = try storedQuery(predicate, order: [], limit: nil, after: nil)
+        let collection = collection
+        return try await currentQuery(query) { engine, query, id in
+            try engine.countRecords(query, collectionID: id, collection: collection, shape: shape)
+        } ?? 0
+    }
+
+    /// Runs `body` over the collection in one read transaction, after migrating the collection
+    /// if it holds older items (as `currentRecords` does); nil when it is not established.
+    private func currentQuery<T: Sendable>(
+        _ query: RecordQuery, _ body: @escaping @Sendable (RecordEngine, RecordQuery, Int64) throws -> T
+    ) async throws -> T? {
+        let name = try RecordNames.collection(collection, operation: .query)
+        for attempt in 0..<2 {
+            let (state, result) = try await store.performRead(.query, collection: name) { source in
+                guard let engine = source.engine else { return (StoredItemVersion.absent, T?.none) }
+                return try engine.query(name, query, body)
+            }
+            if try !migrator.needsMigration(state) || attempt == 1 {
+                isPrepared = true
+                return result
+            }
+            try await migrate()
+        }
+        return nil  // not reached: the second attempt returns
+    }
+}

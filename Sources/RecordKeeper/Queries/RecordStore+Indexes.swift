@@ -1,0 +1,63 @@
+extension RecordStore {
+    /// Declares that queries of `collection` select or sort by `field`: the store records it
+    /// (format 7) and creates a SQLite expression index over that field of the collection's
+    /// payloads, in one write transaction, so that ``query(_:_:)`` searches it instead of
+    /// scanning. Establishes the collection if needed; declaring a field twice does nothing.
+    ///
+    /// ```swift
+    /// try await store.declareIndex("words", on: FieldPath("dueAt"))
+    /// ```
+    /// Every later write of the collection updates the index, and every payload must then be
+    /// JSON: a write of another payload fails with SQLite's "malformed JSON" and stores nothing.
+    /// - Returns: false when the field was already declared.
+    /// - Throws: ``RecordStoreError`` (also when a stored payload is not JSON: nothing is
+    ///   declared then).
+    @discardableResult
+    public nonisolated func declareIndex(_ collection: String, on field: FieldPath) async throws -> Bool {
+        let name = try RecordNames.collection(collection, operation: .index)
+        return try await performWrite(.index, collection: name) { context in
+            let id = try context.engine.establish(name)
+            return try context.engine.declareIndex(id, collection: name, field: field)
+        }
+    }
+
+    /// Drops the index of `field` declared for `collection` (its queries then scan).
+    /// - Returns: false when no such index was declared; nothing is written then.
+    /// - Throws: ``RecordStoreError``.
+    @discardableResult
+    public nonisolated func dropIndex(_ collection: String, on field: FieldPath) async throws -> Bool {
+        let name = try RecordNames.collection(collection, operation: .index)
+        let isStore = try await performRead(.index, collection: name) { $0.engine != nil }
+        guard isStore else { return false }
+        return try await performWrite(.index, collection: name) { context in
+            guard let id = try context.engine.collectionID(name) else { return false }
+            return try context.engine.dropIndex(id, collection: name, field: field)
+        }
+    }
+
+    /// The fields `collection` declared an index on, sorted; empty when it declared none or is
+    /// not established.
+    /// - Throws: ``RecordStoreError``.
+    public nonisolated func declaredIndexes(_ collection: String) async throws -> [FieldPath] {
+        let name = try RecordNames.collection(collection, operation: .index)
+        return try await performRead(.index, collection: name) { source in
+            guard let engine = source.engine, let id = try engine.collectionID(name) else { return [] }
+            return try engine.declaredIndexes(id, collection: name)
+        }
+    }
+}
+
+extension RecordRepository where Item: Queryable {
+    /// Declares indexes on `fields` of the collection (see ``RecordStore/declareIndex(_:on:)``),
+    /// named by the repository's key strategy.
+    ///
+    /// ```swift
+    /// try await words.declareIndexes([Word.dueAt, Word.level])
+    /// ```
+    /// - Throws: ``QueryError`` (`undeclaredField`) for a field not in ``Queryable/queryFields``;
+    ///   ``RecordStoreError``.
+    public func declareIndexes(_ fields: [any QueryField]) async throws {
+        let query = try storedQuery(nil, order: fields.map { ItemOrder(path: $0.path, descending: false) }, limit: nil, after: nil)
+        for order in query.order { try await store.declareIndex(collection, on: order.field) }
+    }
+}

@@ -1,0 +1,94 @@
+import Foundation
+import RecordKeeper
+import RecordKeeperTestSupport
+import Testing
+
+@Suite struct ItemQueryTests {
+    enum Kind: String, Codable, Sendable { case noun, verb }
+
+    struct Word: Codable, Identifiable, Equatable, Sendable, Queryable {
+        var id: String
+        var text: String
+        var dueAt: Date
+        var level: Int
+        var kind: Kind
+        var note: String?
+
+        static let text = Field<Word, String>("text")
+        static let dueAt = Field<Word, Date>("dueAt")
+        static let level = Field<Word, Int>("level")
+        static let kind = Field<Word, Kind>("kind")
+        static let note = Field<Word, String?>("note")
+        static let queryFields: [any QueryField] = [text, dueAt, level, kind, note]
+        /// Not in `queryFields`.
+        static let undeclared = Field<Word, Int>("undeclared")
+    }
+
+    static let start = Date(timeIntervalSince1970: 1_800_000_000)
+
+    static func words() -> [Word] {
+        (0..<8).map { index in
+            Word(
+                id: "w\(index)", text: ["tree", "run", "trek", "sun"][index % 4],
+                dueAt: start + Double(index) * 3_600, level: index % 3, kind: index % 2 == 0 ? .noun : .verb,
+                note: index == 3 ? "hard" : nil)
+        }
+    }
+
+    static let strategies: [RecordCoding.Strategies] = [
+        .default, .init(dates: .iso8601, keys: .snakeCase), .init(dates: .millisecondsSince1970),
+    ]
+
+    @Test(arguments: StoreKind.allCases, strategies)
+    func `typed predicates compare values as the coder writes them`(kind: StoreKind, strategies: RecordCoding.Strategies) async throws {
+        try await withStore(kind) { store, _ in
+            let words = RecordRepository<Word>(store: store, collection: "words", strategies: strategies)
+            try await words.save(Self.words())
+            let due = try await words.query(
+                where: Word.dueAt <= Self.start + 3 * 3_600, orderBy: [Word.dueAt.descending], limit: 2)
+            #expect(due.elements.map(\.id) == ["w3", "w2"])
+            let rest = try await words.query(
+                where: Word.dueAt <= Self.start + 3 * 3_600, orderBy: [Word.dueAt.descending], limit: 2, after: due.next)
+            #expect(rest.elements.map(\.id) == ["w1", "w0"])
+            #expect(try await words.count(where: Word.kind == .verb) == 4)
+            #expect(try await words.count(where: Word.level.in([0, 2]) && Word.kind == .noun) == 3)
+            #expect(try await words.query(where: Word.text.hasPrefix("tr")).elements.map(\.id) == ["w0", "w2", "w4", "w6"])
+            #expect(try await words.query(where: !Word.note.isNull).elements.map(\.id) == ["w3"])
+            #expect(try await words.query(where: Word.note == nil).elements.count == 7)
+            #expect(try await words.query(where: Word.level.between(1, 1)).elements.map(\.id) == ["w1", "w4", "w7"])
+            #expect(try await words.exists(where: Word.dueAt > Self.start + 100 * 3_600) == false)
+            let ordered = try await words.query(orderBy: [Word.level.ascending, Word.text.descending])
+            #expect(ordered.elements.map(\.id) == ["w6", "w0", "w3", "w4", "w7", "w1", "w2", "w5"])  // trek > tree > sun > run
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func `a field the item type does not declare is an error naming it`(kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ in
+            let words = RecordRepository<Word>(store: store, collection: "words")
+            try await words.save(Self.words())
+            let error = await #expect(throws: QueryError.self) {
+                try await words.query(where: Word.undeclared == 1)
+            }
+            #expect(error?.code == .undeclaredField)
+            #expect(error?.field == "undeclared")
+            #expect(error?.collection == "words")
+            #expect(error?.description.contains("\"undeclared\"") == true)
+            await #expect(throws: QueryError.self) { try await words.query(orderBy: [Word.undeclared.ascending]) }
+            await #expect(throws: QueryError.self) { try await words.count(where: Word.undeclared > 1) }
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func `queried items become the base of later saves`(kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ in
+            let words = RecordRepository<Word>(store: store, collection: "words")
+            try await words.save(Self.words())
+            let other = RecordRepository<Word>(store: store, collection: "words")
+            var word = try #require(try await other.query(where: Word.text == "sun", limit: 1).elements.first)
+            word.level = 9
+            try await other.save(word)  // no conflict: the query taught its version
+            #expect(try await words.count(where: Word.level == 9) == 1)
+        }
+    }
+}

@@ -1,0 +1,163 @@
+import Foundation
+import RecordKeeper
+import RecordKeeperTestSupport
+import Testing
+
+@Suite struct RecordQueryTests {
+    /// Puts each `(key, json)` into `collection`.
+    static func fill(_ store: RecordStore, _ rows: [(String, String)], in collection: String = "items") async throws {
+        var upserts: [String: Data] = [:]
+        for (key, json) in rows { upserts[key] = Data(json.utf8) }
+        _ = try await store.apply(collection, changes: RecordChanges(upserts: upserts))
+    }
+
+    static let rows: [(String, String)] = [
+        ("a", #"{"n":1,"s":"apple","tag":"x","nested":{"city":"Oslo"}}"#),
+        ("b", #"{"n":2.5,"s":"apricot","tag":null,"nested":{"city":"Bergen"}}"#),
+        ("c", #"{"n":3,"s":"banana","flag":true}"#),
+        ("d", #"{"n":"3","s":"Apple","flag":false}"#),
+        ("e", #"{"s":"ápple"}"#),
+    ]
+
+    func keys(_ store: RecordStore, _ predicate: RecordPredicate?, order: [RecordOrder] = []) async throws -> [String] {
+        try await store.query("items", RecordQuery(where: predicate, orderBy: order)).elements.map(\.key)
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func `comparisons compare numbers numerically and never convert kinds`(kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ in
+            try await Self.fill(store, Self.rows)
+            let n = RecordField("n")
+            #expect(try await keys(store, n == 3) == ["c"])
+            #expect(try await keys(store, n == "3") == ["d"])
+            #expect(try await keys(store, n != 3) == ["a", "b", "d", "e"])
+            #expect(try await keys(store, n < 3) == ["a", "b"])
+            #expect(try await keys(store, n <= 3) == ["a", "b", "c"])
+            #expect(try await keys(store, n > 1) == ["b", "c", "d"])  // text sorts after numbers
+            #expect(try await keys(store, n >= 2.5) == ["b", "c", "d"])
+            #expect(try await keys(store, n.between(2, 3)) == ["b", "c"])
+            #expect(try await keys(store, n.in([1, 3, "3"])) == ["a", "c", "d"])
+            #expect(try await keys(store, n.in([])) == [])
+            #expect(try await keys(store, RecordField("flag") == true) == ["c"])
+            #expect(try await keys(store, RecordField("flag") == false) == ["d"])
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func `strings compare by code point and prefixes are exact`(kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ in
+            try await Self.fill(store, Self.rows)
+            let s = RecordField("s")
+            #expect(try await keys(store, s.hasPrefix("ap")) == ["a", "b"])
+            #expect(try await keys(store, s.hasPrefix("")) == ["a", "b", "c", "d", "e"])
+            #expect(try await keys(store, s.hasPrefix("á")) == ["e"])
+            #expect(try await keys(store, s < "apple") == ["d"])  // "A" < "a"
+            #expect(try await keys(store, nil, order: [s.ascending]) == ["d", "a", "b", "c", "e"])
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func `missing and null fields, nested paths and boolean logic`(kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ in
+            try await Self.fill(store, Self.rows)
+            let tag = RecordField("tag"), city = RecordField("nested.city")
+            #expect(try await keys(store, tag.isNull) == ["b", "c", "d", "e"])
+            #expect(try await keys(store, tag == nil) == ["b", "c", "d", "e"])
+            #expect(try await keys(store, tag.exists) == ["a"])
+            #expect(try await keys(store, city == "Bergen") == ["b"])
+            #expect(try await keys(store, !(RecordField("n") < 3)) == ["c", "d", "e"])
+            #expect(try await keys(store, city == "Oslo" || RecordField("flag") == true) == ["a", "c"])
+            #expect(try await keys(store, RecordField("n") >= 1 && RecordField("s").hasPrefix("b")) == ["c"])
+            #expect(try await keys(store, .and([])) == ["a", "b", "c", "d", "e"])
+            #expect(try await keys(store, .or([])) == [])
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func `ordering by several fields breaks ties by key in the last field's direction`(kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ in
+            try await Self.fill(store, [
+                ("k1", #"{"g":1,"v":5}"#), ("k2", #"{"g":2,"v":5}"#), ("k3", #"{"g":1,"v":7}"#),
+                ("k4", #"{"g":1,"v":5}"#), ("k5", #"{"v":5}"#),
+            ])
+            let g = RecordField("g"), v = RecordField("v")
+            #expect(try await keys(store, nil, order: [g.ascending, v.descending]) == ["k5", "k3", "k4", "k1", "k2"])
+            #expect(try await keys(store, nil, order: [g.descending, v.ascending]) == ["k2", "k1", "k4", "k3", "k5"])
+            #expect(try await keys(store, nil, order: [v.ascending]) == ["k1", "k2", "k4", "k5", "k3"])
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func `count and exists answer without rows`(kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ in
+            #expect(try await store.count("items") == 0)
+            #expect(try await store.exists("items") == false)
+            try await Self.fill(store, Self.rows)
+            #expect(try await store.count("items") == 5)
+            #expect(try await store.count("items", where: RecordField("n") < 3) == 2)
+            #expect(try await store.exists("items", where: RecordField("s") == "banana"))
+            #expect(try await store.exists("items", where: RecordField("s") == "cherry") == false)
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func `keyset pages stay right while others write between them`(kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ in
+            try await Self.fill(store, (0..<10).map { ("k\($0)", #"{"rank":\#($0 % 4)}"#) })
+            var query = RecordQuery(orderBy: [RecordField("rank").descending], limit: 3)
+            var seen: [String] = []
+            var pages = 0
+            repeat {
+                let page = try await store.query("items", query)
+                seen += page.elements.map(\.key)
+                pages += 1
+                // Between pages: a record before the position moves behind it and one appears
+                // before; neither changes what the rest of the pages give.
+                if pages == 1 {
+                    try await Self.fill(store, [("k0", #"{"rank":3}"#), ("new", #"{"rank":9}"#)])
+                }
+                query.after = page.next
+            } while query.after != nil
+            // Order: rank desc, key desc. Initially: 3: k7 k3; 2: k6 k2; 1: k9 k5 k1; 0: k8 k4 k0.
+            #expect(seen == ["k7", "k3", "k6", "k2", "k9", "k5", "k1", "k8", "k4"])
+            #expect(pages == 4)
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func `a page token from another order and a non-positive limit are refused`(kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ in
+            try await Self.fill(store, Self.rows)
+            let page = try await store.query("items", RecordQuery(orderBy: [RecordField("n").ascending], limit: 2))
+            let token = try #require(page.next)
+            #expect(QueryPageToken(text: token.text) == token)
+            let error = await #expect(throws: QueryError.self) {
+                try await store.query("items", RecordQuery(orderBy: [RecordField("s").ascending], after: token))
+            }
+            #expect(error?.code == .invalidArgument)
+            await #expect(throws: QueryError.self) { try await store.query("items", RecordQuery(limit: 0)) }
+        }
+    }
+
+    @Test func `field paths that a JSON path could misread are refused`() throws {
+        for bad in ["", "a..b", "a[0]", "a'b", "$.a", "a b", "ä"] {
+            #expect(throws: QueryError.self) { try FieldPath(bad) }
+        }
+        #expect(try FieldPath("address.city_2").segments == ["address", "city_2"])
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func `dates compare as the collection's recorded strategy writes them`(kind: StoreKind) async throws {
+        struct Entry: Codable, Identifiable, Equatable, Sendable {
+            var id: String
+            var at: Date
+        }
+        try await withStore(kind) { store, _ in
+            let entries = RecordRepository<Entry>(store: store, collection: "items", strategies: .init(dates: .iso8601))
+            let start = Date(timeIntervalSince1970: 1_700_000_000)
+            try await entries.save((0..<4).map { Entry(id: "e\($0)", at: start + Double($0) * 86_400) })
+            let after = RecordField("at") >= .date(start + 86_400 * 2)
+            #expect(try await keys(store, after) == ["e2", "e3"])
+        }
+    }
+}

@@ -10,16 +10,23 @@ extension HTTPSyncServer {
         return try decode(operation, response, data)
     }
 
-    /// Sends a `GET` of `path?query` and decodes the answer.
-    func send<Answer: Decodable>(_ operation: String, get path: String, query: String) async throws -> Answer {
+    /// Sends a `GET` of `path?query` and decodes the answer with `decoder` (the library's
+    /// decoder unless given).
+    func send<Answer: Decodable>(
+        _ operation: String, get path: String, query: String,
+        decoder: (Data) throws -> Answer = { try RecordJSONDecoder().decode(Answer.self, from: $0) }
+    ) async throws -> Answer {
         let (data, response) = try await exchange(operation, path: path, query: query)
-        return try decode(operation, response, data)
+        return try decode(operation, response, data, decoder: decoder)
     }
 
-    private func decode<Answer: Decodable>(_ operation: String, _ response: HTTPURLResponse, _ data: Data) throws -> Answer {
+    private func decode<Answer: Decodable>(
+        _ operation: String, _ response: HTTPURLResponse, _ data: Data,
+        decoder: (Data) throws -> Answer = { try RecordJSONDecoder().decode(Answer.self, from: $0) }
+    ) throws -> Answer {
         guard response.statusCode == 200 else { throw try failure(operation, response, data) }
         do {
-            return try RecordJSONDecoder().decode(Answer.self, from: data)
+            return try decoder(data)
         } catch {
             throw SyncError(
                 .serverFailure,
@@ -109,35 +116,6 @@ extension HTTPSyncServer {
         default:
             return SyncError(.serverFailure, said)
         }
-    }
-
-    /// The longest run of whole operations from the start of `operations` whose push body fits
-    /// in `limit` bytes.
-    ///
-    /// - Throws: ``SyncError/Code/invalidRequest`` when the first operation alone does not fit
-    ///   (its changes apply together, so it cannot be split).
-    static func firstBatch(
-        of operations: ArraySlice<SyncOperation>, space: String, limit: Int, relay: URL
-    ) throws -> ArraySlice<SyncOperation> {
-        // `{"operations":[` … `],"space":"…"}`: the envelope, then each operation and a comma.
-        var size = try encoded(RelayWire.PushRequest(space: space, operations: [])).count
-        var end = operations.startIndex
-        while end < operations.endIndex {
-            let added = try encoded(operations[end]).count + (end == operations.startIndex ? 0 : 1)
-            if size + added > limit { break }
-            size += added
-            end += 1
-        }
-        guard end > operations.startIndex else {
-            let first = operations[operations.startIndex]
-            let bytes = try encoded(RelayWire.PushRequest(space: space, operations: [first])).count
-            throw SyncError(
-                .invalidRequest,
-                "operation \(first.id) is \(bytes) bytes as a push, and the relay at "
-                    + "\(relay.absoluteString) accepts at most \(limit): its changes apply together, so it cannot be "
-                    + "split; nothing of it was sent")
-        }
-        return operations[operations.startIndex..<end]
     }
 }
 

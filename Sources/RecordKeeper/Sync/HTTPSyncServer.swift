@@ -62,15 +62,17 @@ public struct HTTPSyncServer: RecordSyncServer {
     public func push(space: String, operations: [SyncOperation]) async throws -> [SyncOutcome] {
         try SyncRequestValidation.validatePush(space: space, operations: operations)
         if operations.isEmpty { return [] }
+        // Each operation is encoded once: its bytes size the batches and make the bodies.
+        let body = try PushBody(space: space, operations: operations)
         var outcomes: [SyncOutcome] = []
-        var remaining = operations[...]
+        var start = operations.startIndex
         var refreshedLimit = false
-        while !remaining.isEmpty {
+        while start < operations.endIndex {
             let limit = try await health().maxBodyBytes
-            let batch = try Self.firstBatch(of: remaining, space: space, limit: limit, relay: url)
+            let end = try body.batchEnd(from: start, limit: limit, relay: url)
+            let batch = operations[start..<end]
             do {
-                let response: RelayWire.PushResponse = try await send(
-                    "push", post: try Self.encoded(RelayWire.PushRequest(space: space, operations: Array(batch))))
+                let response: RelayWire.PushResponse = try await send("push", post: body.request(start..<end))
                 guard response.outcomes.count == batch.count,
                     zip(response.outcomes, batch).allSatisfy({ $0.operationID == $1.id })
                 else {
@@ -80,7 +82,7 @@ public struct HTTPSyncServer: RecordSyncServer {
                             + "those of the \(batch.count) operation(s) pushed")
                 }
                 outcomes += response.outcomes
-                remaining = remaining.dropFirst(batch.count)
+                start = end
             } catch is BodyTooLarge where !refreshedLimit {
                 // The relay's limit changed since it was asked: ask again, split again, once.
                 refreshedLimit = true
@@ -100,7 +102,7 @@ public struct HTTPSyncServer: RecordSyncServer {
         let query = RelayWire.pullQuery(after: cursor, limit: limit, space: space)
             .map { "\(Self.percentEncoded($0.name))=\(Self.percentEncoded($0.value))" }.joined(separator: "&")
         do {
-            return try await send("pull", get: RelayWire.pullPath, query: query)
+            return try await send("pull", get: RelayWire.pullPath, query: query, decoder: SyncWireJSON.decodePage)
         } catch let tooLarge as BodyTooLarge {
             throw SyncError(.serverFailure, tooLarge.message)
         }

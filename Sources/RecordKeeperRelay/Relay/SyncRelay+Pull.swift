@@ -6,7 +6,7 @@ extension SyncRelay {
     func pull(_ request: HTTPRequest) async -> HTTPResponse {
         await authorized(request) { access throws(RelayRefusal) in
             let page = try await pull(request, access: access)
-            var response = RelayResponses.json(200, page)
+            var response = RelayResponses.page(page)
             response.logFields = [("space", access.space), ("changes", String(page.changes.count))]
             return response
         }

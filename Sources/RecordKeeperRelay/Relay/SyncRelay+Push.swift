@@ -19,7 +19,7 @@ extension SyncRelay {
         try requireSpace(request.query["space"], of: access)
         let body: RelayWire.PushRequest
         do {
-            body = try RecordJSONDecoder().decode(RelayWire.PushRequest.self, from: request.body)
+            body = try SyncWireJSON.decodePush(request.body)
         } catch {
             throw RelayResponses.badRequest("the body is not a push request: \(RelayResponses.describe(error))")
         }

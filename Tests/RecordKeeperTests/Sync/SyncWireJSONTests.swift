@@ -1,0 +1,95 @@
+import Foundation
+import Testing
+@testable import RecordKeeper
+
+/// The relay's fast JSON of operations and pages writes exactly the bytes of the library's
+/// encoder, so the relay's wire format does not depend on which one wrote a body.
+@Suite struct SyncWireJSONTests {
+    private static let texts = ["items", "a b", "quote \" and \\ slash /", "tab\tnew\nline\u{1}", "ä/%+&=", "😀"]
+
+    private static func changes() -> [SyncChange] {
+        texts.enumerated().flatMap { index, text in
+            [
+                SyncChange(collection: text, key: "k\(index)", value: .payload(Data(text.utf8)), base: nil),
+                SyncChange(collection: "notes", key: text, value: .tombstone, base: SyncServerVersion(Int64(index) * 1_000_003),
+                           policy: .lastWriterWins),
+                SyncChange(collection: "notes", key: text + "-empty", value: .payload(Data()), base: SyncServerVersion(0)),
+            ]
+        }
+    }
+
+    @Test func `an operation is written as the encoder writes it, with and without changes and predecessors`() throws {
+        let changes = Self.changes()
+        let first = SyncOperation(device: "phone \"7\"", sequence: 1, predecessor: .firstOfDevice, changes: changes)
+        let operations = [
+            first,
+            SyncOperation(device: "d", sequence: Int64.max, predecessor: .operation(first.id), changes: [changes[1]]),
+            SyncOperation(device: "d", sequence: 3, changes: []),
+        ]
+        for operation in operations {
+            let fast = try SyncWireJSON.encode(operation)
+            #expect(fast == (try RecordJSONEncoder().encode(operation)))
+            #expect(try RecordJSONDecoder().decode(SyncOperation.self, from: fast) == operation)
+        }
+    }
+
+    @Test func `a page is written as the encoder writes it, with and without a position`() throws {
+        let pulled = Self.changes().enumerated().map { index, change in
+            SyncPulledChange(collection: change.collection, key: change.key, value: change.value,
+                             version: SyncServerVersion(Int64(index) - 1))
+        }
+        let pages = [
+            SyncPage(changes: pulled, cursor: SyncCursor(counter: 42), hasMore: false),
+            SyncPage(changes: pulled, cursor: SyncCursor(counter: 7, position: .init(collection: "a\"b", key: "ä")), hasMore: true),
+            SyncPage(changes: [], cursor: .start, hasMore: false),
+        ]
+        for page in pages {
+            let fast = try SyncWireJSON.encode(page)
+            #expect(fast == (try RecordJSONEncoder().encode(page)))
+            #expect(try RecordJSONDecoder().decode(SyncPage.self, from: fast) == page)
+        }
+    }
+}
+
+extension SyncWireJSONTests {
+    @Test func `reading gives what the decoder gives, from the fast form and from any other`() throws {
+        let operation = SyncOperation(device: "d", sequence: 1, predecessor: .firstOfDevice, changes: Self.changes())
+        let request = RelayWire.PushRequest(space: "alice", operations: [operation, operation])
+        let pulled = Self.changes().map {
+            SyncPulledChange(collection: $0.collection, key: $0.key, value: $0.value, version: SyncServerVersion(3))
+        }
+        let page = SyncPage(changes: pulled, cursor: SyncCursor(counter: 3, position: .init(collection: "c", key: "k")), hasMore: true)
+        let foundation = RecordCoding.makeFoundationEncoder(userInfo: [:])
+        foundation.outputFormatting.insert(.prettyPrinted)  // whitespace: not the fast form
+        for body in [try RecordJSONEncoder().encode(request), try foundation.encode(request)] {
+            #expect(try SyncWireJSON.decodePush(body).operations == request.operations)
+            #expect(try SyncWireJSON.decodePush(body).space == "alice")
+        }
+        for body in [try RecordJSONEncoder().encode(page), try foundation.encode(page)] {
+            #expect(try SyncWireJSON.decodePage(body) == page)
+        }
+    }
+
+    @Test func `a body that is not a push or a page fails as it fails in the decoder, and one the decoder accepts is read as it reads it`() throws {
+        let good = String(decoding: try SyncWireJSON.encode(SyncOperation(device: "d", sequence: 1, changes: Self.changes())), as: UTF8.self)
+        let bodies = [
+            "", "{", #"{"operations":[{"changes":[{"collection":"a"}]}]}"#,
+            #"{"operations":["# + good.replacingOccurrences(of: "lastWriterWins", with: "sometimes") + "]}",
+            #"{"operations":["# + good.replacingOccurrences(of: #""_0":""#, with: #""_0":"!"#) + "]}",
+            #"{"operations":["# + good + #"],"space":7}"#,
+            #"{"operations":["# + good + ",]}",
+        ]
+        for body in bodies {
+            let expected = Result { try RecordJSONDecoder().decode(RelayWire.PushRequest.self, from: Data(body.utf8)) }
+            let fast = Result { try SyncWireJSON.decodePush(Data(body.utf8)) }
+            switch (expected, fast) {
+            case (.success(let expected), .success(let fast)):
+                #expect(fast.operations == expected.operations && fast.space == expected.space, "\(body)")
+            case (.failure(let expected), .failure(let fast)):
+                #expect(String(describing: fast) == String(describing: expected))
+            default:
+                Issue.record("the fast reader and the decoder disagree on \(body)")
+            }
+        }
+    }
+}

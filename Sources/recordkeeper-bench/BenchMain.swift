@@ -74,6 +74,9 @@ func runBench(_ options: BenchOptions) async -> Int32 {
             case .c1: try await runner.runCodecCost()
             case .o1: try await runner.runOutboxEnqueue()
             case .o2: try await runner.runOutboxBacklog()
+            case .q1: try await runner.runNewestQuery()
+            case .q2: try await runner.runRangeCount()
+            case .q3: try await runner.runSavesWithIndexes()
             case .s1, .s2:
                 // One run measures both (the pull reads what the push wrote).
                 if !syncDone, let conninfo = options.postgres {

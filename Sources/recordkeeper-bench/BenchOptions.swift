@@ -13,6 +13,7 @@ enum WorkloadID: String, Sendable, CaseIterable, Comparable {
     case t1 = "T1", t2 = "T2", t3 = "T3", t4 = "T4"
     case c1 = "C1"
     case o1 = "O1", o2 = "O2"
+    case q1 = "Q1", q2 = "Q2", q3 = "Q3"
     case s1 = "S1", s2 = "S2", s3 = "S3", s4 = "S4", s5 = "S5", s6 = "S6", s7 = "S7"
 
     static func < (lhs: WorkloadID, rhs: WorkloadID) -> Bool {
@@ -38,6 +39,9 @@ enum WorkloadID: String, Sendable, CaseIterable, Comparable {
         case .c1: "codec cost: Foundation JSON vs a specialised Item codec"
         case .o1: "outbox: apply of 1 record + 1 enqueue vs apply alone"
         case .o2: "outbox: deliverDue of a backlog of queued operations (no-op transport)"
+        case .q1: "queries: the 20 newest items by an indexed field, decoded, vs raw SQLite and vs load-all-then-filter"
+        case .q2: "queries: count of a range (10% of N) on an indexed field vs raw SQLite"
+        case .q3: "queries: single saves into a collection with two declared indexes vs none, p50"
         case .s1: "sync: push N records through PostgresSyncServer vs raw libpq batches of 1,000"
         case .s2: "sync: pull N records in pages of 1,000 vs raw libpq keyset pages"
         case .s3: "sync: RecordSync uploads N records from a local store through PostgreSQL vs raw libpq batches of 1,000"
@@ -90,7 +94,7 @@ struct BenchOptions: Sendable {
 
       --n N                 records in the store (default 100000)
       --repeat R            repeats per workload; medians are reported (default 5)
-      --workloads LIST      comma-separated subset of W1..W9,T1..T4,C1,O1,O2,S1..S7 (default: all
+      --workloads LIST      comma-separated subset of W1..W9,T1..T4,C1,O1,O2,Q1..Q3,S1..S7 (default: all
                             available; S1..S7 only with a PostgreSQL server)
       --postgres CONNINFO   PostgreSQL server for S1..S7 (default: RECORDKEEPER_TEST_POSTGRES;
                             scripts/with-postgres.sh starts a throwaway one and sets it). The

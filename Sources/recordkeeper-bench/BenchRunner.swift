@@ -12,6 +12,8 @@ final class BenchRunner {
     private var fixtures: Set<String> = []
     private var payloadCache: (n: Int, values: [String: Data])?
     private var revisionCounter = 0
+    /// N of the Q1/Q2 stores already built (`QueryWorkloads.swift`).
+    var queryFixtureN: Int?
 
     init(options: BenchOptions) throws {
         self.options = options

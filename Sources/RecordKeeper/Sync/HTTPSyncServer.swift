@@ -21,7 +21,7 @@ public import Foundation
 ///
 /// | answer | thrown |
 /// | --- | --- |
-/// | 401 | ``SyncError/Code/unauthorized``: get a new token; the store is untouched |
+/// | 401 | ``SyncError/Code/unauthorized`` (after one retry when the token provider gives another token): get a new token; the store is untouched |
 /// | 403 | ``SyncError/Code/forbidden``: the token does not grant this space, collection or push |
 /// | 400 | ``SyncError/Code/invalidRequest``, with the relay's reason |
 /// | 408, 429, 502, 503, 504, no connection, a timeout | ``SyncError/Code/unreachable``, with ``SyncError/retryAfter`` from `Retry-After` |

@@ -141,44 +141,25 @@ final class StorePathWatch {
         }
 
         private func drainLocked() {
-            let capacity = 16 * 1024
-            let buffer = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 8)
-            defer { buffer.deallocate() }
-            while true {
-                let count = read(descriptor, buffer, capacity)
-                if count < 0 {
-                    if errno == EINTR { continue }
-                    // EAGAIN: all read. Anything else: every path is checked.
-                    if errno != EAGAIN { changed.formUnion(watchesOf.keys) }
-                    return
-                }
-                if count == 0 { return }
-                // struct inotify_event { int wd; uint32_t mask, cookie, len; char name[len]; }
-                var offset = 0
-                while offset + 16 <= count {
-                    let watch = buffer.loadUnaligned(fromByteOffset: offset, as: Int32.self)
-                    let mask = buffer.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self)
-                    let length = Int(buffer.loadUnaligned(fromByteOffset: offset + 12, as: UInt32.self))
-                    if mask & UInt32(IN_Q_OVERFLOW) != 0 {
-                        changed.formUnion(watchesOf.keys)
-                    } else if mask & UInt32(IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF | IN_UNMOUNT) != 0 {
-                        changed.formUnion((watches[watch] ?? [:]).keys)
-                        if mask & UInt32(IN_IGNORED) != 0 {
-                            // The kernel ended the watch: its subscribers check every time.
-                            for id in (watches[watch] ?? [:]).keys {
-                                broken.insert(id)
-                                watchesOf[id]?.remove(watch)
-                            }
-                            watches[watch] = nil
+            let complete = InotifyEvents.drain(descriptor) { watch, mask, name in
+                if mask & UInt32(IN_Q_OVERFLOW) != 0 {
+                    changed.formUnion(watchesOf.keys)
+                } else if mask & UInt32(IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF | IN_UNMOUNT) != 0 {
+                    changed.formUnion((watches[watch] ?? [:]).keys)
+                    if mask & UInt32(IN_IGNORED) != 0 {
+                        // The kernel ended the watch: its subscribers check every time.
+                        for id in (watches[watch] ?? [:]).keys {
+                            broken.insert(id)
+                            watchesOf[id]?.remove(watch)
                         }
-                    } else if length > 0, offset + 16 + length <= count {
-                        let name = UnsafeRawBufferPointer(start: buffer + offset + 16, count: length)
-                        let bytes = Array(name.prefix { $0 != 0 })
-                        for (id, names) in watches[watch] ?? [:] where names.contains(bytes) { changed.insert(id) }
+                        watches[watch] = nil
                     }
-                    offset += 16 + length
+                } else if let name {
+                    for (id, names) in watches[watch] ?? [:] where names.contains(name) { changed.insert(id) }
                 }
             }
+            // A failed read may have lost events: every path is checked.
+            if !complete { changed.formUnion(watchesOf.keys) }
         }
     }
 #endif

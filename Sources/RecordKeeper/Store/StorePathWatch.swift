@@ -88,6 +88,10 @@ final class StorePathWatch {
                 guard made >= 0 else { return nil }
                 descriptor = made
             }
+            // Events already queued (other subscriptions share directories, such as the
+            // temporary directory, whose earlier changes may name this path) happened before
+            // this watch: they go to the subscriptions that were there.
+            drainLocked()
             nextID += 1
             let id = nextID
             watchesOf[id] = []

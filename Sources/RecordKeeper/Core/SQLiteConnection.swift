@@ -238,9 +238,17 @@ final class SQLiteConnection {
     /// with SQLITE_BUSY instead of being waited for on this thread.
     func refusingToWait<T>(_ body: () throws -> T) rethrows -> T {
         sqlite3_busy_timeout(handle, 0)
-        defer { sqlite3_busy_timeout(handle, busyMilliseconds) }
+        refusesToWait = true
+        defer {
+            sqlite3_busy_timeout(handle, busyMilliseconds)
+            refusesToWait = false
+        }
         return try body()
     }
+
+    /// True while `refusingToWait` runs: the request is an inline attempt on its caller's
+    /// thread, which must stay short (see `RecordEngine.queryRecords`).
+    private(set) var refusesToWait = false
 
     // MARK: Write-ahead log
 

@@ -37,8 +37,13 @@ extension RecordEngine {
     }
 
     /// The page of records `query` selects in collection `id`.
+    ///
+    /// In an inline attempt (on the caller's thread, `SQLiteConnection.refusesToWait`) it runs
+    /// only a short walk of a declared index (`QuerySQL.isShortIndexWalk`); any other query is
+    /// refused before a row is read (`InlineAttemptRefused`) and goes to the reader's executor.
     func queryRecords(_ query: RecordQuery, collectionID id: Int64, collection: String) throws -> QueryPage<StoredRecord> {
         let sql = QuerySQL(query, collectionID: id, indexed: try declaredIndexes(id, collection: collection), shape: .rows)
+        if connection.refusesToWait, !sql.isShortIndexWalk(query) { throw InlineAttemptRefused() }
         return try run(collection: collection) {
             try connection.withQueryStatement(sql.text) { statement in
                 try bind(sql, to: statement)

@@ -156,7 +156,7 @@ let package = Package(
         ),
         .testTarget(
             name: "RecordKeeperToolTests",
-            dependencies: ["RecordKeeperTool", "RecordKeeper", "RecordKeeperPostgres", "recordkeeper", "RecordKeeperTestSupport"],
+            dependencies: ["RecordKeeperTool", "RecordKeeperCommandLine", "RecordKeeper", "RecordKeeperPostgres", "recordkeeper", "RecordKeeperTestSupport"],
             swiftSettings: swiftSettings
         ),
         // A helper process for the crash and multi-process tests: performs record-level

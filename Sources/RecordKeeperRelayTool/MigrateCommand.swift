@@ -1,10 +1,11 @@
 import RecordKeeper
 import RecordKeeperPostgres
+import RecordKeeperCommandLine
 
 /// `recordkeeper-relay migrate --database CONNINFO [--grant ROLE]`: creates or migrates the sync
 /// schema, and grants a serving role its DML rights.
 enum MigrateCommand {
-    static func run(_ settings: RelaySettings) async throws -> RelayExitCode {
+    static func run(_ settings: RelaySettings) async throws -> ExitCode {
         let conninfo = try settings.required("database", environment: "RECORDKEEPER_RELAY_DATABASE")
         let connection: PostgresConnection
         do {

@@ -22,7 +22,7 @@ public enum RelayTool {
         }
     }
 
-    private static func dispatch(_ parsed: ParsedCommandLine, environment: [String: String]) async throws -> RelayExitCode {
+    private static func dispatch(_ parsed: ParsedCommandLine, environment: [String: String]) async throws -> ExitCode {
         guard let command = parsed.command else {
             if parsed.wantsHelp {
                 StandardStreams.write(RelayCommandCatalog.toolHelp)
@@ -53,29 +53,21 @@ public enum RelayTool {
 
     /// Prints one line for `error` on standard error and returns its exit code.
     @discardableResult
-    private static func report(_ error: any Error, command: String?) -> RelayExitCode {
-        let code: RelayExitCode
-        let message: String
-        switch error {
-        case let error as UsageError:
-            code = .usage
-            let help = error.command.map { "recordkeeper-relay \($0) --help" } ?? "recordkeeper-relay --help"
-            message = "\(error.message) (see '\(help)')"
-        case let error as RelayToolError:
-            code = error.exitCode
-            message = error.message
-        case let error as SyncError:
-            code = error.code == .unreachable ? .unavailable : error.code == .newerServerSchema ? .configuration : .internalError
-            message = error.description
-        case let error as PostgresError:
-            code = error.isConnectionFailure ? .unavailable : .configuration
-            message = error.description
-        default:
-            code = .internalError
-            message = "internal error: \(String(describing: error))"
+    private static func report(_ error: any Error, command: String?) -> ExitCode {
+        let failure = CommandFailure.reporting(error, tool: "recordkeeper-relay", command: command) { error in
+            switch error {
+            case let error as SyncError:
+                let code: ExitCode = error.code == .unreachable ? .unavailable
+                    : error.code == .newerServerSchema ? .configuration : .internalError
+                return CommandFailure(code, error.description)
+            case let error as PostgresError:
+                return CommandFailure(error.isConnectionFailure ? .unavailable : .configuration, error.description)
+            default:
+                return nil
+            }
         }
-        StandardStreams.writeError("recordkeeper-relay: " + message.split(whereSeparator: \.isNewline).joined(separator: " "))
-        return code
+        StandardStreams.writeError(failure.line(tool: "recordkeeper-relay"))
+        return failure.exitCode
     }
 }
 

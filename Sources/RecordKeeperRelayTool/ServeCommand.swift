@@ -12,7 +12,7 @@ import RecordKeeperRelay
 
 /// `recordkeeper-relay serve`: the relay over PostgreSQL, until SIGTERM.
 enum ServeCommand {
-    static func run(_ settings: RelaySettings, until stop: @Sendable () async -> Void) async throws -> RelayExitCode {
+    static func run(_ settings: RelaySettings, until stop: @Sendable () async -> Void) async throws -> ExitCode {
         let conninfo = try settings.required("database", environment: "RECORDKEEPER_RELAY_DATABASE")
         let listen = try listenAddress(settings.value("listen", environment: "RECORDKEEPER_RELAY_LISTEN") ?? "127.0.0.1:8080")
         var verifierConfiguration = JWTVerifier.Configuration(key: try verificationKey(settings))

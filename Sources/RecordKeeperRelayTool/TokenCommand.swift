@@ -1,10 +1,11 @@
 import Foundation
 import RecordKeeperRelay
+import RecordKeeperCommandLine
 
 /// `recordkeeper-relay token --space S --secret-file F [--ttl SECONDS] [--read-only]`: prints
 /// an HS256 token.
 enum TokenCommand {
-    static func run(_ settings: RelaySettings, now: Date = Date()) throws -> RelayExitCode {
+    static func run(_ settings: RelaySettings, now: Date = Date()) throws -> ExitCode {
         let space = try settings.required("space")
         if space.isEmpty { throw RelayToolError(.usage, "--space must not be empty") }
         let secret = try settings.secret(try settings.required("secret-file"))

@@ -1,4 +1,5 @@
 import RecordKeeper
+import RecordKeeperCommandLine
 
 /// The `recordkeeper` command-line tool, as a library so tests can reach its parts.
 ///
@@ -95,40 +96,24 @@ public enum RecordKeeperTool {
     /// Prints one line for `error` on stderr and returns its exit code.
     @discardableResult
     private static func report(_ error: any Error, command: String?) -> ExitCode {
-        let code: ExitCode
-        let message: String
-        switch error {
-        case let error as UsageError:
-            code = .usage
-            let help = error.command.map { "recordkeeper \($0) --help" } ?? "recordkeeper --help"
-            message = "\(error.message) (see '\(help)')"
-        case let error as ToolError:
-            code = error.exitCode
-            message = error.message
-        case let error as RecordStoreError:
-            let translated = ToolError(error)
-            code = translated.exitCode
-            message = translated.message
-        case let error as SyncError:
-            let translated = ToolError(error, pending: nil, touched: false)
-            code = translated.exitCode
-            message = translated.message
-        case let error as QueryError:
-            code = .usage
-            message = error.description
-        case let conflict as RecordConflict:
-            code = .conflict
-            message = conflict.errorDescription ?? "records changed meanwhile; nothing was written"
-        case is CancellationError:
-            code = .internalError
-            message = "cancelled; nothing partial was written"
-        default:
-            code = .internalError
-            message = "internal error: \(String(describing: error))"
+        let failure = ToolError.reporting(error, tool: "recordkeeper", command: command) { error in
+            switch error {
+            case let error as RecordStoreError:
+                return ToolError(error)
+            case let error as SyncError:
+                return ToolError(error, pending: nil, touched: false)
+            case let error as QueryError:
+                return ToolError(.usage, error.description)
+            case let conflict as RecordConflict:
+                return ToolError(.conflict, conflict.errorDescription ?? "records changed meanwhile; nothing was written")
+            case is CancellationError:
+                return ToolError(.internalError, "cancelled; nothing partial was written")
+            default:
+                return nil
+            }
         }
-        let oneLine = message.split(whereSeparator: \.isNewline).joined(separator: " ")
-        StandardError.writeLine("recordkeeper: " + oneLine)
-        return code
+        StandardError.writeLine(failure.line(tool: "recordkeeper"))
+        return failure.exitCode
     }
 }
 

@@ -1,3 +1,5 @@
+import RecordKeeperCommandLine
+
 /// Command-line arguments arrive as bytes. Swift's `CommandLine.arguments` replaces bytes that
 /// are not UTF-8 with U+FFFD, so `put notes $'a\xff'` and `put notes $'a\xfe'` would write one
 /// record. The tool reads the raw bytes instead and refuses such an argument, naming it.

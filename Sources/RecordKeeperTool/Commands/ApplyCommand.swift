@@ -1,5 +1,6 @@
 import Foundation
 import RecordKeeper
+import RecordKeeperCommandLine
 
 /// `apply COLLECTION FILE|-`: a JSON change set applied as one transaction.
 ///

@@ -1,5 +1,6 @@
 import Foundation
 import RecordKeeper
+import RecordKeeperCommandLine
 
 /// `backup DEST [--overwrite]`: a consistent copy of the whole store in one file
 /// (`RecordStore.backup(to:overwrite:)`), taken while other processes may keep writing.

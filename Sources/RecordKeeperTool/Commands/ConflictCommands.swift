@@ -1,5 +1,6 @@
 import Foundation
 import RecordKeeper
+import RecordKeeperCommandLine
 
 /// `conflicts [--json]` and `resolve COLLECTION KEY --keep local|server`: the sync conflicts a
 /// store keeps until they are resolved. Neither needs the server.

@@ -1,5 +1,6 @@
 import Foundation
 import RecordKeeper
+import RecordKeeperCommandLine
 
 /// `export [COLLECTION]`: one consistent snapshot streamed as JSON or NDJSON.
 enum ExportCommand {

@@ -1,5 +1,6 @@
 import Foundation
 import RecordKeeper
+import RecordKeeperCommandLine
 
 /// `import FILE|-`: merge (default) or `--replace`, all or nothing; `--dry-run` only counts.
 ///

@@ -1,5 +1,6 @@
 import Foundation
 import RecordKeeper
+import RecordKeeperCommandLine
 
 /// `list` with `--where`, `--order` or `--limit`, and `index`.
 enum QueryCommands {

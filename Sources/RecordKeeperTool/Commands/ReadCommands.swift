@@ -1,5 +1,6 @@
 import Foundation
 import RecordKeeper
+import RecordKeeperCommandLine
 
 /// `collections`, `list` and `get`: they read and never create a store.
 enum ReadCommands {

@@ -1,5 +1,6 @@
 import Foundation
 import RecordKeeper
+import RecordKeeperCommandLine
 
 /// `check` and `info`: the store as a whole.
 enum StoreCommands {

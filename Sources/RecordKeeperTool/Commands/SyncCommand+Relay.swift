@@ -1,5 +1,6 @@
 import Foundation
 import RecordKeeper
+import RecordKeeperCommandLine
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking

@@ -1,6 +1,7 @@
 import Foundation
 import RecordKeeper
 import RecordKeeperPostgres
+import RecordKeeperCommandLine
 
 /// `sync --server CONNINFO --space SPACE [--collections a,b] [--last-writer-wins] [--recover]
 /// [--timeout SECONDS]`: pushes what is pending, then pulls to the server's head, through

@@ -1,5 +1,6 @@
 import Foundation
 import RecordKeeper
+import RecordKeeperCommandLine
 
 /// `put` and `delete`. With `--if-version` both are conditional writes
 /// (`RecordStore.apply(_:changes:expecting:)`): a record changed meanwhile is a conflict, exit 75.

@@ -1,3 +1,5 @@
+import RecordKeeperCommandLine
+
 /// A buffered byte reader over a file, standard input or bytes in memory, that keeps the line
 /// and column of the next byte for error messages. Memory stays at one buffer whatever the input.
 ///

@@ -1,3 +1,5 @@
+import RecordKeeperCommandLine
+
 /// A buffered writer to a file descriptor: stdout, stderr, or an export file.
 ///
 /// Not `Sendable`: each command creates its own and uses it from one place.

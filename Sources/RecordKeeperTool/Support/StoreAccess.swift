@@ -1,5 +1,6 @@
 import Foundation
 import RecordKeeper
+import RecordKeeperCommandLine
 
 /// Where the store is, and opening it the way each kind of command needs.
 struct StoreAccess: Sendable {

@@ -75,13 +75,7 @@ import Testing
                 let page = try await store.query("words", RecordQuery(orderBy: [dueAt.descending], limit: limit))
                 #expect(page.elements.map(\.key) == Array(["tree", "sun", "run"].prefix(limit)))
             }
-            var query = RecordQuery(orderBy: [dueAt.ascending], limit: 1)
-            var paged: [String] = []
-            repeat {
-                let page = try await store.query("words", query)
-                paged += page.elements.map(\.key)
-                query.after = page.next
-            } while query.after != nil
+            let paged = try await DeclaredIndexTests.keysPageByPage(store, "words", RecordQuery(orderBy: [dueAt.ascending], limit: 1))
             #expect(paged == ["run", "sun", "tree"])
         }
     }

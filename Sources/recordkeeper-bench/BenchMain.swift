@@ -67,7 +67,7 @@ func runBench(_ options: BenchOptions) async -> Int32 {
             case .w5: try await runner.runColdOpen()
             case .w6: try await runner.runPeakMemory()
             case .w7: try await runner.runScaling()
-            case .w8: try await runner.runPointReadsBesideWrite()
+            case .w8: try await runner.runPointReadsBesideWriter()
             case .w9: try await runner.runObserveLatency()
             case .t1, .t2, .t3, .t4:
                 try await runner.runTypedWorkload(workload)

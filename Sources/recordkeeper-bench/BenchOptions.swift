@@ -30,7 +30,7 @@ enum WorkloadID: String, Sendable, CaseIterable, Comparable {
         case .w5: "cold open + first read in a fresh process"
         case .w6: "peak resident memory (child process)"
         case .w7: "scaling of W2 latency and W3 throughput"
-        case .w8: "random point reads while another connection holds a write transaction open"
+        case .w8: "random point reads while another process commits single saves"
         case .w9: "change stream: another process's commit to the stream's yield"
         case .t1: "typed: bulk save of N items"
         case .t2: "typed: single-item saves, one commit each"

@@ -126,6 +126,15 @@ final class BenchRunner {
                               samples: count ?? samples.count, note: note))
     }
 
+    /// The note on a `full`-durability single-save row: its latency is one `fsync` of the log
+    /// per commit, so its ratio to raw says how steady this machine's disk was, not what the
+    /// library costs (the CPU it adds is the `normal` row's).
+    func fsyncNote(_ durability: Durability) -> String? {
+        durability == .full
+            ? "full: each commit waits for an fsync, so the ratio is this disk's fsync noise (raw alternates in every repeat); read the normal row for the library's cost"
+            : nil
+    }
+
     func appendRows(_ newRows: [ResultRow]) {
         rows.append(contentsOf: newRows)
     }
@@ -151,5 +160,13 @@ enum RecordKeeperSide {
         _ = try await store.value(benchCollection, key: Dataset.key(0))
         try await store.write { _ in }
         return store
+    }
+
+    /// Waits until the store has run what earlier requests scheduled on its executor (a
+    /// passive checkpoint after a commit that grew the log past its threshold): an empty write
+    /// transaction runs there, after it. W2/T2 count this in their wall-clock throughput,
+    /// as raw's checkpoints run inside its commits.
+    static func drainScheduledWork(_ store: RecordStore) async throws {
+        try await store.write { _ in }
     }
 }

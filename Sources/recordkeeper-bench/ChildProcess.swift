@@ -8,7 +8,8 @@ import RecordKeeper
 /// Modes:
 /// - `open-read`: time from before the store handle is created to after the first point read;
 /// - `read`: open and read the whole collection; report peak RSS (VmHWM);
-/// - `export`: open and stream every record to a file; report peak RSS.
+/// - `export`: open and stream every record to a file; report peak RSS;
+/// - `write-loop`: W8's writer (`--stop FILE`), see `ConcurrentWorkloads.swift`.
 struct ChildReport: Codable, Sendable {
     var seconds: Double
     var records: Int
@@ -22,6 +23,7 @@ enum ChildMode: String, Sendable {
     case openRead = "open-read"
     case read
     case export
+    case writeLoop = "write-loop"
 }
 
 /// Writes `key \t payload \n` lines through a 1 MiB buffer.
@@ -80,7 +82,13 @@ enum Child {
                   let durability = values["--durability"].flatMap(Durability.init(rawValue:)) else {
                 throw BenchFailure("child: missing --impl, --path, --n or --durability")
             }
-            let report = try await run(mode, implementation, path: path, n: n, durability: durability, out: values["--out"])
+            let report =
+                if mode == .writeLoop {
+                    try await writeUntilStopped(implementation, path: path, n: n, durability: durability,
+                                                stopFile: values["--stop"] ?? "")
+                } else {
+                    try await run(mode, implementation, path: path, n: n, durability: durability, out: values["--out"])
+                }
             let data = try JSONEncoder().encode(report)
             FileHandle.standardOutput.write(data + Data("\n".utf8))
             return 0
@@ -150,6 +158,8 @@ enum Child {
                 records += 1
             }
             try writer.close()
+        case (.writeLoop, _):
+            throw BenchFailure("child: write-loop runs in writeUntilStopped")
         }
         let seconds = (clock.now - start).seconds
         return ChildReport(seconds: seconds, records: records, peakBytes: ProcessMemory.peakResident ?? 0, baselineBytes: baseline)

@@ -219,17 +219,6 @@ final class RawSQLiteStore {
         return Int(sqlite3_column_int64(statement, 0))
     }
 
-    /// W8: begins a write transaction and upserts `key` in it, leaving it open (uncommitted)
-    /// until `rollbackOpenTransaction()`.
-    func beginHoldingWrite(key: String, data: Data) throws {
-        try step(beginStatement)
-        try upsertRow(key: key, data: data)
-    }
-
-    func rollbackOpenTransaction() throws {
-        try step(rollbackStatement)
-    }
-
     // MARK: Q1/Q2: a field of the JSON payloads, indexed
 
     /// The expression over the number `field` of the payloads: the one RecordKeeper's queries

@@ -84,6 +84,7 @@ extension BenchRunner {
             for implementation in order(forRepeat: repeatIndex) {
                 var latencies: [Double] = []
                 latencies.reserveCapacity(operations)
+                let wallStart = ContinuousClock.now
                 switch implementation {
                 case .raw:
                     for item in items {
@@ -93,6 +94,7 @@ extension BenchRunner {
                     for item in items {
                         latencies.append(try await measureAsync { try await repository.save(item) })
                     }
+                    try await RecordKeeperSide.drainScheduledWork(repository.store)
                 case .naive:
                     var total = 0.0
                     for item in items {
@@ -104,14 +106,15 @@ extension BenchRunner {
                 }
                 p50[implementation, default: []].append(Stats.percentile(latencies, 0.5) * 1e6)
                 p99[implementation, default: []].append(Stats.percentile(latencies, 0.99) * 1e6)
-                throughput[implementation, default: []].append(Double(latencies.count) / latencies.reduce(0, +))
+                throughput[implementation, default: []].append(Double(latencies.count) / (ContinuousClock.now - wallStart).seconds)
                 operationCount[implementation, default: 0] += latencies.count
             }
         }
         for implementation in Implementation.allCases {
             guard let values = p50[implementation] else { continue }
             let count = operationCount[implementation] ?? 0
-            record("T2", variant: durability.rawValue, n: n, implementation, metric: "p50_us", samples: values, count: count)
+            record("T2", variant: durability.rawValue, n: n, implementation, metric: "p50_us", samples: values, count: count,
+                   note: implementation == .recordKeeper ? fsyncNote(durability) : nil)
             record("T2", variant: durability.rawValue, n: n, implementation, metric: "p99_us", samples: p99[implementation] ?? [], count: count)
             record("T2", variant: durability.rawValue, n: n, implementation, metric: "ops_per_s", samples: throughput[implementation] ?? [], count: count)
         }

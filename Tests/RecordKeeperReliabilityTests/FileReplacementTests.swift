@@ -86,6 +86,89 @@ import RecordKeeper
             #expect(try Data(contentsOf: url) == junk)
         }
     }
+
+    // A commit examines the path only when a watch of its directories saw a change on it
+    // (Linux; elsewhere always): these are the changes that touch a directory above the file.
+
+    @Test func `a store whose directory is moved while open refuses the write and works again once it is back`() async throws {
+        try await withTemporaryDirectory { directory in
+            let folder = directory.appendingPathComponent("folder", isDirectory: true)
+            let moved = directory.appendingPathComponent("folder-moved", isDirectory: true)
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            let url = folder.appendingPathComponent("store.sqlite")
+            let store = RecordStore(url: url)
+            try await store.put("c", key: "confirmed", data: Data("1"))
+            #expect(rename(folder.path, moved.path) == 0)
+
+            let error = await #expect(throws: RecordStoreError.self) {
+                try await store.put("c", key: "lost?", data: Data("2"))
+            }
+            FaultTally.shared.add("store directory moved while open")
+            #expect(error?.code == .fileReplaced)
+            #expect(error?.detail == "the file is gone")
+
+            #expect(rename(moved.path, folder.path) == 0)
+            try await store.put("c", key: "after", data: Data("3"))
+            #expect(try await store.read("c") == ["confirmed": Data("1"), "after": Data("3")])
+        }
+    }
+
+    @Test func `a store reached through a symbolic link refuses the write once the link points elsewhere`() async throws {
+        try await withTemporaryDirectory { directory in
+            let real = directory.appendingPathComponent("real", isDirectory: true)
+            let empty = directory.appendingPathComponent("empty", isDirectory: true)
+            let link = directory.appendingPathComponent("link")
+            for folder in [real, empty] { try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true) }
+            #expect(symlink(real.path, link.path) == 0)
+            let store = RecordStore(url: link.appendingPathComponent("store.sqlite"))
+            try await store.put("c", key: "confirmed", data: Data("1"))
+            #expect(unlink(link.path) == 0)
+            #expect(symlink(empty.path, link.path) == 0)
+
+            let error = await #expect(throws: RecordStoreError.self) {
+                try await store.put("c", key: "lost?", data: Data("2"))
+            }
+            FaultTally.shared.add("symbolic link of the store's directory re-pointed while open")
+            #expect(error?.code == .fileReplaced)
+            #expect(try await RecordStore(url: real.appendingPathComponent("store.sqlite")).read("c") == ["confirmed": Data("1")])
+        }
+    }
+
+    @Test func `a store reached through a symbolic link refuses the write once the directory it points into is moved`() async throws {
+        try await withTemporaryDirectory { directory in
+            let outer = directory.appendingPathComponent("outer", isDirectory: true)
+            let real = outer.appendingPathComponent("real", isDirectory: true)
+            let link = directory.appendingPathComponent("link")
+            try FileManager.default.createDirectory(at: real, withIntermediateDirectories: true)
+            #expect(symlink(real.path, link.path) == 0)
+            let store = RecordStore(url: link.appendingPathComponent("store.sqlite"))
+            try await store.put("c", key: "confirmed", data: Data("1"))
+            // The link and the store's own directory stay as they are; a directory above the
+            // link's target moves, so the link no longer leads to the file.
+            #expect(rename(outer.path, directory.appendingPathComponent("outer-moved").path) == 0)
+
+            let error = await #expect(throws: RecordStoreError.self) {
+                try await store.put("c", key: "lost?", data: Data("2"))
+            }
+            FaultTally.shared.add("directory above a symbolic link's target moved while open")
+            #expect(error?.code == .fileReplaced)
+            #expect(error?.detail == "the file is gone")
+        }
+    }
+
+    @Test func `many commits in a row into an unchanged file all land`() async throws {
+        try await withTemporaryDirectory { directory in
+            let url = directory.appendingPathComponent("store.sqlite")
+            let store = RecordStore(url: url)
+            // Other files come and go beside the store: they name nothing on its path.
+            for index in 0..<50 {
+                try Data("x".utf8).write(to: directory.appendingPathComponent("neighbour-\(index)"))
+                try await store.put("c", key: "k\(index)", data: Data("\(index)".utf8))
+            }
+            await store.close()
+            #expect(try await RecordStore(url: url).read("c")?.count == 50)
+        }
+    }
 }
 
 /// Moves a store file and its log files into `directory`; returns where they went.

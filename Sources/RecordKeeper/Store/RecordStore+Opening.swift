@@ -33,11 +33,15 @@ extension RecordStore {
         do {
             if let openingHook { try await openingHook() }
             let (connection, timings) = try StoreOpener.open(path: path, options: options)
+            // Watch first, then read the identity: a change in between is seen by both or
+            // makes the first commit check the path.
+            let watch = path.flatMap(StorePathWatch.make(path:))
             let identity: StoreFileIdentity? =
                 if let path, case .file(let identity) = StoreFileIdentity.lookup(path) { identity } else { nil }
             core.locked { state in
                 state.connection = connection
                 state.fileIdentity = identity
+                state.pathWatch = identity == nil ? nil : watch
             }
             // The reader may have the file that was at the path before (the writer was closed
             // or found the file replaced): it opens the one the writer opened now.

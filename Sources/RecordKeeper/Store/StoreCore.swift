@@ -125,6 +125,9 @@ final class CoreState {
     var connection: SQLiteConnection?
     /// The identity of the store file when the connection opened it (nil in memory).
     var fileIdentity: StoreFileIdentity?
+    /// Says when the path may name another file since the identity was read (nil where
+    /// nothing watches it: every commit checks the path).
+    var pathWatch: StorePathWatch?
     var failNextCommit = false
     /// The observers' lock of a file store (see `ObserverLock`), opened by the first write.
     var observerLock: ObserverLock?
@@ -138,6 +141,7 @@ final class CoreState {
     func dropConnection() {
         connection = nil
         fileIdentity = nil
+        pathWatch = nil
     }
 }
 
@@ -350,9 +354,11 @@ extension StoreCore {
 
     /// Throws `fileReplaced` (and drops the connection, so the next request opens the file now
     /// at the path) when the store file is no longer the one the connection opened: a commit
-    /// would go to a deleted or replaced file and be lost.
+    /// would go to a deleted or replaced file and be lost. The path is examined only when its
+    /// watch cannot vouch that nothing on it changed (see `StorePathWatch`).
     private func checkFileIdentity(_ state: CoreState, _ operation: StoreOperation, collection: String?) throws {
         guard let path, let opened = state.fileIdentity else { return }
+        if let watch = state.pathWatch, watch.isUnchanged() { return }
         let current = StoreFileIdentity.lookup(path)
         guard current != .file(opened), current != .unknown else { return }
         state.dropConnection()

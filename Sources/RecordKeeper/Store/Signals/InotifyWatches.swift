@@ -87,47 +87,27 @@
 
         /// Reads every pending event and notifies the subscribers each one concerns.
         private func drain() {
-            let capacity = 16 * 1024
-            let buffer = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 8)
-            defer { buffer.deallocate() }
             var due: [UInt64: @Sendable () -> Void] = [:]
             lock.lock()
-            let descriptor = self.descriptor
-            while true {
-                let count = read(descriptor, buffer, capacity)
-                if count < 0 {
-                    if errno == EINTR { continue }
-                    // EAGAIN: all read. Anything else: everyone looks, the check will tell.
-                    if errno != EAGAIN { everyone(into: &due) }
-                    break
-                }
-                if count == 0 { break }
-                // struct inotify_event { int wd; uint32_t mask, cookie, len; char name[len]; }
-                var offset = 0
-                while offset + 16 <= count {
-                    let watch = buffer.loadUnaligned(fromByteOffset: offset, as: Int32.self)
-                    let mask = buffer.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self)
-                    let length = Int(buffer.loadUnaligned(fromByteOffset: offset + 12, as: UInt32.self))
-                    if mask & UInt32(IN_Q_OVERFLOW) != 0 {
-                        everyone(into: &due)
-                    } else if mask & UInt32(IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF) != 0 {
-                        for (id, subscriber) in watches[watch] ?? [:] { due[id] = subscriber.notify }
-                        if mask & UInt32(IN_IGNORED) != 0 {
-                            // The kernel ended this watch: its subscribers are left to their
-                            // polls, and a later subscription to the directory watches it anew.
-                            for id in (watches[watch] ?? [:]).keys { watchOf[id] = nil }
-                            watches[watch] = nil
-                        }
-                    } else if length > 0, offset + 16 + length <= count {
-                        let name = UnsafeRawBufferPointer(start: buffer + offset + 16, count: length)
-                        let bytes = Array(name.prefix { $0 != 0 })
-                        for (id, subscriber) in watches[watch] ?? [:] where subscriber.names.contains(bytes) {
-                            due[id] = subscriber.notify
-                        }
+            let complete = InotifyEvents.drain(descriptor) { watch, mask, name in
+                if mask & UInt32(IN_Q_OVERFLOW) != 0 {
+                    everyone(into: &due)
+                } else if mask & UInt32(IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF) != 0 {
+                    for (id, subscriber) in watches[watch] ?? [:] { due[id] = subscriber.notify }
+                    if mask & UInt32(IN_IGNORED) != 0 {
+                        // The kernel ended this watch: its subscribers are left to their
+                        // polls, and a later subscription to the directory watches it anew.
+                        for id in (watches[watch] ?? [:]).keys { watchOf[id] = nil }
+                        watches[watch] = nil
                     }
-                    offset += 16 + length
+                } else if let name {
+                    for (id, subscriber) in watches[watch] ?? [:] where subscriber.names.contains(name) {
+                        due[id] = subscriber.notify
+                    }
                 }
             }
+            // A failed read: everyone looks, the check will tell.
+            if !complete { everyone(into: &due) }
             lock.unlock()
             for notify in due.values { notify() }
         }
@@ -135,6 +115,41 @@
         private func everyone(into due: inout [UInt64: @Sendable () -> Void]) {
             for subscribers in watches.values {
                 for (id, subscriber) in subscribers { due[id] = subscriber.notify }
+            }
+        }
+    }
+
+    /// Reading an inotify instance's queue, for `InotifyWatches` and `PathWatches`.
+    enum InotifyEvents {
+        /// Reads (non-blocking) every event queued on `descriptor` and hands each to `handle`:
+        /// its watch descriptor, mask and the entry name it concerns (nil for events of the
+        /// watched directory itself). False when a read failed (other than with nothing left
+        /// to read): events may have been lost.
+        static func drain(_ descriptor: Int32, _ handle: (_ watch: Int32, _ mask: UInt32, _ name: [UInt8]?) -> Void) -> Bool {
+            let capacity = 16 * 1024
+            let buffer = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 8)
+            defer { buffer.deallocate() }
+            while true {
+                let count = read(descriptor, buffer, capacity)
+                if count < 0 {
+                    if errno == EINTR { continue }
+                    return errno == EAGAIN
+                }
+                if count == 0 { return true }
+                // struct inotify_event { int wd; uint32_t mask, cookie, len; char name[len]; }
+                var offset = 0
+                while offset + 16 <= count {
+                    let watch = buffer.loadUnaligned(fromByteOffset: offset, as: Int32.self)
+                    let mask = buffer.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self)
+                    let length = Int(buffer.loadUnaligned(fromByteOffset: offset + 12, as: UInt32.self))
+                    var name: [UInt8]?
+                    if length > 0, offset + 16 + length <= count {
+                        let bytes = UnsafeRawBufferPointer(start: buffer + offset + 16, count: length)
+                        name = Array(bytes.prefix { $0 != 0 })
+                    }
+                    handle(watch, mask, name)
+                    offset += 16 + length
+                }
             }
         }
     }

@@ -25,7 +25,7 @@ struct Entry: Codable, Sendable, Identifiable, Equatable, Queryable {
 
 /// Q1–Q3 (issue 23): queries through declared indexes against raw SQLite running the same SQL
 /// (the same JSON payloads, the same `json_extract` expression index, the same statement shape
-/// and the same decoder, `RecordCoding.makeDecoder()`), against today's load-all-then-filter,
+/// and the repository's decoder, `RecordJSONDecoder`), against today's load-all-then-filter,
 /// and what two declared indexes add to a single save.
 extension BenchRunner {
     /// Queries per side per repeat in Q1/Q2, alternating sides query by query.
@@ -72,7 +72,9 @@ extension BenchRunner {
         let limit = 20
         log("Q1 the \(limit) newest entries by indexed at, N=\(n)")
         let (raw, repository) = try await queryStores(n: n)
-        let decoder = RecordCoding.makeDecoder()
+        // The repository's codec (`RecordCoding.Engine.recordJSON`, its default), one instance
+        // reused as the repository reuses its own, so both sides decode alike.
+        let decoder = RecordJSONDecoder()
         func rawNewest() throws -> [Entry] {
             var entries: [Entry] = []
             entries.reserveCapacity(limit)

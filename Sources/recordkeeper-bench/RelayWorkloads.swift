@@ -30,7 +30,9 @@ extension BenchRunner {
         for repeatIndex in 0..<options.repeats {
             for implementation in [Implementation.raw, .recordKeeper].rotated(by: repeatIndex) {
                 try freshSchema(raw)
-                let direct = try await syncServer(conninfo: conninfo)
+                // Timed inside, for both: what the PostgreSQL server's calls take, apart from the
+                // HTTP, JSON and hops around them.
+                let direct = TimedSyncServer(try await syncServer(conninfo: conninfo))
                 var serving: HTTPServer?
                 let server: any RecordSyncServer
                 if implementation == .recordKeeper {
@@ -52,9 +54,12 @@ extension BenchRunner {
                 }
                 let key = implementation == .raw ? "direct" : "relay"
                 var outcomes: [[SyncOutcome]] = []
+                var spent = direct.seconds
                 samples["\(key) push", default: []].append(try await measureAsync {
                     outcomes = try await SyncBenchData.pushAll(upload, to: server, space: "bench")
                 })
+                samples["\(key) push server", default: []].append(direct.seconds - spent)
+                spent = direct.seconds
                 let applied = outcomes.joined().filter { $0.result.appliedVersion != nil }.count
                 guard applied == upload.joined().count else {
                     throw BenchFailure("S6 \(key): \(applied) operations applied, not \(upload.joined().count)")
@@ -63,6 +68,7 @@ extension BenchRunner {
                 samples["\(key) pull", default: []].append(try await measureAsync {
                     read = try await SyncBenchData.pullAll(from: server, space: "bench")
                 })
+                samples["\(key) pull server", default: []].append(direct.seconds - spent)
                 guard read == n else { throw BenchFailure("S6 \(key): the pull read \(read) records, not \(n)") }
                 var latencies: [Double] = []
                 for index in 0..<Self.relayLatencySamples {
@@ -88,6 +94,10 @@ extension BenchRunner {
                    note: via)
             record("S6", variant: "pull pages of 1000", n: n, implementation, metric: "time_s",
                    samples: samples["\(key) pull"] ?? [])
+            record("S6", variant: "push upload", n: n, implementation, metric: "server_s",
+                   samples: samples["\(key) push server"] ?? [], note: "time inside PostgresSyncServer's calls")
+            record("S6", variant: "pull pages of 1000", n: n, implementation, metric: "server_s",
+                   samples: samples["\(key) pull server"] ?? [])
             record("S7", variant: "1-record push", n: Self.relayLatencySamples, implementation, metric: "p50_ms",
                    samples: samples["\(key) p50"] ?? [], note: via)
             record("S7", variant: "1-record push", n: Self.relayLatencySamples, implementation, metric: "p99_ms",

@@ -66,6 +66,49 @@ struct HTTPSyncServerTests {
         }
     }
 
+    @Test func `after a 401 the token provider is asked again, and a refreshed token is tried once`() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withRelay { relay in
+                let expired = try RelayHarness.token(RelayAccess(space: "alice"), expiresIn: -3600)
+                let valid = try RelayHarness.token(space: "alice")
+                // An expired token, then a fresh one: the push goes through on the retry.
+                let asked = Counter()
+                let refreshing = HTTPSyncServer(url: URL(string: relay.base)!) {
+                    asked.increment() == 1 ? expired : valid
+                }
+                let outcomes = try await refreshing.push(space: "alice", operations: [.writing(["today": "milk"], sequence: 1)])
+                #expect(outcomes.count == 1)
+                #expect(asked.count == 2)
+                #expect(relay.server.calls == (1, 0))
+
+                // Two tokens that are both refused: unauthorized after one retry, nothing sent on.
+                let store = RecordStore(url: directory.appendingPathComponent("alice.sqlite"))
+                let refusedAsked = Counter()
+                let refused = HTTPSyncServer(url: URL(string: relay.base)!) {
+                    try RelayHarness.token(RelayAccess(space: "alice"), expiresIn: -Double(refusedAsked.increment()) * 60)
+                }
+                let sync = RecordSync(store: store, server: refused)
+                try await sync.start(space: "alice", collections: ["notes"])
+                try await store.put("notes", key: "today", data: Data("bread".utf8))
+                let error = await #expect(throws: SyncError.self) { try await sync.sync() }
+                #expect(error?.code == .unauthorized, "\(String(describing: error))")
+                #expect(refusedAsked.count == 2, "asked once more after the 401, not again after the second")
+                #expect(try await store.syncStatus()?.pendingOperations == 1, "the store keeps its operation")
+                #expect(try await strings(store, "notes") == ["today": "bread"])
+                #expect(relay.server.calls == (1, 0), "neither refused request reached the server")
+
+                // The same token again is not sent again: a retry would be refused the same way.
+                let sameAsked = Counter()
+                let same = HTTPSyncServer(url: URL(string: relay.base)!) { sameAsked.increment(); return expired }
+                let unchanged = await #expect(throws: SyncError.self) {
+                    _ = try await same.pull(space: "alice", after: .start, limit: 1)
+                }
+                #expect(unchanged?.code == .unauthorized)
+                #expect(sameAsked.count == 2)
+            }
+        }
+    }
+
     @Test func `a relay whose database does not answer is unreachable, with its Retry-After`() async throws {
         let down = FailingSyncServer(error: SyncError(.unreachable, "the database is down"))
         try await withRelay(server: down) { relay in

@@ -55,6 +55,37 @@ struct SyncToolThroughRelayTests {
         }
     }
 
+    @Test func `a read-only token pulls when nothing is pending, and is refused up front when something is`() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withLiveRelay(in: directory) { relay in
+                let server = relay.url.absoluteString
+                let writer = try tokenFile(directory, "writer", try LiveRelay.token("alice"))
+                let reader = try tokenFile(directory, "reader", try LiveRelay.token("alice", readOnly: true))
+                let phone = directory.appendingPathComponent("phone.sqlite")
+                #expect(try await tool(phone, ["put", "notes", "today", "\"milk\""]).status == 0)
+                let pushed = try await tool(phone, ["sync", "--server", server, "--token-file", writer.path, "--collections", "notes"])
+                #expect(pushed.status == 0, "\(pushed.stderr)")
+
+                // Nothing pending: a pull-only sync.
+                let kiosk = directory.appendingPathComponent("kiosk.sqlite")
+                let pulled = try await tool(kiosk, ["sync", "--server", server, "--token-file", reader.path, "--collections", "notes"])
+                #expect(pulled.status == 0, "\(pulled.stderr)")
+                #expect(pulled.output.contains("pulled 1 change(s)"), "\(pulled.output)")
+                #expect(try await tool(kiosk, ["get", "notes", "today"]).output == "\"milk\"\n")
+
+                // Something pending: exit 77 naming the read-only token, before anything changes.
+                #expect(try await tool(kiosk, ["put", "notes", "today", "\"eggs\""]).status == 0)
+                let before = try Data(contentsOf: kiosk)
+                let refused = try await tool(
+                    kiosk, ["sync", "--server", server, "--token-file", reader.path, "--collections", "notes,more"])
+                #expect(refused.status == 77, "\(refused.stderr)")
+                #expect(refused.stderr.contains("read-only"), "\(refused.stderr)")
+                #expect(refused.stderr.contains("1 local operation(s) stay pending"), "\(refused.stderr)")
+                #expect(try Data(contentsOf: kiosk) == before, "not even the new collection is started")
+            }
+        }
+    }
+
     @Test func `tokens that do not fit are refused with their exit codes and the store untouched`() async throws {
         try await withTemporaryDirectory { directory in
             try await withLiveRelay(in: directory) { relay in

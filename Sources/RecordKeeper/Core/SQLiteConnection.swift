@@ -17,6 +17,17 @@ final class SQLiteConnection {
     /// far cheaper than hashing the SQL text on every call, and only `StaticString` SQL (text
     /// written in this library, never built from input) can be cached at all.
     private var statements: [UInt: Statement] = [:]
+    /// Prepared statements of generated query SQL (`QuerySQL`), keyed by their text, and the
+    /// texts from least to most recently used; at most `queryStatementLimit` (see
+    /// `withQueryStatement`).
+    private var queryStatements: [String: Statement] = [:]
+    private var queryStatementUse: [String] = []
+    /// How many query statements a connection keeps prepared: an app runs a few query shapes
+    /// per screen; the bound keeps memory flat when a caller builds many.
+    static let queryStatementLimit = 32
+    /// The declared indexes of each collection (by id), as read under schema cookie
+    /// `schemaVersion` (see `RecordEngine.declaredIndexes`).
+    var declaredIndexCache: (schemaVersion: Int64, fields: [Int64: [FieldPath]]) = (-1, [:])
 
     /// How a file is opened.
     enum OpenMode {
@@ -88,6 +99,7 @@ final class SQLiteConnection {
     deinit {
         sqlite3_wal_hook(handle, nil, nil)
         statements.removeAll()
+        queryStatements.removeAll()
         sqlite3_close_v2(handle)
     }
 
@@ -110,6 +122,59 @@ final class SQLiteConnection {
         defer { statement.reset() }
         return try body(statement)
     }
+
+    /// Runs `body` with a prepared statement for `text`, the SQL of a query the library generated
+    /// (`QuerySQL`: its own text, validated field paths and a collection id; every caller's
+    /// value is a bound parameter), resetting it afterwards whatever happens.
+    ///
+    /// Statements are kept by their text (the same query shape with other values is the same
+    /// text), the `queryStatementLimit` most recently used ones. A statement that fails to
+    /// prepare is not kept, and one whose use throws is dropped, so a failure is never
+    /// replayed from the cache. A kept statement stays right when the schema changes (another
+    /// connection drops an index): SQLite prepares it again before its next step, and fails it
+    /// if its text no longer fits the schema.
+    func withQueryStatement<T>(_ text: String, _ body: (Statement) throws -> T) throws -> T {
+        let statement: Statement
+        if let cached = queryStatements[text] {
+            statement = cached
+            if queryStatementUse.last != text, let position = queryStatementUse.lastIndex(of: text) {
+                queryStatementUse.remove(at: position)
+                queryStatementUse.append(text)
+            }
+        } else {
+            statement = try Statement(connection: handle, sql: text, persistent: true)
+            if queryStatements.count >= Self.queryStatementLimit {
+                queryStatements[queryStatementUse.removeFirst()] = nil
+            }
+            queryStatements[text] = statement
+            queryStatementUse.append(text)
+        }
+        defer { statement.reset() }
+        do {
+            return try body(statement)
+        } catch {
+            queryStatements[text] = nil
+            queryStatementUse.removeAll { $0 == text }
+            throw error
+        }
+    }
+
+    /// How many query statements are kept prepared (tests).
+    var queryStatementCount: Int { queryStatements.count }
+
+    /// The database's schema cookie (`PRAGMA schema_version`): SQLite changes it in every
+    /// transaction that changes the schema (an index created or dropped), whichever connection
+    /// or process commits it, so a value read under it stays right while it stays the same.
+    func schemaVersion() throws(SQLiteFailure) -> Int64 {
+        let statement = try statement("PRAGMA schema_version")
+        defer { statement.reset() }
+        guard try statement.step() else { throw SQLiteFailure(code: SQLITE_ERROR, message: "PRAGMA schema_version returned no row") }
+        return statement.int64(at: 0)
+    }
+
+    /// True while a write transaction is open (its changes, and the schema cookie they moved,
+    /// may still be rolled back).
+    var isInWriteTransaction: Bool { sqlite3_txn_state(handle, nil) == SQLITE_TXN_WRITE }
 
     /// Executes SQL text that binds nothing (schema steps, transaction control).
     ///
@@ -173,9 +238,17 @@ final class SQLiteConnection {
     /// with SQLITE_BUSY instead of being waited for on this thread.
     func refusingToWait<T>(_ body: () throws -> T) rethrows -> T {
         sqlite3_busy_timeout(handle, 0)
-        defer { sqlite3_busy_timeout(handle, busyMilliseconds) }
+        refusesToWait = true
+        defer {
+            sqlite3_busy_timeout(handle, busyMilliseconds)
+            refusesToWait = false
+        }
         return try body()
     }
+
+    /// True while `refusingToWait` runs: the request is an inline attempt on its caller's
+    /// thread, which must stay short (see `RecordEngine.queryRecords`).
+    private(set) var refusesToWait = false
 
     // MARK: Write-ahead log
 

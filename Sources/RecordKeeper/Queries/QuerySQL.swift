@@ -19,6 +19,8 @@ struct QuerySQL {
 
     private(set) var text = ""
     private(set) var values: [QueryValue] = []
+    /// The declared field whose index the statement names (`INDEXED BY`), if any.
+    private(set) var index: FieldPath?
     /// True once a condition rendered as the constant `0` (an empty `in` or `or`).
     private var rendersFalse = false
 
@@ -31,6 +33,7 @@ struct QuerySQL {
         var source = "FROM records"
         // SQLite refuses `INDEXED BY` in a statement whose condition it folds to false.
         if !rendersFalse, let field = Self.indexToUse(query, indexed: Set(indexed), shape: shape) {
+            index = field
             source += " INDEXED BY \"\(DeclaredIndex(collectionID: collectionID, field: field).name)\""
         }
         let filter = source + " WHERE " + conditions.joined(separator: " AND ")
@@ -70,6 +73,31 @@ struct QuerySQL {
         if let field = searchable.first(where: indexed.contains) { return field }
         if shape == .rows, let first = query.order.first, indexed.contains(first.field) { return first.field }
         return nil
+    }
+
+    /// The most rows a query may ask for and still run inline (see `isShortIndexWalk`).
+    static let inlineRowLimit = 100
+
+    /// True when SQLite answers `query` by walking the named index from one end or from one
+    /// bound, in order, and stops after at most `inlineRowLimit` rows: a first page
+    /// (no page token) of at most that many rows ordered by one indexed field, whose
+    /// conditions, if any, are all ranges on that field. Such a query reads about as many
+    /// index entries and records as it returns, so it is as short as a point read.
+    func isShortIndexWalk(_ query: RecordQuery) -> Bool {
+        guard let index, let limit = query.limit, limit <= Self.inlineRowLimit, query.after == nil,
+            query.order.count == 1, query.order[0].field == index
+        else { return false }
+        var conjuncts: [RecordPredicate] = query.predicate.map { [$0] } ?? []
+        while !conjuncts.isEmpty {
+            switch conjuncts.removeFirst() {
+            case .and(let all): conjuncts.insert(contentsOf: all, at: 0)
+            case .compare(let field, let comparison, let value) where field == index && comparison != .notEqual && value != .null:
+                continue
+            case .between(let field, _, _) where field == index: continue
+            default: return false
+            }
+        }
+        return true
     }
 
     /// A placeholder for `value`, which is bound at its position.

@@ -1,7 +1,26 @@
 extension RecordEngine {
     /// The fields collection `id` declared an index on, in field order. Empty for a store of a
     /// format before 7 (read as it is, never migrated by a read): it has none.
+    ///
+    /// Outside a write transaction the answer is kept on the connection under the schema
+    /// cookie it was read with: every change of the declared indexes creates or drops an index
+    /// in the same transaction, which moves the cookie for every connection (this store's,
+    /// another store's, another process's), so one `PRAGMA schema_version` re-checks it. Inside
+    /// a write transaction it is read afresh and not kept (the cookie may still roll back).
     func declaredIndexes(_ id: Int64, collection: String) throws -> [FieldPath] {
+        guard !connection.isInWriteTransaction else { return try readDeclaredIndexes(id, collection: collection) }
+        let version = try run(collection: collection) { try connection.schemaVersion() }
+        if connection.declaredIndexCache.schemaVersion == version, let fields = connection.declaredIndexCache.fields[id] {
+            return fields
+        }
+        let fields = try readDeclaredIndexes(id, collection: collection)
+        if connection.declaredIndexCache.schemaVersion != version { connection.declaredIndexCache = (version, [:]) }
+        connection.declaredIndexCache.fields[id] = fields
+        return fields
+    }
+
+    /// `declaredIndexes` read from table `declared_indexes`.
+    private func readDeclaredIndexes(_ id: Int64, collection: String) throws -> [FieldPath] {
         do {
             return try run(collection: collection) {
                 try connection.withStatement(

@@ -37,23 +37,30 @@ extension RecordEngine {
     }
 
     /// The page of records `query` selects in collection `id`.
+    ///
+    /// In an inline attempt (on the caller's thread, `SQLiteConnection.refusesToWait`) it runs
+    /// only a short walk of a declared index (`QuerySQL.isShortIndexWalk`); any other query is
+    /// refused before a row is read (`InlineAttemptRefused`) and goes to the reader's executor.
     func queryRecords(_ query: RecordQuery, collectionID id: Int64, collection: String) throws -> QueryPage<StoredRecord> {
         let sql = QuerySQL(query, collectionID: id, indexed: try declaredIndexes(id, collection: collection), shape: .rows)
+        if connection.refusesToWait, !sql.isShortIndexWalk(query) { throw InlineAttemptRefused() }
         return try run(collection: collection) {
-            let statement = try prepared(sql)
-            var records: [StoredRecord] = []
-            var lastValues: [QueryValue] = []
-            while try statement.step() {
-                records.append(Self.storedRecord(statement))
-                if records.count == query.limit {
-                    lastValues = (0..<query.order.count).map { statement.queryValue(at: Int32(3 + $0)) }
+            try connection.withQueryStatement(sql.text) { statement in
+                try bind(sql, to: statement)
+                var records: [StoredRecord] = []
+                var lastValues: [QueryValue] = []
+                while try statement.step() {
+                    records.append(Self.storedRecord(statement))
+                    if records.count == query.limit {
+                        lastValues = (0..<query.order.count).map { statement.queryValue(at: Int32(3 + $0)) }
+                    }
                 }
+                var next: QueryPageToken?
+                if let limit = query.limit, records.count == limit, let last = records.last {
+                    next = QueryPageToken(order: query.orderSignature, values: lastValues, key: last.key)
+                }
+                return QueryPage(elements: records, next: next)
             }
-            var next: QueryPageToken?
-            if let limit = query.limit, records.count == limit, let last = records.last {
-                next = QueryPageToken(order: query.orderSignature, values: lastValues, key: last.key)
-            }
-            return QueryPage(elements: records, next: next)
         }
     }
 
@@ -61,8 +68,10 @@ extension RecordEngine {
     func countRecords(_ query: RecordQuery, collectionID id: Int64, collection: String, shape: QuerySQL.Shape) throws -> Int {
         let sql = QuerySQL(query, collectionID: id, indexed: try declaredIndexes(id, collection: collection), shape: shape)
         return try run(collection: collection) {
-            let statement = try prepared(sql)
-            return try statement.step() ? Int(statement.int64(at: 0)) : 0
+            try connection.withQueryStatement(sql.text) { statement in
+                try bind(sql, to: statement)
+                return try statement.step() ? Int(statement.int64(at: 0)) : 0
+            }
         }
     }
 
@@ -72,18 +81,16 @@ extension RecordEngine {
         return try run(collection: collection) {
             let statement = try Statement(
                 connection: connection.handle, sql: "EXPLAIN QUERY PLAN " + sql.text, persistent: false)
-            for (index, value) in sql.values.enumerated() { try statement.bind(queryValue: value, at: Int32(index + 1)) }
+            try bind(sql, to: statement)
             var details: [String] = []
             while try statement.step() { details.append(statement.string(at: 3)) }
             return details
         }
     }
 
-    /// A statement for `sql` with its values bound. Not cached: the text depends on the query.
-    private func prepared(_ sql: QuerySQL) throws -> Statement {
-        let statement = try Statement(connection: connection.handle, sql: sql.text, persistent: false)
+    /// Binds the values of `sql` to `statement`, a statement of its text.
+    private func bind(_ sql: QuerySQL, to statement: Statement) throws {
         for (index, value) in sql.values.enumerated() { try statement.bind(queryValue: value, at: Int32(index + 1)) }
-        return statement
     }
 }
 

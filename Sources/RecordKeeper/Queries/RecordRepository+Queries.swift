@@ -22,7 +22,8 @@ extension RecordRepository where Item: Queryable {
         defer { turns.release() }
         let query = try storedQuery(predicate, order: order, limit: limit, after: after)
         let collection = collection
-        let page: QueryPage<StoredRecord> = try await currentQuery(query) { engine, query, id in
+        // Inline when it is a short walk of a declared index (see `RecordEngine.queryRecords`).
+        let page: QueryPage<StoredRecord> = try await currentQuery(query, inline: true) { engine, query, id in
             try engine.queryRecords(query, collectionID: id, collection: collection)
         } ?? QueryPage(elements: [], next: nil)
         var items: [Item] = []
@@ -76,19 +77,20 @@ extension RecordRepository where Item: Queryable {
         defer { turns.release() }
         let query = try storedQuery(predicate, order: [], limit: nil, after: nil)
         let collection = collection
-        return try await currentQuery(query) { engine, query, id in
+        return try await currentQuery(query, inline: false) { engine, query, id in
             try engine.countRecords(query, collectionID: id, collection: collection, shape: shape)
         } ?? 0
     }
 
     /// Runs `body` over the collection in one read transaction, after migrating the collection
     /// if it holds older items (as `currentRecords` does); nil when it is not established.
+    /// `inline`: first attempted on the caller's thread (see `RecordStore.performRead`).
     private func currentQuery<T: Sendable>(
-        _ query: RecordQuery, _ body: @escaping @Sendable (RecordEngine, RecordQuery, Int64) throws -> T
+        _ query: RecordQuery, inline: Bool, _ body: @escaping @Sendable (RecordEngine, RecordQuery, Int64) throws -> T
     ) async throws -> T? {
         let name = try RecordNames.collection(collection, operation: .query)
         for attempt in 0..<2 {
-            let (state, result) = try await store.performRead(.query, collection: name) { source in
+            let (state, result) = try await store.performRead(.query, collection: name, inline: inline) { source in
                 guard let engine = source.engine else { return (StoredItemVersion.absent, T?.none) }
                 return try engine.query(name, query, body)
             }

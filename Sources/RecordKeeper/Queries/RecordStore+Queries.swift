@@ -20,7 +20,9 @@ extension RecordStore {
     public nonisolated func query(_ collection: String, _ query: RecordQuery = RecordQuery()) async throws -> QueryPage<StoredRecord> {
         let name = try RecordNames.collection(collection, operation: .query)
         try Self.check(query, collection: name)
-        return try await performRead(.query, collection: name) { source in
+        // Inline on the caller's thread when it is a short walk of a declared index (see
+        // `RecordEngine.queryRecords`), like a point read; on the reader's executor otherwise.
+        return try await performRead(.query, collection: name, inline: true) { source in
             guard let engine = source.engine else { return QueryPage(elements: [], next: nil) }
             return try engine.query(name, query) { engine, query, id in
                 try engine.queryRecords(query, collectionID: id, collection: name)

@@ -208,6 +208,8 @@ extension StoreCore {
             return result
         } catch let error as RecordStoreError where refuseWaiting && error.code == .busy {
             throw InlineAttemptRefused()
+        } catch let refused as InlineAttemptRefused {
+            throw refused  // not a failed request: it runs again on an executor
         } catch {
             if let handler, let start {
                 handler(.request(operation: operation, collection: collection, duration: .now - start, succeeded: false))

@@ -10,17 +10,7 @@ extension HTTPSyncServer {
         return try decode(operation, response, data)
     }
 
-    /// Sends a `GET` of `path?query` and decodes the answer with `decoder` (the library's
-    /// decoder unless given).
-    func send<Answer: Decodable>(
-        _ operation: String, get path: String, query: String,
-        decoder: (Data) throws -> Answer = { try RecordJSONDecoder().decode(Answer.self, from: $0) }
-    ) async throws -> Answer {
-        let (data, response) = try await exchange(operation, path: path, query: query)
-        return try decode(operation, response, data, decoder: decoder)
-    }
-
-    private func decode<Answer: Decodable>(
+    func decode<Answer: Decodable>(
         _ operation: String, _ response: HTTPURLResponse, _ data: Data,
         decoder: (Data) throws -> Answer = { try RecordJSONDecoder().decode(Answer.self, from: $0) }
     ) throws -> Answer {
@@ -36,10 +26,32 @@ extension HTTPSyncServer {
     }
 
     /// One request with the token (unless `authorized` is false); every failure to get an
-    /// answer is a ``SyncError``.
+    /// answer is a ``SyncError``. After a 401 the token provider is asked again: a token other
+    /// than the refused one is tried once more (a 401 means the relay read and wrote nothing);
+    /// the same token, or a second 401, is the answer. `given` is the token to try first
+    /// (asked by the caller), else the provider is asked.
     func exchange(
-        _ operation: String, path: String, query: String? = nil, body: Data? = nil, authorized: Bool = true
+        _ operation: String, path: String, query: String? = nil, body: Data? = nil, authorized: Bool = true,
+        token given: String? = nil
     ) async throws -> (Data, HTTPURLResponse) {
+        var request = try request(path: path, query: query, body: body)
+        guard authorized else { return try await exchange(operation, request) }
+        var token: String
+        if let given { token = given } else { token = try await bearerToken() }
+        var retried = false
+        while true {
+            request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
+            let answer = try await exchange(operation, request)
+            guard answer.1.statusCode == 401, !retried else { return answer }
+            retried = true
+            let refreshed = try await bearerToken()
+            guard refreshed != token else { return answer }
+            token = refreshed
+        }
+    }
+
+    /// The request of `path?query`, a `POST` of `body` when there is one, without a token.
+    private func request(path: String, query: String?, body: Data?) throws -> URLRequest {
         guard var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else {
             throw SyncError(.configuration, "\(url.absoluteString) is not a URL a relay's path can be appended to")
         }
@@ -56,12 +68,14 @@ extension HTTPSyncServer {
             request.httpBody = body
             request.setValue("application/json", forHTTPHeaderField: "Content-Type")
         }
-        if authorized {
-            request.setValue("Bearer \(try await bearerToken())", forHTTPHeaderField: "Authorization")
-        }
+        return request
+    }
+
+    /// Sends `request` once; every failure to get an answer is a ``SyncError``.
+    private func exchange(_ operation: String, _ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
         let (data, response) = try await HTTPClientSupport.send(
             request, through: session,
-            afterTimeout: body == nil
+            afterTimeout: request.httpBody == nil
                 ? "nothing was changed"
                 : "the relay may have applied the push; pushing the same operations again applies none twice"
         ) { [url] words, error in
@@ -73,7 +87,7 @@ extension HTTPSyncServer {
         return (data, http)
     }
 
-    private func bearerToken() async throws -> String {
+    func bearerToken() async throws -> String {
         do {
             return try await token()
         } catch let error as SyncError {

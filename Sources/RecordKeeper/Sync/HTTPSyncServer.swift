@@ -21,7 +21,7 @@ public import Foundation
 ///
 /// | answer | thrown |
 /// | --- | --- |
-/// | 401 | ``SyncError/Code/unauthorized``: get a new token; the store is untouched |
+/// | 401 | ``SyncError/Code/unauthorized`` (after one retry when the token provider gives another token): get a new token; the store is untouched |
 /// | 403 | ``SyncError/Code/forbidden``: the token does not grant this space, collection or push |
 /// | 400 | ``SyncError/Code/invalidRequest``, with the relay's reason |
 /// | 408, 429, 502, 503, 504, no connection, a timeout | ``SyncError/Code/unreachable``, with ``SyncError/retryAfter`` from `Retry-After` |
@@ -41,14 +41,16 @@ public struct HTTPSyncServer: RecordSyncServer {
     let session: URLSession
     let token: @Sendable () async throws -> String
     let limits = RelayLimits()
+    let pipeline = PullPipeline()
 
     /// Creates a client of the relay at `url`.
     ///
     /// - Parameters:
     ///   - url: the relay's base URL; the protocol's paths (`/v1/push`…) are appended to it.
     ///   - session: the session requests go through (its timeout applies).
-    ///   - token: the bearer token, asked before every request (so it may refresh). A
-    ///     ``SyncError`` it throws passes through; another error is ``SyncError/Code/unauthorized``.
+    ///   - token: the bearer token, asked before every request (so it may refresh), and again
+    ///     after a 401: a token other than the refused one is tried once more. A ``SyncError``
+    ///     it throws passes through; another error is ``SyncError/Code/unauthorized``.
     public init(url: URL, session: URLSession = .shared, token: @escaping @Sendable () async throws -> String) {
         self.url = url
         self.session = session
@@ -96,15 +98,25 @@ public struct HTTPSyncServer: RecordSyncServer {
 
     /// Pulls one page after `cursor`.
     ///
+    /// When the relay says that more follows, the next page is asked for at once, while this
+    /// one is read and handed back: a pull asking exactly for it (same space, cursor, limit
+    /// and token) gets that answer, or its error; any other pull cancels it. Cancelling the
+    /// pull cancels the page fetched ahead.
+    ///
     /// - Throws: ``SyncError`` (see the type's table).
     public func pull(space: String, after cursor: SyncCursor, limit: Int) async throws -> SyncPage {
         try SyncRequestValidation.validatePull(space: space, cursor: cursor, limit: limit)
-        let query = RelayWire.pullQuery(after: cursor, limit: limit, space: space)
-            .map { "\(Self.percentEncoded($0.name))=\(Self.percentEncoded($0.value))" }.joined(separator: "&")
-        do {
-            return try await send("pull", get: RelayWire.pullPath, query: query, decoder: SyncWireJSON.decodePage)
-        } catch let tooLarge as BodyTooLarge {
-            throw SyncError(.serverFailure, tooLarge.message)
+        let request = PullPipeline.Request(space: space, cursor: cursor, limit: limit, token: try await bearerToken())
+        let pipeline = pipeline
+        return try await withTaskCancellationHandler {
+            switch await pipeline.claim(request, fetch: pageFetcher) {
+            case .ahead(let task):
+                return try await withTaskCancellationHandler { try await task.value } onCancel: { task.cancel() }
+            case .fetch(let id):
+                return try await fetchPage(request, id: id)
+            }
+        } onCancel: {
+            Task { await pipeline.cancel() }
         }
     }
 
@@ -148,13 +160,6 @@ public struct HTTPSyncServer: RecordSyncServer {
         }
     }
 
-    /// A query component, percent-encoded except for RFC 3986's unreserved characters (so `+`
-    /// and `&` in a key travel as themselves).
-    static func percentEncoded(_ text: String) -> String {
-        var allowed = CharacterSet.alphanumerics.intersection(CharacterSet(charactersIn: Unicode.Scalar(0)...Unicode.Scalar(127)))
-        allowed.insert(charactersIn: "-._~")
-        return text.addingPercentEncoding(withAllowedCharacters: allowed) ?? text
-    }
 }
 
 /// The relay's health answer, once known.

@@ -1,3 +1,5 @@
+import Foundation
+
 /// The sync relay's protocol, version 1 (the `/v1/` in every path; docs/RELAY.md "Protocol"
 /// describes it): its paths, query names and JSON bodies, shared by the relay
 /// (`RecordKeeperRelay`) and the device's ``HTTPSyncServer``. Operations, outcomes and pages
@@ -18,14 +20,64 @@ public enum RelayWire {
     /// `afterCollection` and `afterKey` (when the page before was cut inside a commit),
     /// `limit`, and `space` (optional; the relay refuses one that is not the token's).
     public static func pullQuery(after cursor: SyncCursor, limit: Int, space: String?) -> [(name: String, value: String)] {
+        var items = cursorQuery(cursor)
+        items.append(("limit", String(limit)))
+        if let space { items.append(("space", space)) }
+        return items
+    }
+
+    /// The header of a pull answer whose page is not the last (`hasMore`): the page's
+    /// `cursor` in the pull query's form (`after=…[&afterCollection=…&afterKey=…]`,
+    /// percent-encoded), so that a client may ask for the next page before it has read this
+    /// one (``HTTPSyncServer`` does). The page's own `cursor` is what counts; a client that
+    /// ignores the header loses nothing (it was added within protocol version 1).
+    public static let nextCursorHeader = "RecordKeeper-Next-Cursor"
+
+    /// The value of ``nextCursorHeader`` for `cursor`.
+    public static func nextCursorValue(_ cursor: SyncCursor) -> String {
+        encodedQuery(cursorQuery(cursor))
+    }
+
+    /// The cursor a ``nextCursorHeader`` value names, or `nil` when it names none.
+    static func cursor(nextCursorValue value: String) -> SyncCursor? {
+        var fields: [String: String] = [:]
+        for pair in value.split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            guard parts.count == 2, let name = parts[0].removingPercentEncoding,
+                let text = parts[1].removingPercentEncoding, fields.updateValue(text, forKey: name) == nil
+            else { return nil }
+        }
+        guard let counterText = fields.removeValue(forKey: "after"), let counter = Int64(counterText), counter >= 0
+        else { return nil }
+        switch (fields.removeValue(forKey: "afterCollection"), fields.removeValue(forKey: "afterKey")) {
+        case (nil, nil) where fields.isEmpty:
+            return SyncCursor(counter: counter)
+        case (let collection?, let key?) where fields.isEmpty:
+            return SyncCursor(counter: counter, position: .init(collection: collection, key: key))
+        default:
+            return nil
+        }
+    }
+
+    /// `(name, value)` pairs as a query string, each percent-encoded except for RFC 3986's
+    /// unreserved characters (so `+` and `&` in a key travel as themselves).
+    public static func encodedQuery(_ items: [(name: String, value: String)]) -> String {
+        items.map { "\(percentEncoded($0.name))=\(percentEncoded($0.value))" }.joined(separator: "&")
+    }
+
+    private static func cursorQuery(_ cursor: SyncCursor) -> [(name: String, value: String)] {
         var items: [(name: String, value: String)] = [("after", String(cursor.counter))]
         if let position = cursor.position {
             items.append(("afterCollection", position.collection))
             items.append(("afterKey", position.key))
         }
-        items.append(("limit", String(limit)))
-        if let space { items.append(("space", space)) }
         return items
+    }
+
+    private static func percentEncoded(_ text: String) -> String {
+        var allowed = CharacterSet.alphanumerics.intersection(CharacterSet(charactersIn: Unicode.Scalar(0)...Unicode.Scalar(127)))
+        allowed.insert(charactersIn: "-._~")
+        return text.addingPercentEncoding(withAllowedCharacters: allowed) ?? text
     }
 
     /// `POST /v1/push` body: `{"operations":[…]}`, optionally with `"space"`, which must then be

@@ -7,6 +7,10 @@ extension SyncRelay {
         await authorized(request) { access throws(RelayRefusal) in
             let page = try await pull(request, access: access)
             var response = RelayResponses.page(page)
+            if page.hasMore, response.status == 200 {
+                // The next page's cursor, readable before the body: the client may ask for it at once.
+                response.headers.set(RelayWire.nextCursorHeader, RelayWire.nextCursorValue(page.cursor))
+            }
             response.logFields = [("space", access.space), ("changes", String(page.changes.count))]
             return response
         }

@@ -11,11 +11,19 @@ extension SyncCommand {
     /// The environment variable `--token-file` defaults to: the token itself.
     static let tokenVariable = "RECORDKEEPER_SYNC_TOKEN"
 
-    /// A relay to sync through: its URL, the token, and the space the token grants.
+    /// A relay to sync through: its URL, the token, and what the token's claims say it grants.
+    ///
+    /// The claims are read without verifying the token (only the relay holds the key): they
+    /// serve to refuse early and clearly (another space, a read-only token with something to
+    /// push), never to grant anything. ``connect(_:timeout:)`` has the relay check this very
+    /// token before the store is touched, so once connected they are the claims the relay holds
+    /// every request to; a forged token is refused there (77).
     struct Relay {
         var url: URL
         var token: String
         var space: String
+        /// The token's `read_only` claim: it may pull but not push.
+        var readOnly: Bool
     }
 
     /// Whether `server` names a relay: an `http://` or `https://` URL (any case). Anything
@@ -50,28 +58,46 @@ extension SyncCommand {
             throw UsageError(
                 message: "sync through a relay needs --token-file FILE (or the token in \(tokenVariable))", command: "sync")
         }
-        guard let space = tokenSpace(token) else {
+        guard let claims = tokenClaims(token) else {
             throw ToolError(.noPermission, "the token is not a JWT with a space claim (header.payload.signature, "
                             + "from 'recordkeeper-relay token' or the app's sign-in); nothing was changed")
         }
-        return Relay(url: url, token: token, space: space)
+        return Relay(url: url, token: token, space: claims.space, readOnly: claims.readOnly)
     }
 
-    /// The `space` claim of a JWT, read without verifying it (only the relay can): the space
-    /// the relay will hold the token's requests to.
-    static func tokenSpace(_ token: String) -> String? {
+    /// The `space` and `read_only` claims of a JWT, read without verifying it (only the relay
+    /// can; see ``Relay``): the space the relay will hold the token's requests to, and whether
+    /// it refuses its pushes.
+    static func tokenClaims(_ token: String) -> (space: String, readOnly: Bool)? {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3 else { return nil }
         var base64 = parts[1].replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
         guard let payload = Data(base64Encoded: base64) else { return nil }
-        struct Claims: Decodable { let space: String }
+        struct Claims: Decodable {
+            let space: String
+            let readOnly: Bool?
+            enum CodingKeys: String, CodingKey {
+                case space
+                case readOnly = "read_only"
+            }
+        }
         do {
-            let space = try JSONDecoder().decode(Claims.self, from: payload).space
-            return space.isEmpty ? nil : space
+            let claims = try JSONDecoder().decode(Claims.self, from: payload)
+            return claims.space.isEmpty ? nil : (claims.space, claims.readOnly ?? false)
         } catch {
             return nil  // not a token with a space: the caller says so, naming what a token is
         }
+    }
+
+    /// Refuses a read-only token when operations are pending: the relay would refuse their push
+    /// (403) after the sync had started. With nothing pending the sync only pulls.
+    static func requirePushable(_ relay: Relay, pending: Int) throws {
+        guard relay.readOnly, pending > 0 else { return }
+        throw ToolError(
+            .noPermission,
+            "the token is read-only (its read_only claim): it may pull but not push, and \(pending) local operation(s) "
+                + "stay pending; nothing was changed. Sync with a token that may push, or without pending changes")
     }
 
     /// The client of `relay`, whose limits, reachability and acceptance of the token are

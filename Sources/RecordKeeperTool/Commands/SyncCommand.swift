@@ -109,6 +109,7 @@ enum SyncCommand {
         } catch let error as SyncError {
             throw ToolError(error, pending: status?.pendingOperations, touched: false)
         }
+        if let relay { try Self.requirePushable(relay, pending: status?.pendingOperations ?? 0) }
         let sync = RecordSync(store: store, server: server)
         var lines: [String] = []
         var recovery: SyncRecovery?

@@ -156,6 +156,18 @@ extension DeclaredIndexTests {
 }
 
 extension DeclaredIndexTests {
+    /// The keys of every page of `query`, following each page's token to the end.
+    static func keysPageByPage(_ store: RecordStore, _ collection: String, _ query: RecordQuery) async throws -> [String] {
+        var query = query
+        var keys: [String] = []
+        repeat {
+            let page = try await store.query(collection, query)
+            keys += page.elements.map(\.key)
+            query.after = page.next
+        } while query.after != nil
+        return keys
+    }
+
     @Test(arguments: StoreKind.allCases, [false, true])
     func `pages through missing values give every record once, indexed or not`(kind: StoreKind, indexed: Bool) async throws {
         try await withStore(kind) { store, _ in
@@ -163,13 +175,7 @@ extension DeclaredIndexTests {
             if indexed { try await store.declareIndex("items", on: FieldPath("v")) }
             for order in [RecordField("v").ascending, RecordField("v").descending] {
                 let all = try await store.query("items", RecordQuery(orderBy: [order])).elements.map(\.key)
-                var query = RecordQuery(orderBy: [order], limit: 2)
-                var paged: [String] = []
-                repeat {
-                    let page = try await store.query("items", query)
-                    paged += page.elements.map(\.key)
-                    query.after = page.next
-                } while query.after != nil
+                let paged = try await Self.keysPageByPage(store, "items", RecordQuery(orderBy: [order], limit: 2))
                 #expect(paged == all)
                 #expect(Set(all).count == 9)
             }

@@ -1,0 +1,125 @@
+import Foundation
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+extension HTTPSyncServer {
+    /// One page, fetched for a pull (`id` from ``PullPipeline/claim(_:fetch:)``). When the
+    /// relay's answer names the next page's cursor (``RelayWire/nextCursorHeader``), the next
+    /// page is asked for at once, before this one is decoded; the pipeline hands it only to a
+    /// pull asking exactly for it.
+    func fetchPage(_ request: PullPipeline.Request, id: UInt64) async throws -> SyncPage {
+        let query = RelayWire.encodedQuery(
+            RelayWire.pullQuery(after: request.cursor, limit: request.limit, space: request.space))
+        let (data, response) = try await exchange("pull", path: RelayWire.pullPath, query: query, token: request.token)
+        var next: PullPipeline.Request?
+        if response.statusCode == 200, let value = response.value(forHTTPHeaderField: RelayWire.nextCursorHeader),
+            let cursor = RelayWire.cursor(nextCursorValue: value), cursor > request.cursor
+        {
+            let following = PullPipeline.Request(
+                space: request.space, cursor: cursor, limit: request.limit, token: request.token)
+            next = following
+            await pipeline.answered(id, next: following, fetch: pageFetcher)
+        }
+        let page: SyncPage
+        do {
+            page = try decode("pull", response, data, decoder: SyncWireJSON.decodePage)
+        } catch let tooLarge as BodyTooLarge {
+            throw SyncError(.serverFailure, tooLarge.message)
+        }
+        // The page itself is what counts: a header that does not match it fetched in vain.
+        if let next, !(page.hasMore && page.cursor == next.cursor) { await pipeline.drop(next) }
+        return page
+    }
+
+    /// Starts a fetch ahead, for the pipeline.
+    var pageFetcher: PullPipeline.Fetch {
+        { [self] request, id in Task { try await fetchPage(request, id: id) } }
+    }
+}
+
+/// The page asked for ahead of the pull that will want it (docs/RELAY.md "Pipelined pulls").
+///
+/// At most one fetch runs ahead. It is handed only to a pull asking exactly its request
+/// (space, cursor, limit and token), so a pull gets what it would get asking then; a pull
+/// asking anything else cancels it and fetches its own. Its error is thrown to the pull that
+/// claims it; a fetch nobody claims is cancelled by the next pull or dropped with the server.
+/// A fetch ahead starts the one after it only once a pull has claimed it: pulls run at most
+/// one page ahead of the caller.
+actor PullPipeline {
+    /// What a pull asks.
+    struct Request: Equatable, Sendable {
+        let space: String
+        let cursor: SyncCursor
+        let limit: Int
+        let token: String
+    }
+
+    /// Starts fetching `request` as fetch `id`.
+    typealias Fetch = @Sendable (_ request: Request, _ id: UInt64) -> Task<SyncPage, any Error>
+
+    /// What a pull does: wait for the fetch ahead, or fetch with this id.
+    enum Claim {
+        case ahead(Task<SyncPage, any Error>)
+        case fetch(UInt64)
+    }
+
+    private struct Ahead {
+        let id: UInt64
+        let request: Request
+        let task: Task<SyncPage, any Error>
+        /// The request after it, when its answer came before a pull claimed it.
+        var next: Request?
+    }
+
+    private var ahead: Ahead?
+    /// The fetch a pull waits for: its answer may start the next fetch ahead.
+    private var claimed: UInt64?
+    private var lastID: UInt64 = 0
+
+    /// For a pull of `request`: the fetch ahead when it fetches exactly that, or else a new
+    /// fetch's id (and a fetch ahead of anything else is cancelled).
+    func claim(_ request: Request, fetch: Fetch) -> Claim {
+        if let current = ahead, current.request == request {
+            ahead = nil
+            claimed = current.id
+            if let next = current.next { start(next, fetch: fetch) }
+            return .ahead(current.task)
+        }
+        cancel()
+        lastID += 1
+        claimed = lastID
+        return .fetch(lastID)
+    }
+
+    /// Fetch `id` was answered, and the relay named the next page: fetch it ahead when a pull
+    /// waits for `id`, or once one claims it.
+    func answered(_ id: UInt64, next: Request, fetch: Fetch) {
+        if ahead?.id == id {
+            ahead?.next = next
+        } else if claimed == id {
+            start(next, fetch: fetch)
+        }
+    }
+
+    /// Cancels the fetch ahead of `request`, which its page did not name after all.
+    func drop(_ request: Request) {
+        if ahead?.request == request { cancel() }
+    }
+
+    /// Cancels the fetch ahead, if any.
+    func cancel() {
+        ahead?.task.cancel()
+        ahead = nil
+    }
+
+    private func start(_ request: Request, fetch: Fetch) {
+        cancel()
+        lastID += 1
+        ahead = Ahead(id: lastID, request: request, task: fetch(request, lastID))
+    }
+
+    deinit {
+        ahead?.task.cancel()
+    }
+}

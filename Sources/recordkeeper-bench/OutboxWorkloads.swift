@@ -90,7 +90,8 @@ extension BenchRunner {
     /// O2: what delivering a backlog costs per operation. Enqueues `size` operations (two thirds
     /// on 50 ordering keys, the rest without a key; 500 per commit) into a fresh store with
     /// durability `normal`, then times one `deliverDue()` with a transport that accepts
-    /// everything at once. Every operation is claimed and removed in transactions of its own,
+    /// everything at once. The processor records the deliveries that ended together and claims
+    /// the next ones in one transaction (at most `maximumConcurrentDeliveries` run at a time),
     /// so the time per operation should not grow with the backlog.
     func runOutboxBacklog() async throws {
         let sizes = options.quick ? [200, 1_000] : [1_000, 10_000]

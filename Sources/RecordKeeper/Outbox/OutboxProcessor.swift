@@ -76,6 +76,10 @@ public actor OutboxProcessor {
     /// dead letters when it is permanent or the attempts are used up; then its key goes on.
     /// Each operation is attempted at most once per call.
     ///
+    /// The outcomes of the deliveries that ended since the last transaction, and the claims
+    /// of the next operations, are recorded in one write transaction (see
+    /// `settle(_:claiming:due:excluding:report:)`), never an operation claimed before it starts.
+    ///
     /// - Throws: a ``RecordStoreError`` when the store fails (operations then stay pending and
     ///   claimed ones are delivered again after their lease), or `CancellationError`.
     @discardableResult
@@ -83,14 +87,24 @@ public actor OutboxProcessor {
         let due = now()
         var report = OutboxDeliveryReport()
         var attempted = Set<UUID>()
-        try await withThrowingTaskGroup(of: (OutboxOperation, (any Error)?).self) { group in
+        let finished = FinishedDeliveries()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            // Deliveries started whose outcome is not yet taken from `finished`.
             var running = 0
+            var first = true
             while true {
+                let ended = finished.take()
+                running -= ended.count
                 let free = Self.maximumConcurrentDeliveries - running
-                // Once cancelled, start nothing new but record the outcome of what is under way.
-                let started =
-                    free > 0 && !Task.isCancelled
-                    ? try await claim(due: due, limit: free, excluding: attempted, report: &report) : []
+                // Look for work at the start and after outcomes (only they change what is
+                // deliverable); once cancelled, start nothing new but record what ended.
+                let claiming = (first || !ended.isEmpty) && free > 0 && !Task.isCancelled
+                first = false
+                var started: [OutboxOperation] = []
+                if claiming || !ended.isEmpty {
+                    started = try await settle(
+                        ended, claiming: claiming ? free : 0, due: due, excluding: attempted, report: &report)
+                }
                 for operation in started {
                     attempted.insert(operation.id)
                     running += 1
@@ -98,113 +112,20 @@ public actor OutboxProcessor {
                     group.addTask {
                         do {
                             try await transport.deliver(operation)
-                            return (operation, nil)
+                            finished.add(operation, failure: nil)
                         } catch {
-                            return (operation, error)
+                            finished.add(operation, failure: error)
                         }
                     }
                 }
-                guard let (operation, failure) = try await group.next() else { break }
-                running -= 1
-                try await finish(operation, failure: failure, report: &report)
+                if running == 0 { break }
+                // A delivery ended (its outcome is in `finished`), or one whose outcome was
+                // already taken returned.
+                _ = try await group.next()
             }
         }
         try Task.checkCancellation()
         return report
-    }
-
-    /// Claims up to `limit` deliverable operations in one transaction, counting an attempt for
-    /// each. Operations that already used up their attempts (a delivery that never finished)
-    /// go to the dead letters instead.
-    private func claim(
-        due: Date, limit: Int, excluding attempted: Set<UUID>, report: inout OutboxDeliveryReport
-    ) async throws -> [OutboxOperation] {
-        let now = now()
-        let until = now.addingTimeInterval(lease.seconds)
-        let identity = identity
-        let maximumAttempts = retryPolicy.maximumAttempts
-        let (claimed, buried) = try await store.performWrite(.outboxClaim, collection: nil) {
-            context -> ([OutboxOperation], Int) in
-            let outbox = OutboxEngine(engine: context.engine)
-            var claimed: [OutboxOperation] = []
-            var buried = 0
-            // Dead-lettering one may let the next of its key through: look again until stable.
-            while claimed.count < limit {
-                let taken = claimed
-                let candidates = try outbox.deliverable(due: due, now: now, limit: limit - claimed.count) { id in
-                    attempted.contains(id) || taken.contains { $0.id == id }
-                }
-                var buriedNow = false
-                for candidate in candidates {
-                    if candidate.attempts >= maximumAttempts {
-                        let previous = candidate.lastError.map { "; last error: \($0)" } ?? ""
-                        try outbox.bury(
-                            candidate.id,
-                            error: "\(candidate.attempts) delivery attempts were started and none succeeded\(previous)")
-                        buried += 1
-                        buriedNow = true
-                    } else {
-                        try outbox.claim(candidate.id, processor: identity, until: until)
-                        claimed.append(candidate)
-                    }
-                }
-                if !buriedNow { break }
-            }
-            return (claimed, buried)
-        }
-        report.deadLettered += buried
-        return claimed.map {
-            OutboxOperation(
-                id: $0.id, kind: $0.kind, payload: $0.payload, orderingKey: $0.orderingKey,
-                attempts: $0.attempts + 1, createdAt: $0.createdAt, nextAttemptAt: $0.nextAttemptAt,
-                lastError: $0.lastError)
-        }
-    }
-
-    /// Records the outcome of one delivery in its own transaction.
-    private func finish(_ operation: OutboxOperation, failure: (any Error)?, report: inout OutboxDeliveryReport) async throws {
-        guard let failure else {
-            try await record(.outboxDelivered) { try $0.remove(operation.id) }
-            report.delivered += 1
-            return
-        }
-        let description: String
-        var next: Date?
-        switch failure {
-        case OutboxDeliveryFailure.permanent(let message):
-            description = message
-        case OutboxDeliveryFailure.retryable(let message, let retryAfter):
-            description = message
-            next = nextAttempt(after: operation.attempts, retryAfter: retryAfter)
-        case is CancellationError where Task.isCancelled:
-            // The processor stopped: the operation is due again at once, for any processor.
-            description = "the delivery was cancelled"
-            next = now()
-        default:
-            description = String(describing: failure)
-            next = nextAttempt(after: operation.attempts, retryAfter: nil)
-        }
-        var recorded = description
-        if next != nil, operation.attempts >= retryPolicy.maximumAttempts {
-            next = nil
-            recorded = "\(operation.attempts) attempts failed; the last: \(description)"
-        }
-        let error = recorded
-        let identity = identity
-        let release = next
-        try await record(.outboxFailed) { try $0.release(operation.id, processor: identity, error: error, next: release) }
-        if next == nil { report.deadLettered += 1 } else { report.retried += 1 }
-    }
-
-    /// Records a delivery's outcome in one transaction; also when the processor's task was
-    /// cancelled meanwhile (in a task of its own then), so a delivered operation is not sent
-    /// again and a failed one does not wait for its lease to end.
-    private func record(_ operation: StoreOperation, _ body: @escaping @Sendable (OutboxEngine) throws -> Void) async throws {
-        let store = store
-        let write: @Sendable () async throws -> Void = {
-            try await store.performWrite(operation, collection: nil) { context in try body(OutboxEngine(engine: context.engine)) }
-        }
-        if Task.isCancelled { try await Task { try await write() }.value } else { try await write() }
     }
 
     /// When the next attempt is due after `attempts` failed attempts: backoff with jitter,

@@ -1,0 +1,156 @@
+import Foundation
+
+/// Recording outcomes and claiming operations: one write transaction per turn of
+/// ``OutboxProcessor/deliverDue()``, for every delivery that ended since the last one.
+extension OutboxProcessor {
+    /// What an ended delivery leaves to write.
+    struct Outcome: Sendable {
+        let id: UUID
+        /// Nil: delivered (the operation is removed). Otherwise the error recorded and, when
+        /// it is retried, the next attempt's due time (nil there: a dead letter).
+        let failure: (error: String, next: Date?)?
+    }
+
+    /// Records the outcomes of `ended` and claims up to `limit` deliverable operations, in one
+    /// write transaction, counting an attempt for each claimed one. Operations that already
+    /// used up their attempts (a delivery that never finished) go to the dead letters instead.
+    ///
+    /// Only deliveries the transport already answered are recorded, and only operations
+    /// started at once are claimed, so batching changes no outcome: if the process dies
+    /// before this commits, the operations delivered meanwhile stay claimed and are delivered
+    /// again, with the same id, once their lease ends (at least once, as when a process dies
+    /// between one delivery and its own transaction); an operation that failed is attempted
+    /// again then, its attempt counted. When the store fails, nothing of the batch is written
+    /// and the same holds.
+    func settle(
+        _ ended: [(OutboxOperation, (any Error)?)], claiming limit: Int, due: Date, excluding attempted: Set<UUID>,
+        report: inout OutboxDeliveryReport
+    ) async throws -> [OutboxOperation] {
+        let outcomes = ended.map { outcome(of: $0.0, failure: $0.1) }
+        let now = now()
+        let until = now.addingTimeInterval(lease.seconds)
+        let identity = identity
+        let maximumAttempts = retryPolicy.maximumAttempts
+        let store = store
+        let operation: StoreOperation =
+            outcomes.isEmpty ? .outboxClaim : outcomes.allSatisfy { $0.failure == nil } ? .outboxDelivered : .outboxFailed
+        let write: @Sendable () async throws -> ([OutboxOperation], Int) = {
+            try await store.performWrite(operation, collection: nil, inline: store.mayWriteInline(outcomes.count + limit)) {
+                context -> ([OutboxOperation], Int) in
+                let outbox = OutboxEngine(engine: context.engine)
+                for outcome in outcomes {
+                    if let failure = outcome.failure {
+                        try outbox.release(outcome.id, processor: identity, error: failure.error, next: failure.next)
+                    } else {
+                        try outbox.remove(outcome.id)
+                    }
+                }
+                return try Self.claim(
+                    in: outbox, due: due, now: now, until: until, limit: limit, excluding: attempted,
+                    processor: identity, maximumAttempts: maximumAttempts)
+            }
+        }
+        // Also when the processor's task was cancelled meanwhile (in a task of its own then),
+        // so a delivered operation is not sent again and a failed one does not wait for its
+        // lease to end.
+        let (claimed, buried) = try await Task.isCancelled ? Task { try await write() }.value : write()
+        for outcome in outcomes {
+            switch outcome.failure {
+            case nil: report.delivered += 1
+            case let failure?: if failure.next == nil { report.deadLettered += 1 } else { report.retried += 1 }
+            }
+        }
+        report.deadLettered += buried
+        return claimed.map {
+            OutboxOperation(
+                id: $0.id, kind: $0.kind, payload: $0.payload, orderingKey: $0.orderingKey,
+                attempts: $0.attempts + 1, createdAt: $0.createdAt, nextAttemptAt: $0.nextAttemptAt,
+                lastError: $0.lastError)
+        }
+    }
+
+    /// Claims up to `limit` deliverable operations for `processor` inside a write transaction;
+    /// returns them (as read before the claim) and how many it moved to the dead letters.
+    private static func claim(
+        in outbox: OutboxEngine, due: Date, now: Date, until: Date, limit: Int, excluding attempted: Set<UUID>,
+        processor: String, maximumAttempts: Int
+    ) throws -> ([OutboxOperation], Int) {
+        var claimed: [OutboxOperation] = []
+        var buried = 0
+        // Dead-lettering one may let the next of its key through: look again until stable.
+        while claimed.count < limit {
+            let taken = claimed
+            let candidates = try outbox.deliverable(due: due, now: now, limit: limit - claimed.count) { id in
+                attempted.contains(id) || taken.contains { $0.id == id }
+            }
+            var buriedNow = false
+            for candidate in candidates {
+                if candidate.attempts >= maximumAttempts {
+                    let previous = candidate.lastError.map { "; last error: \($0)" } ?? ""
+                    try outbox.bury(
+                        candidate.id,
+                        error: "\(candidate.attempts) delivery attempts were started and none succeeded\(previous)")
+                    buried += 1
+                    buriedNow = true
+                } else {
+                    try outbox.claim(candidate.id, processor: processor, until: until)
+                    claimed.append(candidate)
+                }
+            }
+            if !buriedNow { break }
+        }
+        return (claimed, buried)
+    }
+
+    /// What to write for a delivery that ended with `failure` (nil: delivered).
+    private func outcome(of operation: OutboxOperation, failure: (any Error)?) -> Outcome {
+        guard let failure else { return Outcome(id: operation.id, failure: nil) }
+        let description: String
+        var next: Date?
+        switch failure {
+        case OutboxDeliveryFailure.permanent(let message):
+            description = message
+        case OutboxDeliveryFailure.retryable(let message, let retryAfter):
+            description = message
+            next = nextAttempt(after: operation.attempts, retryAfter: retryAfter)
+        case is CancellationError where Task.isCancelled:
+            // The processor stopped: the operation is due again at once, for any processor.
+            description = "the delivery was cancelled"
+            next = now()
+        default:
+            description = String(describing: failure)
+            next = nextAttempt(after: operation.attempts, retryAfter: nil)
+        }
+        guard next != nil, operation.attempts >= retryPolicy.maximumAttempts else {
+            return Outcome(id: operation.id, failure: (description, next))
+        }
+        return Outcome(id: operation.id, failure: ("\(operation.attempts) attempts failed; the last: \(description)", nil))
+    }
+}
+
+/// The deliveries of one ``OutboxProcessor/deliverDue()`` call that ended and are not yet
+/// recorded, filled by its child tasks and taken by the call, which thus records every
+/// delivery that ended meanwhile in one transaction, not only the one it woke up for.
+///
+/// `@unchecked Sendable`: `ended` is only touched under `lock`.
+/// (Synchronization's `Mutex` would need macOS 15 / iOS 18; the package supports earlier.)
+final class FinishedDeliveries: @unchecked Sendable {
+    private let lock = NSLock()
+    private var ended: [(OutboxOperation, (any Error)?)] = []
+
+    /// Adds a delivery that ended; `failure` nil when the transport returned.
+    func add(_ operation: OutboxOperation, failure: (any Error)?) {
+        lock.lock()
+        defer { lock.unlock() }
+        ended.append((operation, failure))
+    }
+
+    /// The deliveries that ended since the last call, in the order they ended.
+    func take() -> [(OutboxOperation, (any Error)?)] {
+        lock.lock()
+        defer { lock.unlock() }
+        let taken = ended
+        ended = []
+        return taken
+    }
+}

@@ -27,7 +27,14 @@ final class SQLiteConnection {
     static let queryStatementLimit = 32
     /// The declared indexes of each collection (by id), as read under schema cookie
     /// `schemaVersion` (see `RecordEngine.declaredIndexes`).
-    var declaredIndexCache: (schemaVersion: Int64, fields: [Int64: [FieldPath]]) = (-1, [:])
+    var declaredIndexCache: (schemaVersion: Int64, fields: [Int64: [FieldPath]]) = (-1, [:]) {
+        // The SQL built for the declared indexes of before may name one that is gone.
+        didSet { if declaredIndexCache.schemaVersion != oldValue.schemaVersion { querySQLCache = [:] } }
+    }
+    /// The SQL text (and bound-value layout) built for each query shape, kept as long as
+    /// `declaredIndexCache` is (see `RecordEngine.querySQL`); at most `querySQLLimit` shapes.
+    var querySQLCache: [QueryShapeKey: QuerySQL] = [:]
+    static let querySQLLimit = 64
 
     /// How a file is opened.
     enum OpenMode {

@@ -126,17 +126,19 @@ public struct ItemOrder<Item>: Sendable {
 /// What turns typed predicates into stored-JSON ones: the declared fields, the key strategy
 /// and the repository's coder. Used only on the repository's actor, while building a query.
 struct ItemQueryContext {
-    let declared: Set<FieldPath>
-    let keyPath: (FieldPath) -> FieldPath
-    let encode: (any Encodable, FieldPath) throws -> QueryValue
+    /// The stored path (key strategy applied) of each declared field.
+    let paths: [FieldPath: FieldPath]
+    let coder: PayloadCoder
 
     /// The stored path of declared field `path`.
     func path(_ path: FieldPath) throws -> FieldPath {
-        guard declared.contains(path) else {
+        guard let stored = paths[path] else {
             throw QueryError(.undeclaredField, field: path, detail: "the item type does not declare this field in queryFields")
         }
-        return keyPath(path)
+        return stored
     }
 
-    func value(_ value: some Encodable, _ path: FieldPath) throws -> QueryValue { try encode(value, path) }
+    func value(_ value: some Encodable, _ path: FieldPath) throws -> QueryValue {
+        try QueryValue.encoded(value, with: coder, field: path)
+    }
 }

@@ -8,7 +8,7 @@
 /// cannot prove for a bound parameter.
 struct QuerySQL {
     /// What the statement answers.
-    enum Shape {
+    enum Shape: Hashable {
         /// `key, payload, version`, then the value of each sort key.
         case rows
         /// One row: the number of matching records.
@@ -23,6 +23,14 @@ struct QuerySQL {
     private(set) var index: FieldPath?
     /// True once a condition rendered as the constant `0` (an empty `in` or `or`).
     private var rendersFalse = false
+
+    /// A statement built before for a query of the same shape (see `QuerySQL+Shapes.swift`),
+    /// with the values of this query.
+    init(text: String, values: [QueryValue], index: FieldPath?) {
+        self.text = text
+        self.values = values
+        self.index = index
+    }
 
     /// The SQL of `query` (fields and values already resolved: no `.date` left) over the
     /// collection with id `collectionID`, whose `indexed` fields have a declared index.

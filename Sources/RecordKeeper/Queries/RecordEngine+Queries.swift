@@ -32,6 +32,8 @@ extension RecordEngine {
                 .invalidArgument, fieldName: "", collection: collection,
                 detail: "the collection's payload strategies \"\(coding ?? "")\" are not known to this version")
         }
+        // Most queries hold no date: they are kept as they are, without a coder or a copy.
+        guard query.predicate?.holdsDate == true else { return query }
         let coder = PayloadCoder(.recordJSON, strategies: strategies)
         return try query.mapped(field: { $0 }, value: { try $0.resolved(with: coder, field: $1) })
     }
@@ -42,7 +44,7 @@ extension RecordEngine {
     /// only a short walk of a declared index (`QuerySQL.isShortIndexWalk`); any other query is
     /// refused before a row is read (`InlineAttemptRefused`) and goes to the reader's executor.
     func queryRecords(_ query: RecordQuery, collectionID id: Int64, collection: String) throws -> QueryPage<StoredRecord> {
-        let sql = QuerySQL(query, collectionID: id, indexed: try declaredIndexes(id, collection: collection), shape: .rows)
+        let sql = try querySQL(query, collectionID: id, collection: collection, shape: .rows)
         if connection.refusesToWait, !sql.isShortIndexWalk(query) { throw InlineAttemptRefused() }
         return try run(collection: collection) {
             try connection.withQueryStatement(sql.text) { statement in
@@ -66,7 +68,7 @@ extension RecordEngine {
 
     /// How many records of collection `id` `query` selects (its order and pages ignored).
     func countRecords(_ query: RecordQuery, collectionID id: Int64, collection: String, shape: QuerySQL.Shape) throws -> Int {
-        let sql = QuerySQL(query, collectionID: id, indexed: try declaredIndexes(id, collection: collection), shape: shape)
+        let sql = try querySQL(query, collectionID: id, collection: collection, shape: shape)
         return try run(collection: collection) {
             try connection.withQueryStatement(sql.text) { statement in
                 try bind(sql, to: statement)
@@ -77,7 +79,7 @@ extension RecordEngine {
 
     /// The query plan SQLite chooses for `query` (`EXPLAIN QUERY PLAN`, the detail column).
     func queryPlan(_ query: RecordQuery, collectionID id: Int64, collection: String) throws -> [String] {
-        let sql = QuerySQL(query, collectionID: id, indexed: try declaredIndexes(id, collection: collection), shape: .rows)
+        let sql = try querySQL(query, collectionID: id, collection: collection, shape: .rows)
         return try run(collection: collection) {
             let statement = try Statement(
                 connection: connection.handle, sql: "EXPLAIN QUERY PLAN " + sql.text, persistent: false)
@@ -86,6 +88,29 @@ extension RecordEngine {
             while try statement.step() { details.append(statement.string(at: 3)) }
             return details
         }
+    }
+
+    /// The SQL of `query` over collection `id` for its declared indexes: the text built before
+    /// for a query of the same shape (`QueryShapeKey`) when there is one, bound with this
+    /// query's values, else built now and kept for the shape. The shapes are kept with the
+    /// declared indexes and forgotten with them (a change of the schema cookie, see
+    /// `declaredIndexes`); the key holds the declared indexes too, so inside a write
+    /// transaction, where they are read afresh, a shape built for other indexes is never used.
+    func querySQL(_ query: RecordQuery, collectionID id: Int64, collection: String, shape: QuerySQL.Shape) throws -> QuerySQL {
+        let indexed = try declaredIndexes(id, collection: collection)
+        let key = QueryShapeKey(query, collectionID: id, indexed: indexed, shape: shape)
+        if let built = connection.querySQLCache[key] {
+            return QuerySQL(text: built.text, values: QuerySQL.boundValues(of: query, shape: shape), index: built.index)
+        }
+        let sql = QuerySQL(query, collectionID: id, indexed: indexed, shape: shape)
+        // The two must agree value for value; a shape they disagree on is built every time.
+        let agrees = QuerySQL.sameBindings(sql.values, QuerySQL.boundValues(of: query, shape: shape))
+        assert(agrees, "QuerySQL.boundValues disagrees with the SQL built for \(query)")
+        if agrees {
+            if connection.querySQLCache.count >= SQLiteConnection.querySQLLimit { connection.querySQLCache = [:] }
+            connection.querySQLCache[key] = sql
+        }
+        return sql
     }
 
     /// Binds the values of `sql` to `statement`, a statement of its text.

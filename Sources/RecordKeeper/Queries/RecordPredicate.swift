@@ -49,6 +49,23 @@ public indirect enum RecordPredicate: Sendable, Hashable {
         }
     }
 
+    /// True when some value of the predicate is a ``QueryValue/date(_:)`` (to be written by the
+    /// collection's date strategy before it is bound).
+    var holdsDate: Bool {
+        func isDate(_ value: QueryValue) -> Bool {
+            if case .date = value { return true }
+            return false
+        }
+        switch self {
+        case .compare(_, _, let value): return isDate(value)
+        case .between(_, let lower, let upper): return isDate(lower) || isDate(upper)
+        case .isIn(_, let values): return values.contains(where: isDate)
+        case .hasPrefix, .isNull: return false
+        case .and(let all), .or(let all): return all.contains(where: \.holdsDate)
+        case .not(let inner): return inner.holdsDate
+        }
+    }
+
     /// The predicate with every field and value transformed (a key strategy, dates encoded).
     func mapped(
         field: (FieldPath) throws -> FieldPath, value: (QueryValue, FieldPath) throws -> QueryValue

@@ -53,12 +53,7 @@ extension RecordRepository where Item: Queryable {
     func storedQuery(
         _ predicate: ItemPredicate<Item>?, order: [ItemOrder<Item>], limit: Int?, after: QueryPageToken?
     ) throws -> RecordQuery {
-        let snake = strategies.keys == .snakeCase ? SnakeCaseKeys() : nil
-        let coder = coder
-        let context = ItemQueryContext(
-            declared: Set(Item.queryFields.map(\.path)),
-            keyPath: { path in snake.map { snake in path.mapped(snake.snakeCased) } ?? path },
-            encode: { value, path in try QueryValue.encoded(value, with: coder, field: path) })
+        let context = ItemQueryContext(paths: storedQueryPaths(), coder: coder)
         do {
             let query = RecordQuery(
                 where: try predicate?.build(context),
@@ -70,6 +65,18 @@ extension RecordRepository where Item: Queryable {
             error.collection = collection
             throw error
         }
+    }
+
+    /// `queryPaths`, made on first use: the declared fields are the same for every query.
+    private func storedQueryPaths() -> [FieldPath: FieldPath] {
+        if let queryPaths { return queryPaths }
+        let snake = strategies.keys == .snakeCase ? SnakeCaseKeys() : nil
+        var paths: [FieldPath: FieldPath] = [:]
+        for field in Item.queryFields {
+            paths[field.path] = snake.map { snake in field.path.mapped(snake.snakeCased) } ?? field.path
+        }
+        queryPaths = paths
+        return paths
     }
 
     private func countOrExists(_ predicate: ItemPredicate<Item>?, shape: QuerySQL.Shape) async throws -> Int {

@@ -64,6 +64,9 @@ public actor RecordRepository<Item> where Item: Codable & Identifiable & Equatab
     /// True once the stored item version was found current (or made current): writes then
     /// only confirm it inside their transaction.
     var isPrepared = false
+    /// The stored JSON path (key strategy applied) of each field `Item` declares for queries,
+    /// made by the first query (see `RecordRepository+Queries`).
+    var queryPaths: [FieldPath: FieldPath]?
     /// Where the store leaves the versions its own record API writes (see `learnStoreWrites()`).
     let inbox = VersionInbox()
     /// The collection's normalized name, under which `inbox` is registered.

@@ -19,13 +19,6 @@ export TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=1}"
 # Tests that cannot run under the sanitizer's runtime (see RecordKeeperTestSupport's
 # `underThreadSanitizer`) skip themselves, saying why.
 export RECORDKEEPER_SANITIZER=thread
-# The tool, learner and reliability tests run their (sanitized, so slow) child processes to
-# the end synchronously, each holding a thread of Swift's cooperative pool, which has one
-# thread per core and never adds one. On 2 cores the whole sanitized run stalled behind them
-# for about 300 s, and tests with 60-120 s limits that had started meanwhile failed. Without
-# cooperative queues the global executor runs on libdispatch's ordinary global queues, which
-# add a thread when theirs are blocked. The ordinary `swift test` run keeps the default.
-export SWIFT_DEBUG_CONCURRENCY_ENABLE_COOPERATIVE_QUEUES="${SWIFT_DEBUG_CONCURRENCY_ENABLE_COOPERATIVE_QUEUES:-0}"
 
 swift build --build-tests --sanitize=thread --scratch-path "$scratch"
 swift test --skip-build --sanitize=thread --scratch-path "$scratch" "$@"

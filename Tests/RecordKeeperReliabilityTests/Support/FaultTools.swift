@@ -57,12 +57,16 @@ enum SmallFilesystem {
 
     /// This process's descriptors whose targets lie under `path` (Linux: /proc/self/fd).
     private static func openDescriptors(under path: String) -> [String] {
-        let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
-        return fds.compactMap { fd in
-            guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(fd)"),
-                target.hasPrefix(path) else { return nil }
-            return "\(fd) -> \(target)"
-        }
+        #if os(Linux)
+            let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+            return fds.compactMap { fd in
+                guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(fd)"),
+                    target.hasPrefix(path) else { return nil }
+                return "\(fd) -> \(target)"
+            }
+        #else
+            return []
+        #endif
     }
 }
 

@@ -84,8 +84,7 @@ final class StorePathWatch {
             lock.lock()
             defer { lock.unlock() }
             if descriptor < 0 {
-                let made = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
-                guard made >= 0 else { return nil }
+                guard let made = InotifyEvents.makeInstance() else { return nil }
                 descriptor = made
             }
             // Events already queued (other subscriptions share directories, such as the

@@ -46,8 +46,7 @@
             defer { lock.unlock() }
             if descriptor < 0 {
                 // Made on first use, and again after a failure (the limit may have eased).
-                let made = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
-                guard made >= 0 else { return nil }
+                guard let made = InotifyEvents.makeInstance() else { return nil }
                 descriptor = made
                 let source = DispatchSource.makeReadSource(fileDescriptor: made, queue: queue)
                 source.setEventHandler { [unowned self] in self.drain() }
@@ -121,6 +120,13 @@
 
     /// Reading an inotify instance's queue, for `InotifyWatches` and `PathWatches`.
     enum InotifyEvents {
+        /// A new non-blocking, close-on-exec inotify instance; nil when the kernel refuses one
+        /// (the per-user instance limit reached): the caller watches nothing.
+        static func makeInstance() -> Int32? {
+            let made = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
+            return made >= 0 ? made : nil
+        }
+
         /// Reads (non-blocking) every event queued on `descriptor` and hands each to `handle`:
         /// its watch descriptor, mask and the entry name it concerns (nil for events of the
         /// watched directory itself). False when a read failed (other than with nothing left

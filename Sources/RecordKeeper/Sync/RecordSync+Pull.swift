@@ -101,7 +101,7 @@ extension RecordSync {
             if !pendingExist {
                 // This store has it already (own write coming back, a page pulled again) when
                 // nothing changed; a version below the one it has means the server went back.
-                guard try engine.advanceServerVersion(record, to: version) else {
+                guard try engine.advanceServerVersion(record, to: version, itemVersion: change.itemVersion) else {
                     if let known = try engine.syncRecordState(record).serverVersion, version < known {
                         throw Self.wentBack(name, version: version, known: known, space: space)
                     }
@@ -112,7 +112,8 @@ extension RecordSync {
                 case .tombstone: removals[record.collection, default: []].append(key)
                 }
                 if conflictsExist {
-                    try engine.updateSyncConflictServerSide(record, value: change.value, version: version)
+                    try engine.updateSyncConflictServerSide(
+                        record, value: change.value, version: version, itemVersion: change.itemVersion)
                 }
                 applied += 1
                 continue
@@ -126,7 +127,7 @@ extension RecordSync {
             if state.pending {
                 // The local change stays; the server's value waits until it is answered.
                 if state.asideVersion.map({ version > $0 }) ?? true {
-                    try engine.setAside(record, value: change.value, version: version)
+                    try engine.setAside(record, value: change.value, version: version, itemVersion: change.itemVersion)
                     applied += 1
                 }
                 continue
@@ -136,7 +137,11 @@ extension RecordSync {
             case .tombstone: removals[record.collection, default: []].append(key)
             }
             try engine.setServerVersion(record, version, clearingAside: true)
-            if conflictsExist { try engine.updateSyncConflictServerSide(record, value: change.value, version: version) }
+            try engine.setSyncItemVersion(record, change.itemVersion)
+            if conflictsExist {
+                try engine.updateSyncConflictServerSide(
+                    record, value: change.value, version: version, itemVersion: change.itemVersion)
+            }
             applied += 1
         }
         for collection in Set(upserts.keys).union(removals.keys).sorted() {

@@ -737,45 +737,67 @@ extension RecordEngine {
 
     /// Every unresolved conflict, by collection and key.
     func syncConflicts() throws -> [SyncRecordConflict] {
-        try run {
+        let versions = try conflictsHaveItemVersions()
+        return try run {
             try connection.withStatement(
-                """
-                SELECT collection, key, local_payload, local_deleted, server_payload, server_deleted, server_version,
-                       local_item_version, server_item_version
-                FROM sync_conflicts ORDER BY collection, key
-                """
+                versions
+                    ? """
+                    SELECT collection, key, local_payload, local_deleted, server_payload, server_deleted, server_version,
+                           local_item_version, server_item_version
+                    FROM sync_conflicts ORDER BY collection, key
+                    """
+                    : """
+                    SELECT collection, key, local_payload, local_deleted, server_payload, server_deleted, server_version
+                    FROM sync_conflicts ORDER BY collection, key
+                    """
             ) { statement in
                 var conflicts: [SyncRecordConflict] = []
-                while try statement.step() { conflicts.append(Self.syncConflict(statement)) }
+                while try statement.step() { conflicts.append(Self.syncConflict(statement, itemVersions: versions)) }
                 return conflicts
             }
         }
     }
 
     func syncConflict(_ record: SyncRecordKey) throws -> SyncRecordConflict? {
-        try run(collection: record.collection, key: record.key) {
+        let versions = try conflictsHaveItemVersions()
+        return try run(collection: record.collection, key: record.key) {
             try connection.withStatement(
-                """
-                SELECT collection, key, local_payload, local_deleted, server_payload, server_deleted, server_version,
-                       local_item_version, server_item_version
-                FROM sync_conflicts WHERE collection = ?1 AND key = ?2
-                """
+                versions
+                    ? """
+                    SELECT collection, key, local_payload, local_deleted, server_payload, server_deleted, server_version,
+                           local_item_version, server_item_version
+                    FROM sync_conflicts WHERE collection = ?1 AND key = ?2
+                    """
+                    : """
+                    SELECT collection, key, local_payload, local_deleted, server_payload, server_deleted, server_version
+                    FROM sync_conflicts WHERE collection = ?1 AND key = ?2
+                    """
             ) { statement in
                 try statement.bind(record.collection, at: 1)
                 try statement.bind(record.key, at: 2)
-                return try statement.step() ? Self.syncConflict(statement) : nil
+                return try statement.step() ? Self.syncConflict(statement, itemVersions: versions) : nil
             }
         }
     }
 
-    private static func syncConflict(_ statement: Statement) -> SyncRecordConflict {
+    /// Whether `sync_conflicts` has the item-version columns of format 8 (a read of an older
+    /// format, which never migrates, reads the conflicts without them).
+    private func conflictsHaveItemVersions() throws -> Bool {
+        try run {
+            try connection.withStatement(
+                "SELECT 1 FROM pragma_table_info('sync_conflicts') WHERE name = 'server_item_version'"
+            ) { try $0.step() }
+        }
+    }
+
+    private static func syncConflict(_ statement: Statement, itemVersions: Bool) -> SyncRecordConflict {
         SyncRecordConflict(
             collection: statement.string(at: 0), key: statement.string(at: 1),
             local: statement.int64(at: 3) != 0 || statement.isNull(at: 2) ? nil : statement.data(at: 2),
             server: statement.int64(at: 5) != 0 || statement.isNull(at: 4) ? nil : statement.data(at: 4),
             serverVersion: statement.isNull(at: 6) ? nil : SyncServerVersion(statement.int64(at: 6)),
-            localItemVersion: statement.isNull(at: 7) ? nil : Int(statement.int64(at: 7)),
-            serverItemVersion: statement.isNull(at: 8) ? nil : Int(statement.int64(at: 8)))
+            localItemVersion: !itemVersions || statement.isNull(at: 7) ? nil : Int(statement.int64(at: 7)),
+            serverItemVersion: !itemVersions || statement.isNull(at: 8) ? nil : Int(statement.int64(at: 8)))
     }
 
     /// Drops the conflicts of the records pending operation `sequence` changes (the server

@@ -7,53 +7,8 @@ import Testing
 /// before the other and both editing in between, against every server implementation. Every
 /// record ends at the newest shape, migrated exactly once; nothing is decoded as the wrong
 /// version; nothing is lost; a version-1 app's write over a version-2 record is a reported
-/// conflict (docs/SYNC.md "Item versions").
+/// conflict (docs/SYNC.md "Item versions"). The books are `ReadingApp`'s.
 @Suite struct ItemVersionsAcrossDevicesTests {
-    struct BookV1: Codable, Identifiable, Equatable, Sendable {
-        var id: String
-        var title: String
-        var author: String
-    }
-
-    struct BookV2: Codable, Identifiable, Equatable, Sendable {
-        var id: String
-        var title: String
-        var authors: [String]
-        var rating: Int
-    }
-
-    /// Version 3 rates out of 10: its step doubles the rating, so a step run twice shows.
-    struct BookV3: Codable, Identifiable, Equatable, Sendable {
-        var id: String
-        var title: String
-        var authors: [String]
-        var rating: Int
-        var scale: Int
-    }
-
-    static let toV2 = ItemMigrationStep.json(from: 1) { book in
-        book["authors"] = [book["author"] ?? ""]
-        book["author"] = nil
-        book["rating"] = 0
-    }
-
-    static let toV3 = ItemMigrationStep.json(from: 2) { book in
-        book["rating"] = ((book["rating"] as? Int) ?? 0) * 2
-        book["scale"] = 10
-    }
-
-    static func v1(_ store: RecordStore) -> RecordRepository<BookV1> {
-        RecordRepository(store: store, collection: "books")
-    }
-
-    static func v2(_ store: RecordStore) -> RecordRepository<BookV2> {
-        RecordRepository(store: store, collection: "books", itemVersion: 2, migrations: [toV2])
-    }
-
-    static func v3(_ store: RecordStore) -> RecordRepository<BookV3> {
-        RecordRepository(store: store, collection: "books", itemVersion: 3, migrations: [toV2, toV3])
-    }
-
     @Test(arguments: ServerKind.allCases, StoreKind.allCases)
     func `two devices going from item version 1 to 3 at different times end with every book at version 3, migrated once`(
         server kind: ServerKind, store storeKind: StoreKind
@@ -69,21 +24,21 @@ import Testing
             try await b.start(space: space, collections: ["books"])
 
             // Both run version 1.
-            try await Self.v1(phone).save([
-                BookV1(id: "moby-dick", title: "Moby-Dick", author: "Herman Melville"),
-                BookV1(id: "bartleby", title: "Bartleby", author: "Herman Melville"),
+            try await ReadingApp.v1(phone).save([
+                ReadingApp.BookV1(id: "moby-dick", title: "Moby-Dick", author: "Herman Melville"),
+                ReadingApp.BookV1(id: "bartleby", title: "Bartleby", author: "Herman Melville"),
             ])
             _ = try await a.sync()
             _ = try await b.sync()
-            let tabletV1 = Self.v1(tablet)
+            let tabletV1 = ReadingApp.v1(tablet)
             _ = try await tabletV1.load()
-            try await tabletV1.save(BookV1(id: "walden", title: "Walden", author: "Henry David Thoreau"))
+            try await tabletV1.save(ReadingApp.BookV1(id: "walden", title: "Walden", author: "Henry David Thoreau"))
             _ = try await b.sync()
             _ = try await a.sync()
 
             // The phone updates to version 2 (its migration is its own: nothing is pushed) and
             // rates Moby-Dick: that change travels at item version 2.
-            let phoneV2 = Self.v2(phone)
+            let phoneV2 = ReadingApp.v2(phone)
             var moby = try #require(try await phoneV2.item("moby-dick"))
             moby.rating = 4
             try await phoneV2.save(moby)
@@ -93,7 +48,7 @@ import Testing
             // The tablet, still on version 1, edits Bartleby and pulls the version-2 Moby-Dick,
             // which it names as written by a newer app instead of decoding it.
             _ = try await tabletV1.load()
-            try await tabletV1.save(BookV1(id: "bartleby", title: "Bartleby, the Scrivener", author: "Herman Melville"))
+            try await tabletV1.save(ReadingApp.BookV1(id: "bartleby", title: "Bartleby, the Scrivener", author: "Herman Melville"))
             _ = try await b.sync()
             let partial = try await tabletV1.loadPartial()
             #expect(partial.items.map(\.id) == ["bartleby", "walden"])
@@ -109,26 +64,26 @@ import Testing
             // the server as a conflict: the tablet takes the server's value back and keeps its
             // own in the conflict. Nothing is lost, and the older shape never reaches the phone.
             try await tabletV1.save(
-                BookV1(id: "moby-dick", title: "Moby Dick", author: "H. Melville"), onConflict: .overwrite)
+                ReadingApp.BookV1(id: "moby-dick", title: "Moby Dick", author: "H. Melville"), onConflict: .overwrite)
             let tabletReport = try await b.sync()
             #expect(tabletReport.newConflicts.map(\.key) == ["moby-dick"])
             #expect(tabletReport.newConflicts.first?.localItemVersion == 1)
             #expect(tabletReport.newConflicts.first?.serverItemVersion == 2)
             let kept = try #require(try await tablet.syncConflicts().first)
-            #expect(try JSONDecoder().decode(BookV1.self, from: try #require(kept.local)).title == "Moby Dick")
+            #expect(try JSONDecoder().decode(ReadingApp.BookV1.self, from: try #require(kept.local)).title == "Moby Dick")
             #expect(try await tabletV1.loadPartial().skipped.map(\.key) == ["moby-dick"])
 
             // The phone pulls the tablet's version-1 Bartleby and migrates it on its own.
             _ = try await a.sync()
             #expect(
                 try await phoneV2.load() == [
-                    BookV2(id: "bartleby", title: "Bartleby, the Scrivener", authors: ["Herman Melville"], rating: 0),
-                    BookV2(id: "moby-dick", title: "Moby-Dick", authors: ["Herman Melville"], rating: 4),
-                    BookV2(id: "walden", title: "Walden", authors: ["Henry David Thoreau"], rating: 0),
+                    ReadingApp.BookV2(id: "bartleby", title: "Bartleby, the Scrivener", authors: ["Herman Melville"], rating: 0),
+                    ReadingApp.BookV2(id: "moby-dick", title: "Moby-Dick", authors: ["Herman Melville"], rating: 4),
+                    ReadingApp.BookV2(id: "walden", title: "Walden", authors: ["Henry David Thoreau"], rating: 0),
                 ])
 
             // Now the tablet updates first, straight to version 3, and rates Walden.
-            let tabletV3 = Self.v3(tablet)
+            let tabletV3 = ReadingApp.v3(tablet)
             var walden = try #require(try await tabletV3.item("walden"))
             walden.rating = 8
             try await tabletV3.save(walden)
@@ -142,16 +97,16 @@ import Testing
             #expect(try await phoneV2.loadPartial().skipped.map(\.key) == ["walden"])
 
             // Then the phone updates to version 3 too, and both sync to the end.
-            let phoneV3 = Self.v3(phone)
+            let phoneV3 = ReadingApp.v3(phone)
             _ = try await phoneV3.load()
             _ = try await b.sync()
             _ = try await a.sync()
             _ = try await b.sync()
 
             let expected = [
-                BookV3(id: "bartleby", title: "Bartleby, the Scrivener", authors: ["Herman Melville"], rating: 0, scale: 10),
-                BookV3(id: "moby-dick", title: "Moby-Dick", authors: ["Herman Melville"], rating: 10, scale: 10),
-                BookV3(id: "walden", title: "Walden", authors: ["Henry David Thoreau"], rating: 8, scale: 10),
+                ReadingApp.BookV3(id: "bartleby", title: "Bartleby, the Scrivener", authors: ["Herman Melville"], rating: 0, scale: 10),
+                ReadingApp.BookV3(id: "moby-dick", title: "Moby-Dick", authors: ["Herman Melville"], rating: 10, scale: 10),
+                ReadingApp.BookV3(id: "walden", title: "Walden", authors: ["Henry David Thoreau"], rating: 8, scale: 10),
             ]
             #expect(try await phoneV3.load() == expected, "each book went through each step once")
             #expect(try await tabletV3.load() == expected)

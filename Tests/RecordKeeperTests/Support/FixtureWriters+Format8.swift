@@ -3,22 +3,8 @@ import RecordKeeperTestSupport
 @testable import RecordKeeper
 
 /// What `format-8.sqlite` holds: `books` of the reading app at item version 2 on this device,
-/// with values pulled from devices at versions 1 and 3.
+/// with values pulled from devices at versions 1 and 3 (`ReadingApp`).
 enum FormatEightFixture {
-    /// Version 3 of the reading app: ratings out of 10.
-    struct BookV3: Codable, Identifiable, Equatable, Sendable {
-        var id: String
-        var title: String
-        var authors: [String]
-        var rating: Int
-        var scale: Int
-    }
-
-    static let stepFrom2 = ItemMigrationStep.json(from: 2) { book in
-        book["rating"] = ((book["rating"] as? Int) ?? 0) * 2
-        book["scale"] = 10
-    }
-
     /// Dune as this device rated it, pending (not pushed) when the fixture was written.
     static let localDune = ReadingApp.BookV2(id: "dune", title: "Dune", authors: ["Frank Herbert"], rating: 5)
 }
@@ -34,8 +20,7 @@ extension FixtureWriters {
     static func writeFormat8(to url: URL) async throws {
         let server = InMemorySyncServer()
         let store = RecordStore(url: url)
-        let books = RecordRepository<ReadingApp.BookV2>(
-            store: store, collection: "books", itemVersion: 2, migrations: [ReadingApp.stepFrom1])
+        let books = ReadingApp.v2(store)
         try await books.save(ReadingApp.migratedBooks)
         let sync = RecordSync(store: store, server: server)
         try await sync.start(space: "alice", collections: ["books"])
@@ -45,22 +30,19 @@ extension FixtureWriters {
         let olderSync = RecordSync(store: older, server: server)
         try await olderSync.start(space: "alice", collections: ["books"])
         _ = try await olderSync.sync()
-        try await RecordRepository<ReadingApp.BookV1>(store: older, collection: "books")
-            .save(ReadingApp.BookV1(id: "walden", title: "Walden", author: "Henry David Thoreau"))
+        try await ReadingApp.v1(older).save(ReadingApp.BookV1(id: "walden", title: "Walden", author: "Henry David Thoreau"))
         _ = try await olderSync.sync()
 
         let newer = RecordStore.inMemory()
         let newerSync = RecordSync(store: newer, server: server)
         try await newerSync.start(space: "alice", collections: ["books"])
         _ = try await newerSync.sync()
-        let newerBooks = RecordRepository<FormatEightFixture.BookV3>(
-            store: newer, collection: "books", itemVersion: 3,
-            migrations: [ReadingApp.stepFrom1, FormatEightFixture.stepFrom2])
+        let newerBooks = ReadingApp.v3(newer)
         var dune = try await newerBooks.item("dune")
         dune?.rating = 9
         if let dune { try await newerBooks.save(dune) }
         try await newerBooks.save(
-            FormatEightFixture.BookV3(id: "solaris", title: "Solaris", authors: ["Stanisław Lem"], rating: 8, scale: 10))
+            ReadingApp.BookV3(id: "solaris", title: "Solaris", authors: ["Stanisław Lem"], rating: 8, scale: 10))
 
         try await books.save(FormatEightFixture.localDune)
         _ = try await newerSync.sync()

@@ -5,53 +5,23 @@ import Testing
 
 /// Item versions travel with synced changes (issue 26, part 1): a migration step never runs on
 /// a payload that is already past the version it starts from, even when the payload came from
-/// another device.
+/// another device. The books are the docs' own example (`ReadingApp`).
 @Suite struct ItemVersionSyncTests {
-    // The docs' own example (docs/REPOSITORIES.md, "Changing your item type").
-    struct BookV1: Codable, Identifiable, Equatable, Sendable {
-        var id: String
-        var title: String
-        var author: String
-    }
-
-    struct BookV2: Codable, Identifiable, Equatable, Sendable {
-        var id: String
-        var title: String
-        var authors: [String]
-        var rating: Int
-    }
-
-    static func v1(_ store: RecordStore) -> RecordRepository<BookV1> {
-        RecordRepository<BookV1>(store: store, collection: "books")
-    }
-
-    static func v2(_ store: RecordStore) -> RecordRepository<BookV2> {
-        RecordRepository<BookV2>(
-            store: store, collection: "books", itemVersion: 2,
-            migrations: [
-                .json(from: 1) { book in
-                    book["authors"] = [book["author"] ?? ""]
-                    book["author"] = nil
-                    book["rating"] = 0
-                }
-            ])
-    }
-
     @Test(arguments: StoreKind.allCases)
     func `a device updating after another never migrates the payloads the other one already migrated`(
         kind: StoreKind
     ) async throws {
         try await withSyncingDevices(kind, collections: ["books"]) { stores, a, b in
-            try await Self.v1(stores[0]).save([
-                BookV1(id: "moby-dick", title: "Moby-Dick", author: "Herman Melville"),
-                BookV1(id: "walden", title: "Walden", author: "Henry David Thoreau"),
+            try await ReadingApp.v1(stores[0]).save([
+                ReadingApp.BookV1(id: "moby-dick", title: "Moby-Dick", author: "Herman Melville"),
+                ReadingApp.BookV1(id: "walden", title: "Walden", author: "Henry David Thoreau"),
             ])
             _ = try await a.sync()
             _ = try await b.sync()
-            #expect(try await Self.v1(stores[1]).load().count == 2)
+            #expect(try await ReadingApp.v1(stores[1]).load().count == 2)
 
             // Device A updates to version 2 and migrates; the person rates a book there.
-            let onA = Self.v2(stores[0])
+            let onA = ReadingApp.v2(stores[0])
             var moby = try #require(try await onA.item("moby-dick"))
             moby.rating = 5
             try await onA.save(moby)
@@ -59,10 +29,10 @@ import Testing
 
             // Device B, still on version 1, syncs, then updates to version 2.
             _ = try await b.sync()
-            let onB = Self.v2(stores[1])
+            let onB = ReadingApp.v2(stores[1])
             let expected = [
-                BookV2(id: "moby-dick", title: "Moby-Dick", authors: ["Herman Melville"], rating: 5),
-                BookV2(id: "walden", title: "Walden", authors: ["Henry David Thoreau"], rating: 0),
+                ReadingApp.BookV2(id: "moby-dick", title: "Moby-Dick", authors: ["Herman Melville"], rating: 5),
+                ReadingApp.BookV2(id: "walden", title: "Walden", authors: ["Henry David Thoreau"], rating: 0),
             ]
             #expect(try await onB.load() == expected)
             _ = try await b.sync()

@@ -40,4 +40,22 @@ import Testing
             #expect(try await onA.load() == expected, "no device loses an author")
         }
     }
+
+    @Test(arguments: StoreKind.allCases)
+    func `a deletion by a newer app is not a newer record on a device of the older app`(kind: StoreKind) async throws {
+        try await withSyncingDevices(kind, collections: ["books"]) { stores, a, b in
+            try await ReadingApp.v1(stores[0]).save([
+                ReadingApp.BookV1(id: "dune", title: "Dune", author: "Frank Herbert"),
+                ReadingApp.BookV1(id: "walden", title: "Walden", author: "Henry David Thoreau"),
+            ])
+            _ = try await a.sync()
+            _ = try await b.sync()
+            let onA = ReadingApp.v2(stores[0])
+            _ = try await onA.load()
+            #expect(try await onA.delete("dune"))
+            _ = try await a.sync()
+            _ = try await b.sync()
+            #expect(try await ReadingApp.v1(stores[1]).load().map(\.id) == ["walden"])
+        }
+    }
 }

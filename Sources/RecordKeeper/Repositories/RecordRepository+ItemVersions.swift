@@ -27,8 +27,8 @@ extension RecordRepository {
     /// `currentRecords()` for a load that never skips: a record written by a newer app throws.
     func currentRecordsOrThrow() async throws -> [StoredRecord]? {
         guard let (records, newer) = try await currentRecords() else { return nil }
-        if let key = newer.keys.min(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }), let version = newer[key] {
-            throw migrator.newerRecordError(key: key, version: version)
+        if !newer.isEmpty, let record = records.first(where: { newer[$0.key] != nil }), let version = newer[record.key] {
+            throw migrator.newerRecordError(key: record.key, version: version)
         }
         return records
     }

@@ -285,7 +285,7 @@ extension RecordSync {
                 for aside in asides {
                     try write(aside.value, to: aside.record, in: context)
                     try engine.setServerVersion(aside.record, aside.version, clearingAside: true)
-                    try engine.setSyncItemVersion(aside.record, aside.itemVersion)
+                    try engine.setSyncItemVersion(aside.record, aside.value.payload == nil ? nil : aside.itemVersion)
                 }
                 try engine.deleteSyncOperation(operation.sequence)
             case .conflict(let conflicts):
@@ -321,7 +321,7 @@ extension RecordSync {
                         try write(server, to: record, in: context)
                     }
                     try engine.setServerVersion(record, serverVersion?.rawValue, clearingAside: true)
-                    try engine.setSyncItemVersion(record, serverItemVersion)
+                    try engine.setSyncItemVersion(record, server.payload == nil ? nil : serverItemVersion)
                     // The conflict holds the record's latest local value: later pending
                     // changes of it are superseded.
                     try engine.dropPendingSyncChanges(record, after: operation.sequence)

@@ -58,4 +58,47 @@ import Testing
             #expect(try await ReadingApp.v1(stores[1]).load().map(\.id) == ["walden"])
         }
     }
+
+    @Test(arguments: StoreKind.allCases)
+    func `a typed query migrates records pulled from an older app first and names those of a newer one`(
+        kind: StoreKind
+    ) async throws {
+        try await withDevices(kind, count: 3) { stores in
+            let server = InMemorySyncServer()
+            let syncs = stores.map { RecordSync(store: $0, server: server) }
+            for sync in syncs { try await sync.start(space: "alice", collections: ["books"]) }
+            let here = ReadingApp.v2(stores[0])
+            try await here.save(ReadingApp.BookV2(id: "dune", title: "Dune", authors: ["Frank Herbert"], rating: 3))
+            try await ReadingApp.v1(stores[1]).save(ReadingApp.BookV1(id: "walden", title: "Walden", author: "Thoreau"))
+            for sync in syncs { _ = try await sync.sync() }
+            _ = try await syncs[0].sync()
+            let rated = RecordRepository<RatedBook>(
+                store: stores[0], collection: "books", itemVersion: 2, migrations: [ReadingApp.stepFrom1])
+            #expect(
+                try await rated.query(orderBy: [RatedBook.byRating.ascending]).elements == [
+                    RatedBook(id: "walden", title: "Walden", authors: ["Thoreau"], rating: 0),
+                    RatedBook(id: "dune", title: "Dune", authors: ["Frank Herbert"], rating: 3),
+                ])
+
+            try await ReadingApp.v3(stores[2]).save(
+                ReadingApp.BookV3(id: "solaris", title: "Solaris", authors: ["Lem"], rating: 8, scale: 10))
+            _ = try await syncs[2].sync()
+            _ = try await syncs[0].sync()
+            let error = await #expect(throws: RepositoryError.self) { _ = try await rated.query() }
+            #expect(error?.code == .newerItemVersion && error?.key == "solaris")
+            #expect(try await rated.count() == 3)
+        }
+    }
+}
+
+/// `ReadingApp.BookV2` as a queryable type (a conformance of the shared public type would be
+/// public too).
+struct RatedBook: Codable, Identifiable, Equatable, Sendable, Queryable {
+    var id: String
+    var title: String
+    var authors: [String]
+    var rating: Int
+
+    static let byRating = Field<RatedBook, Int>("rating")
+    static let queryFields: [any QueryField] = [byRating]
 }

@@ -1,10 +1,38 @@
 import Foundation
 import RecordKeeper
 
-/// T1–T4: the typed `RecordRepository<Item>` against the raw baseline wrapped in the same
-/// codec (`RecordCoding.makeEncoder()` / `makeDecoder()`: JSON with sorted keys, one instance
-/// each, reused), producing the same values (`[Item]` in key order for a load), and the naive
-/// store (which is typed already).
+/// The codec the raw typed baseline wraps around SQLite in T1 and T3 (both write the same
+/// bytes). `foundation` is `RecordCoding.makeEncoder()`/`makeDecoder()`, Foundation's
+/// `JSONEncoder`/`JSONDecoder` with the repository's settings: the ratio then says what an app
+/// saves by using RecordKeeper instead of SQLite + Foundation. `recordJSON` is the library's own
+/// `RecordJSONEncoder`/`RecordJSONDecoder`, the codec `RecordRepository` uses: the ratio then says
+/// what the library itself costs over SQLite, the codec being equal.
+enum RawCodec: String, CaseIterable {
+    case foundation = "raw+Foundation"
+    case recordJSON = "raw+RecordJSON"
+
+    /// The order in repeat `index`: alternated, so that neither always runs first.
+    static func order(forRepeat index: Int) -> [RawCodec] {
+        index % 2 == 0 ? allCases : allCases.reversed()
+    }
+
+    /// The row's variant: `prefix` (the durability for T1) and the codec.
+    func variant(_ prefix: String = "") -> String { prefix.isEmpty ? rawValue : "\(prefix) \(rawValue)" }
+
+    var note: String {
+        switch self {
+        case .foundation: "raw side coded by Foundation's JSONEncoder/JSONDecoder: the ratio is RecordKeeper vs SQLite + Foundation"
+        case .recordJSON: "raw side coded by RecordJSONEncoder/Decoder, the repository's codec: the ratio is the library's cost over SQLite"
+        }
+    }
+}
+
+/// T1–T4: the typed `RecordRepository<Item>` against the raw baseline wrapped in a codec,
+/// producing the same values (`[Item]` in key order for a load), and the naive store (which is
+/// typed already). T1 and T3 run the raw side with both codecs of `RawCodec` in every repeat
+/// (rows `… raw+Foundation` and `… raw+RecordJSON`, the same RecordKeeper samples in both); T2
+/// and T4 use Foundation's (`RecordCoding.makeEncoder()` / `makeDecoder()`: JSON with sorted
+/// keys, one instance each, reused).
 extension BenchRunner {
     func runTypedWorkload(_ workload: WorkloadID) async throws {
         switch workload {
@@ -28,6 +56,7 @@ extension BenchRunner {
         log("T1 typed bulk save, N=\(n)")
         let items = Dataset.items(count: n)
         var samples: [Implementation: [Double]] = [:]
+        var rawSamples: [RawCodec: [Double]] = [:]
         for repeatIndex in 0..<options.repeats {
             for implementation in order(forRepeat: repeatIndex) {
                 let url = storeURL(implementation, purpose: "t1", n: n)
@@ -35,14 +64,27 @@ extension BenchRunner {
                 let seconds: Double
                 switch implementation {
                 case .raw:
-                    let store = try RawSQLiteStore(path: url.path, durability: options.durability)
-                    let encoder = RecordCoding.makeEncoder()
-                    seconds = try measure {
-                        var values: [String: Data] = [:]
-                        values.reserveCapacity(items.count)
-                        for item in items { values[item.id] = try encoder.encode(item) }
-                        try store.insertAll(values)
+                    for codec in RawCodec.order(forRepeat: repeatIndex) {
+                        removeStore(url)
+                        let store = try RawSQLiteStore(path: url.path, durability: options.durability)
+                        let encode: (Item) throws -> Data
+                        switch codec {
+                        case .foundation:
+                            let encoder = RecordCoding.makeEncoder()
+                            encode = { try encoder.encode($0) }
+                        case .recordJSON:
+                            let encoder = RecordJSONEncoder()
+                            encode = { try encoder.encode($0) }
+                        }
+                        rawSamples[codec, default: []].append(try measure {
+                            var values: [String: Data] = [:]
+                            values.reserveCapacity(items.count)
+                            for item in items { values[item.id] = try encode(item) }
+                            try store.insertAll(values)
+                        })
                     }
+                    removeStore(url)
+                    continue
                 case .recordKeeper:
                     let repository = makeRepository(try await RecordKeeperSide.open(url: url, durability: options.durability))
                     seconds = try await measureAsync { try await repository.save(items) }
@@ -54,9 +96,22 @@ extension BenchRunner {
                 removeStore(url)
             }
         }
-        for implementation in Implementation.allCases {
-            guard let values = samples[implementation] else { continue }
-            record("T1", variant: options.durability.rawValue, n: n, implementation, metric: "time_s", samples: values)
+        recordTypedRows("T1", prefix: options.durability.rawValue, n: n, raw: rawSamples, others: samples)
+    }
+
+    /// The rows of T1 or T3: each raw codec's row with RecordKeeper's beside it (the same
+    /// samples, so that each gets its ratio), and the naive store's beside the Foundation row.
+    private func recordTypedRows(
+        _ workload: String, prefix: String = "", n: Int, raw: [RawCodec: [Double]], others: [Implementation: [Double]],
+        naiveNote: String? = nil
+    ) {
+        for codec in RawCodec.allCases {
+            let variant = codec.variant(prefix)
+            if let values = raw[codec] { record(workload, variant: variant, n: n, .raw, metric: "time_s", samples: values, note: codec.note) }
+            if let values = others[.recordKeeper] { record(workload, variant: variant, n: n, .recordKeeper, metric: "time_s", samples: values) }
+            if codec == .foundation, let values = others[.naive] {
+                record(workload, variant: variant, n: n, .naive, metric: "time_s", samples: values, note: naiveNote)
+            }
         }
     }
 
@@ -126,13 +181,15 @@ extension BenchRunner {
         let n = options.n
         log("T3 typed load, N=\(n)")
         let raw = try RawSQLiteStore(path: try await fixture(.raw, n: n).path, durability: options.durability)
-        let decoder = RecordCoding.makeDecoder()
+        let foundationDecoder = RecordCoding.makeDecoder()
+        let recordDecoder = RecordJSONDecoder()
         let repository = makeRepository(try await RecordKeeperSide.open(url: try await fixture(.recordKeeper, n: n), durability: options.durability))
         let naive = NaiveJSONStore<Item>(fileURL: try await fixture(.naive, n: n))
         _ = try raw.readAll()
         _ = try await repository.load()
 
         var samples: [Implementation: [Double]] = [:]
+        var rawSamples: [RawCodec: [Double]] = [:]
         for repeatIndex in 0..<options.repeats {
             for implementation in order(forRepeat: repeatIndex) {
                 var count = 0
@@ -141,14 +198,20 @@ extension BenchRunner {
                 case .raw:
                     // The primary-key scan is already in key (UTF-8 byte) order: the same
                     // sorted [Item] the repository returns.
-                    seconds = try measure {
-                        var items: [Item] = []
-                        items.reserveCapacity(n)
-                        try raw.forEachRecord { _, payload in
-                            items.append(try decoder.decode(Item.self, from: Data(payload)))
+                    for codec in RawCodec.order(forRepeat: repeatIndex) {
+                        let decode: (Data) throws -> Item = switch codec {
+                        case .foundation: { try foundationDecoder.decode(Item.self, from: $0) }
+                        case .recordJSON: { try recordDecoder.decode(Item.self, from: $0) }
                         }
-                        count = items.count
+                        rawSamples[codec, default: []].append(try measure {
+                            var items: [Item] = []
+                            items.reserveCapacity(n)
+                            try raw.forEachRecord { _, payload in items.append(try decode(Data(payload))) }
+                            count = items.count
+                        })
+                        guard count == n else { throw BenchFailure("T3 \(codec.rawValue) loaded \(count) of \(n)") }
                     }
+                    continue
                 case .recordKeeper:
                     seconds = try await measureAsync { count = try await repository.load().count }
                 case .naive:
@@ -158,11 +221,7 @@ extension BenchRunner {
                 samples[implementation, default: []].append(seconds)
             }
         }
-        for implementation in Implementation.allCases {
-            guard let values = samples[implementation] else { continue }
-            let note = implementation == .naive ? "copy of the in-memory dictionary" : nil
-            record("T3", n: n, implementation, metric: "time_s", samples: values, note: note)
-        }
+        recordTypedRows("T3", n: n, raw: rawSamples, others: samples, naiveNote: "copy of the in-memory dictionary")
     }
 
     // MARK: T4

@@ -58,18 +58,22 @@ public final class RecordJSONDecoder {
     /// - Throws: `DecodingError` (with the coding path) when `data` is not valid JSON or not
     ///   a valid `T`; any error `T`'s own `init(from:)` throws.
     public func decode<T: Decodable>(_ type: T.Type, from data: Data) throws -> T {
+        try data.withUnsafeBytes { raw in try decode(type, fromBytes: raw, data: data) }
+    }
+
+    /// The value of type `T` in `raw` (borrowed for the call; no copy is made), as
+    /// ``decode(_:from:)``. `data` is the same bytes when the caller has them as `Data`.
+    func decode<T: Decodable>(_ type: T.Type, fromBytes raw: UnsafeRawBufferPointer, data: Data? = nil) throws -> T {
         if state.isBusy {
-            return try RecordJSONDecoder(userInfo: userInfo, strategies: strategies).decode(type, from: data)
+            return try RecordJSONDecoder(userInfo: userInfo, strategies: strategies).decode(type, fromBytes: raw, data: data)
         }
         state.isBusy = true
         defer { state.isBusy = false }
-        return try data.withUnsafeBytes { raw in
-            let bytes = raw.bindMemory(to: UInt8.self)
-            if bytes.count >= 2, bytes[0] == 0 || bytes[1] == 0 || bytes[0] == 0xFE || bytes[0] == 0xFF {
-                return try foundation.decode(type, from: data)  // UTF-16 or UTF-32
-            }
-            return try decode(type, bytes: bytes)
+        let bytes = raw.bindMemory(to: UInt8.self)
+        if bytes.count >= 2, bytes[0] == 0 || bytes[1] == 0 || bytes[0] == 0xFE || bytes[0] == 0xFF {
+            return try foundation.decode(type, from: data ?? Data(raw))  // UTF-16 or UTF-32
         }
+        return try decode(type, bytes: bytes)
     }
 
     private func decode<T: Decodable>(_ type: T.Type, bytes: UnsafeBufferPointer<UInt8>) throws -> T {

@@ -120,6 +120,12 @@ final class Statement {
         return Data(bytes: bytes, count: Int(sqlite3_column_bytes(handle, column)))
     }
 
+    /// The blob of `column`, borrowed: valid until the statement steps, resets or is finalized.
+    func bytes(at column: Int32) -> UnsafeRawBufferPointer {
+        guard let bytes = sqlite3_column_blob(handle, column) else { return UnsafeRawBufferPointer(start: nil, count: 0) }
+        return UnsafeRawBufferPointer(start: bytes, count: Int(sqlite3_column_bytes(handle, column)))
+    }
+
     func double(at column: Int32) -> Double {
         sqlite3_column_double(handle, column)
     }

@@ -110,6 +110,12 @@ struct PayloadCoder {
         if let fastDecoder { return try fastDecoder.decode(type, from: data) }
         return try foundationDecoder!.decode(type, from: data)
     }
+
+    /// `decode(_:from:)` of borrowed bytes, copied only for Foundation's decoder.
+    func decode<T: Decodable>(_ type: T.Type, fromBytes bytes: UnsafeRawBufferPointer) throws -> T {
+        if let fastDecoder { return try fastDecoder.decode(type, fromBytes: bytes) }
+        return try foundationDecoder!.decode(type, from: Data(bytes))
+    }
 }
 
 /// An ID type that chooses its own record key.

@@ -1,36 +1,86 @@
 import Foundation
 
 extension RecordRepository {
-    /// Every record in key order, after migrating the collection if it holds older items, with
-    /// the records written by a newer app (pulled from a device running it: their item version
-    /// by key), which are never to be decoded as `Item`; nil when the collection is not
-    /// established.
-    /// - Throws: ``RepositoryError`` (`newerItemVersion`, `migrationFailed`,
-    ///   `missingMigrationStep`); ``RecordStoreError``.
-    func currentRecords() async throws -> (records: [StoredRecord], newer: [String: Int])? {
+    /// Every item in key order, after migrating the collection if it holds older items; nil
+    /// when the collection is not established. The records are decoded straight from the
+    /// statement inside the read transaction (no `Data` or ``StoredRecord`` per record). A
+    /// record written by a newer app (pulled from a device running it) is never decoded as
+    /// `Item`: with `partial` it is skipped, like a record that does not decode; otherwise the
+    /// first such record in key order is the load's failure, before any decoding failure (a
+    /// decoding failure is the first in key order). Only a collection where some record holds
+    /// an item version of its own (format 8) pays for looking them up by key: one walk of the
+    /// partial index `sync_records_item_version` answers "none".
+    /// - Throws: ``RepositoryError`` (`newerItemVersion` of the collection, `migrationFailed`,
+    ///   `missingMigrationStep`, `codingMismatch`); ``RecordStoreError``.
+    func currentItems(partial: Bool) async throws -> LoadedItems<Item>? {
         let current = itemVersion
+        let migrator = migrator
+        let collection = collection
+        let coding = coding
+        let strategies = strategies
         for attempt in 0..<2 {
-            let (state, read) = try await store.readWithItemVersion(collection, operation: .read) { engine, name in
-                var records: [StoredRecord] = []
-                _ = try engine.forEachRecord(name) { records.append($0) }
-                return (records, try engine.recordItemVersions(name, above: current))
-            }
-            if try !migrator.needsMigration(state, records: read?.1 ?? .none) || attempt == 1 {
+            let read = try await store.readWithItemVersion(collection, operation: .read) { engine, name, state in
+                let records = try engine.recordItemVersions(name, above: current)
+                if try migrator.needsMigration(state, records: records), attempt == 0 { return LoadRead<Item>.needsMigration }
+                return .loaded(try Self.scan(
+                    engine, name, collection: collection, newer: records.newer, partial: partial,
+                    decoder: PayloadCoder(coding, strategies: strategies), migrator: migrator))
+            }.result
+            switch read {
+            case nil:
                 isPrepared = true
-                return read.map { ($0.0, $0.1.newer) }
+                return nil
+            case .loaded(let items)?:
+                isPrepared = true
+                return items
+            case .needsMigration?:
+                try await migrate()
             }
-            try await migrate()
         }
-        return nil  // not reached: the second attempt returns
+        return nil  // not reached: the second attempt loads
     }
 
-    /// `currentRecords()` for a load that never skips: a record written by a newer app throws.
-    func currentRecordsOrThrow() async throws -> [StoredRecord]? {
-        guard let (records, newer) = try await currentRecords() else { return nil }
-        if !newer.isEmpty, let record = records.first(where: { newer[$0.key] != nil }), let version = newer[record.key] {
-            throw migrator.newerRecordError(key: record.key, version: version)
+    /// The records of `name` decoded in key order, skipping (`partial`) or stopping at the
+    /// first that is `newer` or does not decode.
+    private static func scan(
+        _ engine: RecordEngine, _ name: String, collection: String, newer: [String: Int], partial: Bool,
+        decoder: PayloadCoder, migrator: ItemMigrator
+    ) throws -> LoadedItems<Item> {
+        var loaded = LoadedItems<Item>()
+        var decodingFailure: RepositoryError?
+        _ = try engine.forEachRecordPayload(name) { key, payload, version in
+            if !newer.isEmpty, let itemVersion = newer[key] {
+                let error = migrator.newerRecordError(key: key, version: itemVersion)
+                if partial {
+                    loaded.skipped.append(SkippedRecord(key: key, error: error))
+                    return true
+                }
+                loaded.failure = error
+                return false
+            }
+            guard decodingFailure == nil else { return true }  // still looking for a newer record
+            do {
+                loaded.items.append(try Self.decode(payload, key: key, collection: collection, decoder: decoder))
+                loaded.keys.append(key)
+                loaded.versions.append(version)
+            } catch let error as RepositoryError {
+                if partial {
+                    loaded.skipped.append(SkippedRecord(key: key, error: error))
+                } else {
+                    decodingFailure = error
+                    // Without newer records nothing can take precedence: stop here.
+                    return !newer.isEmpty
+                }
+            }
+            return true
         }
-        return records
+        if loaded.failure == nil { loaded.failure = decodingFailure }
+        if loaded.failure != nil {
+            loaded.items = []
+            loaded.keys = []
+            loaded.versions = []
+        }
+        return loaded
     }
 
     /// One record, after migrating the collection if it holds older items.
@@ -56,7 +106,7 @@ extension RecordRepository {
     func prepareForWriting() async throws {
         guard !isPrepared else { return }
         let current = itemVersion
-        let (state, records) = try await store.readWithItemVersion(collection, operation: .read) { engine, name in
+        let (state, records) = try await store.readWithItemVersion(collection, operation: .read) { engine, name, _ in
             try engine.recordItemVersions(name, above: current)
         }
         if try migrator.needsMigration(state, records: records ?? .none) { try await migrate() }

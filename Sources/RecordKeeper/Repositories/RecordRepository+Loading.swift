@@ -61,25 +61,9 @@ extension RecordRepository {
     public func loadPartial() async throws -> PartialLoad<Item> {
         await takeTurn()
         defer { turns.release() }
-        let (records, newer) = try await currentRecords() ?? ([], [:])
-        var result = PartialLoad<Item>(items: [], skipped: [])
-        result.items.reserveCapacity(records.count)
-        var newVersions: [String: RecordVersion] = [:]
-        for record in records {  // already in key order
-            if let version = newer[record.key] {
-                // Written by a newer app on another device: never decoded as this version's type.
-                result.skipped.append(SkippedRecord(key: record.key, error: migrator.newerRecordError(key: record.key, version: version)))
-                continue
-            }
-            do {
-                result.items.append(try Self.decode(record.data, key: record.key, collection: collection, decoder: coder))
-                newVersions[record.key] = record.version
-            } catch let error as RepositoryError {
-                result.skipped.append(SkippedRecord(key: record.key, error: error))
-            }
-        }
-        versions = newVersions
-        return result
+        let loaded = try await currentItems(partial: true) ?? LoadedItems<Item>()
+        versions = KnownVersions(loadedKeys: loaded.keys, versions: loaded.versions)
+        return PartialLoad(items: loaded.items, skipped: loaded.skipped)
     }
 
     /// Like ``load()``, but nil when the collection was never established (or was removed), and
@@ -89,10 +73,40 @@ extension RecordRepository {
     public func loadIfPresent() async throws -> [Item]? {
         await takeTurn()
         defer { turns.release() }
-        guard await store.isPresent(), let records = try await currentRecordsOrThrow() else {
-            versions = [:]
+        guard await store.isPresent(), let loaded = try await currentItems(partial: false) else {
+            versions = KnownVersions()
             return nil
         }
-        return try remember(records)
+        return try remember(loaded)
     }
+
+    /// The items of a whole load, whose versions become the base of later saves; its failure
+    /// (the first record that did not decode, or one written by a newer app) throws, and then
+    /// nothing is remembered.
+    func remember(_ loaded: LoadedItems<Item>) throws -> [Item] {
+        if let failure = loaded.failure { throw failure }
+        versions = KnownVersions(loadedKeys: loaded.keys, versions: loaded.versions)
+        learnStoreWrites()
+        return loaded.items
+    }
+}
+
+/// What one read of a whole collection gives a load (see `currentItems(partial:)`).
+struct LoadedItems<Item: Sendable>: Sendable {
+    /// The decoded items, in key order.
+    var items: [Item] = []
+    /// The decoded items' keys and versions, in the same order.
+    var keys: [String] = []
+    var versions: [RecordVersion] = []
+    /// The records skipped by a partial load, in key order.
+    var skipped: [SkippedRecord] = []
+    /// Why a load that skips nothing failed (then it has no items).
+    var failure: RepositoryError?
+}
+
+/// The answer of a load's read transaction.
+enum LoadRead<Item: Sendable>: Sendable {
+    /// The collection holds older items: migrate, then read again.
+    case needsMigration
+    case loaded(LoadedItems<Item>)
 }

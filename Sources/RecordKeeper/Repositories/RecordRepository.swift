@@ -50,7 +50,7 @@ public actor RecordRepository<Item> where Item: Codable & Identifiable & Equatab
 
     /// The version of every record this repository last loaded or saved, by key. A key not
     /// here is expected to be absent.
-    var versions: [String: RecordVersion] = [:]
+    var versions = KnownVersions()
     var turns = OperationTurns()
     /// Which coders read and write the payloads (both write the same bytes).
     public nonisolated let coding: RecordCoding.Engine
@@ -167,23 +167,7 @@ public actor RecordRepository<Item> where Item: Codable & Identifiable & Equatab
     public func load() async throws -> [Item] {
         await takeTurn()
         defer { turns.release() }
-        return try remember(try await currentRecordsOrThrow() ?? [])
-    }
-
-    /// Decodes every record (in key order) and makes their versions the base of later saves;
-    /// the first record that does not decode throws, and nothing is remembered.
-    func remember(_ records: [StoredRecord]) throws -> [Item] {
-        var items: [Item] = []
-        items.reserveCapacity(records.count)
-        var newVersions: [String: RecordVersion] = [:]
-        newVersions.reserveCapacity(records.count)
-        for record in records {  // already in key order
-            items.append(try Self.decode(record.data, key: record.key, collection: collection, decoder: coder))
-            newVersions[record.key] = record.version
-        }
-        versions = newVersions
-        learnStoreWrites()
-        return items
+        return try remember(try await currentItems(partial: false) ?? LoadedItems<Item>())
     }
 
     /// The item with `id`, or nil when it is not stored. Remembers its version (or its
@@ -333,7 +317,7 @@ public actor RecordRepository<Item> where Item: Codable & Identifiable & Equatab
             try transaction.context.enqueue(queued)
             return written
         }
-        versions = [:]
+        versions = KnownVersions()
         for key in values.keys { versions[key] = written[key] }
     }
 
@@ -359,9 +343,21 @@ public actor RecordRepository<Item> where Item: Codable & Identifiable & Equatab
 
     /// Decodes one record and checks that its item's ID gives the key it is stored under.
     static func decode(_ data: Data, key: String, collection: String, decoder: PayloadCoder) throws -> Item {
+        try checked(key: key, collection: collection) { try decoder.decode(Item.self, from: data) }
+    }
+
+    /// `decode(_:key:collection:decoder:)` of borrowed payload bytes.
+    static func decode(
+        _ payload: UnsafeRawBufferPointer, key: String, collection: String, decoder: PayloadCoder
+    ) throws -> Item {
+        try checked(key: key, collection: collection) { try decoder.decode(Item.self, fromBytes: payload) }
+    }
+
+    /// The item `decode` gives, checked to be stored under its own key.
+    private static func checked(key: String, collection: String, _ decode: () throws -> Item) throws -> Item {
         let item: Item
         do {
-            item = try decoder.decode(Item.self, from: data)
+            item = try decode()
         } catch {
             throw RepositoryError(code: .undecodableRecord, collection: collection, key: key, underlying: error)
         }

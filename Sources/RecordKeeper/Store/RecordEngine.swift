@@ -187,6 +187,18 @@ struct RecordEngine {
 
     /// Calls `body` for each record of `name` in key order; false when not established.
     func forEachRecord(_ name: String, _ body: (StoredRecord) throws -> Void) throws -> Bool {
+        try forEachRecordPayload(name) { key, payload, version in
+            try body(StoredRecord(key: key, data: Data(payload), version: version))
+            return true
+        }
+    }
+
+    /// `forEachRecord` without a `Data` per record: `body` gets each key, its payload (borrowed:
+    /// valid only during the call) and its version, in key order, and returns false to stop.
+    /// False when `name` is not established.
+    func forEachRecordPayload(
+        _ name: String, _ body: (String, UnsafeRawBufferPointer, RecordVersion) throws -> Bool
+    ) throws -> Bool {
         guard let id = try collectionID(name) else { return false }
         // Not the cached statement: `body` may itself read through this connection.
         let statement = try run(collection: name) {
@@ -196,9 +208,8 @@ struct RecordEngine {
                 persistent: false)
         }
         try run(collection: name) { try statement.bind(id, at: 1) }
-        while try run(collection: name, { try statement.step() }) {
-            try body(Self.storedRecord(statement))
-        }
+        while try run(collection: name, { try statement.step() }),
+            try body(statement.string(at: 0), statement.bytes(at: 1), RecordVersion(statement.int64(at: 2))) {}
         return true
     }
 

@@ -40,7 +40,7 @@ extension RecordStore {
     /// collection is not established.
     nonisolated(nonsending) func readWithItemVersion<T: Sendable>(
         _ collection: String, operation: StoreOperation, inline: Bool = false,
-        _ body: @Sendable (RecordEngine, String) throws -> T
+        _ body: @Sendable (RecordEngine, String, StoredItemVersion) throws -> T
     ) async throws -> (itemVersion: StoredItemVersion, result: T?) {
         let name = try RecordNames.collection(collection, operation: operation)
         return try await performRead(operation, collection: name, inline: inline) { source in
@@ -48,7 +48,7 @@ extension RecordStore {
             try engine.begin(immediate: false)
             do {
                 let state = try engine.itemVersion(name)
-                let result = state == .absent ? nil : try body(engine, name)
+                let result = state == .absent ? nil : try body(engine, name, state)
                 try engine.commit()
                 return (state, result)
             } catch {

@@ -1,0 +1,94 @@
+import Foundation
+import RecordKeeperTestSupport
+import Testing
+@testable import RecordKeeper
+
+/// The load path decodes straight from the statement, looks up records' own item versions
+/// only when some record holds one, and keeps the loaded versions as sorted arrays
+/// (`KnownVersions`) instead of a dictionary: each of these must give what the plain path gave.
+@Suite struct RepositoryLoadPathTests {
+    private typealias BookV2 = ReadingApp.BookV2
+
+    private let expected = [
+        BookV2(id: "dune", title: "Dune", authors: ["Frank Herbert"], rating: 3),
+        BookV2(id: "walden", title: "Walden", authors: ["Thoreau"], rating: 0),
+    ]
+
+    @Test(arguments: StoreKind.allCases)
+    func `a load gives the same items and save bases whether or not a record holds an item version of its own`(
+        kind: StoreKind
+    ) async throws {
+        try await withDevices(kind, count: 3) { stores in
+            // stores[0] runs version 2 and pulls walden from stores[1], still at version 1;
+            // stores[2] holds the same books written at version 2 (no record has a version of its own).
+            let server = InMemorySyncServer()
+            let syncs = stores.prefix(2).map { RecordSync(store: $0, server: server) }
+            for sync in syncs { try await sync.start(space: "alice", collections: ["books"]) }
+            try await ReadingApp.v2(stores[0]).save(expected[0])
+            try await ReadingApp.v1(stores[1]).save(ReadingApp.BookV1(id: "walden", title: "Walden", author: "Thoreau"))
+            for sync in syncs { _ = try await sync.sync() }
+            _ = try await syncs[0].sync()
+            #expect(try await stores[0].write { try $0.recordItemVersions(of: "books") } == ["walden": 1])
+            try await ReadingApp.v2(stores[2]).save(expected)
+
+            for store in [stores[0], stores[2]] {
+                let books = ReadingApp.v2(store)
+                #expect(try await books.load() == expected)
+                #expect(try await books.loadPartial() == PartialLoad(items: expected, skipped: []))
+                #expect(try await books.loadIfPresent() == expected)
+                // The loaded versions are the base of saves: a loaded item saves, and one
+                // changed meanwhile through another repository conflicts.
+                var walden = expected[1]
+                walden.rating = 4
+                try await books.save(walden)
+                var dune = expected[0]
+                dune.rating = 5
+                try await ReadingApp.v2(store).save(dune, onConflict: .overwrite)
+                dune.rating = 1
+                await #expect(throws: RecordConflict.self) { try await books.save(dune) }
+                #expect(try await ReadingApp.v2(store).load().map(\.rating) == [5, 4])
+            }
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func `a load names a record of a newer app before an earlier record that does not decode`(
+        kind: StoreKind
+    ) async throws {
+        try await withDevices(kind, count: 2) { stores in
+            let server = InMemorySyncServer()
+            let syncs = stores.map { RecordSync(store: $0, server: server) }
+            for sync in syncs { try await sync.start(space: "alice", collections: ["books"]) }
+            try await ReadingApp.v2(stores[0]).save(expected[0])
+            try await ReadingApp.v3(stores[1]).save(
+                ReadingApp.BookV3(id: "solaris", title: "Solaris", authors: ["Lem"], rating: 8, scale: 10))
+            for sync in syncs { _ = try await sync.sync() }
+            _ = try await syncs[0].sync()
+            try await stores[0].put("books", key: "anathem", data: Data(#"{"id":"anathem"}"#.utf8))
+
+            let books = ReadingApp.v2(stores[0])
+            let error = await #expect(throws: RepositoryError.self) { try await books.load() }
+            #expect(error?.code == .newerItemVersion && error?.key == "solaris")
+            let partial = try await books.loadPartial()
+            #expect(partial.items == [expected[0]])
+            #expect(partial.skipped.map(\.key) == ["anathem", "solaris"])
+            #expect(partial.skipped.map(\.error.code) == [.undecodableRecord, .newerItemVersion])
+        }
+    }
+
+    @Test func `loaded versions are found by key in and out of key order and after later changes`() {
+        let keys = ["a", "b", "é", "k000001", "zz"]
+        let versions = (1...5).map { RecordVersion(Int64($0)) }
+        for (loadedKeys, loadedVersions) in [(keys, versions), (keys.reversed(), versions.reversed()), ([String](), [RecordVersion]())] {
+            var known = KnownVersions(loadedKeys: loadedKeys, versions: loadedVersions)
+            for (key, version) in zip(loadedKeys, loadedVersions) { #expect(known[key] == version) }
+            #expect(known["e\u{301}"] == (loadedKeys.isEmpty ? nil : RecordVersion(3)), "canonically equal keys match, as in a dictionary")
+            #expect(known["c"] == nil && known[""] == nil && known["zzz"] == nil)
+            known["c"] = RecordVersion(9)
+            known["a"] = nil
+            #expect(known["c"] == RecordVersion(9) && known["a"] == nil)
+            #expect(Set(known.keys) == Set(loadedKeys).subtracting(["a"]).union(["c"]))
+        }
+        #expect(KnownVersions().isEmpty)
+    }
+}

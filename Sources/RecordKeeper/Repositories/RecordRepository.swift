@@ -369,7 +369,9 @@ public actor RecordRepository<Item> where Item: Codable & Identifiable & Equatab
                 code: .keyMismatch, collection: collection, key: key, underlying: error,
                 detail: "the stored item's ID has no record key")
         }
-        guard RecordNames.normalized(expected) == RecordNames.normalized(key) else {
+        // `String`'s == is canonical equivalence, so equal strings have equal NFC forms: only
+        // keys that differ by `==` need normalizing to compare.
+        guard expected == key || RecordNames.normalized(expected) == RecordNames.normalized(key) else {
             throw RepositoryError(
                 code: .keyMismatch, collection: collection, key: key,
                 detail: "the stored item's ID gives the key \(RecordStoreError.quoted(expected))")

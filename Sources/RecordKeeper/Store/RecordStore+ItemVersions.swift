@@ -68,11 +68,9 @@ extension RecordStore {
         let key = try RecordNames.key(key, collection: name, operation: .record)
         return try await performRead(.record, collection: name, inline: true) { source in
             guard let engine = source.engine else { return (.absent, nil, nil) }
-            let (state, record) = try engine.recordWithItemVersion(name, key: key)
-            // A record pulled from another device may hold a version of its own. Read after the
-            // record: a pull committing in between can only make it newer, never hide a newer one.
-            let own = record == nil ? nil : try engine.recordItemVersion(name, key: key)
-            return (state, record, own)
+            // A record pulled from another device may hold an item version of its own: read with
+            // the record, by the same statement.
+            return try engine.recordWithItemVersion(name, key: key)
         }
     }
 }
@@ -145,31 +143,45 @@ extension RecordEngine {
         }
     }
 
-    /// One record of `name` and the collection's item-version state, in one statement.
-    func recordWithItemVersion(_ name: String, key: String) throws -> (StoredItemVersion, StoredRecord?) {
+    /// One record of `name`, the collection's item-version state and the item version the
+    /// record holds of its own (format 8; nil: its collection's), in one statement.
+    func recordWithItemVersion(_ name: String, key: String) throws -> (StoredItemVersion, StoredRecord?, own: Int?) {
         do {
-            return try recordWithItemVersionColumn(name, key: key)
-        } catch where Self.predatesPayloadCoding(error) || Self.predatesItemVersions(error) {
-            // An older format, read as it is: the state and the record by two statements.
+            return try recordWithItemVersionColumns(name, key: key)
+        } catch where Self.predatesPayloadCoding(error) || Self.predatesItemVersions(error)
+            || Self.predatesSync(error)
+        {
+            // An older format, read as it is: the state, the record and its own version by
+            // three statements (the last a pull can only make newer, never hide a newer one).
             let state = try itemVersion(name)
-            return (state, state == .absent ? nil : try record(name, key: key))
+            guard state != .absent, let record = try record(name, key: key) else { return (state, nil, nil) }
+            return (state, record, try recordItemVersion(name, key: key))
         }
     }
 
-    private func recordWithItemVersionColumn(_ name: String, key: String) throws -> (StoredItemVersion, StoredRecord?) {
+    /// True when `failure` says the store has no `sync_records` yet (a format before 5).
+    private static func predatesSync(_ failure: any Error) -> Bool {
+        guard let failure = failure as? RecordStoreError, failure.code == .sqlite else { return false }
+        return failure.sqliteMessage?.contains("sync_records") == true
+    }
+
+    private func recordWithItemVersionColumns(_ name: String, key: String) throws -> (StoredItemVersion, StoredRecord?, own: Int?) {
         try run(collection: name, key: key) {
             try connection.withStatement(
                 """
-                SELECT r.payload, r.version, c.item_version, c.payload_coding FROM collections c
-                LEFT JOIN records r ON r.collection_id = c.id AND r.key = ?2 WHERE c.name = ?1
+                SELECT r.payload, r.version, c.item_version, c.payload_coding, s.item_version FROM collections c
+                LEFT JOIN records r ON r.collection_id = c.id AND r.key = ?2
+                LEFT JOIN sync_records s ON s.collection = ?1 AND s.key = ?2 AND r.version IS NOT NULL
+                WHERE c.name = ?1
                 """
             ) { statement in
                 try statement.bind(name, at: 1)
                 try statement.bind(key, at: 2)
-                guard try statement.step() else { return (.absent, nil) }
+                guard try statement.step() else { return (.absent, nil, nil) }
                 let state = Self.state(statement, at: 2, hasCoding: true)
-                guard !statement.isNull(at: 1) else { return (state, nil) }
-                return (state, StoredRecord(key: key, data: statement.data(at: 0), version: RecordVersion(statement.int64(at: 1))))
+                guard !statement.isNull(at: 1) else { return (state, nil, nil) }
+                let record = StoredRecord(key: key, data: statement.data(at: 0), version: RecordVersion(statement.int64(at: 1)))
+                return (state, record, statement.isNull(at: 4) ? nil : Int(statement.int64(at: 4)))
             }
         }
     }

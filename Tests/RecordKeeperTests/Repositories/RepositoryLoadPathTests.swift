@@ -52,7 +52,7 @@ import Testing
     }
 
     @Test(arguments: StoreKind.allCases)
-    func `a load names a record of a newer app before an earlier record that does not decode`(
+    func `a load names a record of a newer app before an earlier record that does not decode, and so does a point read`(
         kind: StoreKind
     ) async throws {
         try await withDevices(kind, count: 2) { stores in
@@ -73,6 +73,11 @@ import Testing
             #expect(partial.items == [expected[0]])
             #expect(partial.skipped.map(\.key) == ["anathem", "solaris"])
             #expect(partial.skipped.map(\.error.code) == [.undecodableRecord, .newerItemVersion])
+            // A point read reads the record's own item version by the same statement.
+            let pointError = await #expect(throws: RepositoryError.self) { try await books.item("solaris") }
+            #expect(pointError?.code == .newerItemVersion && pointError?.itemVersion == 3)
+            #expect(try await books.item("dune") == expected[0])
+            #expect(try await books.item("missing") == nil)
         }
     }
 

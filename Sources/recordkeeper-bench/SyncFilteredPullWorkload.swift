@@ -8,6 +8,9 @@ import RecordKeeperPostgres
 /// that devices made before (every change comes down and the device drops 90% of them), both
 /// through `PostgresSyncServer` in pages of 1,000, in the same run and the same space.
 ///
+/// A second pair of rows prices the index: the S1 upload with it against the same upload with
+/// it dropped.
+///
 /// The baseline sits in the `raw` column (it is RecordKeeper too: the unfiltered pull). The
 /// space is written once per run, untimed, by one `INSERT … SELECT … generate_series` (every
 /// tenth change in "synced", the others in "other", ~100-byte payloads) and `ANALYZE`.
@@ -50,9 +53,34 @@ extension BenchRunner {
                 samples[implementation, default: []].append(time)
             }
         }
+        // What the index costs a push: the upload of S1 into a fresh schema with the index and
+        // without it (dropped, untimed), alternating.
+        let upload = SyncBenchData.pushes(SyncBenchData.uploadOperations(try SyncBenchData.rows(n: n)))
+        var pushes: [Implementation: [Double]] = [:]
+        for repeatIndex in 0..<options.repeats {
+            for implementation in order(forRepeat: repeatIndex) where implementation != .naive {
+                try freshSchema(raw)
+                let server = try await syncServer(conninfo: conninfo)
+                if implementation == .raw {
+                    try raw.exec("DROP INDEX recordkeeper_sync_records_collection_feed", "drop the collection index")
+                }
+                var outcomes: [[SyncOutcome]] = []
+                let time = try await measureAsync {
+                    outcomes = try await SyncBenchData.pushAll(upload, to: server, space: "bench")
+                }
+                guard outcomes.joined().allSatisfy({ $0.result.appliedVersion != nil }) else {
+                    throw BenchFailure("S8 push: an operation was not applied")
+                }
+                pushes[implementation, default: []].append(time)
+            }
+        }
         if !options.keepFiles {
             try raw.exec("DROP SCHEMA IF EXISTS recordkeeper_bench CASCADE", "drop the bench schema")
         }
+        record("S8", variant: "push upload, the index's cost", n: n, .raw, metric: "time_s",
+               samples: pushes[.raw] ?? [], note: "baseline: the S1 upload without the collection feed index")
+        record("S8", variant: "push upload, the index's cost", n: n, .recordKeeper, metric: "time_s",
+               samples: pushes[.recordKeeper] ?? [], note: "the S1 upload with it (server schema 5)")
         record("S8", variant: "10% of the space in the collection", n: n, .raw, metric: "time_s",
                samples: samples[.raw] ?? [],
                note: "baseline: the pull of every collection (what devices pulled before), pages of 1,000")

@@ -128,20 +128,3 @@ import Testing
         }
     }
 }
-
-/// A server of a relay older than pulls by collection: every pull answers every collection.
-struct UnfilteredPulls: RecordSyncServer {
-    let inner: any RecordSyncServer
-
-    func push(space: String, operations: [SyncOperation]) async throws -> [SyncOutcome] {
-        try await inner.push(space: space, operations: operations)
-    }
-
-    func pull(space: String, after cursor: SyncCursor, limit: Int) async throws -> SyncPage {
-        try await inner.pull(space: space, after: cursor, limit: limit)
-    }
-
-    func pull(space: String, after cursor: SyncCursor, limit: Int, collections: Set<String>?) async throws -> SyncPage {
-        try await inner.pull(space: space, after: cursor, limit: limit)
-    }
-}

@@ -134,7 +134,7 @@ import Testing
     @Test(arguments: StoreKind.allCases)
     func `a server that ignores the filter is refused and nothing of its page is applied`(kind: StoreKind) async throws {
         try await withBusySpace(kind) { stores, server, _ in
-            let device = RecordSync(store: stores[1], server: FilterIgnoringServer(inner: server))
+            let device = RecordSync(store: stores[1], server: UnfilteredPulls(inner: server))
             try await device.start(space: "s", collections: ["notes"])
             let error = await #expect(throws: SyncError.self) { try await device.sync() }
             #expect(error?.code == .serverFailure)
@@ -155,23 +155,6 @@ struct UnfilteringServer: RecordSyncServer {
     }
 
     func pull(space: String, after cursor: SyncCursor, limit: Int) async throws -> SyncPage {
-        try await inner.pull(space: space, after: cursor, limit: limit)
-    }
-}
-
-/// A server that answers pulls by collection with every collection's changes.
-struct FilterIgnoringServer: RecordSyncServer {
-    let inner: any RecordSyncServer
-
-    func push(space: String, operations: [SyncOperation]) async throws -> [SyncOutcome] {
-        try await inner.push(space: space, operations: operations)
-    }
-
-    func pull(space: String, after cursor: SyncCursor, limit: Int) async throws -> SyncPage {
-        try await inner.pull(space: space, after: cursor, limit: limit)
-    }
-
-    func pull(space: String, after cursor: SyncCursor, limit: Int, collections: Set<String>?) async throws -> SyncPage {
         try await inner.pull(space: space, after: cursor, limit: limit)
     }
 }

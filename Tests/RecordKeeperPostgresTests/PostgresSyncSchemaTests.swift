@@ -184,6 +184,48 @@ struct PostgresSyncSchemaTests {
         }
     }
 
+    @Test func `records stored under schema 3 keep their values at 4, with no item version, and new pushes keep theirs`()
+        async throws
+    {
+        try await withPrivateSchema { connect, _ in
+            let connection = try await connect()
+            #expect(try await PostgresSyncSchema.migrate(connection, upTo: 3) == [1, 2, 3])
+            // What a schema-3 server stored: one record of the phone.
+            let phone1 = UUID()
+            _ = try await connection.transaction { connection in
+                try connection.execute("INSERT INTO recordkeeper_sync_spaces (space, counter) VALUES ('s', 1)")
+                try connection.execute(
+                    """
+                    INSERT INTO recordkeeper_sync_operations (space, operation_id, device, sequence, version, outcome)
+                    VALUES ('s', $1::uuid, 'phone', 1, 1, NULL)
+                    """, [.text(phone1.uuidString)])
+                try connection.execute(
+                    "INSERT INTO recordkeeper_sync_devices VALUES ('s', 'phone', 1, $1::uuid)", [.text(phone1.uuidString)])
+                try connection.execute(
+                    """
+                    INSERT INTO recordkeeper_sync_records (space, collection, key, version, payload, deleted, writer_device)
+                    VALUES ('s', 'books', 'old', 1, 'v1'::bytea, false, 'phone')
+                    """)
+            }
+            #expect(try await PostgresSyncSchema.migrate(connection, upTo: 4) == [4])
+
+            let server = try await PostgresSyncServer(connection: connection)
+            var newer = put("books", "new", "v2", base: nil)
+            newer.itemVersion = 2
+            let next = SyncOperation(device: "phone", sequence: 2, predecessor: .operation(phone1), changes: [newer])
+            #expect(try await server.push(space: "s", operations: [next]).map(\.result) == [.applied(SyncServerVersion(2))])
+            let page = try await server.pull(space: "s", after: .start, limit: 10)
+            #expect(page.changes.map(\.key) == ["old", "new"])
+            #expect(page.changes.map(\.itemVersion) == [nil, 2], "a record of schema 3 has none; a new push keeps its own")
+            // An older shape over the newer one is a conflict.
+            var older = put("books", "new", "v1", base: 2)
+            older.itemVersion = 1
+            let third = SyncOperation(device: "phone", sequence: 3, predecessor: .operation(next.id), changes: [older])
+            let outcome = try await server.push(space: "s", operations: [third])
+            #expect(outcome.first?.result.conflicts.first?.server?.itemVersion == 2)
+        }
+    }
+
     @Test func `a newer schema is refused and left untouched`() async throws {
         try await withPrivateSchema { connect, name in
             let connection = try await connect()

@@ -70,7 +70,7 @@ public actor InMemorySyncServer: RecordSyncServer {
             after.prefix(limit + 1).map { id, record in
                 SyncPulledChange(
                     collection: id.collection, key: id.key, value: record.value,
-                    version: record.version)
+                    version: record.version, itemVersion: record.itemVersion)
             },
             limit: limit, head: current.counter, cursor: cursor)
     }

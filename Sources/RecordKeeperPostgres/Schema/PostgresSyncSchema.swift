@@ -99,6 +99,14 @@ public enum PostgresSyncSchema {
                 WHERE o.space = d.space AND o.device = d.device AND o.sequence = d.last_sequence
                 """,
             ]),
+        // Item versions travel: the item version each record's payload was written at (NULL:
+        // byte-level data, and every record written before), stored by pushes and returned by
+        // pulls, so that a device never migrates a payload another device already migrated.
+        Step(
+            version: 4, name: "the item version of every record",
+            statements: [
+                "ALTER TABLE recordkeeper_sync_records ADD COLUMN item_version bigint",
+            ]),
         // Pulls by collection: each collection's changes in feed order, so a pull of some
         // collections reads only their rows, never the other collections' changes between them.
         Step(

@@ -45,14 +45,15 @@ extension PostgresSyncServer {
                 SyncPulledChange(
                     collection: try rows.string(row, 0), key: try rows.string(row, 1),
                     value: rows.isNull(row, 3) ? .tombstone : .payload(try rows.data(row, 3)),
-                    version: SyncServerVersion(try rows.int64(row, 2))))
+                    version: SyncServerVersion(try rows.int64(row, 2)),
+                    itemVersion: try rows.optionalInt64(row, 4).map { Int(truncatingIfNeeded: $0) }))
         }
         return SyncPage.assemble(changes, limit: limit, head: counter, cursor: cursor)
     }
 
     /// The rows of a pull of every collection, through the feed index.
     static let allCollectionsSQL: StaticString = """
-        SELECT collection, key, version, payload FROM recordkeeper_sync_records
+        SELECT collection, key, version, payload, item_version FROM recordkeeper_sync_records
         WHERE space = $1 AND version BETWEEN $3 AND $2
             AND (version, collection, key) > ($3, $4, $5)
         ORDER BY version, collection, key
@@ -65,10 +66,10 @@ extension PostgresSyncServer {
     /// in feed order, so each probe reads only rows it may return (at most `$6` per collection
     /// named), however many changes of other collections lie between them.
     static let someCollectionsSQL: StaticString = """
-        SELECT r.collection, r.key, r.version, r.payload
+        SELECT r.collection, r.key, r.version, r.payload, r.item_version
         FROM unnest($7::text[]) AS wanted(name)
         CROSS JOIN LATERAL (
-            SELECT collection, key, version, payload FROM recordkeeper_sync_records
+            SELECT collection, key, version, payload, item_version FROM recordkeeper_sync_records
             WHERE space = $1 AND collection = wanted.name AND version BETWEEN $3 AND $2
                 AND (version, collection, key) > ($3, $4, $5)
             ORDER BY version, key

@@ -44,10 +44,19 @@ public actor InMemorySyncServer: RecordSyncServer {
     }
 
     public func pull(space: String, after cursor: SyncCursor, limit: Int) async throws -> SyncPage {
-        try SyncRequestValidation.validatePull(space: space, cursor: cursor, limit: limit)
+        try await pull(space: space, after: cursor, limit: limit, collections: nil)
+    }
+
+    /// Pulls the changes of `collections` only (every collection for `nil`), as
+    /// `PostgresSyncServer` does: the cursor stays the space's.
+    public func pull(
+        space: String, after cursor: SyncCursor, limit: Int, collections: Set<String>?
+    ) async throws -> SyncPage {
+        try SyncRequestValidation.validatePull(space: space, cursor: cursor, limit: limit, collections: collections)
         let current = spaces[space] ?? Space()
         let after = current.records
             .filter { id, record in
+                if let collections, !collections.contains(id.collection) { return false }
                 let version = record.version.rawValue
                 if version != cursor.counter { return version > cursor.counter }
                 guard let position = cursor.position else { return false }

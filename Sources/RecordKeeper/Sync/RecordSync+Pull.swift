@@ -4,9 +4,12 @@ import Foundation
 struct SyncPullPageResult: Sendable {
     var applied = 0
     var cursor: SyncCursor
-    /// True when the stored cursor was found behind the one the page was pulled after (`start`
-    /// added collections meanwhile and reset it): the pull goes on from the stored cursor.
+    /// True when `start` added collections since the pull read its cursor: the stored cursor
+    /// stays (it was reset, or the page lacks the added collections' changes), and the pull
+    /// goes on from it with ``collections``.
     var restarted = false
+    /// The collections the store syncs, as the page's transaction read them.
+    var collections: Set<String> = []
     /// Changes of synced collections the store cannot hold (an empty key, a NUL character),
     /// skipped, each described.
     var refused: [String] = []
@@ -23,21 +26,27 @@ extension RecordSync {
     /// ``SyncError/Code/serverFailure`` naming each such change, so one bad row on the server
     /// does not block every device.
     func pull(_ settings: SyncSettings, into report: inout SyncReport) async throws {
-        var (cursor, seen) = try await storedPullState()
+        var (cursor, seen, synced) = try await storedPullState()
         let server = self.server
         let space = settings.space
         var pulledAfter = cursor
         var refused: [String] = []
-        var page = try await server.pull(space: space, after: pulledAfter, limit: Self.pullLimit)
+        // Only the synced collections' changes come down (a store syncing more collections
+        // than one pull may name pulls them all and ignores the others, as before).
+        var filter = Self.pullFilter(synced)
+        var page = try await server.pull(space: space, after: pulledAfter, limit: Self.pullLimit, collections: filter)
         while true {
-            try SyncAnswerCheck.page(page, after: pulledAfter, space: space, seen: seen)
+            try SyncAnswerCheck.page(page, after: pulledAfter, space: space, seen: seen, collections: filter)
             let after = page.cursor
             let next: Task<SyncPage, any Error>? =
-                page.hasMore ? Task { try await server.pull(space: space, after: after, limit: Self.pullLimit) } : nil
+                page.hasMore
+                ? Task { [filter] in
+                    try await server.pull(space: space, after: after, limit: Self.pullLimit, collections: filter)
+                } : nil
             let result: SyncPullPageResult
             do {
-                result = try await store.performWrite(.syncPull, collection: nil) { [page, pulledAfter] context in
-                    try Self.apply(page, after: pulledAfter, space: space, in: context)
+                result = try await store.performWrite(.syncPull, collection: nil) { [page, pulledAfter, filter] context in
+                    try Self.apply(page, after: pulledAfter, filter: filter, space: space, in: context)
                 }
             } catch {
                 // No request outlives the call: wait for the one in flight (its page is not used).
@@ -50,12 +59,14 @@ extension RecordSync {
             seen = max(seen, page.cursor.counter, page.changes.last?.version.rawValue ?? 0)
             cursor = result.cursor
             if result.restarted {
-                // `start` reset the stored cursor meanwhile: the page in flight was asked for
-                // after the old one, so it is dropped and the pull goes on from the stored cursor.
+                // `start` added collections meanwhile: the page in flight was asked for after
+                // the old cursor or without them, so it is dropped and the pull goes on from
+                // the stored cursor, with the collections synced now.
                 next?.cancel()
                 _ = await next?.result
                 pulledAfter = cursor
-                page = try await server.pull(space: space, after: pulledAfter, limit: Self.pullLimit)
+                filter = Self.pullFilter(result.collections)
+                page = try await server.pull(space: space, after: pulledAfter, limit: Self.pullLimit, collections: filter)
                 continue
             }
             guard let next else { break }
@@ -73,9 +84,16 @@ extension RecordSync {
         }
     }
 
+    /// The collections a pull names: the synced ones, or `nil` (every collection) for more
+    /// than one pull may name.
+    static func pullFilter(_ synced: Set<String>) -> Set<String>? {
+        synced.count <= SyncPullFilter.maximumCollections ? synced : nil
+    }
+
     /// Applies one page and its cursor in one local transaction, capturing nothing (no echo).
+    /// `filter` is the collections the page was pulled with (`nil`: all).
     static func apply(
-        _ page: SyncPage, after pulledAfter: SyncCursor, space: String, in context: WriteContext
+        _ page: SyncPage, after pulledAfter: SyncCursor, filter: Set<String>?, space: String, in context: WriteContext
     ) throws -> SyncPullPageResult {
         context.capturesSync = false
         let engine = context.engine
@@ -155,14 +173,17 @@ extension RecordSync {
         chain.saw(max(page.cursor.counter, page.changes.last?.version.rawValue ?? 0))
         try engine.advanceSyncChain(to: chain)
         let stored = try engine.syncCursor()
-        // `start` reset the cursor since this pull read it (collections were added): keep it,
-        // or the older records of the added collections would never come down.
-        if stored < pulledAfter {
-            return SyncPullPageResult(applied: applied, cursor: stored, restarted: true, refused: refused)
+        // `start` added collections since this pull read the cursor: it reset the cursor, or
+        // (when it was at the start already) the page was pulled without them. Keep the stored
+        // cursor, or the older records of the added collections would never come down.
+        let collections = Set(synced.keys)
+        if stored < pulledAfter || filter.map({ !collections.isSubset(of: $0) }) ?? false {
+            return SyncPullPageResult(
+                applied: applied, cursor: stored, restarted: true, collections: collections, refused: refused)
         }
         let cursor = max(stored, page.cursor)
         try engine.setSyncCursor(cursor)
-        return SyncPullPageResult(applied: applied, cursor: cursor, refused: refused)
+        return SyncPullPageResult(applied: applied, cursor: cursor, collections: collections, refused: refused)
     }
 
     /// Why the store cannot hold a pulled record under `key`, or nil when it can.

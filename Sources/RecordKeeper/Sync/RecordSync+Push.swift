@@ -27,13 +27,16 @@ struct SyncPushBatchResult: Sendable {
 }
 
 extension RecordSync {
-    /// The stored cursor and the highest server version the device has seen.
-    func storedPullState() async throws -> (cursor: SyncCursor, seen: Int64) {
+    /// The stored cursor, the highest server version the device has seen, and the synced
+    /// collections, read together.
+    func storedPullState() async throws -> (cursor: SyncCursor, seen: Int64, collections: Set<String>) {
         try await store.performRead(.syncPull, collection: nil) { source in
-            guard let engine = source.engine, try engine.hasSyncTables() else { return (SyncCursor.start, 0) }
+            guard let engine = source.engine, try engine.hasSyncTables() else { return (SyncCursor.start, 0, []) }
             try engine.begin(immediate: false)
             do {
-                let state = (try engine.syncCursor(), try engine.syncChain().seen)
+                let state = (
+                    try engine.syncCursor(), try engine.syncChain().seen, Set(try engine.syncCollections().keys)
+                )
                 try engine.commit()
                 return state
             } catch {

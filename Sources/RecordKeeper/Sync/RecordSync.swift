@@ -269,7 +269,9 @@ public actor RecordSync {
 
     /// Pulls to the server's head, page by page, each page with its cursor in one transaction.
     ///
-    /// Changes of collections not synced here are ignored; a change this store already has
+    /// Only the collections synced here are pulled (the server filters:
+    /// ``RecordSyncServer/pull(space:after:limit:collections:)``, and a page holding another
+    /// collection's change is refused); a change this store already has
     /// (its own write coming back, or a page pulled again after a crash) is skipped; a record
     /// with local changes still pending keeps its local value, and the server's value is kept
     /// aside until the pending change is answered. Deletions arrive as tombstones and remove

@@ -107,8 +107,11 @@ enum SyncAnswerCheck {
     /// Its cursor must not be behind `after`, a complete page's cursor (the server's counter)
     /// not below a version the device has seen, and a page cut short must end at its last
     /// change; its changes must come after `after`, in feed order, each at most once, with
-    /// versions in range and up to the page's cursor.
-    static func page(_ page: SyncPage, after: SyncCursor, space: String, seen: Int64) throws(SyncError) {
+    /// versions in range and up to the page's cursor, and, for a pull of some `collections`,
+    /// of those collections only (a server that ignored the filter is caught here).
+    static func page(
+        _ page: SyncPage, after: SyncCursor, space: String, seen: Int64, collections: Set<String>? = nil
+    ) throws(SyncError) {
         func failure(_ problem: String) -> SyncError {
             SyncError(
                 .serverFailure,
@@ -136,6 +139,9 @@ enum SyncAnswerCheck {
             let version = change.version.rawValue
             let name = "record \(RecordStoreError.quoted(change.collection))/\(RecordStoreError.quoted(change.key))"
             guard versions.contains(version) else { throw failure("gives \(name) version \(version), out of range") }
+            if let collections, !collections.contains(change.collection) {
+                throw failure("delivers \(name), of a collection the pull did not ask for")
+            }
             let at = SyncCursor(
                 counter: version, position: SyncCursor.Position(collection: change.collection, key: change.key))
             guard previous < at else {

@@ -170,7 +170,18 @@ public final class PostgresSyncServer: RecordSyncServer {
     }
 
     public func pull(space: String, after cursor: SyncCursor, limit: Int) async throws -> SyncPage {
-        try SyncRequestValidation.validatePull(space: space, cursor: cursor, limit: limit)
+        try await pull(space: space, after: cursor, limit: limit, collections: nil)
+    }
+
+    /// Pulls the changes of `collections` only (every collection for `nil`): each collection is
+    /// read through its own feed index (schema version 5), so a pull costs the changes it
+    /// returns, not the other collections' changes it passes. The cursor stays the space's.
+    ///
+    /// - Throws: ``SyncError`` (see ``RecordSyncServer/pull(space:after:limit:collections:)``).
+    public func pull(
+        space: String, after cursor: SyncCursor, limit: Int, collections: Set<String>?
+    ) async throws -> SyncPage {
+        try SyncRequestValidation.validatePull(space: space, cursor: cursor, limit: limit, collections: collections)
         let timeout = timeout
         do {
             // One snapshot for the counter and the rows: every row up to the counter read is
@@ -178,7 +189,8 @@ public final class PostgresSyncServer: RecordSyncServer {
             return try await withConnection { connection in
                 try await connection.withTimeout(timeout) { connection in
                     try connection.transaction(.repeatableRead, readOnly: true, operation: "pull") { connection in
-                        try Self.pull(space: space, after: cursor, limit: limit, on: connection)
+                        try Self.pull(
+                            space: space, after: cursor, limit: limit, collections: collections, on: connection)
                     }
                 }
             }

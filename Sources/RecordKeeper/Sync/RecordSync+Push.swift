@@ -286,7 +286,12 @@ extension RecordSync {
                     try engine.setServerVersion(aside.record, aside.version, clearingAside: true)
                 }
                 try engine.deleteSyncOperation(operation.sequence)
-            case .conflict(let conflicts):
+            case .conflict(let conflicts), .compacted(let conflicts):
+                // A compacted outcome (received before, its outcome forgotten: it applied or
+                // conflicted then, and is never applied again) names every record of the
+                // operation with the server's current state: taken like a conflict's server
+                // side, a record whose local value is the server's is settled, another one is a
+                // reported conflict with both values kept.
                 result.answered += 1
                 result.changes += operation.changes.count
                 let carried = try engine.pendingSyncRecords(operation.sequence)

@@ -96,6 +96,29 @@ public enum PostgresSyncSchema {
                 WHERE o.space = d.space AND o.device = d.device AND o.sequence = d.last_sequence
                 """,
             ]),
+        // Compaction with a horizon (docs/SYNC.md "Compaction"): each space's horizon, each
+        // device's highest compacted sequence (re-deliveries at or below it are recognised),
+        // the lowest cursor handed out per space and hour, and the operations by age, for
+        // batched deletion. Versions 4 and 5 are taken by steps of other branches; the lead
+        // renumbers at merge (docs/SYNC.md "Server schema").
+        Step(
+            version: 6, name: "compaction horizon",
+            statements: [
+                "ALTER TABLE recordkeeper_sync_spaces ADD COLUMN horizon bigint NOT NULL DEFAULT 0 CHECK (horizon >= 0)",
+                "ALTER TABLE recordkeeper_sync_devices ADD COLUMN compacted_sequence bigint NOT NULL DEFAULT 0",
+                """
+                CREATE TABLE recordkeeper_sync_cursors (
+                    space text COLLATE "C" NOT NULL,
+                    bucket bigint NOT NULL,
+                    lowest bigint NOT NULL,
+                    PRIMARY KEY (space, bucket)
+                )
+                """,
+                """
+                CREATE INDEX recordkeeper_sync_operations_received
+                    ON recordkeeper_sync_operations (space, received_at, operation_id)
+                """,
+            ]),
     ]
 
     /// Brings the connection's database to ``currentVersion``; does nothing when it is there.

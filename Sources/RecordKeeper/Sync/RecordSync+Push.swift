@@ -28,12 +28,14 @@ struct SyncPushBatchResult: Sendable {
 
 extension RecordSync {
     /// The stored cursor and the highest server version the device has seen.
-    func storedPullState() async throws -> (cursor: SyncCursor, seen: Int64) {
+    func storedPullState() async throws -> (cursor: SyncCursor, seen: Int64, resyncing: Bool) {
         try await store.performRead(.syncPull, collection: nil) { source in
-            guard let engine = source.engine, try engine.hasSyncTables() else { return (SyncCursor.start, 0) }
+            guard let engine = source.engine, try engine.hasSyncTables() else { return (SyncCursor.start, 0, false) }
             try engine.begin(immediate: false)
             do {
-                let state = (try engine.syncCursor(), try engine.syncChain().seen)
+                let state = (
+                    try engine.syncCursor(), try engine.syncChain().seen, try engine.syncStateInteger("pull.resync") != nil
+                )
                 try engine.commit()
                 return state
             } catch {

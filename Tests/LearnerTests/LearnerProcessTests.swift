@@ -13,26 +13,26 @@ import Testing
             let learner = LearnerRunner(directory: directory)
             let store = ["--store", directory.appendingPathComponent("learner.sqlite").path]
 
-            var result = try learner.run(["status"] + store)
+            var result = try await learner.run(["status"] + store)
             #expect(result.status == 0)
             #expect(result.output.contains("Nothing saved yet"))
             #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("learner.sqlite").path))
 
-            result = try learner.run(["read", "moby-dick", "--page", "12"] + store)
+            result = try await learner.run(["read", "moby-dick", "--page", "12"] + store)
             #expect(result.status == 0, "\(result.errors)")
             #expect(result.output == "Moby Dick: page 12\n")
-            result = try learner.run(["words", "add", "ballena", "whale"] + store)
+            result = try await learner.run(["words", "add", "ballena", "whale"] + store)
             #expect(result.status == 0, "\(result.errors)")
-            result = try learner.run(["words", "add", "perro", "dog"] + store)
+            result = try await learner.run(["words", "add", "perro", "dog"] + store)
             #expect(result.output.contains("You have 2 words."))
 
-            result = try learner.run(["words", "review", "--count", "1"] + store)
+            result = try await learner.run(["words", "review", "--count", "1"] + store)
             #expect(result.status == 0, "\(result.errors)")
             #expect(result.output == "ballena → whale\nReviewed 1 of 2 words.\n")
 
-            result = try learner.run(["read", "moby-dick", "--page=20"] + store)
+            result = try await learner.run(["read", "moby-dick", "--page=20"] + store)
             #expect(result.output == "Moby Dick: page 20 (was page 12)\n")
-            result = try learner.run(["status"] + store)
+            result = try await learner.run(["status"] + store)
             #expect(result.status == 0)
             #expect(result.output.contains("Moby Dick: page 20"))
             #expect(result.output.contains("Words: 2 (1 never reviewed)"))
@@ -49,17 +49,17 @@ import Testing
                 "LEARNER_STORE": blocker.appendingPathComponent("learner.sqlite").path,
             ])
             for arguments in [["--help"], ["-h"], ["help"], ["status", "--help"]] {
-                let result = try learner.run(arguments)
+                let result = try await learner.run(arguments)
                 #expect(result.status == 0, "\(arguments)")
                 #expect(result.output.contains("learner read moby-dick --page 12"), "\(arguments)")
             }
-            let version = try learner.run(["--version"])
+            let version = try await learner.run(["--version"])
             #expect(version.status == 0)
             #expect(version.output.hasPrefix("learner "))
             // Without HOME or XDG_DATA_HOME there is no default store: help still works.
-            let noHome = try learner.run(["--help"], environment: ["HOME": "", "LEARNER_STORE": ""])
+            let noHome = try await learner.run(["--help"], environment: ["HOME": "", "LEARNER_STORE": ""])
             #expect(noHome.status == 0)
-            let status = try learner.run(["status"], environment: ["HOME": "", "LEARNER_STORE": ""])
+            let status = try await learner.run(["status"], environment: ["HOME": "", "LEARNER_STORE": ""])
             #expect(status.status == 64)
             #expect(status.errors.contains("LEARNER_STORE"))
         }
@@ -79,7 +79,7 @@ import Testing
             let learner = LearnerRunner(directory: directory)
             for arguments in [["status"], ["words", "add", "ballena", "whale"], ["read", "moby-dick", "--page", "3"],
                               ["words", "review"]] {
-                let result = try learner.run(arguments + ["--store", file.path])
+                let result = try await learner.run(arguments + ["--store", file.path])
                 #expect(result.status == 69, "\(arguments): \(result.errors)")
                 #expect(result.errors.contains(file.path), "\(arguments)")
                 #expect(result.errors.contains("left this file unchanged"), "\(arguments)")
@@ -97,12 +97,12 @@ import Testing
             let store = blocker.appendingPathComponent("learner.sqlite").path
             let learner = LearnerRunner(directory: directory)
             for arguments in [["words", "add", "ballena", "whale"], ["read", "moby-dick", "--page", "1"], ["status"]] {
-                let result = try learner.run(arguments + ["--store", store])
+                let result = try await learner.run(arguments + ["--store", store])
                 #expect(result.status == 74, "\(arguments): \(result.errors)")
                 #expect(result.errors.contains(blocker.path), "\(arguments)")
             }
             // The same through the default location: XDG_DATA_HOME is a file.
-            let viaDefault = try learner.run(["words", "add", "perro", "dog"], environment: ["XDG_DATA_HOME": blocker.path])
+            let viaDefault = try await learner.run(["words", "add", "perro", "dog"], environment: ["XDG_DATA_HOME": blocker.path])
             #expect(viaDefault.status == 74, "\(viaDefault.errors)")
             #expect(try Data(contentsOf: blocker) == Data("a file where a directory should be".utf8))
             #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path) == ["data"])
@@ -120,7 +120,7 @@ import Testing
             let learner = LearnerRunner(directory: directory)
             let store = locked.appendingPathComponent("learner.sqlite").path
             for arguments in [["words", "add", "ballena", "whale"], ["read", "moby-dick", "--page", "1"]] {
-                let result = try learner.run(arguments + ["--store", store])
+                let result = try await learner.run(arguments + ["--store", store])
                 #expect(result.status == 74, "\(arguments): \(result.errors)")
                 #expect(result.errors.contains("the directory \(locked.path) is not writable"), "\(arguments): \(result.errors)")
                 #expect(result.output.isEmpty, "\(arguments)")
@@ -137,19 +137,19 @@ import Testing
             let xdg = directory.appendingPathComponent("xdg")
 
             let runs = [
-                try learner.run(["words", "add", "uno", "one"], environment: ["LEARNER_STORE": fromVariable.path]),
-                try learner.run(["words", "add", "dos", "two", "--store", fromOption.path],
+                try await learner.run(["words", "add", "uno", "one"], environment: ["LEARNER_STORE": fromVariable.path]),
+                try await learner.run(["words", "add", "dos", "two", "--store", fromOption.path],
                                 environment: ["LEARNER_STORE": fromVariable.path]),
-                try learner.run(["words", "add", "tres", "three"], environment: ["XDG_DATA_HOME": xdg.path]),
-                try learner.run(["words", "add", "cuatro", "four"]),  // HOME/.local/share
+                try await learner.run(["words", "add", "tres", "three"], environment: ["XDG_DATA_HOME": xdg.path]),
+                try await learner.run(["words", "add", "cuatro", "four"]),  // HOME/.local/share
             ]
             for run in runs { #expect(run.status == 0, "\(run.errors)") }
 
             let lists = [
-                try learner.run(["words", "list"], environment: ["LEARNER_STORE": fromVariable.path]).output,
-                try learner.run(["words", "list", "--store", fromOption.path]).output,
-                try learner.run(["words", "list"], environment: ["XDG_DATA_HOME": xdg.path]).output,
-                try learner.run(["words", "list"]).output,
+                try await learner.run(["words", "list"], environment: ["LEARNER_STORE": fromVariable.path]).output,
+                try await learner.run(["words", "list", "--store", fromOption.path]).output,
+                try await learner.run(["words", "list"], environment: ["XDG_DATA_HOME": xdg.path]).output,
+                try await learner.run(["words", "list"]).output,
             ]
             #expect(lists == [
                 "uno → one (reviewed 0 times)\n", "dos → two (reviewed 0 times)\n",
@@ -171,7 +171,7 @@ import Testing
             let store = directory.appendingPathComponent("learner.sqlite").path
             for arguments in [[], ["bogus"], ["read"], ["read", "moby-dick", "--page", "0"], ["read", "../x", "--page", "1"],
                               ["words"], ["words", "add", "ballena"], ["status", "--frobnicate"], ["status", "--page", "2"]] {
-                let result = try learner.run(arguments + ["--store", store])
+                let result = try await learner.run(arguments + ["--store", store])
                 #expect(result.status == 64, "\(arguments)")
                 #expect(result.errors.contains("learner --help"), "\(arguments)")
             }

@@ -7,7 +7,7 @@ import Testing
 /// converge through it, and a token that does not fit is refused with nothing changed.
 @Suite(.enabled(if: TestPostgres.enabled, TestPostgres.disabledReason), .timeLimit(.minutes(10)))
 struct SyncToolThroughRelayTests {
-    /// Runs `recordkeeper --store STORE arguments` to its end, on a thread of its own.
+    /// Runs `recordkeeper --store STORE arguments` to its end.
     private func tool(
         _ store: URL, _ arguments: [String], environment: [String: String?] = [:]
     ) async throws -> ChildProcess.Result {
@@ -15,9 +15,7 @@ struct SyncToolThroughRelayTests {
         var changes: [String: String?] = ["RECORDKEEPER_SYNC_SERVER": nil, "RECORDKEEPER_SYNC_TOKEN": nil, "RECORDKEEPER_STORE": nil]
         for (name, value) in environment { changes[name] = value }
         let directory = store.deletingLastPathComponent()
-        return try await onOwnThread { [changes] in
-            try ChildProcess.run(executable, ["--store", store.path] + arguments, in: directory, environment: changes)
-        }
+        return try await ChildProcess.run(executable, ["--store", store.path] + arguments, in: directory, environment: changes)
     }
 
     private func tokenFile(_ directory: URL, _ name: String, _ token: String) throws -> URL {

@@ -149,20 +149,37 @@ public final class ChildProcess: @unchecked Sendable {
         public var output: String { String(decoding: stdout, as: UTF8.self) }
     }
 
-    /// Runs `executable` to its end, synchronously (tests of command-line tools run it so),
-    /// and removes its files.
+    /// Runs a brief system command (`chattr`, `mount`) to its end, blocking the calling thread
+    /// meanwhile, for the synchronous clean-up paths that need one (a directory's removal).
+    /// Tool and helper processes, which run for long, go through the async
+    /// ``run(_:_:in:environment:input:)``.
+    public static func runBriefCommand(_ executable: URL, _ arguments: [String], in directory: URL) throws -> Result {
+        let child = try ChildProcess(executable: executable, arguments: arguments, in: directory)
+        try child.start()
+        child.process.waitUntilExit()
+        return try child.finish()
+    }
+
+    /// Runs `executable` to its end and removes its files. The wait holds no thread: the
+    /// calling task is suspended until the process's termination handler opens its gate (a
+    /// blocking wait here had held cooperative threads for whole tool runs, and under
+    /// ThreadSanitizer, with two of them, had stalled every other test).
     public static func run(
         _ executable: URL, _ arguments: [String], in directory: URL, environment: [String: String?] = [:],
         input: Data? = nil
-    ) throws -> Result {
+    ) async throws -> Result {
         let child = try ChildProcess(
             executable: executable, arguments: arguments, in: directory, environment: environment, input: input)
         try child.start()
-        child.process.waitUntilExit()
+        await child.waitForExit()
+        return try child.finish()
+    }
+
+    /// The ended process's status and output; removes its files.
+    private func finish() throws -> Result {
         let result = Result(
-            status: child.process.terminationStatus, stdout: try Data(contentsOf: child.outputURL),
-            stderr: try child.errorOutput())
-        try child.removeFiles()
+            status: process.terminationStatus, stdout: try Data(contentsOf: outputURL), stderr: try errorOutput())
+        try removeFiles()
         return result
     }
 }

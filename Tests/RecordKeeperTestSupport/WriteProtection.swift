@@ -64,7 +64,7 @@ public enum WriteProtection {
     /// Runs `chattr`; its exit status, or -1 when it could not be started.
     private static func run(_ path: String, _ arguments: [String]) -> Int32 {
         do {
-            return try ChildProcess.run(URL(fileURLWithPath: path), arguments, in: FileManager.default.temporaryDirectory).status
+            return try ChildProcess.runBriefCommand(URL(fileURLWithPath: path), arguments, in: FileManager.default.temporaryDirectory).status
         } catch {
             return -1
         }

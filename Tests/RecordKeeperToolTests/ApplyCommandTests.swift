@@ -3,86 +3,86 @@ import Testing
 
 /// `apply COLLECTION FILE|-`.
 @Suite struct ApplyCommandTests {
-    @Test func `a change set upserts and removes in one transaction`() throws {
-        try withTool { tool throws in
-            try tool.runOnStore(["put", "users", "old", "1"])
-            try tool.runOnStore(["put", "users", "kept", "2"])
+    @Test func `a change set upserts and removes in one transaction`() async throws {
+        try await withTool { tool in
+            try await tool.runOnStore(["put", "users", "old", "1"])
+            try await tool.runOnStore(["put", "users", "kept", "2"])
             let file = try tool.file("changes.json", """
                 {
                   "upserts": {"alice": {"name": "Alice"}, "bob": "text", "bin": {"$base64": "AAH/"}},
                   "removals": ["old", "never-existed"]
                 }
                 """)
-            let result = try tool.runOnStore(["apply", "users", file])
+            let result = try await tool.runOnStore(["apply", "users", file])
             #expect(result.status == 0)
             #expect(result.output == "applied to \"users\": added 3, changed 0, removed 1, unchanged 0, already absent 1\n")
-            #expect(try tool.runOnStore(["get", "users", "alice", "--raw"]).output == #"{"name":"Alice"}"#)
-            #expect(try tool.runOnStore(["get", "users", "bob", "--raw"]).output == #""text""#)
-            #expect(try tool.runOnStore(["get", "users", "bin", "--raw"]).stdout == Data([0, 1, 255]))
-            #expect(try tool.runOnStore(["get", "users", "old"]).status == 66)
-            #expect(try tool.runOnStore(["get", "users", "kept"]).output == "2\n")
+            #expect(try await tool.runOnStore(["get", "users", "alice", "--raw"]).output == #"{"name":"Alice"}"#)
+            #expect(try await tool.runOnStore(["get", "users", "bob", "--raw"]).output == #""text""#)
+            #expect(try await tool.runOnStore(["get", "users", "bin", "--raw"]).stdout == Data([0, 1, 255]))
+            #expect(try await tool.runOnStore(["get", "users", "old"]).status == 66)
+            #expect(try await tool.runOnStore(["get", "users", "kept"]).output == "2\n")
         }
     }
 
-    @Test func `removing three keys of which one existed reports one removed and two already absent`() throws {
-        try withTool { tool throws in
-            try tool.runOnStore(["put", "c", "b", "1"])
+    @Test func `removing three keys of which one existed reports one removed and two already absent`() async throws {
+        try await withTool { tool in
+            try await tool.runOnStore(["put", "c", "b", "1"])
             let file = try tool.file("changes.json", #"{"removals": ["a", "b", "c"]}"#)
-            let result = try tool.runOnStore(["apply", "c", file])
+            let result = try await tool.runOnStore(["apply", "c", file])
             #expect(result.status == 0)
             #expect(result.output == "applied to \"c\": added 0, changed 0, removed 1, unchanged 0, already absent 2\n")
         }
     }
 
-    @Test func `re-applying an identical upsert reports it unchanged and writes nothing`() throws {
-        try withTool { tool throws in
+    @Test func `re-applying an identical upsert reports it unchanged and writes nothing`() async throws {
+        try await withTool { tool in
             let file = try tool.file("changes.json", #"{"upserts": {"k": [1, 2], "n": 3}}"#)
-            let first = try tool.runOnStore(["apply", "c", file])
+            let first = try await tool.runOnStore(["apply", "c", file])
             #expect(first.output == "applied to \"c\": added 2, changed 0, removed 0, unchanged 0, already absent 0\n")
-            let again = try tool.runOnStore(["apply", "c", file])
+            let again = try await tool.runOnStore(["apply", "c", file])
             #expect(again.status == 0)
             #expect(again.output == "applied to \"c\": added 0, changed 0, removed 0, unchanged 2, already absent 0; "
                     + "nothing was written\n")
-            #expect(try tool.runOnStore(["list", "c"]).output == "k\t5\t1\nn\t1\t1\n")
+            #expect(try await tool.runOnStore(["list", "c"]).output == "k\t5\t1\nn\t1\t1\n")
             let changed = try tool.file("changed.json", #"{"upserts": {"k": [1, 2], "n": 4}}"#)
-            #expect(try tool.runOnStore(["apply", "c", changed]).output
+            #expect(try await tool.runOnStore(["apply", "c", changed]).output
                     == "applied to \"c\": added 0, changed 1, removed 0, unchanged 1, already absent 0\n")
         }
     }
 
-    @Test func `a change set can come from standard input`() throws {
-        try withTool { tool throws in
-            let result = try tool.runOnStore(["apply", "c", "-"], input: Data(#"{"upserts":{"k":[1,2]}}"#.utf8))
+    @Test func `a change set can come from standard input`() async throws {
+        try await withTool { tool in
+            let result = try await tool.runOnStore(["apply", "c", "-"], input: Data(#"{"upserts":{"k":[1,2]}}"#.utf8))
             #expect(result.status == 0)
-            #expect(try tool.runOnStore(["get", "c", "k"]).output == "[1,2]\n")
+            #expect(try await tool.runOnStore(["get", "c", "k"]).output == "[1,2]\n")
         }
     }
 
-    @Test func `malformed JSON reports line and column and writes nothing`() throws {
-        try withTool { tool throws in
-            try tool.runOnStore(["put", "c", "existing", "1"])
+    @Test func `malformed JSON reports line and column and writes nothing`() async throws {
+        try await withTool { tool in
+            try await tool.runOnStore(["put", "c", "existing", "1"])
             let file = try tool.file("bad.json", "{\n  \"upserts\": {\n    \"a\": 1,\n    \"b\": tru\n  }\n}\n")
-            let result = try tool.runOnStore(["apply", "c", file])
+            let result = try await tool.runOnStore(["apply", "c", file])
             #expect(result.status == 65)
             #expect(result.stderr == "recordkeeper: \(file): line 4, column 10: invalid literal, expected true; nothing was written\n")
-            #expect(try tool.runOnStore(["list", "c"]).outputLines.count == 1)
+            #expect(try await tool.runOnStore(["list", "c"]).outputLines.count == 1)
         }
     }
 
-    @Test func `a key both upserted and removed is reported where it is removed`() throws {
-        try withTool { tool throws in
+    @Test func `a key both upserted and removed is reported where it is removed`() async throws {
+        try await withTool { tool in
             let file = try tool.file("changes.json", "{\"upserts\": {\"k\": 1},\n \"removals\": [\"a\",  \"k\"]}")
-            let result = try tool.runOnStore(["apply", "c", file])
+            let result = try await tool.runOnStore(["apply", "c", file])
             #expect(result.status == 65)
             #expect(result.stderr == "recordkeeper: \(file): line 2, column 21: key \"k\" is both upserted and removed; nothing was written\n")
         }
     }
 
-    @Test func `errors never echo payload bytes`() throws {
-        try withTool { tool throws in
+    @Test func `errors never echo payload bytes`() async throws {
+        try await withTool { tool in
             let secret = "s3cr3t-payload"
             let file = try tool.file("bad.json", #"{"upserts": {"k": "\#(secret)" "#)
-            let result = try tool.runOnStore(["apply", "c", file])
+            let result = try await tool.runOnStore(["apply", "c", file])
             #expect(result.status == 65)
             #expect(!result.stderr.contains(secret))
         }
@@ -98,19 +98,19 @@ import Testing
         #"{"upserts": {}} trailing"#,
         "",
     ])
-    func `invalid change sets exit 65 and write nothing`(changeSet: String) throws {
-        try withTool { tool throws in
+    func `invalid change sets exit 65 and write nothing`(changeSet: String) async throws {
+        try await withTool { tool in
             let file = try tool.file("changes.json", changeSet)
-            let result = try tool.runOnStore(["apply", "c", file])
+            let result = try await tool.runOnStore(["apply", "c", file])
             #expect(result.status == 65)
             #expect(result.stderr.contains("nothing was written"))
             #expect(!FileManager.default.fileExists(atPath: tool.storePath))
         }
     }
 
-    @Test func `a missing change set file exits 66`() throws {
-        try withTool { tool throws in
-            let result = try tool.runOnStore(["apply", "c", "missing.json"])
+    @Test func `a missing change set file exits 66`() async throws {
+        try await withTool { tool in
+            let result = try await tool.runOnStore(["apply", "c", "missing.json"])
             #expect(result.status == 66)
             #expect(!FileManager.default.fileExists(atPath: tool.storePath))
         }

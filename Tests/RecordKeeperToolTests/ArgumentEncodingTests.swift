@@ -6,10 +6,10 @@ import Testing
 /// never silently turned into U+FFFD, which would make two different keys one record.
 @Suite struct ArgumentEncodingTests {
     /// Runs the tool through bash, so that `arguments` (bash `$'…'` words) can hold any bytes.
-    private func runRaw(_ arguments: String, in directory: URL) throws -> ToolResult {
+    private func runRaw(_ arguments: String, in directory: URL) async throws -> ToolResult {
         let executable = try #require(ToolRunner.executable, "recordkeeper executable not found")
         let bash = try #require(["/bin/bash", "/usr/bin/bash"].first { FileManager.default.isExecutableFile(atPath: $0) })
-        let run = try ChildProcess.run(
+        let run = try await ChildProcess.run(
             URL(fileURLWithPath: bash), ["-c", "exec \"$TOOL\" \(arguments)"], in: directory,
             environment: ["RECORDKEEPER_STORE": nil, "TOOL": executable.path])
         return ToolResult(status: run.status, stdout: run.stdout, stderr: run.stderr)
@@ -21,9 +21,9 @@ import Testing
         ("put notes k $'\\xc3\\x28' --store s.sqlite", "VALUE"),
         ("put notes k 1 --store $'s\\xff.sqlite'", "--store"),
     ])
-    func `an argument that is not UTF-8 is refused with exit 65 and named`(arguments: String, named: String) throws {
-        try withTemporaryDirectory { directory throws in
-            let result = try runRaw(arguments, in: directory)
+    func `an argument that is not UTF-8 is refused with exit 65 and named`(arguments: String, named: String) async throws {
+        try await withTemporaryDirectory { directory in
+            let result = try await runRaw(arguments, in: directory)
             #expect(result.status == 65, "\(result.stderr)")
             #expect(result.stderr.hasPrefix("recordkeeper: "))
             #expect(result.stderr.contains(named), "\(result.stderr)")
@@ -32,18 +32,18 @@ import Testing
         }
     }
 
-    @Test func `two keys that differ only in invalid bytes never land on one record`() throws {
-        try withTemporaryDirectory { directory throws in
-            #expect(try runRaw("put notes $'a\\xff' 1 --store s.sqlite", in: directory).status == 65)
-            #expect(try runRaw("put notes $'a\\xfe' 2 --store s.sqlite", in: directory).status == 65)
+    @Test func `two keys that differ only in invalid bytes never land on one record`() async throws {
+        try await withTemporaryDirectory { directory async throws in
+            #expect(try await runRaw("put notes $'a\\xff' 1 --store s.sqlite", in: directory).status == 65)
+            #expect(try await runRaw("put notes $'a\\xfe' 2 --store s.sqlite", in: directory).status == 65)
             #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("s.sqlite").path))
         }
     }
 
-    @Test func `valid UTF-8 arguments work as before`() throws {
-        try withTemporaryDirectory { directory throws in
-            #expect(try runRaw("put notes $'caf\\xc3\\xa9' '\"v\"' --store s.sqlite", in: directory).status == 0)
-            let got = try runRaw("get notes café --store s.sqlite", in: directory)
+    @Test func `valid UTF-8 arguments work as before`() async throws {
+        try await withTemporaryDirectory { directory in
+            #expect(try await runRaw("put notes $'caf\\xc3\\xa9' '\"v\"' --store s.sqlite", in: directory).status == 0)
+            let got = try await runRaw("get notes café --store s.sqlite", in: directory)
             #expect(got.status == 0, "\(got.stderr)")
             #expect(got.output == "\"v\"\n")
         }

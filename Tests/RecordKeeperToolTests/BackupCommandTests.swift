@@ -4,55 +4,55 @@ import Testing
 
 /// `backup DEST [--overwrite]`.
 @Suite struct BackupCommandTests {
-    @Test func `backup writes a private copy that passes check and holds the same records`() throws {
-        try withTool { tool throws in
-            try tool.runOnStore(["put", "users", "alice", #"{"name":"Alice"}"#])
-            try tool.runOnStore(["put", "users", "n", "-5"])
+    @Test func `backup writes a private copy that passes check and holds the same records`() async throws {
+        try await withTool { tool in
+            try await tool.runOnStore(["put", "users", "alice", #"{"name":"Alice"}"#])
+            try await tool.runOnStore(["put", "users", "n", "-5"])
             let destination = tool.directory.appendingPathComponent("copy.sqlite").path
-            let result = try tool.runOnStore(["backup", destination])
+            let result = try await tool.runOnStore(["backup", destination])
             #expect(result.status == 0)
             #expect(result.output == "backed up \(tool.storePath) to \(destination)\n")
             let attributes = try FileManager.default.attributesOfItem(atPath: destination)
             #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o600)
             #expect(!FileManager.default.fileExists(atPath: destination + "-wal"))
 
-            let check = try tool.run(["--store", destination, "check"])
+            let check = try await tool.run(["--store", destination, "check"])
             #expect(check.status == 0)
             #expect(check.output.hasPrefix("integrity: ok\n"))
-            #expect(try tool.run(["--store", destination, "list", "users", "--values"]).output
-                    == (try tool.runOnStore(["list", "users", "--values"])).output)
+            #expect(try await tool.run(["--store", destination, "list", "users", "--values"]).output
+                    == (try await tool.runOnStore(["list", "users", "--values"])).output)
         }
     }
 
-    @Test func `backup refuses an existing file with exit 73 unless given --overwrite`() throws {
-        try withTool { tool throws in
-            try tool.runOnStore(["put", "c", "k", "1"])
+    @Test func `backup refuses an existing file with exit 73 unless given --overwrite`() async throws {
+        try await withTool { tool in
+            try await tool.runOnStore(["put", "c", "k", "1"])
             let destination = try tool.file("taken.sqlite", "keep me")
-            let refused = try tool.runOnStore(["backup", destination])
+            let refused = try await tool.runOnStore(["backup", destination])
             #expect(refused.status == 73)
             #expect(refused.stderr == "recordkeeper: \(destination) already exists; it was left as it is "
                     + "(give --overwrite to replace it)\n")
             #expect(try String(contentsOfFile: destination, encoding: .utf8) == "keep me")
 
-            #expect(try tool.runOnStore(["backup", destination, "--overwrite"]).status == 0)
-            #expect(try tool.run(["--store", destination, "get", "c", "k"]).output == "1\n")
+            #expect(try await tool.runOnStore(["backup", destination, "--overwrite"]).status == 0)
+            #expect(try await tool.run(["--store", destination, "get", "c", "k"]).output == "1\n")
         }
     }
 
-    @Test func `backup onto the store itself is refused and leaves it unchanged`() throws {
-        try withTool { tool throws in
-            try tool.runOnStore(["put", "c", "k", "1"])
-            let result = try tool.runOnStore(["backup", tool.storePath, "--overwrite"])
+    @Test func `backup onto the store itself is refused and leaves it unchanged`() async throws {
+        try await withTool { tool in
+            try await tool.runOnStore(["put", "c", "k", "1"])
+            let result = try await tool.runOnStore(["backup", tool.storePath, "--overwrite"])
             #expect(result.status == 73)
             #expect(result.stderr.contains("is the store's own file"))
-            #expect(try tool.runOnStore(["get", "c", "k"]).output == "1\n")
+            #expect(try await tool.runOnStore(["get", "c", "k"]).output == "1\n")
         }
     }
 
-    @Test func `backup of a missing store exits 66 and creates nothing`() throws {
-        try withTool { tool throws in
+    @Test func `backup of a missing store exits 66 and creates nothing`() async throws {
+        try await withTool { tool in
             let destination = tool.directory.appendingPathComponent("copy.sqlite").path
-            let result = try tool.runOnStore(["backup", destination])
+            let result = try await tool.runOnStore(["backup", destination])
             #expect(result.status == 66)
             #expect(!FileManager.default.fileExists(atPath: tool.storePath))
             #expect(!FileManager.default.fileExists(atPath: destination))
@@ -63,18 +63,18 @@ import Testing
     // (`ulimit -f`), before the backup reports its error: the behaviour is tested in the
     // ordinary run.
     @Test(.disabled(if: underThreadSanitizer, "the sanitizer's runtime cannot run under a file-size limit"))
-    func `a backup that fails midway leaves no copy and no temporary file behind`() throws {
-        try withTool { tool throws in
+    func `a backup that fails midway leaves no copy and no temporary file behind`() async throws {
+        try await withTool { tool in
             // About 2 MB of records.
             let lines = (0..<400).map { #"{"collection":"c","key":"k\#($0)","value":"\#(String(repeating: "x", count: 5_000))"}"# }
             let input = try tool.file("records.ndjson", lines.joined(separator: "\n") + "\n")
-            #expect(try tool.runOnStore(["import", input]).status == 0)
+            #expect(try await tool.runOnStore(["import", input]).status == 0)
             let before = try FileManager.default.contentsOfDirectory(atPath: tool.directory.path).sorted()
             let destination = tool.directory.appendingPathComponent("copy.sqlite").path
             // The tool may write files of at most 256 KB (ulimit -f counts 512-byte blocks; the
             // signal is ignored, so a longer write fails with EFBIG): the copy fails part way.
             let executable = try #require(ToolRunner.executable).path
-            let run = try ChildProcess.run(
+            let run = try await ChildProcess.run(
                 URL(fileURLWithPath: "/bin/sh"),
                 ["-c", "trap '' XFSZ; ulimit -f 512; exec \"$0\" --store \"$1\" backup \"$2\"",
                  executable, tool.storePath, destination],
@@ -85,8 +85,8 @@ import Testing
             let after = try FileManager.default.contentsOfDirectory(atPath: tool.directory.path).sorted()
             #expect(after == before, "left behind: \(Set(after).subtracting(before).sorted())")
             // The store is untouched and a backup without the limit works.
-            #expect(try tool.run(["--store", tool.storePath, "check"]).status == 0)
-            #expect(try tool.runOnStore(["backup", destination]).status == 0)
+            #expect(try await tool.run(["--store", tool.storePath, "check"]).status == 0)
+            #expect(try await tool.runOnStore(["backup", destination]).status == 0)
         }
     }
 }

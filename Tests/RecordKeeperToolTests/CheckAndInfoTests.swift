@@ -5,10 +5,10 @@ import Testing
 
 /// `check` and `info`.
 @Suite struct CheckAndInfoTests {
-    @Test func `check reports integrity, format version and sizes`() throws {
-        try withTool { tool throws in
-            try tool.runOnStore(["put", "users", "alice", "12345"])
-            let result = try tool.runOnStore(["check"])
+    @Test func `check reports integrity, format version and sizes`() async throws {
+        try await withTool { tool in
+            try await tool.runOnStore(["put", "users", "alice", "12345"])
+            let result = try await tool.runOnStore(["check"])
             #expect(result.status == 0)
             let lines = result.outputLines
             #expect(lines.contains("integrity: ok"))
@@ -33,17 +33,17 @@ import Testing
             try await store.put("plain", key: "k", data: Data("1".utf8))
             await store.close()
 
-            let result = try tool.runOnStore(["check"])
+            let result = try await tool.runOnStore(["check"])
             #expect(result.status == 0)
             let versions = result.outputLines.filter { $0.hasPrefix("item version: ") }
             #expect(versions == ["item version: books 3", "item version: shelf 1"])
         }
     }
 
-    @Test func `info prints the path and SQLite settings`() throws {
-        try withTool { tool throws in
-            try tool.runOnStore(["put", "users", "alice", "1"])
-            let result = try tool.runOnStore(["info"])
+    @Test func `info prints the path and SQLite settings`() async throws {
+        try await withTool { tool in
+            try await tool.runOnStore(["put", "users", "alice", "1"])
+            let result = try await tool.runOnStore(["info"])
             #expect(result.status == 0)
             #expect(result.output.contains("journal mode: wal"))
             #expect(result.output.contains("durability: full"))
@@ -52,22 +52,22 @@ import Testing
         }
     }
 
-    @Test func `check reports a damaged store with exit 65 and leaves it unchanged`() throws {
-        try withTool { tool throws in
+    @Test func `check reports a damaged store with exit 65 and leaves it unchanged`() async throws {
+        try await withTool { tool in
             let lines = (0..<300).map { #"{"collection":"c","key":"k\#($0)","value":"\#(String(repeating: "x", count: 300))"}"# }
             let file = try tool.file("c.ndjson", lines.joined(separator: "\n"))
-            try #require(try tool.runOnStore(["import", file]).status == 0)
+            try #require(try await tool.runOnStore(["import", file]).status == 0)
             // Break the b-tree page type of every page after the schema page.
             let url = URL(fileURLWithPath: tool.storePath)
             var bytes = try Data(contentsOf: url)
             for page in stride(from: 2 * 4096, to: bytes.count, by: 4096) { bytes[page] = 0x7F }
             try bytes.write(to: url)
 
-            let check = try tool.runOnStore(["check"])
+            let check = try await tool.runOnStore(["check"])
             #expect(check.status == 65)
             #expect(check.output.hasPrefix("integrity: "))
             #expect(check.stderr.contains("keep a copy of the file"))
-            let read = try tool.runOnStore(["list", "c"])
+            let read = try await tool.runOnStore(["list", "c"])
             #expect(read.status == 69)
             #expect(try Data(contentsOf: url) == bytes)
         }

@@ -17,44 +17,44 @@ import Testing
         ("a", "b:c", Data("2".utf8)),
     ]
 
-    private func fill(_ tool: ToolRunner, store: String? = nil) throws {
+    private func fill(_ tool: ToolRunner, store: String? = nil) async throws {
         for sample in Self.samples {
             let arguments = ["put", sample.collection, sample.key, "-", "--store", store ?? tool.storePath]
-            #expect(try tool.run(arguments, input: sample.data).status == 0)
+            #expect(try await tool.run(arguments, input: sample.data).status == 0)
         }
     }
 
-    private func contents(_ tool: ToolRunner, store: String) throws -> String {
-        try tool.run(["export", "--format", "ndjson", "--store", store]).output
+    private func contents(_ tool: ToolRunner, store: String) async throws -> String {
+        try await tool.run(["export", "--format", "ndjson", "--store", store]).output
     }
 
     @Test(arguments: ["json", "ndjson"])
-    func `an export imports into a new store byte for byte`(format: String) throws {
-        try withTool { tool throws in
-            try fill(tool)
-            let exported = try tool.runOnStore(["export", "--format", format])
+    func `an export imports into a new store byte for byte`(format: String) async throws {
+        try await withTool { tool in
+            try await fill(tool)
+            let exported = try await tool.runOnStore(["export", "--format", format])
             #expect(exported.status == 0)
             #expect(exported.stderr.isEmpty)
             let file = try tool.file("export.\(format)", exported.output)
             let copy = tool.directory.appendingPathComponent("copy.sqlite").path
 
-            let imported = try tool.run(["import", file, "--store", copy])
+            let imported = try await tool.run(["import", file, "--store", copy])
             #expect(imported.status == 0)
             #expect(imported.output == "imported 4 collections: added 9, changed 0, removed 0, unchanged 0\n")
             for sample in Self.samples {
-                let value = try tool.run(["get", sample.collection, sample.key, "--raw", "--store", copy])
+                let value = try await tool.run(["get", sample.collection, sample.key, "--raw", "--store", copy])
                 #expect(value.stdout == sample.data, "\(sample.collection)/\(sample.key)")
             }
-            #expect(try contents(tool, store: copy) == contents(tool, store: tool.storePath))
+            #expect(try await contents(tool, store: copy) == contents(tool, store: tool.storePath))
         }
     }
 
-    @Test func `the JSON export is readable and compact JSON payloads appear as JSON`() throws {
-        try withTool { tool throws in
-            try tool.runOnStore(["put", "users", "alice", #"{"name":"Alice"}"#])
-            try tool.runOnStore(["put", "users", "bin", "--base64", "AAH/"])
-            try tool.runOnStore(["apply", "empty", "-"], input: Data("{}".utf8))
-            let exported = try tool.runOnStore(["export"]).output
+    @Test func `the JSON export is readable and compact JSON payloads appear as JSON`() async throws {
+        try await withTool { tool in
+            try await tool.runOnStore(["put", "users", "alice", #"{"name":"Alice"}"#])
+            try await tool.runOnStore(["put", "users", "bin", "--base64", "AAH/"])
+            try await tool.runOnStore(["apply", "empty", "-"], input: Data("{}".utf8))
+            let exported = try await tool.runOnStore(["export"]).output
             #expect(exported == """
                 {
                   "collections": {
@@ -67,7 +67,7 @@ import Testing
                 }
 
                 """)
-            let ndjson = try tool.runOnStore(["export", "users", "--format", "ndjson"]).outputLines
+            let ndjson = try await tool.runOnStore(["export", "users", "--format", "ndjson"]).outputLines
             #expect(ndjson == [
                 #"{"collection":"users"}"#,
                 #"{"collection":"users","key":"alice","value":{"name":"Alice"}}"#,
@@ -76,85 +76,85 @@ import Testing
         }
     }
 
-    @Test func `an empty collection survives a round trip`() throws {
-        try withTool { tool throws in
-            try tool.runOnStore(["apply", "empty", "-"], input: Data("{}".utf8))
-            let file = try tool.file("e.ndjson", try tool.runOnStore(["export", "--format", "ndjson"]).output)
+    @Test func `an empty collection survives a round trip`() async throws {
+        try await withTool { tool in
+            try await tool.runOnStore(["apply", "empty", "-"], input: Data("{}".utf8))
+            let file = try tool.file("e.ndjson", try await tool.runOnStore(["export", "--format", "ndjson"]).output)
             let copy = tool.directory.appendingPathComponent("copy.sqlite").path
-            #expect(try tool.run(["import", file, "--store", copy]).status == 0)
-            #expect(try tool.run(["collections", "--store", copy]).output == "empty\t0\t0\n")
+            #expect(try await tool.run(["import", file, "--store", copy]).status == 0)
+            #expect(try await tool.run(["collections", "--store", copy]).output == "empty\t0\t0\n")
         }
     }
 
-    @Test func `export to a file writes it whole and says so`() throws {
-        try withTool { tool throws in
-            try fill(tool)
+    @Test func `export to a file writes it whole and says so`() async throws {
+        try await withTool { tool in
+            try await fill(tool)
             let path = tool.directory.appendingPathComponent("out.ndjson").path
-            let result = try tool.runOnStore(["export", "--output", path])
+            let result = try await tool.runOnStore(["export", "--output", path])
             #expect(result.status == 0)
             #expect(result.output == "exported 9 records to \(path)\n")
             let written = try String(contentsOfFile: path, encoding: .utf8)
-            #expect(written == (try tool.runOnStore(["export", "--format", "ndjson"]).output))
+            #expect(written == (try await tool.runOnStore(["export", "--format", "ndjson"]).output))
             #expect(try FileManager.default.contentsOfDirectory(atPath: tool.directory.path)
                 .filter { $0.contains(".partial-") }.isEmpty)
         }
     }
 
-    @Test func `an export to an unwritable place exits 74 and leaves no file`() throws {
-        try withTool { tool throws in
-            try fill(tool)
+    @Test func `an export to an unwritable place exits 74 and leaves no file`() async throws {
+        try await withTool { tool in
+            try await fill(tool)
             let path = tool.directory.appendingPathComponent("missing-dir/out.json").path
-            let result = try tool.runOnStore(["export", "--output", path])
+            let result = try await tool.runOnStore(["export", "--output", path])
             #expect(result.status == 74)
             #expect(!FileManager.default.fileExists(atPath: path))
         }
     }
 
-    @Test func `import merges by default and keeps other records`() throws {
-        try withTool { tool throws in
-            try tool.runOnStore(["put", "users", "alice", "1"])
-            try tool.runOnStore(["put", "users", "bob", "2"])
-            try tool.runOnStore(["put", "users", "carol", "3"])
+    @Test func `import merges by default and keeps other records`() async throws {
+        try await withTool { tool in
+            try await tool.runOnStore(["put", "users", "alice", "1"])
+            try await tool.runOnStore(["put", "users", "bob", "2"])
+            try await tool.runOnStore(["put", "users", "carol", "3"])
             let file = try tool.file("in.json", #"{"collections": {"users": {"alice": 1, "bob": 20, "dave": 4}}}"#)
-            let dryRun = try tool.runOnStore(["import", file, "--dry-run"])
+            let dryRun = try await tool.runOnStore(["import", file, "--dry-run"])
             #expect(dryRun.status == 0)
             #expect(dryRun.output == "dry run: would add 1, change 1 and remove 0 records (1 unchanged) in 1 collections; nothing was written\n")
-            #expect(try tool.runOnStore(["get", "users", "dave"]).status == 66)
+            #expect(try await tool.runOnStore(["get", "users", "dave"]).status == 66)
 
-            let result = try tool.runOnStore(["import", file])
+            let result = try await tool.runOnStore(["import", file])
             #expect(result.output == "imported 1 collections: added 1, changed 1, removed 0, unchanged 1\n")
-            #expect(try tool.runOnStore(["list", "users", "--values"]).outputLines.map { $0.split(separator: "\t").last! }
+            #expect(try await tool.runOnStore(["list", "users", "--values"]).outputLines.map { $0.split(separator: "\t").last! }
                 == ["1", "20", "3", "4"])
         }
     }
 
-    @Test func `import with replace makes named collections exactly the file's records`() throws {
-        try withTool { tool throws in
-            try tool.runOnStore(["put", "users", "alice", "1"])
-            try tool.runOnStore(["put", "users", "bob", "2"])
-            try tool.runOnStore(["put", "other", "x", "9"])
+    @Test func `import with replace makes named collections exactly the file's records`() async throws {
+        try await withTool { tool in
+            try await tool.runOnStore(["put", "users", "alice", "1"])
+            try await tool.runOnStore(["put", "users", "bob", "2"])
+            try await tool.runOnStore(["put", "other", "x", "9"])
             let file = try tool.file("in.ndjson", """
                 {"collection":"users","key":"alice","value":1}
                 {"collection":"users","key":"carol","value":3}
 
                 """)
-            let dryRun = try tool.runOnStore(["import", file, "--replace", "--dry-run"])
+            let dryRun = try await tool.runOnStore(["import", file, "--replace", "--dry-run"])
             #expect(dryRun.output == "dry run: would add 1, change 0 and remove 1 records (1 unchanged) in 1 collections; nothing was written\n")
-            #expect(try tool.runOnStore(["get", "users", "bob"]).status == 0)
+            #expect(try await tool.runOnStore(["get", "users", "bob"]).status == 0)
 
-            let result = try tool.runOnStore(["import", "--replace", "-"], input: Data(try String(contentsOfFile: file, encoding: .utf8).utf8))
+            let result = try await tool.runOnStore(["import", "--replace", "-"], input: Data(try String(contentsOfFile: file, encoding: .utf8).utf8))
             #expect(result.status == 0)
             #expect(result.output == "imported 1 collections: added 1, changed 0, removed 1, unchanged 1\n")
-            #expect(try tool.runOnStore(["list", "users"]).outputLines.map { $0.split(separator: "\t").first! } == ["alice", "carol"])
-            #expect(try tool.runOnStore(["get", "other", "x"]).output == "9\n")
+            #expect(try await tool.runOnStore(["list", "users"]).outputLines.map { $0.split(separator: "\t").first! } == ["alice", "carol"])
+            #expect(try await tool.runOnStore(["get", "other", "x"]).output == "9\n")
         }
     }
 
-    @Test func `import reads standard input`() throws {
-        try withTool { tool throws in
+    @Test func `import reads standard input`() async throws {
+        try await withTool { tool async throws in
             let input = Data((#"{"collection":"c","key":"k","value":{"$base64":"AAE="}}"# + "\n").utf8)
-            #expect(try tool.runOnStore(["import", "-"], input: input).status == 0)
-            #expect(try tool.runOnStore(["get", "c", "k", "--raw"]).stdout == Data([0, 1]))
+            #expect(try await tool.runOnStore(["import", "-"], input: input).status == 0)
+            #expect(try await tool.runOnStore(["get", "c", "k", "--raw"]).stdout == Data([0, 1]))
         }
     }
 
@@ -166,53 +166,53 @@ import Testing
         ("{\"collection\":\"c\",\"colour\":1}\n", 1, 28),
         ("[1]", 1, 1),
     ])
-    func `malformed import input reports line and column and writes nothing`(input: String, line: Int, column: Int) throws {
-        try withTool { tool throws in
-            try tool.runOnStore(["put", "c", "kept", "1"])
-            let before = try tool.runOnStore(["export"]).output
+    func `malformed import input reports line and column and writes nothing`(input: String, line: Int, column: Int) async throws {
+        try await withTool { tool in
+            try await tool.runOnStore(["put", "c", "kept", "1"])
+            let before = try await tool.runOnStore(["export"]).output
             let file = try tool.file("bad.ndjson", input)
             for mode in [[], ["--replace"], ["--dry-run"]] {
-                let result = try tool.runOnStore(["import", file] + mode)
+                let result = try await tool.runOnStore(["import", file] + mode)
                 #expect(result.status == 65)
                 #expect(result.stderr.hasPrefix("recordkeeper: \(file): line \(line), column \(column): "), "\(result.stderr)")
                 #expect(result.stderr.hasSuffix("; nothing was written\n"))
-                #expect(try tool.runOnStore(["export"]).output == before)
+                #expect(try await tool.runOnStore(["export"]).output == before)
             }
         }
     }
 
-    @Test func `a malformed import into a missing store creates no store`() throws {
-        try withTool { tool throws in
+    @Test func `a malformed import into a missing store creates no store`() async throws {
+        try await withTool { tool in
             let file = try tool.file("bad.json", "{\"collections\": {\"c\": {\"k\": 1,}}}")
-            #expect(try tool.runOnStore(["import", file]).status == 65)
-            #expect(try tool.runOnStore(["import", file, "--replace"]).status == 65)
+            #expect(try await tool.runOnStore(["import", file]).status == 65)
+            #expect(try await tool.runOnStore(["import", file, "--replace"]).status == 65)
             #expect(!FileManager.default.fileExists(atPath: tool.storePath))
         }
     }
 
-    @Test func `importing a missing file exits 66`() throws {
-        try withTool { tool throws in
-            #expect(try tool.runOnStore(["import", "nope.json"]).status == 66)
+    @Test func `importing a missing file exits 66`() async throws {
+        try await withTool { tool async throws in
+            #expect(try await tool.runOnStore(["import", "nope.json"]).status == 66)
             #expect(!FileManager.default.fileExists(atPath: tool.storePath))
         }
     }
 
-    @Test func `an empty input imports nothing`() throws {
-        try withTool { tool throws in
+    @Test func `an empty input imports nothing`() async throws {
+        try await withTool { tool in
             let file = try tool.file("empty.ndjson", "")
-            let result = try tool.runOnStore(["import", file])
+            let result = try await tool.runOnStore(["import", file])
             #expect(result.status == 0)
             #expect(result.output == "imported 0 collections: added 0, changed 0, removed 0, unchanged 0\n")
         }
     }
 
-    @Test func `progress stays off when stderr is not a terminal`() throws {
-        try withTool { tool throws in
+    @Test func `progress stays off when stderr is not a terminal`() async throws {
+        try await withTool { tool in
             let lines = (0..<3000).map { #"{"collection":"c","key":"k\#($0)","value":\#($0)}"# }
             let file = try tool.file("many.ndjson", lines.joined(separator: "\n") + "\n")
-            let imported = try tool.runOnStore(["import", file])
+            let imported = try await tool.runOnStore(["import", file])
             #expect(imported.stderr.isEmpty)
-            let exported = try tool.runOnStore(["export", "--format", "ndjson"])
+            let exported = try await tool.runOnStore(["export", "--format", "ndjson"])
             #expect(exported.stderr.isEmpty)
             #expect(exported.outputLines.count == 3001)
         }

@@ -15,31 +15,31 @@ import Testing
 
     /// Runs `command` through `sh -c` on a pseudo-terminal and returns what the terminal showed
     /// (`script` copies the terminal to its stdout).
-    private func onTerminal(_ command: String, in directory: URL) throws -> String {
-        let run = try ChildProcess.run(
+    private func onTerminal(_ command: String, in directory: URL) async throws -> String {
+        let run = try await ChildProcess.run(
             URL(fileURLWithPath: try #require(Self.script)), ["-qec", command, "/dev/null"], in: directory)
         #expect(run.status == 0, "\(run.stderr)")
         return run.output + run.stderr
     }
 
     @Test(.enabled(if: script != nil, "needs script(1) from util-linux"))
-    func `a long import shows progress on a terminal's stderr only`() throws {
-        try withTool { tool throws in
+    func `a long import shows progress on a terminal's stderr only`() async throws {
+        try await withTool { tool in
             let executable = try #require(ToolRunner.executable).path
             let lines = (0..<20_000).map { #"{"collection":"c","key":"k\#($0)","value":\#($0)}"# }
             let file = try tool.file("many.ndjson", lines.joined(separator: "\n") + "\n")
-            let shown = try onTerminal("'\(executable)' import '\(file)' --store '\(tool.storePath)'",
+            let shown = try await onTerminal("'\(executable)' import '\(file)' --store '\(tool.storePath)'",
                                        in: tool.directory)
             #expect(shown.contains("records, "))
             #expect(shown.contains("/s"))
             #expect(shown.contains("imported 1 collections: added 20000"))
 
-            let withoutStderr = try onTerminal(
+            let withoutStderr = try await onTerminal(
                 "'\(executable)' import '\(file)' --store '\(tool.storePath)' 2>/dev/null", in: tool.directory)
             #expect(!withoutStderr.contains("records, "))
             #expect(withoutStderr.contains("imported 1 collections"))
 
-            let quiet = try onTerminal("'\(executable)' import '\(file)' --quiet --store '\(tool.storePath)'",
+            let quiet = try await onTerminal("'\(executable)' import '\(file)' --quiet --store '\(tool.storePath)'",
                                        in: tool.directory)
             #expect(quiet.isEmpty)
         }

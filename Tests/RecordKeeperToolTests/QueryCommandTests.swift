@@ -12,27 +12,27 @@ import Testing
         }}
         """#
 
-    func filled(_ tool: ToolRunner) throws {
+    func filled(_ tool: ToolRunner) async throws {
         let file = try tool.file("changes.json", Self.changes)
-        #expect(try tool.runOnStore(["apply", "items", file]).status == 0)
+        #expect(try await tool.runOnStore(["apply", "items", file]).status == 0)
     }
 
     func keys(_ result: ToolResult) -> [String] {
         result.outputLines.filter { !$0.isEmpty }.map { $0.split(separator: "\t").first.map(String.init) ?? "" }
     }
 
-    @Test func `list with where, order and limit prints the query's records in its order`() throws {
-        try withTool { tool throws in
-            try filled(tool)
-            #expect(keys(try tool.runOnStore(["list", "items", "--where", "n >= 2"])) == ["a", "c", "d"])
-            #expect(keys(try tool.runOnStore(["list", "items", "--where", "n>=2", "--where", "s != fig"])) == ["a", "c"])
-            #expect(keys(try tool.runOnStore(["list", "items", "--where", "s = 3"])) == [], "3 is the number 3")
-            #expect(keys(try tool.runOnStore(["list", "items", "--where", #"s = "3""#])) == ["c"])
-            #expect(keys(try tool.runOnStore(["list", "items", "--where", "s = pear"])) == ["a"])
-            #expect(keys(try tool.runOnStore(["list", "items", "--where", "due = null"])) == ["d"])
-            #expect(keys(try tool.runOnStore(["list", "items", "--order", "n:desc"])) == ["a", "d", "c", "b"])
-            #expect(keys(try tool.runOnStore(["list", "items", "--order", "n", "--limit", "2"])) == ["b", "c"])
-            let values = try tool.runOnStore(["list", "items", "--where", "due < 2026-01-02", "--values"])
+    @Test func `list with where, order and limit prints the query's records in its order`() async throws {
+        try await withTool { tool in
+            try await filled(tool)
+            #expect(keys(try await tool.runOnStore(["list", "items", "--where", "n >= 2"])) == ["a", "c", "d"])
+            #expect(keys(try await tool.runOnStore(["list", "items", "--where", "n>=2", "--where", "s != fig"])) == ["a", "c"])
+            #expect(keys(try await tool.runOnStore(["list", "items", "--where", "s = 3"])) == [], "3 is the number 3")
+            #expect(keys(try await tool.runOnStore(["list", "items", "--where", #"s = "3""#])) == ["c"])
+            #expect(keys(try await tool.runOnStore(["list", "items", "--where", "s = pear"])) == ["a"])
+            #expect(keys(try await tool.runOnStore(["list", "items", "--where", "due = null"])) == ["d"])
+            #expect(keys(try await tool.runOnStore(["list", "items", "--order", "n:desc"])) == ["a", "d", "c", "b"])
+            #expect(keys(try await tool.runOnStore(["list", "items", "--order", "n", "--limit", "2"])) == ["b", "c"])
+            let values = try await tool.runOnStore(["list", "items", "--where", "due < 2026-01-02", "--values"])
             #expect(values.outputLines.count == 1)
             #expect(values.outputLines.first?.hasPrefix("b\t") == true)
             #expect(values.outputLines.first?.hasSuffix(#"{"n":1,"s":"apple","due":"2026-01-01"}"#) == true)
@@ -40,34 +40,34 @@ import Testing
     }
 
     @Test(arguments: ["n", "n ~ 3", "n = ", "n[0] = 1", " = 3", "n != ", "n = {\"a\":1}"])
-    func `a malformed predicate exits 64 with the reason`(predicate: String) throws {
-        try withTool { tool throws in
-            try filled(tool)
-            let result = try tool.runOnStore(["list", "items", "--where", predicate])
+    func `a malformed predicate exits 64 with the reason`(predicate: String) async throws {
+        try await withTool { tool in
+            try await filled(tool)
+            let result = try await tool.runOnStore(["list", "items", "--where", predicate])
             #expect(result.status == 64, "\(result.stderr)")
             #expect(result.stderr.contains("--where"), "\(result.stderr)")
             #expect(result.stdout.isEmpty)
         }
     }
 
-    @Test func `a malformed order or limit exits 64`() throws {
-        try withTool { tool throws in
-            try filled(tool)
-            #expect(try tool.runOnStore(["list", "items", "--order", "n:down"]).status == 64)
-            #expect(try tool.runOnStore(["list", "items", "--limit", "0"]).status == 64)
-            #expect(try tool.runOnStore(["list", "missing", "--limit", "1"]).status == 66)
+    @Test func `a malformed order or limit exits 64`() async throws {
+        try await withTool { tool in
+            try await filled(tool)
+            #expect(try await tool.runOnStore(["list", "items", "--order", "n:down"]).status == 64)
+            #expect(try await tool.runOnStore(["list", "items", "--limit", "0"]).status == 64)
+            #expect(try await tool.runOnStore(["list", "missing", "--limit", "1"]).status == 66)
         }
     }
 
-    @Test func `index lists, adds and drops declared indexes`() throws {
-        try withTool { tool throws in
-            try filled(tool)
-            #expect(try tool.runOnStore(["index", "items"]).output == "")
-            #expect(try tool.runOnStore(["index", "items", "--add", "n", "--add", "due"]).output == "due\nn\n")
-            #expect(try tool.runOnStore(["index", "items"]).output == "due\nn\n")
-            #expect(keys(try tool.runOnStore(["list", "items", "--where", "n = 2", "--order", "s"])) == ["c", "d"])
-            #expect(try tool.runOnStore(["index", "items", "--drop", "n"]).output == "due\n")
-            #expect(try tool.runOnStore(["index", "items", "--add", "a b"]).status == 64)
+    @Test func `index lists, adds and drops declared indexes`() async throws {
+        try await withTool { tool in
+            try await filled(tool)
+            #expect(try await tool.runOnStore(["index", "items"]).output == "")
+            #expect(try await tool.runOnStore(["index", "items", "--add", "n", "--add", "due"]).output == "due\nn\n")
+            #expect(try await tool.runOnStore(["index", "items"]).output == "due\nn\n")
+            #expect(keys(try await tool.runOnStore(["list", "items", "--where", "n = 2", "--order", "s"])) == ["c", "d"])
+            #expect(try await tool.runOnStore(["index", "items", "--drop", "n"]).output == "due\n")
+            #expect(try await tool.runOnStore(["index", "items", "--add", "a b"]).status == 64)
         }
     }
 }

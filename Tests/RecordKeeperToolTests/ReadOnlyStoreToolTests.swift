@@ -13,38 +13,38 @@ import Testing
 @Suite struct ReadOnlyStoreToolTests {
     /// A store of root's with two records, in a directory other users may enter and read but
     /// not write; `body` gets a runner that runs the tool as `nobody`.
-    func withOthersStore(mode: mode_t, _ body: (ToolRunner, URL) throws -> Void) throws {
+    func withOthersStore(mode: mode_t, _ body: (ToolRunner, URL) async throws -> Void) async throws {
         let user = try #require(OtherUser.nobody)
-        try withTemporaryDirectory { directory in
+        try await withTemporaryDirectory { directory in
             let shared = directory.appendingPathComponent("shared", isDirectory: true)
             try FileManager.default.createDirectory(at: shared, withIntermediateDirectories: true)
             let owner = ToolRunner(directory: shared)
-            #expect(try owner.runOnStore(["put", "notes", "today", #""milk""#]).status == 0)
-            #expect(try owner.runOnStore(["put", "notes", "later", #""bread""#]).status == 0)
+            #expect(try await owner.runOnStore(["put", "notes", "today", #""milk""#]).status == 0)
+            #expect(try await owner.runOnStore(["put", "notes", "later", #""bread""#]).status == 0)
             #expect(chmod(directory.path, 0o755) == 0)
             #expect(chmod(shared.path, 0o755) == 0)
             #expect(chmod(owner.storePath, mode) == 0)
             var runner = ToolRunner(directory: shared)
             runner.user = user
-            try body(runner, shared)
+            try await body(runner, shared)
         }
     }
 
     @Test(.enabled(if: OtherUser.nobody != nil, OtherUser.unavailableReason))
-    func `another user reads a store it may only read, and its write says read-only`() throws {
-        try withOthersStore(mode: 0o644) { tool, directory in
+    func `another user reads a store it may only read, and its write says read-only`() async throws {
+        try await withOthersStore(mode: 0o644) { tool, directory in
             let before = try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted()
-            let got = try tool.runOnStore(["get", "notes", "today"])
+            let got = try await tool.runOnStore(["get", "notes", "today"])
             #expect(got.status == 0, "\(got.stderr)")
             #expect(got.output == "\"milk\"\n")
-            let listed = try tool.runOnStore(["list", "notes", "--values"])
+            let listed = try await tool.runOnStore(["list", "notes", "--values"])
             #expect(listed.status == 0, "\(listed.stderr)")
             #expect(listed.outputLines.count == 2)
-            let exported = try tool.runOnStore(["export"])
+            let exported = try await tool.runOnStore(["export"])
             #expect(exported.status == 0, "\(exported.stderr)")
-            #expect(try tool.runOnStore(["collections"]).status == 0)
+            #expect(try await tool.runOnStore(["collections"]).status == 0)
 
-            let put = try tool.runOnStore(["put", "notes", "today", #""eggs""#])
+            let put = try await tool.runOnStore(["put", "notes", "today", #""eggs""#])
             #expect(put.status == 74)
             #expect(put.stderr.contains("read-only"), "\(put.stderr)")
             #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted() == before)
@@ -52,9 +52,9 @@ import Testing
     }
 
     @Test(.enabled(if: OtherUser.nobody != nil, OtherUser.unavailableReason))
-    func `a store the user may not read at all says cannot read`() throws {
-        try withOthersStore(mode: 0o600) { tool, _ in
-            let got = try tool.runOnStore(["get", "notes", "today"])
+    func `a store the user may not read at all says cannot read`() async throws {
+        try await withOthersStore(mode: 0o600) { tool, _ in
+            let got = try await tool.runOnStore(["get", "notes", "today"])
             #expect(got.status == 74)
             #expect(got.stderr.hasPrefix("recordkeeper: "))
             #expect(got.stderr.contains("cannot read"), "\(got.stderr)")
@@ -74,7 +74,7 @@ import Testing
             for suffix in ["", "-wal", "-shm"] { #expect(chmod(url.path + suffix, 0o644) == 0) }
             var tool = ToolRunner(directory: directory)
             tool.user = user
-            let got = try tool.run(["get", "notes", "today", "--store", url.path])
+            let got = try await tool.run(["get", "notes", "today", "--store", url.path])
             #expect(got.status == 0, "\(got.stderr)")
             #expect(got.output == "\"eggs\"\n")
             await owner.close()
@@ -94,7 +94,7 @@ import Testing
             #expect(chmod(url.path + "-shm", 0o600) == 0)
             var tool = ToolRunner(directory: directory)
             tool.user = user
-            let got = try tool.run(["get", "notes", "today", "--store", url.path])
+            let got = try await tool.run(["get", "notes", "today", "--store", url.path])
             // An error naming the log, never the older "milk" of the main file.
             #expect(got.status == 74)
             #expect(got.output.isEmpty)

@@ -28,7 +28,7 @@ import Testing
                 ["conflicts"], ["conflicts", "--json"],
             ]
             for command in commands {
-                let result = try tool.run(command + ["--store", url.path])
+                let result = try await tool.run(command + ["--store", url.path])
                 #expect(try Self.fingerprint(data) == before, "\(command.joined(separator: " ")) changed \(data.path)")
                 if file.isEmptyDatabase, command == ["collections"] {
                     #expect(result.status == 0)

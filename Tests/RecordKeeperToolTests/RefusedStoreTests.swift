@@ -12,8 +12,8 @@ import Testing
     ]
 
     @Test(arguments: commands)
-    func `a file that is not a database is refused with exit 69 and left byte for byte`(arguments: [String]) throws {
-        try withTool { tool throws in
+    func `a file that is not a database is refused with exit 69 and left byte for byte`(arguments: [String]) async throws {
+        try await withTool { tool in
             let garbage = Data((0..<8192).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) })
             try garbage.write(to: URL(fileURLWithPath: tool.storePath))
             let changes = try tool.file("changes.json", #"{"upserts": {"k": 1}}"#)
@@ -21,7 +21,7 @@ import Testing
             let resolved = arguments.map { $0 == "CHANGES" ? changes : $0 == "IMPORT" ? input : $0 }
             let before = try FileManager.default.contentsOfDirectory(atPath: tool.directory.path).sorted()
 
-            let result = try tool.runOnStore(resolved)
+            let result = try await tool.runOnStore(resolved)
 
             #expect(result.status == 69)
             #expect(result.stderr.hasPrefix("recordkeeper: "))
@@ -37,15 +37,15 @@ import Testing
         .first { FileManager.default.isExecutableFile(atPath: $0) }
 
     @Test(.enabled(if: sqliteShell != nil, "needs the sqlite3 shell"))
-    func `another application's SQLite database is refused and left unchanged`() throws {
-        try withTool { tool throws in
-            let shell = try ChildProcess.run(
+    func `another application's SQLite database is refused and left unchanged`() async throws {
+        try await withTool { tool in
+            let shell = try await ChildProcess.run(
                 URL(fileURLWithPath: try #require(Self.sqliteShell)),
                 [tool.storePath, "CREATE TABLE people (name TEXT); INSERT INTO people VALUES ('x');"], in: tool.directory)
             try #require(shell.status == 0, "\(shell.stderr)")
             let original = try Data(contentsOf: URL(fileURLWithPath: tool.storePath))
             for arguments in [["collections"], ["put", "c", "k", "1"], ["import", "-"]] {
-                let result = try tool.runOnStore(arguments, input: Data("{}".utf8))
+                let result = try await tool.runOnStore(arguments, input: Data("{}".utf8))
                 #expect(result.status == 69, "\(arguments): \(result.stderr)")
                 #expect(try Data(contentsOf: URL(fileURLWithPath: tool.storePath)) == original)
             }

@@ -19,8 +19,8 @@ struct SyncCommandPostgresTests {
         return (ToolRunner(directory: a), ToolRunner(directory: b))
     }
 
-    private static func values(_ tool: ToolRunner, _ collection: String) throws -> [String] {
-        let result = try tool.runOnStore(["list", collection, "--values"])
+    private static func values(_ tool: ToolRunner, _ collection: String) async throws -> [String] {
+        let result = try await tool.runOnStore(["list", collection, "--values"])
         #expect(result.status == 0, "\(result.stderr)")
         // key, size, version, value: the version is local to each store.
         return result.outputLines.filter { !$0.isEmpty }.map { line in
@@ -36,12 +36,12 @@ struct SyncCommandPostgresTests {
 
     @Test func `two stores synced through the tool converge`() async throws {
         try await TestPostgres.withPrivateSchema(prefix: "rk_tool") { conninfo, _ in
-            try withTemporaryDirectory { directory in
+            try await withTemporaryDirectory { directory in
                 let (a, b) = try Self.devices(directory)
-                _ = Self.ok(try a.runOnStore(["put", "notes", "one", "1"]))
-                _ = Self.ok(try a.runOnStore(["put", "notes", "two", "2"]))
-                _ = Self.ok(try a.runOnStore(["put", "todos", "t", #""milk""#, "--json"]))
-                let first = Self.ok(try a.runOnStore(
+                _ = Self.ok(try await a.runOnStore(["put", "notes", "one", "1"]))
+                _ = Self.ok(try await a.runOnStore(["put", "notes", "two", "2"]))
+                _ = Self.ok(try await a.runOnStore(["put", "todos", "t", #""milk""#, "--json"]))
+                let first = Self.ok(try await a.runOnStore(
                     ["sync", "--server", conninfo, "--space", "home", "--collections", "notes,todos"]))
                 #expect(first.outputLines.first == #"started syncing "notes", "todos" with space "home""#)
                 #expect(first.output.contains("pushed"))
@@ -49,23 +49,23 @@ struct SyncCommandPostgresTests {
 
                 // A new store joins the space through RECORDKEEPER_SYNC_SERVER and gets everything.
                 let viaEnvironment = ToolRunner(directory: b.directory, environment: ["RECORDKEEPER_SYNC_SERVER": conninfo])
-                let joined = Self.ok(try viaEnvironment.runOnStore(["sync", "--space", "home", "--collections", "notes,todos"]))
+                let joined = Self.ok(try await viaEnvironment.runOnStore(["sync", "--space", "home", "--collections", "notes,todos"]))
                 #expect(joined.output.contains("pulled 3 change(s)"), "\(joined.output)")
-                #expect(try Self.values(b, "notes") == ["one=1", "two=2"])
-                #expect(try Self.values(b, "todos") == [#"t="milk""#])
+                #expect(try await Self.values(b, "notes") == ["one=1", "two=2"])
+                #expect(try await Self.values(b, "todos") == [#"t="milk""#])
 
                 // Edits and a deletion on b reach a; later syncs need only the server.
-                _ = Self.ok(try b.runOnStore(["put", "notes", "three", "3"]))
-                _ = Self.ok(try b.runOnStore(["delete", "notes", "one"]))
-                let pushed = Self.ok(try b.runOnStore(["sync", "--server", conninfo]))
+                _ = Self.ok(try await b.runOnStore(["put", "notes", "three", "3"]))
+                _ = Self.ok(try await b.runOnStore(["delete", "notes", "one"]))
+                let pushed = Self.ok(try await b.runOnStore(["sync", "--server", conninfo]))
                 #expect(pushed.output.contains("pushed 2 operation(s) (2 change(s))"), "\(pushed.output)")
-                let pulled = Self.ok(try a.runOnStore(["sync", "--server", conninfo, "--space", "home"]))
+                let pulled = Self.ok(try await a.runOnStore(["sync", "--server", conninfo, "--space", "home"]))
                 #expect(pulled.output.contains("pulled 2 change(s)"), "\(pulled.output)")
-                #expect(try Self.values(a, "notes") == ["three=3", "two=2"])
-                #expect(try Self.values(a, "notes") == (try Self.values(b, "notes")))
+                #expect(try await Self.values(a, "notes") == ["three=3", "two=2"])
+                #expect(try await Self.values(a, "notes") == (try Self.values(b, "notes")))
 
                 // Nothing pending: a sync again pushes and pulls nothing.
-                let idle = Self.ok(try a.runOnStore(["sync", "--server", conninfo]))
+                let idle = Self.ok(try await a.runOnStore(["sync", "--server", conninfo]))
                 #expect(idle.output.contains("pushed 0 operation(s) (0 change(s)), pulled 0 change(s)"), "\(idle.output)")
             }
         }
@@ -73,32 +73,32 @@ struct SyncCommandPostgresTests {
 
     @Test func `conflicts lists a concurrent edit and resolve clears it everywhere`() async throws {
         try await TestPostgres.withPrivateSchema(prefix: "rk_tool") { conninfo, _ in
-            try withTemporaryDirectory { directory in
+            try await withTemporaryDirectory { directory in
                 let (a, b) = try Self.devices(directory)
-                _ = Self.ok(try a.runOnStore(["put", "notes", "today", #""draft""#]))
-                _ = Self.ok(try a.runOnStore(["sync", "--server", conninfo, "--space", "home", "--collections", "notes"]))
-                _ = Self.ok(try b.runOnStore(["sync", "--server", conninfo, "--space", "home", "--collections", "notes"]))
+                _ = Self.ok(try await a.runOnStore(["put", "notes", "today", #""draft""#]))
+                _ = Self.ok(try await a.runOnStore(["sync", "--server", conninfo, "--space", "home", "--collections", "notes"]))
+                _ = Self.ok(try await b.runOnStore(["sync", "--server", conninfo, "--space", "home", "--collections", "notes"]))
 
                 // Both edit one record; a pushes first.
-                _ = Self.ok(try a.runOnStore(["put", "notes", "today", #""from a""#]))
-                _ = Self.ok(try b.runOnStore(["put", "notes", "today", #""from b""#]))
-                _ = Self.ok(try a.runOnStore(["sync", "--server", conninfo]))
-                let clash = Self.ok(try b.runOnStore(["sync", "--server", conninfo]))
+                _ = Self.ok(try await a.runOnStore(["put", "notes", "today", #""from a""#]))
+                _ = Self.ok(try await b.runOnStore(["put", "notes", "today", #""from b""#]))
+                _ = Self.ok(try await a.runOnStore(["sync", "--server", conninfo]))
+                let clash = Self.ok(try await b.runOnStore(["sync", "--server", conninfo]))
                 #expect(clash.output.contains("1 new conflict(s)"), "\(clash.output)")
                 let conflictLines = clash.outputLines.filter { $0.hasPrefix("conflict\t") }
                 #expect(conflictLines.count == 1)
                 #expect(conflictLines.first?.hasPrefix("conflict\tnotes\ttoday\tserver version ") == true)
 
                 // b took the server's value and keeps its own in the conflict.
-                #expect(try Self.values(b, "notes") == [#"today="from a""#])
-                let listed = Self.ok(try b.runOnStore(["conflicts"]))
+                #expect(try await Self.values(b, "notes") == [#"today="from a""#])
+                let listed = Self.ok(try await b.runOnStore(["conflicts"]))
                 #expect(listed.outputLines.count == 1)
                 let fields = listed.outputLines.first?.split(separator: "\t").map(String.init) ?? []
                 #expect(fields.count == 5)
                 #expect(fields.first == "notes" && fields.dropFirst().first == "today")
                 #expect(Int64(fields.dropFirst(2).first ?? "") != nil, "a server version")
                 #expect(fields.suffix(2) == [#""from b""#, #""from a""#])
-                let json = Self.ok(try b.runOnStore(["conflicts", "--json"]))
+                let json = Self.ok(try await b.runOnStore(["conflicts", "--json"]))
                 let document = try #require(try JSONSerialization.jsonObject(with: json.stdout) as? [String: Any])
                 let entries = try #require(document["conflicts"] as? [[String: Any]])
                 #expect(entries.count == 1)
@@ -109,87 +109,87 @@ struct SyncCommandPostgresTests {
                 #expect(entries.first?["serverVersion"] as? Int != nil)
                 // Listing conflicts never writes.
                 let before = try SyncCommandTests.fingerprint(b)
-                _ = Self.ok(try b.runOnStore(["conflicts"]))
+                _ = Self.ok(try await b.runOnStore(["conflicts"]))
                 #expect(try SyncCommandTests.fingerprint(b) == before)
 
                 // Keeping the local value writes it back; the next syncs carry it to a.
-                let resolved = Self.ok(try b.runOnStore(["resolve", "notes", "today", "--keep", "local"]))
+                let resolved = Self.ok(try await b.runOnStore(["resolve", "notes", "today", "--keep", "local"]))
                 #expect(resolved.output.contains("kept the local value"))
-                #expect(Self.ok(try b.runOnStore(["conflicts"])).output.isEmpty)
-                #expect(try Self.values(b, "notes") == [#"today="from b""#])
-                let after = Self.ok(try b.runOnStore(["sync", "--server", conninfo]))
+                #expect(Self.ok(try await b.runOnStore(["conflicts"])).output.isEmpty)
+                #expect(try await Self.values(b, "notes") == [#"today="from b""#])
+                let after = Self.ok(try await b.runOnStore(["sync", "--server", conninfo]))
                 #expect(after.output.contains("0 new conflict(s)"), "\(after.output)")
-                _ = Self.ok(try a.runOnStore(["sync", "--server", conninfo]))
-                #expect(try Self.values(a, "notes") == [#"today="from b""#])
-                #expect(Self.ok(try a.runOnStore(["conflicts"])).output.isEmpty)
+                _ = Self.ok(try await a.runOnStore(["sync", "--server", conninfo]))
+                #expect(try await Self.values(a, "notes") == [#"today="from b""#])
+                #expect(Self.ok(try await a.runOnStore(["conflicts"])).output.isEmpty)
 
                 // Keeping the server's value: the record stays as the server has it.
-                _ = Self.ok(try a.runOnStore(["put", "notes", "today", #""a again""#]))
-                _ = Self.ok(try b.runOnStore(["put", "notes", "today", #""b again""#]))
-                _ = Self.ok(try b.runOnStore(["sync", "--server", conninfo]))
-                let second = Self.ok(try a.runOnStore(["sync", "--server", conninfo]))
+                _ = Self.ok(try await a.runOnStore(["put", "notes", "today", #""a again""#]))
+                _ = Self.ok(try await b.runOnStore(["put", "notes", "today", #""b again""#]))
+                _ = Self.ok(try await b.runOnStore(["sync", "--server", conninfo]))
+                let second = Self.ok(try await a.runOnStore(["sync", "--server", conninfo]))
                 #expect(second.output.contains("1 new conflict(s)"), "\(second.output)")
-                _ = Self.ok(try a.runOnStore(["resolve", "notes", "today", "--keep", "server"]))
-                #expect(Self.ok(try a.runOnStore(["conflicts", "--json"])).output == "{\"conflicts\":[]}\n")
-                _ = Self.ok(try a.runOnStore(["sync", "--server", conninfo]))
-                #expect(try Self.values(a, "notes") == [#"today="b again""#])
-                #expect(try Self.values(b, "notes") == [#"today="b again""#])
+                _ = Self.ok(try await a.runOnStore(["resolve", "notes", "today", "--keep", "server"]))
+                #expect(Self.ok(try await a.runOnStore(["conflicts", "--json"])).output == "{\"conflicts\":[]}\n")
+                _ = Self.ok(try await a.runOnStore(["sync", "--server", conninfo]))
+                #expect(try await Self.values(a, "notes") == [#"today="b again""#])
+                #expect(try await Self.values(b, "notes") == [#"today="b again""#])
             }
         }
     }
 
     @Test func `a deletion meeting an edit is listed as deleted, and keeping it deletes the record everywhere`() async throws {
         try await TestPostgres.withPrivateSchema(prefix: "rk_tool") { conninfo, _ in
-            try withTemporaryDirectory { directory in
+            try await withTemporaryDirectory { directory in
                 let (a, b) = try Self.devices(directory)
-                _ = Self.ok(try a.runOnStore(["put", "notes", "today", "1"]))
-                _ = Self.ok(try a.runOnStore(["sync", "--server", conninfo, "--space", "s", "--collections", "notes"]))
-                _ = Self.ok(try b.runOnStore(["sync", "--server", conninfo, "--space", "s", "--collections", "notes"]))
-                _ = Self.ok(try a.runOnStore(["put", "notes", "today", "2"]))
-                _ = Self.ok(try b.runOnStore(["delete", "notes", "today"]))
-                _ = Self.ok(try a.runOnStore(["sync", "--server", conninfo]))
-                #expect(Self.ok(try b.runOnStore(["sync", "--server", conninfo])).output.contains("1 new conflict(s)"))
+                _ = Self.ok(try await a.runOnStore(["put", "notes", "today", "1"]))
+                _ = Self.ok(try await a.runOnStore(["sync", "--server", conninfo, "--space", "s", "--collections", "notes"]))
+                _ = Self.ok(try await b.runOnStore(["sync", "--server", conninfo, "--space", "s", "--collections", "notes"]))
+                _ = Self.ok(try await a.runOnStore(["put", "notes", "today", "2"]))
+                _ = Self.ok(try await b.runOnStore(["delete", "notes", "today"]))
+                _ = Self.ok(try await a.runOnStore(["sync", "--server", conninfo]))
+                #expect(Self.ok(try await b.runOnStore(["sync", "--server", conninfo])).output.contains("1 new conflict(s)"))
 
-                let line = Self.ok(try b.runOnStore(["conflicts"])).outputLines
+                let line = Self.ok(try await b.runOnStore(["conflicts"])).outputLines
                 #expect(line.count == 1)
                 #expect(line.first?.hasPrefix("notes\ttoday\t") == true)
                 #expect(line.first?.hasSuffix("\t(deleted)\t2") == true, "\(line)")
-                let json = Self.ok(try b.runOnStore(["conflicts", "--json"])).output
+                let json = Self.ok(try await b.runOnStore(["conflicts", "--json"])).output
                 #expect(json.contains(#""local":{"deleted":true},"server":{"value":2}"#), "\(json)")
 
-                _ = Self.ok(try b.runOnStore(["resolve", "notes", "today", "--keep", "local"]))
-                _ = Self.ok(try b.runOnStore(["sync", "--server", conninfo]))
-                _ = Self.ok(try a.runOnStore(["sync", "--server", conninfo]))
-                #expect(try Self.values(a, "notes").isEmpty)
-                #expect(try Self.values(b, "notes").isEmpty)
+                _ = Self.ok(try await b.runOnStore(["resolve", "notes", "today", "--keep", "local"]))
+                _ = Self.ok(try await b.runOnStore(["sync", "--server", conninfo]))
+                _ = Self.ok(try await a.runOnStore(["sync", "--server", conninfo]))
+                #expect(try await Self.values(a, "notes").isEmpty)
+                #expect(try await Self.values(b, "notes").isEmpty)
             }
         }
     }
 
     @Test func `last writer wins collections report no conflict`() async throws {
         try await TestPostgres.withPrivateSchema(prefix: "rk_tool") { conninfo, _ in
-            try withTemporaryDirectory { directory in
+            try await withTemporaryDirectory { directory in
                 let (a, b) = try Self.devices(directory)
                 for tool in [a, b] {
-                    _ = Self.ok(try tool.runOnStore(
+                    _ = Self.ok(try await tool.runOnStore(
                         ["sync", "--server", conninfo, "--space", "s", "--collections", "cursor", "--last-writer-wins"]))
                 }
-                _ = Self.ok(try a.runOnStore(["put", "cursor", "pos", "1"]))
-                _ = Self.ok(try b.runOnStore(["put", "cursor", "pos", "2"]))
-                _ = Self.ok(try a.runOnStore(["sync", "--server", conninfo]))
-                let later = Self.ok(try b.runOnStore(["sync", "--server", conninfo]))
+                _ = Self.ok(try await a.runOnStore(["put", "cursor", "pos", "1"]))
+                _ = Self.ok(try await b.runOnStore(["put", "cursor", "pos", "2"]))
+                _ = Self.ok(try await a.runOnStore(["sync", "--server", conninfo]))
+                let later = Self.ok(try await b.runOnStore(["sync", "--server", conninfo]))
                 #expect(later.output.contains("0 new conflict(s)"), "\(later.output)")
-                _ = Self.ok(try a.runOnStore(["sync", "--server", conninfo]))
-                #expect(try Self.values(a, "cursor") == ["pos=2"])
-                #expect(try Self.values(b, "cursor") == ["pos=2"])
+                _ = Self.ok(try await a.runOnStore(["sync", "--server", conninfo]))
+                #expect(try await Self.values(a, "cursor") == ["pos=2"])
+                #expect(try await Self.values(b, "cursor") == ["pos=2"])
 
                 // A later sync sets the policy back for the collections it names.
-                let back = Self.ok(try a.runOnStore(["sync", "--server", conninfo, "--collections", "cursor"]))
+                let back = Self.ok(try await a.runOnStore(["sync", "--server", conninfo, "--collections", "cursor"]))
                 #expect(back.outputLines.first == #"policy of "cursor" set to report"#)
-                _ = Self.ok(try a.runOnStore(["put", "cursor", "pos", "3"]))
-                _ = Self.ok(try b.runOnStore(["put", "cursor", "pos", "4"]))
-                _ = Self.ok(try b.runOnStore(["sync", "--server", conninfo]))
-                let reported = Self.ok(try a.runOnStore(["sync", "--server", conninfo]))
+                _ = Self.ok(try await a.runOnStore(["put", "cursor", "pos", "3"]))
+                _ = Self.ok(try await b.runOnStore(["put", "cursor", "pos", "4"]))
+                _ = Self.ok(try await b.runOnStore(["sync", "--server", conninfo]))
+                let reported = Self.ok(try await a.runOnStore(["sync", "--server", conninfo]))
                 #expect(reported.output.contains("1 new conflict(s)"), "\(reported.output)")
             }
         }
@@ -199,17 +199,17 @@ struct SyncCommandPostgresTests {
         async throws
     {
         try await TestPostgres.withPrivateSchema(prefix: "rk_tool") { conninfo, _ in
-            try withTemporaryDirectory { directory in
+            try await withTemporaryDirectory { directory in
                 let (a, b) = try Self.devices(directory)
-                _ = Self.ok(try a.runOnStore(["put", "notes", "today", #""1""#]))
-                _ = Self.ok(try a.runOnStore(["sync", "--server", conninfo, "--space", "home", "--collections", "notes"]))
-                _ = Self.ok(try b.runOnStore(["sync", "--server", conninfo, "--space", "home", "--collections", "notes"]))
+                _ = Self.ok(try await a.runOnStore(["put", "notes", "today", #""1""#]))
+                _ = Self.ok(try await a.runOnStore(["sync", "--server", conninfo, "--space", "home", "--collections", "notes"]))
+                _ = Self.ok(try await b.runOnStore(["sync", "--server", conninfo, "--space", "home", "--collections", "notes"]))
                 // A change not yet synced when the backup is taken; the device goes on after it.
-                _ = Self.ok(try a.runOnStore(["put", "notes", "draft", #""d""#]))
+                _ = Self.ok(try await a.runOnStore(["put", "notes", "draft", #""d""#]))
                 let backup = directory.appendingPathComponent("backup.sqlite").path
-                _ = Self.ok(try a.runOnStore(["backup", backup]))
-                _ = Self.ok(try a.runOnStore(["put", "notes", "today", #""after the backup""#]))
-                _ = Self.ok(try a.runOnStore(["sync", "--server", conninfo]))
+                _ = Self.ok(try await a.runOnStore(["backup", backup]))
+                _ = Self.ok(try await a.runOnStore(["put", "notes", "today", #""after the backup""#]))
+                _ = Self.ok(try await a.runOnStore(["sync", "--server", conninfo]))
 
                 // Restore (docs/BACKUP.md): nothing has the store open; remove its -wal and -shm
                 // files; move the copy to the store's path; sync with --recover.
@@ -218,43 +218,43 @@ struct SyncCommandPostgresTests {
                 }
                 try FileManager.default.removeItem(atPath: a.storePath)
                 try FileManager.default.moveItem(atPath: backup, toPath: a.storePath)
-                #expect(try Self.values(a, "notes") == [#"draft="d""#, #"today="1""#])
+                #expect(try await Self.values(a, "notes") == [#"draft="d""#, #"today="1""#])
                 // Edited before syncing, on the restored older value.
-                _ = Self.ok(try a.runOnStore(["put", "notes", "today", #""restored edit""#]))
-                let recovered = Self.ok(try a.runOnStore(["sync", "--server", conninfo, "--recover"]))
+                _ = Self.ok(try await a.runOnStore(["put", "notes", "today", #""restored edit""#]))
+                let recovered = Self.ok(try await a.runOnStore(["sync", "--server", conninfo, "--recover"]))
                 #expect(recovered.outputLines.first?.hasPrefix("recovered: it syncs as device ") == true, "\(recovered.output)")
                 #expect(recovered.output.contains("1 new conflict(s)"), "\(recovered.output)")
-                #expect(try Self.values(a, "notes") == [#"draft="d""#, #"today="after the backup""#])
-                let conflict = Self.ok(try a.runOnStore(["conflicts"])).outputLines
+                #expect(try await Self.values(a, "notes") == [#"draft="d""#, #"today="after the backup""#])
+                let conflict = Self.ok(try await a.runOnStore(["conflicts"])).outputLines
                 #expect(conflict.count == 1)
                 #expect(conflict.first?.hasSuffix("\t\"restored edit\"\t\"after the backup\"") == true, "\(conflict)")
 
                 // Both keep syncing: keeping the restored edit reaches the other device.
-                _ = Self.ok(try a.runOnStore(["resolve", "notes", "today", "--keep", "local"]))
-                _ = Self.ok(try a.runOnStore(["sync", "--server", conninfo]))
-                _ = Self.ok(try b.runOnStore(["sync", "--server", conninfo]))
-                #expect(try Self.values(b, "notes") == [#"draft="d""#, #"today="restored edit""#])
-                #expect(try Self.values(a, "notes") == (try Self.values(b, "notes")))
+                _ = Self.ok(try await a.runOnStore(["resolve", "notes", "today", "--keep", "local"]))
+                _ = Self.ok(try await a.runOnStore(["sync", "--server", conninfo]))
+                _ = Self.ok(try await b.runOnStore(["sync", "--server", conninfo]))
+                #expect(try await Self.values(b, "notes") == [#"draft="d""#, #"today="restored edit""#])
+                #expect(try await Self.values(a, "notes") == (try Self.values(b, "notes")))
             }
         }
     }
 
     @Test func `a copy made with backup syncs as a new device and says so`() async throws {
         try await TestPostgres.withPrivateSchema(prefix: "rk_tool") { conninfo, _ in
-            try withTemporaryDirectory { directory in
+            try await withTemporaryDirectory { directory in
                 let (a, b) = try Self.devices(directory)
-                _ = Self.ok(try a.runOnStore(["put", "notes", "shared", "1"]))
-                _ = Self.ok(try a.runOnStore(["sync", "--server", conninfo, "--space", "home", "--collections", "notes"]))
-                _ = Self.ok(try a.runOnStore(["backup", b.storePath]))
-                _ = Self.ok(try a.runOnStore(["put", "notes", "shared", "2"]))
-                _ = Self.ok(try b.runOnStore(["put", "notes", "shared", "3"]))
-                _ = Self.ok(try a.runOnStore(["sync", "--server", conninfo]))
-                let copy = Self.ok(try b.runOnStore(["sync", "--server", conninfo]))
+                _ = Self.ok(try await a.runOnStore(["put", "notes", "shared", "1"]))
+                _ = Self.ok(try await a.runOnStore(["sync", "--server", conninfo, "--space", "home", "--collections", "notes"]))
+                _ = Self.ok(try await a.runOnStore(["backup", b.storePath]))
+                _ = Self.ok(try await a.runOnStore(["put", "notes", "shared", "2"]))
+                _ = Self.ok(try await b.runOnStore(["put", "notes", "shared", "3"]))
+                _ = Self.ok(try await a.runOnStore(["sync", "--server", conninfo]))
+                let copy = Self.ok(try await b.runOnStore(["sync", "--server", conninfo]))
                 #expect(copy.output.contains("this store file is a copy of another device's store"), "\(copy.output)")
                 #expect(copy.output.contains("1 new conflict(s)"), "\(copy.output)")
-                #expect(try Self.values(b, "notes") == ["shared=2"])
-                #expect(Self.ok(try b.runOnStore(["conflicts"])).outputLines.first?.hasSuffix("\t3\t2") == true)
-                let again = Self.ok(try b.runOnStore(["sync", "--server", conninfo]))
+                #expect(try await Self.values(b, "notes") == ["shared=2"])
+                #expect(Self.ok(try await b.runOnStore(["conflicts"])).outputLines.first?.hasSuffix("\t3\t2") == true)
+                let again = Self.ok(try await b.runOnStore(["sync", "--server", conninfo]))
                 #expect(!again.output.contains("copy"), "bound to its file now: \(again.output)")
             }
         }
@@ -262,23 +262,23 @@ struct SyncCommandPostgresTests {
 
     @Test func `settings and credentials the server refuses exit 78 and 77, never 69`() async throws {
         try await TestPostgres.withPrivateSchema(prefix: "rk_tool") { conninfo, _ in
-            try withTemporaryDirectory { directory in
+            try await withTemporaryDirectory { directory in
                 let (a, _) = try Self.devices(directory)
-                _ = Self.ok(try a.runOnStore(["put", "notes", "one", "1"]))
+                _ = Self.ok(try await a.runOnStore(["put", "notes", "one", "1"]))
                 let before = try SyncCommandTests.fingerprint(a)
-                let database = try a.runOnStore([
+                let database = try await a.runOnStore([
                     "sync", "--server", conninfo + " dbname=recordkeeper_no_such_database", "--space", "s",
                     "--collections", "notes",
                 ])
                 #expect(database.status == 78, "\(database.stderr)")
                 #expect(database.stderr.contains("settings are wrong"), "\(database.stderr)")
-                let role = try a.runOnStore([
+                let role = try await a.runOnStore([
                     "sync", "--server", conninfo + " user=recordkeeper_no_such_role", "--space", "s", "--collections",
                     "notes",
                 ])
                 #expect(role.status == 77, "\(role.stderr)")
                 #expect(role.stderr.contains("refused the credentials"), "\(role.stderr)")
-                let tls = try a.runOnStore([
+                let tls = try await a.runOnStore([
                     "sync", "--server", conninfo + " sslmode=require", "--space", "s", "--collections", "notes",
                 ])
                 #expect(tls.status == 78, "\(tls.stderr)")
@@ -291,8 +291,8 @@ struct SyncCommandPostgresTests {
         try await TestPostgres.withPrivateSchema(prefix: "rk_tool") { conninfo, _ in
             try await withTemporaryDirectory { directory in
                 let (a, _) = try Self.devices(directory)
-                _ = Self.ok(try a.runOnStore(["put", "notes", "one", "1"]))
-                _ = Self.ok(try a.runOnStore(["sync", "--server", conninfo, "--space", "home", "--collections", "notes"]))
+                _ = Self.ok(try await a.runOnStore(["put", "notes", "one", "1"]))
+                _ = Self.ok(try await a.runOnStore(["sync", "--server", conninfo, "--space", "home", "--collections", "notes"]))
                 // A trigger in the test's schema raises a notice for every record the server stores.
                 let admin = try await PostgresConnection(conninfo: conninfo)
                 try await admin.transaction { connection in
@@ -304,8 +304,8 @@ struct SyncCommandPostgresTests {
                     try connection.execute(
                         "CREATE TRIGGER rk_notice BEFORE INSERT OR UPDATE ON recordkeeper_sync_records FOR EACH ROW EXECUTE FUNCTION rk_notice()")
                 }
-                _ = Self.ok(try a.runOnStore(["put", "notes", "two", "2"]))
-                let synced = Self.ok(try a.runOnStore(["sync", "--server", conninfo]))
+                _ = Self.ok(try await a.runOnStore(["put", "notes", "two", "2"]))
+                let synced = Self.ok(try await a.runOnStore(["sync", "--server", conninfo]))
                 let lines = synced.stderr.split(separator: "\n").map(String.init)
                 #expect(lines == ["recordkeeper: server NOTICE: hello from the trigger"], "\(synced.stderr)")
             }

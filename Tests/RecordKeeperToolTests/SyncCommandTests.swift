@@ -21,10 +21,10 @@ import Testing
         ToolRunner(directory: directory, environment: ["RECORDKEEPER_SYNC_SERVER": ""])
     }
 
-    @Test func `sync without a server, and with none in the environment, is a usage error`() throws {
-        try withTemporaryDirectory { directory in
+    @Test func `sync without a server, and with none in the environment, is a usage error`() async throws {
+        try await withTemporaryDirectory { directory in
             let tool = Self.runner(directory)
-            let result = try tool.runOnStore(["sync", "--space", "s", "--collections", "notes"])
+            let result = try await tool.runOnStore(["sync", "--space", "s", "--collections", "notes"])
             #expect(result.status == 64)
             #expect(result.stderr.contains("--server CONNINFO"))
             #expect(result.stderr.contains("RECORDKEEPER_SYNC_SERVER"))
@@ -42,13 +42,13 @@ import Testing
     ])
     func `a first sync with bad or missing settings exits 65 and changes nothing`(
         arguments: [String], message: String
-    ) throws {
-        try withTemporaryDirectory { directory in
+    ) async throws {
+        try await withTemporaryDirectory { directory in
             let tool = Self.runner(directory)
-            #expect(try tool.runOnStore(["put", "notes", "a", "1"]).status == 0)
+            #expect(try await tool.runOnStore(["put", "notes", "a", "1"]).status == 0)
             let before = try Self.fingerprint(tool)
             // The server is checked last: these fail before anything tries to reach it.
-            let result = try tool.runOnStore(["sync", "--server", try TestPostgres.unreachable()] + arguments)
+            let result = try await tool.runOnStore(["sync", "--server", try TestPostgres.unreachable()] + arguments)
             #expect(result.status == 65, "\(result.stderr)")
             #expect(result.stderr.contains(message), "\(result.stderr)")
             #expect(result.stderr.contains("nothing was changed"))
@@ -60,32 +60,32 @@ import Testing
     @Test(arguments: ["hots=db.internal", "postgresql://[::1", "host='unterminated"])
     func `a connection string libpq cannot read is a configuration error, not an unreachable server`(
         conninfo: String
-    ) throws {
-        try withTemporaryDirectory { directory in
+    ) async throws {
+        try await withTemporaryDirectory { directory in
             let tool = Self.runner(directory)
-            let result = try tool.runOnStore(["sync", "--server", conninfo, "--space", "s", "--collections", "notes"])
+            let result = try await tool.runOnStore(["sync", "--server", conninfo, "--space", "s", "--collections", "notes"])
             #expect(result.status == 78, "\(result.stderr)")
             #expect(result.stderr.contains("--server is not a connection string libpq can read"), "\(result.stderr)")
             #expect(try Self.fingerprint(tool).isEmpty)
-            let fromEnvironment = try ToolRunner(directory: directory, environment: ["RECORDKEEPER_SYNC_SERVER": conninfo])
+            let fromEnvironment = try await ToolRunner(directory: directory, environment: ["RECORDKEEPER_SYNC_SERVER": conninfo])
                 .runOnStore(["sync"])
             #expect(fromEnvironment.status == 78)
             #expect(fromEnvironment.stderr.contains("RECORDKEEPER_SYNC_SERVER is not a connection string"))
         }
     }
 
-    @Test func `recover on a store that never synced, or a bad timeout, is refused before any server`() throws {
-        try withTemporaryDirectory { directory in
+    @Test func `recover on a store that never synced, or a bad timeout, is refused before any server`() async throws {
+        try await withTemporaryDirectory { directory in
             let tool = Self.runner(directory)
-            #expect(try tool.runOnStore(["put", "notes", "a", "1"]).status == 0)
+            #expect(try await tool.runOnStore(["put", "notes", "a", "1"]).status == 0)
             let before = try Self.fingerprint(tool)
-            let recover = try tool.runOnStore([
+            let recover = try await tool.runOnStore([
                 "sync", "--server", try TestPostgres.unreachable(), "--space", "s", "--collections", "notes", "--recover",
             ])
             #expect(recover.status == 65, "\(recover.stderr)")
             #expect(recover.stderr.contains("does not sync yet: --recover has nothing to recover"), "\(recover.stderr)")
             for bad in ["0", "-3", "soon"] {
-                let timeout = try tool.runOnStore(["sync", "--server", try TestPostgres.unreachable(), "--timeout", bad])
+                let timeout = try await tool.runOnStore(["sync", "--server", try TestPostgres.unreachable(), "--timeout", bad])
                 #expect(timeout.status == 64, "\(timeout.stderr)")
                 #expect(timeout.stderr.contains("--timeout needs a number of seconds"))
             }
@@ -93,10 +93,10 @@ import Testing
         }
     }
 
-    @Test func `a first sync without collections does not create a store`() throws {
-        try withTemporaryDirectory { directory in
+    @Test func `a first sync without collections does not create a store`() async throws {
+        try await withTemporaryDirectory { directory in
             let tool = Self.runner(directory)
-            let result = try tool.runOnStore(["sync", "--server", try TestPostgres.unreachable(), "--space", "s"])
+            let result = try await tool.runOnStore(["sync", "--server", try TestPostgres.unreachable(), "--space", "s"])
             #expect(result.status == 65)
             #expect(try Self.fingerprint(tool).isEmpty)
         }
@@ -105,9 +105,9 @@ import Testing
     @Test func `an unreachable server exits 69 and leaves the store untouched`() async throws {
         try await withTemporaryDirectory { directory in
             let tool = Self.runner(directory)
-            #expect(try tool.runOnStore(["put", "notes", "a", "1"]).status == 0)
+            #expect(try await tool.runOnStore(["put", "notes", "a", "1"]).status == 0)
             let before = try Self.fingerprint(tool)
-            let result = try tool.runOnStore([
+            let result = try await tool.runOnStore([
                 "sync", "--server", try TestPostgres.unreachable(), "--space", "s", "--collections", "notes",
             ])
             #expect(result.status == 69)
@@ -124,7 +124,7 @@ import Testing
             // stays missing.
             let fresh = ToolRunner(directory: directory, environment: ["RECORDKEEPER_SYNC_SERVER": try TestPostgres.unreachable()])
             let other = directory.appendingPathComponent("other.sqlite").path
-            let viaEnvironment = try fresh.run(["sync", "--space", "s", "--collections", "notes", "--store", other])
+            let viaEnvironment = try await fresh.run(["sync", "--space", "s", "--collections", "notes", "--store", other])
             #expect(viaEnvironment.status == 69)
             #expect(!FileManager.default.fileExists(atPath: other))
         }
@@ -140,60 +140,60 @@ import Testing
             await store.close()
             let before = try Self.fingerprint(tool)
 
-            let other = try tool.runOnStore(["sync", "--server", try TestPostgres.unreachable(), "--space", "bob"])
+            let other = try await tool.runOnStore(["sync", "--server", try TestPostgres.unreachable(), "--space", "bob"])
             #expect(other.status == 65)
             #expect(other.stderr.contains(#"syncs space "alice", not "bob""#), "\(other.stderr)")
             #expect(try Self.fingerprint(tool) == before)
 
             // A later sync needs neither --space nor --collections: it goes on to the server.
-            let later = try tool.runOnStore(["sync", "--server", try TestPostgres.unreachable()])
+            let later = try await tool.runOnStore(["sync", "--server", try TestPostgres.unreachable()])
             #expect(later.status == 69, "\(later.stderr)")
             #expect(later.stderr.contains("local operation(s) stay pending"), "\(later.stderr)")
             // --last-writer-wins needs the collections it applies to.
-            let policy = try tool.runOnStore(["sync", "--server", try TestPostgres.unreachable(), "--last-writer-wins"])
+            let policy = try await tool.runOnStore(["sync", "--server", try TestPostgres.unreachable(), "--last-writer-wins"])
             #expect(policy.status == 65)
             #expect(policy.stderr.contains("--last-writer-wins applies to the collections named"), "\(policy.stderr)")
             #expect(try Self.fingerprint(tool) == before)
         }
     }
 
-    @Test func `conflicts of a store that never synced is empty, and resolve names what is missing`() throws {
-        try withTemporaryDirectory { directory in
+    @Test func `conflicts of a store that never synced is empty, and resolve names what is missing`() async throws {
+        try await withTemporaryDirectory { directory in
             let tool = Self.runner(directory)
-            #expect(try tool.runOnStore(["conflicts"]).status == 66, "no store: nothing is created")
+            #expect(try await tool.runOnStore(["conflicts"]).status == 66, "no store: nothing is created")
             #expect(try Self.fingerprint(tool).isEmpty)
-            #expect(try tool.runOnStore(["put", "notes", "a", "1"]).status == 0)
+            #expect(try await tool.runOnStore(["put", "notes", "a", "1"]).status == 0)
             let before = try Self.fingerprint(tool)
 
-            let text = try tool.runOnStore(["conflicts"])
+            let text = try await tool.runOnStore(["conflicts"])
             #expect(text.status == 0, "\(text.stderr)")
             #expect(text.output.isEmpty)
-            let json = try tool.runOnStore(["conflicts", "--json"])
+            let json = try await tool.runOnStore(["conflicts", "--json"])
             #expect(json.status == 0)
             #expect(json.output == "{\"conflicts\":[]}\n")
 
-            let noKeep = try tool.runOnStore(["resolve", "notes", "a"])
+            let noKeep = try await tool.runOnStore(["resolve", "notes", "a"])
             #expect(noKeep.status == 64)
             #expect(noKeep.stderr.contains("--keep local or --keep server"))
-            let badKeep = try tool.runOnStore(["resolve", "notes", "a", "--keep", "mine"])
+            let badKeep = try await tool.runOnStore(["resolve", "notes", "a", "--keep", "mine"])
             #expect(badKeep.status == 64)
-            let missing = try tool.runOnStore(["resolve", "notes", "a", "--keep", "server"])
+            let missing = try await tool.runOnStore(["resolve", "notes", "a", "--keep", "server"])
             #expect(missing.status == 66)
             #expect(missing.stderr.contains(#"no sync conflict for key "a" in collection "notes""#), "\(missing.stderr)")
             #expect(try Self.fingerprint(tool) == before)
         }
     }
 
-    @Test func `help describes the sync commands`() throws {
-        try withTemporaryDirectory { directory in
+    @Test func `help describes the sync commands`() async throws {
+        try await withTemporaryDirectory { directory in
             let tool = Self.runner(directory)
-            let help = try tool.run(["--help"]).output
+            let help = try await tool.run(["--help"]).output
             for command in ["sync", "conflicts", "resolve"] { #expect(help.contains("  \(command) ")) }
-            let sync = try tool.run(["sync", "--help"])
+            let sync = try await tool.run(["sync", "--help"])
             #expect(sync.status == 0)
             #expect(sync.output.contains("--server CONNINFO"))
             #expect(sync.output.contains("RECORDKEEPER_SYNC_SERVER"))
-            #expect(try tool.run(["help", "resolve"]).output.contains("--keep local|server"))
+            #expect(try await tool.run(["help", "resolve"]).output.contains("--keep local|server"))
         }
     }
 }

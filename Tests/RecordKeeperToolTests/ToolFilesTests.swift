@@ -15,23 +15,23 @@ import Testing
         return (attributes[.posixPermissions] as? NSNumber)?.intValue ?? -1
     }
 
-    @Test func `export --output creates a file only its owner can read`() throws {
-        try withTool { tool throws in
-            #expect(try tool.runOnStore(["put", "notes", "today", #""milk""#]).status == 0)
+    @Test func `export --output creates a file only its owner can read`() async throws {
+        try await withTool { tool in
+            #expect(try await tool.runOnStore(["put", "notes", "today", #""milk""#]).status == 0)
             let output = tool.directory.appendingPathComponent("export.json").path
-            let result = try tool.runOnStore(["export", "--output", output])
+            let result = try await tool.runOnStore(["export", "--output", output])
             #expect(result.status == 0, "\(result.stderr)")
             #expect(try mode(output) == 0o600)
         }
     }
 
     @Test(arguments: [0o600, 0o640, 0o400])
-    func `export --output over an existing file keeps that file's mode`(existing: Int) throws {
-        try withTool { tool throws in
-            #expect(try tool.runOnStore(["put", "notes", "today", #""milk""#]).status == 0)
+    func `export --output over an existing file keeps that file's mode`(existing: Int) async throws {
+        try await withTool { tool in
+            #expect(try await tool.runOnStore(["put", "notes", "today", #""milk""#]).status == 0)
             let output = try tool.file("export.json", "old")
             #expect(chmod(output, mode_t(existing)) == 0)
-            let result = try tool.runOnStore(["export", "--output", output])
+            let result = try await tool.runOnStore(["export", "--output", output])
             #expect(result.status == 0, "\(result.stderr)")
             #expect(try mode(output) == existing)
             #expect(try String(contentsOfFile: output, encoding: .utf8).contains("milk"))
@@ -71,8 +71,8 @@ import Testing
     }
     #endif
 
-    @Test func `import from standard input into a new store still works and leaves nothing behind`() throws {
-        try withTemporaryDirectory { directory in
+    @Test func `import from standard input into a new store still works and leaves nothing behind`() async throws {
+        try await withTemporaryDirectory { directory in
             let shared = directory.appendingPathComponent("tmp", isDirectory: true)
             try FileManager.default.createDirectory(at: shared, withIntermediateDirectories: true)
             let work = directory.appendingPathComponent("work", isDirectory: true)
@@ -81,9 +81,9 @@ import Testing
             tool.environment["TMPDIR"] = shared.path
             let input = Data((#"{"collection":"c","key":"a","value":1}"# + "\n" + #"{"collection":"c","key":"b","value":2}"# + "\n").utf8)
             for arguments in [["import", "-"], ["import", "-", "--replace"]] {
-                let result = try tool.runOnStore(arguments, input: input)
+                let result = try await tool.runOnStore(arguments, input: input)
                 #expect(result.status == 0, "\(result.stderr)")
-                #expect(try tool.runOnStore(["get", "c", "b"]).output == "2\n")
+                #expect(try await tool.runOnStore(["get", "c", "b"]).output == "2\n")
             }
             #expect(try FileManager.default.contentsOfDirectory(atPath: shared.path).isEmpty)
         }

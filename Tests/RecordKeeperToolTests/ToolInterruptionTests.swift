@@ -75,8 +75,8 @@ import Testing
             let outputs = directory.appendingPathComponent("outputs", isDirectory: true)
             try FileManager.default.createDirectory(at: outputs, withIntermediateDirectories: true)
             let runner = ToolRunner(directory: directory)
-            #expect(try runner.runOnStore(["put", "c", "kept", "1"]).status == 0)
-            let before = try runner.runOnStore(["export"]).output
+            #expect(try await runner.runOnStore(["put", "c", "kept", "1"]).status == 0)
+            let before = try await runner.runOnStore(["export"]).output
             let fifo = directory.appendingPathComponent("input.ndjson").path
             #expect(mkfifo(fifo, 0o600) == 0)
             let tool = try ToolProcess(["import", fifo, "--store", runner.storePath], in: directory, outputDirectory: outputs)
@@ -87,7 +87,7 @@ import Testing
             try await tool.waitForExit()
             close(writer)
             #expect(tool.process.terminationReason == .uncaughtSignal)
-            #expect(try runner.runOnStore(["export"]).output == before)
+            #expect(try await runner.runOnStore(["export"]).output == before)
         }
     }
 }

@@ -12,11 +12,11 @@ import Testing
             try await store.put("users", key: "seed", data: Data("{}".utf8))
             let stream = await store.changes(in: "users")
 
-            #expect(try tool.runOnStore(["put", "users", "alice", #"{"name":"Alice"}"#]).status == 0)
+            #expect(try await tool.runOnStore(["put", "users", "alice", #"{"name":"Alice"}"#]).status == 0)
             let put = try await changes(of: stream, timeout: .seconds(120)) { !$0.isEmpty }
             #expect(put == RecordChanges(upserts: ["alice": Data(#"{"name":"Alice"}"#.utf8)]))
 
-            #expect(try tool.runOnStore(["delete", "users", "seed"]).status == 0)
+            #expect(try await tool.runOnStore(["delete", "users", "seed"]).status == 0)
             let deleted = try await changes(of: stream, timeout: .seconds(120)) { !$0.isEmpty }
             #expect(deleted == RecordChanges(upserts: [:], removals: ["seed"]))
             await store.close()

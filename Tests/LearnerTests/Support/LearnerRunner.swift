@@ -29,13 +29,13 @@ struct LearnerRunner {
 
     @discardableResult
     func run(_ arguments: [String], environment extra: [String: String] = [:], sourceLocation: SourceLocation = #_sourceLocation)
-        throws -> LearnerResult
+        async throws -> LearnerResult
     {
         let executable = try #require(Self.executable, "learner executable not found; build it first",
                                       sourceLocation: sourceLocation)
         var environment: [String: String?] = ["LEARNER_STORE": nil, "XDG_DATA_HOME": nil, "HOME": home.path]
         for (name, value) in self.environment.merging(extra, uniquingKeysWith: { _, new in new }) { environment[name] = value }
-        let result = try ChildProcess.run(executable, arguments, in: directory, environment: environment)
+        let result = try await ChildProcess.run(executable, arguments, in: directory, environment: environment)
         return LearnerResult(status: result.status, output: result.output, errors: result.stderr)
     }
 }

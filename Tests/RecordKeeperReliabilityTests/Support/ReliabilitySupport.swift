@@ -66,7 +66,7 @@ extension BuildProducts {
 @discardableResult
 func runCommand(_ path: String, _ arguments: [String]) -> Int32 {
     do {
-        return try ChildProcess.run(URL(fileURLWithPath: path), arguments, in: FileManager.default.temporaryDirectory).status
+        return try ChildProcess.runBriefCommand(URL(fileURLWithPath: path), arguments, in: FileManager.default.temporaryDirectory).status
     } catch {
         return -1
     }

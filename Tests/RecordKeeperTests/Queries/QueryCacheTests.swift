@@ -19,14 +19,14 @@ import Testing
             #expect(try await store.query("words", Self.newest).elements.map(\.key) == ["tree", "sun"])
             #expect(DeclaredIndexTests.usesIndex(try await store.queryPlan("words", Self.newest)))
 
-            let dropped = try ChildProcess.run(tool, ["--store", url.path, "index", "words", "--drop", "dueAt"], in: directory)
+            let dropped = try await ChildProcess.run(tool, ["--store", url.path, "index", "words", "--drop", "dueAt"], in: directory)
             #expect(dropped.status == 0, "\(dropped.stderr)")
             // A query still naming the dropped index would fail ("no such index").
             #expect(try await store.query("words", Self.newest).elements.map(\.key) == ["tree", "sun"])
             #expect(try await store.count("words", where: RecordField("dueAt") >= 20) == 2)
             #expect(!DeclaredIndexTests.usesIndex(try await store.queryPlan("words", Self.newest)))
 
-            let declared = try ChildProcess.run(tool, ["--store", url.path, "index", "words", "--add", "dueAt"], in: directory)
+            let declared = try await ChildProcess.run(tool, ["--store", url.path, "index", "words", "--add", "dueAt"], in: directory)
             #expect(declared.status == 0, "\(declared.stderr)")
             #expect(DeclaredIndexTests.usesIndex(try await store.queryPlan("words", Self.newest)))
             #expect(try await store.query("words", Self.newest).elements.map(\.key) == ["tree", "sun"])
@@ -80,7 +80,7 @@ import Testing
         }
     }
 
-    @Test func `a connection keeps a bounded number of query statements and drops one that failed`() throws {
+    @Test func `a connection keeps a bounded number of query statements and drops one that failed`() async throws {
         let connection = try SQLiteConnection(path: nil, busyTimeout: .seconds(1))
         try connection.execute("CREATE TABLE t (v INTEGER)")
         try connection.execute("INSERT INTO t VALUES (1), (2), (3)")

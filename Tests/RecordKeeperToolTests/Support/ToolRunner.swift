@@ -36,7 +36,7 @@ struct ToolRunner {
     /// Runs `arguments`, feeding `input` on stdin.
     @discardableResult
     func run(_ arguments: [String], input: Data = Data(), sourceLocation: SourceLocation = #_sourceLocation)
-        throws -> ToolResult
+        async throws -> ToolResult
     {
         let executable = try #require(Self.executable, "recordkeeper executable not found; build it first",
                                       sourceLocation: sourceLocation)
@@ -44,12 +44,12 @@ struct ToolRunner {
         for (name, value) in self.environment { environment[name] = value }
         let result =
             if let user {
-                try ChildProcess.run(
+                try await ChildProcess.run(
                     URL(fileURLWithPath: user.setpriv),
                     ["--reuid=\(user.uid)", "--regid=\(user.gid)", "--clear-groups", executable.path] + arguments,
                     in: directory, environment: environment, input: input)
             } else {
-                try ChildProcess.run(executable, arguments, in: directory, environment: environment, input: input)
+                try await ChildProcess.run(executable, arguments, in: directory, environment: environment, input: input)
             }
         return ToolResult(status: result.status, stdout: result.stdout, stderr: result.stderr)
     }
@@ -57,9 +57,9 @@ struct ToolRunner {
     /// Runs with `--store` pointing at this directory's store.
     @discardableResult
     func runOnStore(_ arguments: [String], input: Data = Data(), sourceLocation: SourceLocation = #_sourceLocation)
-        throws -> ToolResult
+        async throws -> ToolResult
     {
-        try run(arguments + ["--store", storePath], input: input, sourceLocation: sourceLocation)
+        try await run(arguments + ["--store", storePath], input: input, sourceLocation: sourceLocation)
     }
 
     /// Writes a file in the directory and returns its path.
@@ -71,8 +71,10 @@ struct ToolRunner {
 }
 
 /// Runs `body` with a runner in a fresh temporary directory.
-func withTool<T>(_ body: (ToolRunner) throws -> T) throws -> T {
-    try withTemporaryDirectory { try body(ToolRunner(directory: $0)) }
+func withTool<T>(
+    isolation: isolated (any Actor)? = #isolation, _ body: (ToolRunner) async throws -> T
+) async throws -> T {
+    try await withTemporaryDirectory { try await body(ToolRunner(directory: $0)) }
 }
 
 /// A user other than the tests' (root's), to run the tool as: `nobody` through `setpriv`.

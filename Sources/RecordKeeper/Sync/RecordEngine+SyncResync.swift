@@ -17,11 +17,7 @@ extension RecordEngine {
                 """
             ) { statement in
                 try statement.bind(horizon, at: 1)
-                var records: [SyncRecordKey] = []
-                while try statement.step() {
-                    records.append(SyncRecordKey(collection: statement.string(at: 0), key: statement.string(at: 1)))
-                }
-                return records
+                return try Self.recordKeys(statement)
             }
         }
     }

@@ -81,12 +81,8 @@ extension PostgresSyncServer {
             }
             return SyncCompaction(
                 space: space, horizon: horizon, deletedTombstones: tombstones, deletedOperations: operations)
-        } catch let error as SyncError {
-            throw error
-        } catch let error as PostgresError where error.kind == .cancelled {
-            throw CancellationError()
         } catch {
-            throw Self.syncError(error, "compact space \(space)")
+            throw Self.failure(error, "compact space \(space)")
         }
     }
 

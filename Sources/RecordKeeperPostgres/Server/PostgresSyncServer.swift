@@ -130,12 +130,8 @@ public final class PostgresSyncServer: SyncCompactingServer {
         self.timeout = timeout
         do {
             try await PostgresSyncSchema.migrate(connections[0], timeout: timeout)
-        } catch let error as SyncError {
-            throw error
-        } catch let error as PostgresError where error.kind == .cancelled {
-            throw CancellationError()
         } catch {
-            throw Self.syncError(error, "migrate the sync schema")
+            throw Self.failure(error, "migrate the sync schema")
         }
     }
 
@@ -174,12 +170,8 @@ public final class PostgresSyncServer: SyncCompactingServer {
                     }
                 }
             }
-        } catch let error as SyncError {
-            throw error
-        } catch let error as PostgresError where error.kind == .cancelled {
-            throw CancellationError()
         } catch {
-            throw Self.syncError(error, "push to space \(space)")
+            throw Self.failure(error, "push to space \(space)")
         }
     }
 
@@ -201,18 +193,22 @@ public final class PostgresSyncServer: SyncCompactingServer {
                     return page
                 }
             }
-        } catch let error as SyncError {
-            throw error
-        } catch let error as PostgresError where error.kind == .cancelled {
-            throw CancellationError()
         } catch {
-            throw Self.syncError(error, "pull from space \(space)")
+            throw Self.failure(error, "pull from space \(space)")
         }
     }
 
     /// `date` in whole microseconds since 1970 (PostgreSQL's resolution).
     static func microseconds(_ date: Date) -> Int64 {
         Int64((date.timeIntervalSince1970 * 1_000_000).rounded(.down))
+    }
+
+    /// The error a request that failed with `error` throws: a ``RecordKeeper/SyncError`` as it
+    /// is, `CancellationError` for a cancelled statement, else ``syncError(_:_:)``.
+    static func failure(_ error: any Error, _ operation: String) -> any Error {
+        if let error = error as? SyncError { return error }
+        if let error = error as? PostgresError, error.kind == .cancelled { return CancellationError() }
+        return syncError(error, operation)
     }
 
     /// Maps a failure to the protocol's error, keeping the original (with its SQLSTATE).

@@ -29,7 +29,7 @@ struct PostgresSyncSchemaTests {
         try await withPrivateSchema { connect, name in
             let connection = try await connect()
             #expect(try await PostgresSyncSchema.version(connection) == 0)
-            #expect(try await PostgresSyncSchema.migrate(connection) == [1, 2, 3, 6])
+            #expect(try await PostgresSyncSchema.migrate(connection) == [1, 2, 3, 4, 6])
             #expect(try await PostgresSyncSchema.version(connection) == PostgresSyncSchema.currentVersion)
             #expect(try await tableCount(connection, schema: name) == 6)
             #expect(try await PostgresSyncSchema.migrate(connection) == [])
@@ -49,7 +49,7 @@ struct PostgresSyncSchemaTests {
             let applied = try await [a, b]
             // Each step ran once, by one of them (each step is its own transaction under the
             // lock, so one may take step 1 and the other step 2).
-            #expect(applied.joined().sorted() == [1, 2, 3, 6])
+            #expect(applied.joined().sorted() == [1, 2, 3, 4, 6])
         }
     }
 
@@ -87,7 +87,7 @@ struct PostgresSyncSchemaTests {
                 try connection.execute(
                     "INSERT INTO recordkeeper_sync_devices VALUES ('s', 'phone', 1), ('s', 'laptop', 1)")
             }
-            #expect(try await PostgresSyncSchema.migrate(connection) == [2, 3, 6])
+            #expect(try await PostgresSyncSchema.migrate(connection) == [2, 3, 4, 6])
 
             let server = try await PostgresSyncServer(connection: connection)
             let fresh = operation("phone", 2, put("notes", "a", "A2", base: 1))
@@ -126,7 +126,7 @@ struct PostgresSyncSchemaTests {
                 try connection.execute(
                     "INSERT INTO recordkeeper_sync_devices VALUES ('s', 'phone', 2), ('s', 'laptop', 1)")
             }
-            #expect(try await PostgresSyncSchema.migrate(connection) == [3, 6])
+            #expect(try await PostgresSyncSchema.migrate(connection, upTo: 3) == [3])
             let last = try await connection.transaction { connection in
                 try connection.execute(
                     "SELECT device, last_operation::text FROM recordkeeper_sync_devices WHERE space = 's' ORDER BY device")
@@ -144,11 +144,11 @@ struct PostgresSyncSchemaTests {
         }
     }
 
-    @Test func `a space recorded under schema 3 compacts after the migration to 6 and recognises a re-delivery`() async throws {
+    @Test func `a space recorded under schema 4 compacts after the migration to 6 and recognises a re-delivery`() async throws {
         try await withPrivateSchema { connect, _ in
             let connection = try await connect()
-            #expect(try await PostgresSyncSchema.migrate(connection, upTo: 3) == [1, 2, 3])
-            // A schema-3 server's space: the phone wrote a record, then deleted it; its
+            #expect(try await PostgresSyncSchema.migrate(connection, upTo: 4) == [1, 2, 3, 4])
+            // A schema-4 server's space: the phone wrote a record, then deleted it; its
             // operations were received at the database's now().
             let write = operation("phone", 1, after: nil, put("notes", "a", "A", base: nil))
             let erase = operation("phone", 2, after: write, delete("notes", "a", base: 1))
@@ -193,6 +193,48 @@ struct PostgresSyncSchemaTests {
                 try await server.pull(space: "s", after: SyncCursor(counter: 1), limit: 10)
             }
             #expect(behind?.code == .behindHorizon)
+        }
+    }
+
+    @Test func `records stored under schema 3 keep their values at 4, with no item version, and new pushes keep theirs`()
+        async throws
+    {
+        try await withPrivateSchema { connect, _ in
+            let connection = try await connect()
+            #expect(try await PostgresSyncSchema.migrate(connection, upTo: 3) == [1, 2, 3])
+            // What a schema-3 server stored: one record of the phone.
+            let phone1 = UUID()
+            _ = try await connection.transaction { connection in
+                try connection.execute("INSERT INTO recordkeeper_sync_spaces (space, counter) VALUES ('s', 1)")
+                try connection.execute(
+                    """
+                    INSERT INTO recordkeeper_sync_operations (space, operation_id, device, sequence, version, outcome)
+                    VALUES ('s', $1::uuid, 'phone', 1, 1, NULL)
+                    """, [.text(phone1.uuidString)])
+                try connection.execute(
+                    "INSERT INTO recordkeeper_sync_devices VALUES ('s', 'phone', 1, $1::uuid)", [.text(phone1.uuidString)])
+                try connection.execute(
+                    """
+                    INSERT INTO recordkeeper_sync_records (space, collection, key, version, payload, deleted, writer_device)
+                    VALUES ('s', 'books', 'old', 1, 'v1'::bytea, false, 'phone')
+                    """)
+            }
+            #expect(try await PostgresSyncSchema.migrate(connection, upTo: 4) == [4])
+
+            let server = try await PostgresSyncServer(connection: connection)
+            var newer = put("books", "new", "v2", base: nil)
+            newer.itemVersion = 2
+            let next = SyncOperation(device: "phone", sequence: 2, predecessor: .operation(phone1), changes: [newer])
+            #expect(try await server.push(space: "s", operations: [next]).map(\.result) == [.applied(SyncServerVersion(2))])
+            let page = try await server.pull(space: "s", after: .start, limit: 10)
+            #expect(page.changes.map(\.key) == ["old", "new"])
+            #expect(page.changes.map(\.itemVersion) == [nil, 2], "a record of schema 3 has none; a new push keeps its own")
+            // An older shape over the newer one is a conflict.
+            var older = put("books", "new", "v1", base: 2)
+            older.itemVersion = 1
+            let third = SyncOperation(device: "phone", sequence: 3, predecessor: .operation(next.id), changes: [older])
+            let outcome = try await server.push(space: "s", operations: [third])
+            #expect(outcome.first?.result.conflicts.first?.server?.itemVersion == 2)
         }
     }
 

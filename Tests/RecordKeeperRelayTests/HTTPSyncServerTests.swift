@@ -138,6 +138,35 @@ struct HTTPSyncServerTests {
         }
     }
 
+    @Test func `a relay that does not say it carries item versions is refused for them, and nothing is sent`()
+        async throws
+    {
+        // An older relay: its health has no `itemVersions`, and it would drop the field.
+        actor Count { var value = 0; func add() { value += 1 } }
+        let pushes = Count()
+        let health = HTTPRoute(.get, RelayWire.healthPath) { _ in
+            HTTPResponse(
+                status: 200,
+                json: Data(#"{"maxBodyBytes":1000000,"maxPullLimit":1000,"protocolVersion":1,"status":"ok"}"#.utf8))
+        }
+        let push = HTTPRoute(.post, RelayWire.pushPath) { _ in
+            await pushes.add()
+            return HTTPResponse(status: 500, text: "not expected")
+        }
+        try await withServer(routes: [health, push]) { http in
+            let server = HTTPSyncServer(url: URL(string: "http://127.0.0.1:\(http.port)")!) { "token" }
+            var change = SyncChange(collection: "books", key: "m", value: .payload(Data("{}".utf8)), base: nil)
+            change.itemVersion = 2
+            let error = await #expect(throws: SyncError.self) {
+                _ = try await server.push(
+                    space: "alice", operations: [SyncOperation(device: "phone", sequence: 1, changes: [change])])
+            }
+            #expect(error?.code == .configuration)
+            #expect(error?.message.contains("does not carry item versions") == true)
+            #expect(await pushes.value == 0, "nothing was sent")
+        }
+    }
+
     @Test func `a push larger than the relay's body limit goes in several requests, in order`() async throws {
         try await withRelay({ $0.maxBodyBytes = 4096 }) { relay in
             let server = client(relay, token: try RelayHarness.token(space: "alice"))

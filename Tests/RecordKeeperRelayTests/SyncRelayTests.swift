@@ -82,7 +82,8 @@ import Testing
             #expect(health.status == 200)
             #expect(
                 try health.decoded(RelayWire.Health.self)
-                    == RelayWire.Health(status: "ok", protocolVersion: 1, maxBodyBytes: 123_456, maxPullLimit: 10_000))
+                    == RelayWire.Health(
+                        status: "ok", protocolVersion: 1, maxBodyBytes: 123_456, maxPullLimit: 10_000, itemVersions: true))
             let token = try RelayHarness.token(space: "alice")
             let operation = SyncOperation.writing(["k": "v"], sequence: 1)
             _ = try await relay.push([operation], token: token)

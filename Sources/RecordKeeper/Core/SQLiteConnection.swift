@@ -16,24 +16,29 @@ final class SQLiteConnection {
     /// Prepared statements keyed by the address of their SQL literal: hashing an address is
     /// far cheaper than hashing the SQL text on every call, and only `StaticString` SQL (text
     /// written in this library, never built from input) can be cached at all.
-    private var statements: [UInt: Statement] = [:]
+    private let statements = StatementTable()
     /// Prepared statements of generated query SQL (`QuerySQL`), keyed by their text, and the
     /// texts from least to most recently used; at most `queryStatementLimit` (see
     /// `withQueryStatement`).
-    private var queryStatements: [String: Statement] = [:]
+    ///
+    /// The empty dictionaries here and in other types a store builds when it is created are
+    /// `Dictionary()`, not `[:]`: the literal builds the dictionary type's metadata at once
+    /// (looking up its key's `Hashable` conformance in every loaded image), `init()` only at
+    /// the first insertion, which a cold open's first read may never make.
+    private var queryStatements: [String: Statement] = Dictionary()
     private var queryStatementUse: [String] = []
     /// How many query statements a connection keeps prepared: an app runs a few query shapes
     /// per screen; the bound keeps memory flat when a caller builds many.
     static let queryStatementLimit = 32
     /// The declared indexes of each collection (by id), as read under schema cookie
     /// `schemaVersion` (see `RecordEngine.declaredIndexes`).
-    var declaredIndexCache: (schemaVersion: Int64, fields: [Int64: [FieldPath]]) = (-1, [:]) {
+    var declaredIndexCache: (schemaVersion: Int64, fields: [Int64: [FieldPath]]) = (-1, Dictionary()) {
         // The SQL built for the declared indexes of before may name one that is gone.
-        didSet { if declaredIndexCache.schemaVersion != oldValue.schemaVersion { querySQLCache = [:] } }
+        didSet { if declaredIndexCache.schemaVersion != oldValue.schemaVersion { querySQLCache = Dictionary() } }
     }
     /// The SQL text (and bound-value layout) built for each query shape, kept as long as
     /// `declaredIndexCache` is (see `RecordEngine.querySQL`); at most `querySQLLimit` shapes.
-    var querySQLCache: [QueryShapeKey: QuerySQL] = [:]
+    var querySQLCache: [QueryShapeKey: QuerySQL] = Dictionary()
     static let querySQLLimit = 64
 
     /// How a file is opened.
@@ -119,7 +124,7 @@ final class SQLiteConnection {
         let key = UInt(bitPattern: sql.utf8Start)
         if let statement = statements[key] { return statement }
         let statement = try Statement(connection: handle, sql: sql.description, persistent: true)
-        statements[key] = statement
+        statements.insert(statement, for: key)
         return statement
     }
 

@@ -9,9 +9,24 @@ import Foundation
 /// `@unchecked Sendable`: `state` is only touched inside `withLock`, under `lock`.
 /// (Synchronization's `Mutex` would need macOS 15 / iOS 18; the package supports earlier.)
 final class OutboxSignal: @unchecked Sendable {
+    private struct Waiter {
+        let id: UInt64
+        let continuation: CheckedContinuation<Void, Never>
+    }
+
+    /// Waiters in an array, with ids from a counter: every store builds a signal, and a
+    /// `[UUID: …]` dictionary literal made the runtime look up `UUID: Hashable` in every
+    /// loaded image when the store was created (a tenth of a millisecond of a cold open), and
+    /// each wait read random bytes for its id. A processor or two wait at a time.
     private struct State {
         var generation: UInt64 = 0
-        var waiters: [UUID: (after: UInt64, continuation: CheckedContinuation<Void, Never>)] = [:]
+        var nextID: UInt64 = 0
+        var waiters: [Waiter] = []
+
+        mutating func remove(_ id: UInt64) -> Waiter? {
+            guard let index = waiters.firstIndex(where: { $0.id == id }) else { return nil }
+            return waiters.remove(at: index)
+        }
     }
 
     private let lock = NSLock()
@@ -30,7 +45,7 @@ final class OutboxSignal: @unchecked Sendable {
     func notify() {
         let woken = withLock { state -> [CheckedContinuation<Void, Never>] in
             state.generation &+= 1
-            let waiters = state.waiters.values.map(\.continuation)
+            let waiters = state.waiters.map(\.continuation)
             state.waiters.removeAll()
             return waiters
         }
@@ -39,18 +54,21 @@ final class OutboxSignal: @unchecked Sendable {
 
     /// Returns once the generation is past `generation`, or when the task is cancelled.
     func wait(after generation: UInt64) async {
-        let id = UUID()
+        let id = withLock { state -> UInt64 in
+            state.nextID &+= 1
+            return state.nextID
+        }
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 let resumeNow = withLock { state -> Bool in
                     if state.generation != generation || Task.isCancelled { return true }
-                    state.waiters[id] = (generation, continuation)
+                    state.waiters.append(Waiter(id: id, continuation: continuation))
                     return false
                 }
                 if resumeNow { continuation.resume() }
             }
         } onCancel: {
-            let waiter = withLock { $0.waiters.removeValue(forKey: id) }
+            let waiter = withLock { $0.remove(id) }
             waiter?.continuation.resume()
         }
     }

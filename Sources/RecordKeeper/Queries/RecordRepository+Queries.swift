@@ -12,8 +12,9 @@ extension RecordRepository where Item: Queryable {
     /// Migrates the collection first if it holds items of an older item version.
     /// - Throws: ``QueryError`` naming a field that `Item` does not declare in
     ///   ``Queryable/queryFields``, a value that is not a JSON scalar, a non-positive limit or a
-    ///   token of another order; ``RepositoryError`` when a returned record does not decode or
-    ///   the collection cannot be migrated; ``RecordStoreError``.
+    ///   token of another order; ``RepositoryError`` when a returned record does not decode,
+    ///   was written by a newer app (pulled by sync: `newerItemVersion`, with its key) or the
+    ///   collection cannot be migrated; ``RecordStoreError``.
     public func query(
         where predicate: ItemPredicate<Item>? = nil, orderBy order: [ItemOrder<Item>] = [], limit: Int? = nil,
         after: QueryPageToken? = nil
@@ -23,12 +24,14 @@ extension RecordRepository where Item: Queryable {
         let query = try storedQuery(predicate, order: order, limit: limit, after: after)
         let collection = collection
         // Inline when it is a short walk of a declared index (see `RecordEngine.queryRecords`).
-        let page: QueryPage<StoredRecord> = try await currentQuery(query, inline: true) { engine, query, id in
+        let (page, newer): (QueryPage<StoredRecord>, [String: Int]) = try await currentQuery(query, inline: true) { engine, query, id in
             try engine.queryRecords(query, collectionID: id, collection: collection)
-        } ?? QueryPage(elements: [], next: nil)
+        } ?? (QueryPage(elements: [], next: nil), [:])
         var items: [Item] = []
         items.reserveCapacity(page.elements.count)
         for record in page.elements {
+            // Pulled from a device running a newer app: never decoded as this version's type.
+            if let version = newer[record.key] { throw migrator.newerRecordError(key: record.key, version: version) }
             items.append(try Self.decode(record.data, key: record.key, collection: collection, decoder: coder))
         }
         for record in page.elements { versions[record.key] = record.version }
@@ -86,7 +89,7 @@ extension RecordRepository where Item: Queryable {
         let collection = collection
         return try await currentQuery(query, inline: false) { engine, query, id in
             try engine.countRecords(query, collectionID: id, collection: collection, shape: shape)
-        } ?? 0
+        }?.result ?? 0
     }
 
     /// Runs `body` over the collection in one read transaction, after migrating the collection
@@ -94,16 +97,21 @@ extension RecordRepository where Item: Queryable {
     /// `inline`: first attempted on the caller's thread (see `RecordStore.performRead`).
     private func currentQuery<T: Sendable>(
         _ query: RecordQuery, inline: Bool, _ body: @escaping @Sendable (RecordEngine, RecordQuery, Int64) throws -> T
-    ) async throws -> T? {
+    ) async throws -> (result: T, newer: [String: Int])? {
         let name = try RecordNames.collection(collection, operation: .query)
+        let current = itemVersion
         for attempt in 0..<2 {
-            let (state, result) = try await store.performRead(.query, collection: name, inline: inline) { source in
-                guard let engine = source.engine else { return (StoredItemVersion.absent, T?.none) }
-                return try engine.query(name, query, body)
+            // With the records' own item versions, in the same transaction: records pulled from
+            // an older app are migrated first, and those of a newer app named by the caller.
+            let (state, read) = try await store.performRead(.query, collection: name, inline: inline) { source in
+                guard let engine = source.engine else { return (StoredItemVersion.absent, (T, RecordItemVersions)?.none) }
+                return try engine.query(name, query) { engine, query, id in
+                    (try body(engine, query, id), try engine.recordItemVersions(name, above: current))
+                }
             }
-            if try !migrator.needsMigration(state) || attempt == 1 {
+            if try !migrator.needsMigration(state, records: read?.1 ?? .none) || attempt == 1 {
                 isPrepared = true
-                return result
+                return read.map { ($0.0, $0.1.newer) }
             }
             try await migrate()
         }

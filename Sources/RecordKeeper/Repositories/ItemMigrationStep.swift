@@ -105,13 +105,24 @@ struct ItemMigrator: Sendable {
     }
 
     /// Whether a collection in `state` must be migrated; throws when it was written by a newer
-    /// version of the app, or with other payload strategies at this item version.
-    func needsMigration(_ state: StoredItemVersion) throws -> Bool {
+    /// version of the app, or with other payload strategies at this item version. `records`:
+    /// the versions single records hold of their own (pulled from devices running another
+    /// version of the app); one below ``currentVersion`` needs a migration too.
+    func needsMigration(_ state: StoredItemVersion, records: RecordItemVersions = .none) throws -> Bool {
         guard let found = Self.version(of: state) else { return false }
         if found > currentVersion { throw newerVersionError(found) }
         let stored = try storedStrategies(state)
         if found == currentVersion, stored != strategies { throw codingMismatchError(stored) }
-        return found < currentVersion
+        return found < currentVersion || records.lowest.map { $0 < currentVersion } == true
+    }
+
+    /// The error for a record written by a newer app (a pulled value with a higher item
+    /// version than this code knows): it is never decoded as this code's type.
+    func newerRecordError(key: String, version: Int) -> RepositoryError {
+        RepositoryError(
+            code: .newerItemVersion, collection: collection, key: key, itemVersion: version,
+            detail: "the record was written with item version \(version) by a newer version of the app (on another "
+                + "device); this code knows versions up to \(currentVersion), so it is not read as this version's type")
     }
 
     /// Brings the collection to ``currentVersion`` in the running transaction and records the
@@ -127,8 +138,10 @@ struct ItemMigrator: Sendable {
         if found > currentVersion { throw newerVersionError(found) }
         let stored = try storedStrategies(state)
         if found == currentVersion, stored != strategies { throw codingMismatchError(stored) }
-        if found < currentVersion {
-            try migrate(from: found, storedWith: stored, in: transaction)
+        let own = try transaction.recordItemVersions(of: collection)
+        if found < currentVersion || own.values.contains(where: { $0 < currentVersion }) {
+            try migrate(from: found, records: own, storedWith: stored, in: transaction)
+            try transaction.clearRecordItemVersions(of: collection, upTo: currentVersion)
         }
         if state != .recorded(currentVersion, coding: strategies.recorded) {
             try transaction.setItemVersion(currentVersion, coding: strategies.recorded, of: collection)
@@ -143,9 +156,8 @@ struct ItemMigrator: Sendable {
                 + "the new ones; nothing was changed")
     }
 
-    private func migrate(
-        from found: Int, storedWith stored: RecordCoding.Strategies, in transaction: RecordTransaction
-    ) throws {
+    /// The steps from `found` to ``currentVersion``.
+    private func chain(from found: Int) throws -> [ItemMigrationStep] {
         var chain: [ItemMigrationStep] = []
         for version in found..<currentVersion {
             guard let step = steps[version] else {
@@ -157,9 +169,30 @@ struct ItemMigrator: Sendable {
             }
             chain.append(step)
         }
+        return chain
+    }
+
+    /// Runs each record through the steps from its own version (`records`, else the
+    /// collection's, `found`): a record already at ``currentVersion`` or above is left as it
+    /// is, so a step never runs on a payload that is already past the version it starts from.
+    /// The rewrites are not captured for sync: every device migrates on its own.
+    private func migrate(
+        from found: Int, records own: [String: Int], storedWith stored: RecordCoding.Strategies,
+        in transaction: RecordTransaction
+    ) throws {
+        var chains: [Int: [ItemMigrationStep]] = [:]
         let finish = makeFinisher(stored)
         var upserts: [String: Data] = [:]
         try transaction.forEachRecord(in: collection) { record in
+            let start = own[record.key] ?? found
+            guard start < currentVersion else { return }
+            let chain: [ItemMigrationStep]
+            if let known = chains[start] {
+                chain = known
+            } else {
+                chain = try self.chain(from: start)
+                chains[start] = chain
+            }
             var data = record.data
             for step in chain {
                 do {
@@ -167,7 +200,7 @@ struct ItemMigrator: Sendable {
                 } catch {
                     throw RepositoryError(
                         code: .migrationFailed, collection: collection, key: record.key, underlying: error,
-                        itemVersion: found,
+                        itemVersion: start,
                         detail: "the step from item version \(step.fromVersion) to \(step.fromVersion + 1) failed; "
                             + "nothing was changed")
                 }
@@ -179,11 +212,11 @@ struct ItemMigrator: Sendable {
                 let problem = error.code == .keyMismatch ? "is stored under a key its ID does not give" : "does not decode"
                 throw RepositoryError(
                     code: .migrationFailed, collection: collection, key: record.key,
-                    underlying: error.underlying ?? error, itemVersion: found,
+                    underlying: error.underlying ?? error, itemVersion: start,
                     detail: "the item migrated to version \(currentVersion) \(problem); nothing was changed")
             }
         }
-        try transaction.apply(collection, changes: RecordChanges(upserts: upserts))
+        try transaction.applyWithoutSyncCapture(collection, changes: RecordChanges(upserts: upserts))
     }
 
     private func newerVersionError(_ found: Int) -> RepositoryError {

@@ -1,7 +1,8 @@
 import Foundation
 
 /// The result of ``RecordRepository/loadPartial()``: the items that decoded, and the records
-/// that did not, each with its key and error. Never a silently shorter list.
+/// that did not (or were written by a newer app), each with its key and error. Never a
+/// silently shorter list.
 public struct PartialLoad<Item: Sendable>: Sendable {
     /// The items that decoded, sorted by record key.
     public var items: [Item]
@@ -24,7 +25,10 @@ extension PartialLoad: Equatable where Item: Equatable {}
 public struct SkippedRecord: Sendable, Equatable {
     /// The record's key.
     public let key: String
-    /// Why it was skipped: `undecodableRecord` or `keyMismatch`, with the underlying error.
+    /// Why it was skipped: `undecodableRecord` or `keyMismatch`, with the underlying error, or
+    /// `newerItemVersion` for a record written by a newer version of the app on another device
+    /// (pulled by sync; its ``RepositoryError/itemVersion`` says which), never read as this
+    /// version's type.
     public let error: RepositoryError
 
     /// Creates a value.
@@ -57,11 +61,16 @@ extension RecordRepository {
     public func loadPartial() async throws -> PartialLoad<Item> {
         await takeTurn()
         defer { turns.release() }
-        let records = try await currentRecords() ?? []
+        let (records, newer) = try await currentRecords() ?? ([], [:])
         var result = PartialLoad<Item>(items: [], skipped: [])
         result.items.reserveCapacity(records.count)
         var newVersions: [String: RecordVersion] = [:]
         for record in records {  // already in key order
+            if let version = newer[record.key] {
+                // Written by a newer app on another device: never decoded as this version's type.
+                result.skipped.append(SkippedRecord(key: record.key, error: migrator.newerRecordError(key: record.key, version: version)))
+                continue
+            }
             do {
                 result.items.append(try Self.decode(record.data, key: record.key, collection: collection, decoder: coder))
                 newVersions[record.key] = record.version
@@ -80,7 +89,7 @@ extension RecordRepository {
     public func loadIfPresent() async throws -> [Item]? {
         await takeTurn()
         defer { turns.release() }
-        guard await store.isPresent(), let records = try await currentRecords() else {
+        guard await store.isPresent(), let records = try await currentRecordsOrThrow() else {
             versions = [:]
             return nil
         }

@@ -167,7 +167,7 @@ public actor RecordRepository<Item> where Item: Codable & Identifiable & Equatab
     public func load() async throws -> [Item] {
         await takeTurn()
         defer { turns.release() }
-        return try remember(try await currentRecords() ?? [])
+        return try remember(try await currentRecordsOrThrow() ?? [])
     }
 
     /// Decodes every record (in key order) and makes their versions the base of later saves;

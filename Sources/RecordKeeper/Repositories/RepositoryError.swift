@@ -47,7 +47,9 @@ public struct RepositoryError: Error, Sendable, CustomStringConvertible {
         /// The stored records need a migration step the code does not have; nothing was changed.
         public static let missingMigrationStep = Code("missingMigrationStep")
         /// The collection was written by a newer version of the app, with a higher item version
-        /// than the code knows; it was left untouched.
+        /// than the code knows; it was left untouched. With a ``RepositoryError/key``: that
+        /// record (pulled by sync from a device running a newer app) has the higher version;
+        /// it is not read as this version's type (``RecordRepository/loadPartial()`` skips it).
         public static let newerItemVersion = Code("newerItemVersion")
     }
 

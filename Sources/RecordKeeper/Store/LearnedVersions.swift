@@ -24,7 +24,8 @@ struct VersionChange: Sendable, Equatable {
 /// store's writer lock (delivery runs inside a commit), before no other.
 final class LearnedVersions: @unchecked Sendable {
     private let lock = NSLock()
-    private var inboxes: [String: [ObjectIdentifier: VersionInbox]] = [:]
+    /// `Dictionary()`, not `[:]` (see `SQLiteConnection.queryStatements`): built with every store.
+    private var inboxes: [String: [ObjectIdentifier: VersionInbox]] = Dictionary()
 
     /// Starts telling `inbox` about writes to `collection` (a normalized name).
     func register(_ inbox: VersionInbox, for collection: String) {

@@ -36,7 +36,7 @@ extension RecordStore {
     ///   temporary file is left behind.
     public nonisolated func backup(to destination: URL, overwrite: Bool = false) async throws {
         let target = destination.standardizedFileURL.path
-        let storePath = path
+        let storePath = url?.path
         guard destination.isFileURL else {
             throw backupError(.invalidArgument, "the destination \(destination) is not a file URL")
         }

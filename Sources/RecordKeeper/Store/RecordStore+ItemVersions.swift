@@ -59,14 +59,20 @@ extension RecordStore {
     }
 
     /// One record together with the collection's item version, read by one statement (so
-    /// both come from one state of the store). Runs inline when the store is open and idle.
+    /// both come from one state of the store), and the item version the record holds of its
+    /// own (format 8; nil: its collection's). Runs inline when the store is open and idle.
     nonisolated(nonsending) func recordWithItemVersion(
         _ collection: String, key: String
-    ) async throws -> (itemVersion: StoredItemVersion, record: StoredRecord?) {
+    ) async throws -> (itemVersion: StoredItemVersion, record: StoredRecord?, own: Int?) {
         let name = try RecordNames.collection(collection, operation: .record)
         let key = try RecordNames.key(key, collection: name, operation: .record)
         return try await performRead(.record, collection: name, inline: true) { source in
-            try source.engine?.recordWithItemVersion(name, key: key) ?? (.absent, nil)
+            guard let engine = source.engine else { return (.absent, nil, nil) }
+            let (state, record) = try engine.recordWithItemVersion(name, key: key)
+            // A record pulled from another device may hold a version of its own. Read after the
+            // record: a pull committing in between can only make it newer, never hide a newer one.
+            let own = record == nil ? nil : try engine.recordItemVersion(name, key: key)
+            return (state, record, own)
         }
     }
 }

@@ -138,5 +138,18 @@ enum StoreFormat {
                 ) WITHOUT ROWID;
                 """
         ),
+        Migration(
+            version: 8,
+            name: "the item version of synced payloads: pending changes, pulled records, values kept aside, conflicts",
+            sql: """
+                ALTER TABLE sync_operation_changes ADD COLUMN item_version INTEGER;
+                ALTER TABLE sync_records ADD COLUMN item_version INTEGER;
+                ALTER TABLE sync_records ADD COLUMN aside_item_version INTEGER;
+                ALTER TABLE sync_conflicts ADD COLUMN local_item_version INTEGER;
+                ALTER TABLE sync_conflicts ADD COLUMN server_item_version INTEGER;
+                CREATE INDEX sync_records_item_version ON sync_records (collection, item_version)
+                    WHERE item_version IS NOT NULL;
+                """
+        ),
     ]
 }

@@ -27,6 +27,7 @@ public import Foundation
 /// | 410 with code `behindHorizon` | ``SyncError/Code/behindHorizon``: the pull's cursor is behind the space's compaction horizon (``RecordSync`` resyncs) |
 /// | 408, 429, 502, 503, 504, no connection, a timeout | ``SyncError/Code/unreachable``, with ``SyncError/retryAfter`` from `Retry-After` |
 /// | 404, 405, another protocol version | ``SyncError/Code/configuration``: the URL is not a relay of this protocol |
+/// | a push of changes with item versions to a relay whose health does not say ``RelayWire/Health/itemVersions`` | ``SyncError/Code/configuration`` (nothing sent): an older relay would drop them |
 /// | other | ``SyncError/Code/serverFailure`` |
 ///
 /// A push larger than the relay's body limit (its `GET /v1/health` says it, asked once) goes
@@ -70,6 +71,7 @@ public struct HTTPSyncServer: RecordSyncServer {
         var outcomes: [SyncOutcome] = []
         var start = operations.startIndex
         var refreshedLimit = false
+        try await checkCarriesItemVersions(operations)
         while start < operations.endIndex {
             let limit = try await health().maxBodyBytes
             let end = try body.batchEnd(from: start, limit: limit, relay: url)
@@ -150,6 +152,23 @@ public struct HTTPSyncServer: RecordSyncServer {
             return health
         }
         throw try failure("health check", response, data)
+    }
+
+    /// Refuses, before anything is sent, to push changes with item versions through a relay
+    /// that does not say it carries them (an older `recordkeeper-relay` would drop them, and
+    /// other devices would migrate those payloads again).
+    private func checkCarriesItemVersions(_ operations: [SyncOperation]) async throws {
+        var versioned: Set<String> = []
+        for operation in operations {
+            for change in operation.changes where change.itemVersion != nil { versioned.insert(change.collection) }
+        }
+        guard !versioned.isEmpty, try await health().itemVersions != true else { return }
+        throw SyncError(
+            .configuration,
+            "the relay at \(url.absoluteString) does not carry item versions (an older recordkeeper-relay): pushing "
+                + "through it would drop the item versions of collection(s) "
+                + versioned.sorted().map { "'\($0)'" }.joined(separator: ", ")
+                + " and other devices would migrate those items again; upgrade the relay. Nothing was sent")
     }
 
     /// Encodes a request body with the library's codec.

@@ -77,7 +77,7 @@ public actor InMemorySyncServer: SyncCompactingServer {
             after.prefix(limit + 1).map { id, record in
                 SyncPulledChange(
                     collection: id.collection, key: id.key, value: record.value,
-                    version: record.version)
+                    version: record.version, itemVersion: record.itemVersion)
             },
             limit: limit, head: current.counter, cursor: cursor, horizon: current.horizon)
         if spaces[space] != nil {

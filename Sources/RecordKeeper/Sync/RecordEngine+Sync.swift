@@ -8,6 +8,17 @@ struct PendingSyncChange: Sendable {
     let value: SyncValue
     let base: SyncServerVersion?
     let policy: SyncConflictPolicy
+    /// The item version the value was captured at (format 8; nil: byte-level data).
+    let itemVersion: Int?
+}
+
+/// A server value kept aside while local changes of its record are pending.
+struct SyncAside: Sendable {
+    let record: SyncRecordKey
+    let value: SyncValue
+    let version: Int64
+    /// The item version the value was written at (format 8).
+    let itemVersion: Int?
 }
 
 /// A pending local operation (format 5, `sync_operations`), with its changes.
@@ -43,11 +54,14 @@ extension RecordEngine {
         let sequence = try newSyncOperation()
         for record in records {
             try run(collection: record.collection, key: record.key) {
+                // The value at commit, with the item version its collection records (nil: no
+                // repository with item versions wrote it; also for a removed collection).
                 try connection.withStatement(
                     """
-                    INSERT INTO sync_operation_changes (sequence, collection, key, payload)
-                    VALUES (?1, ?2, ?3, (SELECT r.payload FROM records r JOIN collections c ON c.id = r.collection_id
-                                         WHERE c.name = ?2 AND r.key = ?3))
+                    INSERT INTO sync_operation_changes (sequence, collection, key, payload, item_version)
+                    SELECT ?1, ?2, ?3, (SELECT r.payload FROM records r WHERE r.collection_id = c.id AND r.key = ?3),
+                           c.item_version
+                    FROM (SELECT 1) LEFT JOIN collections c ON c.name = ?2
                     """
                 ) { statement in
                     try statement.bind(sequence, at: 1)
@@ -55,6 +69,21 @@ extension RecordEngine {
                     try statement.bind(record.key, at: 3)
                     try statement.run()
                 }
+            }
+        }
+        // A local write makes the record's value the collection's shape: an item version a
+        // pulled value had (kept per record) no longer applies. Only records that have one
+        // are touched (the partial index), usually none.
+        try run {
+            try connection.withStatement(
+                """
+                UPDATE sync_records SET item_version = NULL
+                WHERE item_version IS NOT NULL
+                AND (collection, key) IN (SELECT collection, key FROM sync_operation_changes WHERE sequence = ?1)
+                """
+            ) { statement in
+                try statement.bind(sequence, at: 1)
+                try statement.run()
             }
         }
         return sequence
@@ -104,13 +133,15 @@ extension RecordEngine {
                 try connection.withStatement(
                     last == nil
                         ? """
-                        INSERT INTO sync_operation_changes (sequence, collection, key, payload)
-                        SELECT ?1, ?2, key, payload FROM records WHERE collection_id = ?3
+                        INSERT INTO sync_operation_changes (sequence, collection, key, payload, item_version)
+                        SELECT ?1, ?2, key, payload, (SELECT item_version FROM collections WHERE id = ?3)
+                        FROM records WHERE collection_id = ?3
                         ORDER BY key LIMIT ?5 RETURNING key
                         """
                         : """
-                        INSERT INTO sync_operation_changes (sequence, collection, key, payload)
-                        SELECT ?1, ?2, key, payload FROM records WHERE collection_id = ?3 AND key > ?4
+                        INSERT INTO sync_operation_changes (sequence, collection, key, payload, item_version)
+                        SELECT ?1, ?2, key, payload, (SELECT item_version FROM collections WHERE id = ?3)
+                        FROM records WHERE collection_id = ?3 AND key > ?4
                         ORDER BY key LIMIT ?5 RETURNING key
                         """
                 ) { statement in
@@ -281,7 +312,7 @@ extension RecordEngine {
         try run {
             try connection.withStatement(
                 """
-                SELECT c.collection, c.key, c.payload, s.server_version, p.policy
+                SELECT c.collection, c.key, c.payload, s.server_version, p.policy, c.item_version
                 FROM sync_operation_changes c
                 LEFT JOIN sync_records s ON s.collection = c.collection AND s.key = c.key
                 LEFT JOIN sync_collections p ON p.name = c.collection
@@ -310,7 +341,8 @@ extension RecordEngine {
                             collection: collection, key: key,
                             value: statement.isNull(at: 2) ? .tombstone : .payload(statement.data(at: 2)),
                             base: statement.isNull(at: 3) ? nil : SyncServerVersion(statement.int64(at: 3)),
-                            policy: policy))
+                            policy: policy,
+                            itemVersion: statement.isNull(at: 5) ? nil : Int(statement.int64(at: 5))))
                 }
                 return changes
             }
@@ -320,11 +352,11 @@ extension RecordEngine {
     /// The records of operation `sequence` that no other pending operation changes and whose
     /// server value kept aside is newer than `version` (that value wins when the operation is
     /// acknowledged with `version`). Usually none.
-    func newerAsides(of sequence: Int64, than version: Int64) throws -> [(record: SyncRecordKey, value: SyncValue, version: Int64)] {
+    func newerAsides(of sequence: Int64, than version: Int64) throws -> [SyncAside] {
         try run {
             try connection.withStatement(
                 """
-                SELECT c.collection, c.key, s.aside_payload, s.aside_deleted, s.aside_version
+                SELECT c.collection, c.key, s.aside_payload, s.aside_deleted, s.aside_version, s.aside_item_version
                 FROM sync_operation_changes c
                 JOIN sync_records s ON s.collection = c.collection AND s.key = c.key
                 WHERE c.sequence = ?1 AND s.aside_version > ?2
@@ -334,13 +366,15 @@ extension RecordEngine {
             ) { statement in
                 try statement.bind(sequence, at: 1)
                 try statement.bind(version, at: 2)
-                var result: [(record: SyncRecordKey, value: SyncValue, version: Int64)] = []
+                var result: [SyncAside] = []
                 while try statement.step() {
                     let value: SyncValue =
                         statement.int64(at: 3) != 0 || statement.isNull(at: 2) ? .tombstone : .payload(statement.data(at: 2))
                     result.append(
-                        (SyncRecordKey(collection: statement.string(at: 0), key: statement.string(at: 1)), value,
-                         statement.int64(at: 4)))
+                        SyncAside(
+                            record: SyncRecordKey(collection: statement.string(at: 0), key: statement.string(at: 1)),
+                            value: value, version: statement.int64(at: 4),
+                            itemVersion: statement.isNull(at: 5) ? nil : Int(statement.int64(at: 5))))
                 }
                 return result
             }
@@ -378,7 +412,7 @@ extension RecordEngine {
                 AND NOT EXISTS (SELECT 1 FROM sync_records s
                                 WHERE s.collection = c.collection AND s.key = c.key AND s.aside_version > ?2)
                 ON CONFLICT (collection, key) DO UPDATE SET server_version = excluded.server_version,
-                    aside_payload = NULL, aside_deleted = 0, aside_version = NULL
+                    aside_payload = NULL, aside_deleted = 0, aside_version = NULL, aside_item_version = NULL
                 """
             ) { statement in
                 try statement.bind(sequence, at: 1)
@@ -518,18 +552,20 @@ extension RecordEngine {
     /// For a record without pending local changes: sets its server version to `version` and
     /// forgets any value kept aside, unless the store already has that version or a later one.
     /// One statement; returns whether it changed (the pulled value is then the record's value).
-    func advanceServerVersion(_ record: SyncRecordKey, to version: Int64) throws -> Bool {
+    func advanceServerVersion(_ record: SyncRecordKey, to version: Int64, itemVersion: Int?) throws -> Bool {
         try run(collection: record.collection, key: record.key) {
             try connection.withStatement(
                 """
-                INSERT INTO sync_records (collection, key, server_version) VALUES (?1, ?2, ?3)
+                INSERT INTO sync_records (collection, key, server_version, item_version) VALUES (?1, ?2, ?3, ?4)
                 ON CONFLICT (collection, key) DO UPDATE SET server_version = excluded.server_version,
-                    aside_payload = NULL, aside_deleted = 0, aside_version = NULL
+                    item_version = excluded.item_version,
+                    aside_payload = NULL, aside_deleted = 0, aside_version = NULL, aside_item_version = NULL
                 WHERE sync_records.server_version IS NULL OR sync_records.server_version < excluded.server_version
                 """
             ) { statement in
                 // No RETURNING: it costs more than the upsert itself; the change count tells.
                 try bindRecordVersion(statement, record, version)
+                try bindItemVersion(statement, itemVersion, at: 4)
                 try statement.run()
                 return connection.changes > 0
             }
@@ -545,7 +581,7 @@ extension RecordEngine {
                     """
                     INSERT INTO sync_records (collection, key, server_version) VALUES (?1, ?2, ?3)
                     ON CONFLICT (collection, key) DO UPDATE SET server_version = excluded.server_version,
-                        aside_payload = NULL, aside_deleted = 0, aside_version = NULL
+                        aside_payload = NULL, aside_deleted = 0, aside_version = NULL, aside_item_version = NULL
                     """
                 ) { statement in
                     try bindRecordVersion(statement, record, version)
@@ -565,6 +601,28 @@ extension RecordEngine {
         }
     }
 
+    private func bindItemVersion(_ statement: Statement, _ itemVersion: Int?, at index: Int32) throws {
+        if let itemVersion { try statement.bind(Int64(itemVersion), at: index) } else { try statement.bindNull(at: index) }
+    }
+
+    /// Records the item version of the record's local value when it is a server value (pulled,
+    /// kept aside and then taken, a conflict's server side); nil: the collection's.
+    func setSyncItemVersion(_ record: SyncRecordKey, _ itemVersion: Int?) throws {
+        try run(collection: record.collection, key: record.key) {
+            try connection.withStatement(
+                """
+                INSERT INTO sync_records (collection, key, item_version) VALUES (?1, ?2, ?3)
+                ON CONFLICT (collection, key) DO UPDATE SET item_version = excluded.item_version
+                """
+            ) { statement in
+                try statement.bind(record.collection, at: 1)
+                try statement.bind(record.key, at: 2)
+                try bindItemVersion(statement, itemVersion, at: 3)
+                try statement.run()
+            }
+        }
+    }
+
     private func bindRecordVersion(_ statement: Statement, _ record: SyncRecordKey, _ version: Int64?) throws {
         try statement.bind(record.collection, at: 1)
         try statement.bind(record.key, at: 2)
@@ -572,14 +630,16 @@ extension RecordEngine {
     }
 
     /// Keeps a pulled server value aside while local changes of the record are pending.
-    func setAside(_ record: SyncRecordKey, value: SyncValue, version: Int64) throws {
+    func setAside(_ record: SyncRecordKey, value: SyncValue, version: Int64, itemVersion: Int?) throws {
         try run(collection: record.collection, key: record.key) {
             try connection.withStatement(
                 """
-                INSERT INTO sync_records (collection, key, server_version, aside_payload, aside_deleted, aside_version)
-                VALUES (?1, ?2, NULL, ?3, ?4, ?5)
+                INSERT INTO sync_records
+                    (collection, key, server_version, aside_payload, aside_deleted, aside_version, aside_item_version)
+                VALUES (?1, ?2, NULL, ?3, ?4, ?5, ?6)
                 ON CONFLICT (collection, key) DO UPDATE SET aside_payload = excluded.aside_payload,
-                    aside_deleted = excluded.aside_deleted, aside_version = excluded.aside_version
+                    aside_deleted = excluded.aside_deleted, aside_version = excluded.aside_version,
+                    aside_item_version = excluded.aside_item_version
                 """
             ) { statement in
                 try statement.bind(record.collection, at: 1)
@@ -587,17 +647,18 @@ extension RecordEngine {
                 if let payload = value.payload { try statement.bind(payload, at: 3) } else { try statement.bindNull(at: 3) }
                 try statement.bind(value.payload == nil ? 1 : 0, at: 4)
                 try statement.bind(version, at: 5)
+                try bindItemVersion(statement, itemVersion, at: 6)
                 try statement.run()
             }
         }
     }
 
     /// The server value kept aside for a record, with its version; nil when there is none.
-    func aside(_ record: SyncRecordKey) throws -> (value: SyncValue, version: Int64)? {
+    func aside(_ record: SyncRecordKey) throws -> SyncAside? {
         try run(collection: record.collection, key: record.key) {
             try connection.withStatement(
                 """
-                SELECT aside_payload, aside_deleted, aside_version FROM sync_records
+                SELECT aside_payload, aside_deleted, aside_version, aside_item_version FROM sync_records
                 WHERE collection = ?1 AND key = ?2 AND aside_version IS NOT NULL
                 """
             ) { statement in
@@ -606,7 +667,9 @@ extension RecordEngine {
                 guard try statement.step() else { return nil }
                 let value: SyncValue =
                     statement.int64(at: 1) != 0 || statement.isNull(at: 0) ? .tombstone : .payload(statement.data(at: 0))
-                return (value, statement.int64(at: 2))
+                return SyncAside(
+                    record: record, value: value, version: statement.int64(at: 2),
+                    itemVersion: statement.isNull(at: 3) ? nil : Int(statement.int64(at: 3)))
             }
         }
     }
@@ -619,8 +682,9 @@ extension RecordEngine {
             try connection.withStatement(
                 """
                 INSERT OR REPLACE INTO sync_conflicts
-                    (collection, key, local_payload, local_deleted, server_payload, server_deleted, server_version)
-                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+                    (collection, key, local_payload, local_deleted, server_payload, server_deleted, server_version,
+                     local_item_version, server_item_version)
+                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
                 """
             ) { statement in
                 try statement.bind(conflict.collection, at: 1)
@@ -634,17 +698,20 @@ extension RecordEngine {
                 } else {
                     try statement.bindNull(at: 7)
                 }
+                try bindItemVersion(statement, conflict.localItemVersion, at: 8)
+                try bindItemVersion(statement, conflict.serverItemVersion, at: 9)
                 try statement.run()
             }
         }
     }
 
     /// Updates the server side of an unresolved conflict after a newer server value was pulled.
-    func updateSyncConflictServerSide(_ record: SyncRecordKey, value: SyncValue, version: Int64) throws {
+    func updateSyncConflictServerSide(_ record: SyncRecordKey, value: SyncValue, version: Int64, itemVersion: Int?) throws {
         try run(collection: record.collection, key: record.key) {
             try connection.withStatement(
                 """
-                UPDATE sync_conflicts SET server_payload = ?3, server_deleted = ?4, server_version = ?5
+                UPDATE sync_conflicts SET server_payload = ?3, server_deleted = ?4, server_version = ?5,
+                    server_item_version = ?6
                 WHERE collection = ?1 AND key = ?2
                 """
             ) { statement in
@@ -653,6 +720,7 @@ extension RecordEngine {
                 if let payload = value.payload { try statement.bind(payload, at: 3) } else { try statement.bindNull(at: 3) }
                 try statement.bind(value.payload == nil ? 1 : 0, at: 4)
                 try statement.bind(version, at: 5)
+                try bindItemVersion(statement, itemVersion, at: 6)
                 try statement.run()
             }
         }
@@ -674,41 +742,67 @@ extension RecordEngine {
 
     /// Every unresolved conflict, by collection and key.
     func syncConflicts() throws -> [SyncRecordConflict] {
-        try run {
+        let versions = try conflictsHaveItemVersions()
+        return try run {
             try connection.withStatement(
-                """
-                SELECT collection, key, local_payload, local_deleted, server_payload, server_deleted, server_version
-                FROM sync_conflicts ORDER BY collection, key
-                """
+                versions
+                    ? """
+                    SELECT collection, key, local_payload, local_deleted, server_payload, server_deleted, server_version,
+                           local_item_version, server_item_version
+                    FROM sync_conflicts ORDER BY collection, key
+                    """
+                    : """
+                    SELECT collection, key, local_payload, local_deleted, server_payload, server_deleted, server_version
+                    FROM sync_conflicts ORDER BY collection, key
+                    """
             ) { statement in
                 var conflicts: [SyncRecordConflict] = []
-                while try statement.step() { conflicts.append(Self.syncConflict(statement)) }
+                while try statement.step() { conflicts.append(Self.syncConflict(statement, itemVersions: versions)) }
                 return conflicts
             }
         }
     }
 
     func syncConflict(_ record: SyncRecordKey) throws -> SyncRecordConflict? {
-        try run(collection: record.collection, key: record.key) {
+        let versions = try conflictsHaveItemVersions()
+        return try run(collection: record.collection, key: record.key) {
             try connection.withStatement(
-                """
-                SELECT collection, key, local_payload, local_deleted, server_payload, server_deleted, server_version
-                FROM sync_conflicts WHERE collection = ?1 AND key = ?2
-                """
+                versions
+                    ? """
+                    SELECT collection, key, local_payload, local_deleted, server_payload, server_deleted, server_version,
+                           local_item_version, server_item_version
+                    FROM sync_conflicts WHERE collection = ?1 AND key = ?2
+                    """
+                    : """
+                    SELECT collection, key, local_payload, local_deleted, server_payload, server_deleted, server_version
+                    FROM sync_conflicts WHERE collection = ?1 AND key = ?2
+                    """
             ) { statement in
                 try statement.bind(record.collection, at: 1)
                 try statement.bind(record.key, at: 2)
-                return try statement.step() ? Self.syncConflict(statement) : nil
+                return try statement.step() ? Self.syncConflict(statement, itemVersions: versions) : nil
             }
         }
     }
 
-    private static func syncConflict(_ statement: Statement) -> SyncRecordConflict {
+    /// Whether `sync_conflicts` has the item-version columns of format 8 (a read of an older
+    /// format, which never migrates, reads the conflicts without them).
+    private func conflictsHaveItemVersions() throws -> Bool {
+        try run {
+            try connection.withStatement(
+                "SELECT 1 FROM pragma_table_info('sync_conflicts') WHERE name = 'server_item_version'"
+            ) { try $0.step() }
+        }
+    }
+
+    private static func syncConflict(_ statement: Statement, itemVersions: Bool) -> SyncRecordConflict {
         SyncRecordConflict(
             collection: statement.string(at: 0), key: statement.string(at: 1),
             local: statement.int64(at: 3) != 0 || statement.isNull(at: 2) ? nil : statement.data(at: 2),
             server: statement.int64(at: 5) != 0 || statement.isNull(at: 4) ? nil : statement.data(at: 4),
-            serverVersion: statement.isNull(at: 6) ? nil : SyncServerVersion(statement.int64(at: 6)))
+            serverVersion: statement.isNull(at: 6) ? nil : SyncServerVersion(statement.int64(at: 6)),
+            localItemVersion: !itemVersions || statement.isNull(at: 7) ? nil : Int(statement.int64(at: 7)),
+            serverItemVersion: !itemVersions || statement.isNull(at: 8) ? nil : Int(statement.int64(at: 8)))
     }
 
     /// Drops the conflicts of the records pending operation `sequence` changes (the server

@@ -95,6 +95,7 @@ extension RecordStore {
                 if editedSince {
                     context.capturesSync = false
                     try RecordSync.write(conflict.server.map { .payload($0) } ?? .tombstone, to: record, in: context)
+                    try context.engine.setSyncItemVersion(record, conflict.serverItemVersion)
                     try context.engine.dropPendingSyncChanges(record, after: 0)
                 }
             case .local:

@@ -145,10 +145,12 @@ extension RecordSync {
             let key = try RecordNames.key(change.key, collection: change.collection, operation: .syncPull)
             let record = SyncRecordKey(collection: change.collection, key: key)
             let version = change.version.rawValue
+            // A tombstone has no shape: only a payload's item version is kept.
+            let itemVersion = change.value.payload == nil ? nil : change.itemVersion
             if !pendingExist {
                 // This store has it already (own write coming back, a page pulled again) when
                 // nothing changed; a version below the one it has means the server went back.
-                guard try engine.advanceServerVersion(record, to: version) else {
+                guard try engine.advanceServerVersion(record, to: version, itemVersion: itemVersion) else {
                     if let known = try engine.syncRecordState(record).serverVersion, version < known {
                         throw Self.wentBack(name, version: version, known: known, space: space)
                     }
@@ -159,7 +161,8 @@ extension RecordSync {
                 case .tombstone: removals[record.collection, default: []].append(key)
                 }
                 if conflictsExist {
-                    try engine.updateSyncConflictServerSide(record, value: change.value, version: version)
+                    try engine.updateSyncConflictServerSide(
+                        record, value: change.value, version: version, itemVersion: itemVersion)
                 }
                 applied += 1
                 continue
@@ -173,7 +176,7 @@ extension RecordSync {
             if state.pending {
                 // The local change stays; the server's value waits until it is answered.
                 if state.asideVersion.map({ version > $0 }) ?? true {
-                    try engine.setAside(record, value: change.value, version: version)
+                    try engine.setAside(record, value: change.value, version: version, itemVersion: itemVersion)
                     applied += 1
                 }
                 continue
@@ -183,7 +186,11 @@ extension RecordSync {
             case .tombstone: removals[record.collection, default: []].append(key)
             }
             try engine.setServerVersion(record, version, clearingAside: true)
-            if conflictsExist { try engine.updateSyncConflictServerSide(record, value: change.value, version: version) }
+            try engine.setSyncItemVersion(record, itemVersion)
+            if conflictsExist {
+                try engine.updateSyncConflictServerSide(
+                    record, value: change.value, version: version, itemVersion: itemVersion)
+            }
             applied += 1
         }
         for collection in Set(upserts.keys).union(removals.keys).sorted() {

@@ -139,7 +139,8 @@ extension RecordSync {
                         changes: pending.changes.map { change in
                             SyncChange(
                                 collection: change.collection, key: change.key, value: change.value, base: change.base,
-                                policy: change.policy == .lastWriterWins ? .lastWriterWins : .compareAndSet)
+                                policy: change.policy == .lastWriterWins ? .lastWriterWins : .compareAndSet,
+                                itemVersion: change.itemVersion)
                         })
                 }
                 let outcomes = try await server.push(space: settings.space, operations: operations)
@@ -212,7 +213,7 @@ extension RecordSync {
                 }
                 return PendingSyncChange(
                     collection: change.collection, key: change.key, value: change.value, base: version,
-                    policy: change.policy)
+                    policy: change.policy, itemVersion: change.itemVersion)
             }
             return operation
         }
@@ -286,6 +287,7 @@ extension RecordSync {
                 for aside in asides {
                     try write(aside.value, to: aside.record, in: context)
                     try engine.setServerVersion(aside.record, aside.version, clearingAside: true)
+                    try engine.setSyncItemVersion(aside.record, aside.value.payload == nil ? nil : aside.itemVersion)
                 }
                 try engine.deleteSyncOperation(operation.sequence)
             case .conflict(let conflicts), .compacted(let conflicts):
@@ -304,23 +306,29 @@ extension RecordSync {
                     let record = SyncRecordKey(collection: conflict.collection, key: conflict.key)
                     guard carriedSet.contains(record), conflicting.insert(record).inserted else { continue }
                     let local = try engine.record(record.collection, key: record.key)?.data
+                    let localItemVersion = operation.changes.first { $0.collection == record.collection && $0.key == record.key }?
+                        .itemVersion
                     var server = conflict.server?.value ?? .tombstone
                     var serverVersion = conflict.server?.version
+                    var serverItemVersion = conflict.server?.itemVersion
                     // A redelivered operation gets the conflict of its first delivery: a newer
                     // server value pulled since (kept aside) is the server's current one.
                     if let aside = try engine.aside(record), aside.version > serverVersion?.rawValue ?? 0 {
                         server = aside.value
                         serverVersion = SyncServerVersion(aside.version)
+                        serverItemVersion = aside.itemVersion
                     }
                     if local != server.payload {
                         let kept = SyncRecordConflict(
                             collection: record.collection, key: record.key, local: local, server: server.payload,
-                            serverVersion: serverVersion)
+                            serverVersion: serverVersion, localItemVersion: localItemVersion,
+                            serverItemVersion: serverItemVersion)
                         try engine.recordSyncConflict(kept)
                         result.conflicts.append(kept)
                         try write(server, to: record, in: context)
                     }
                     try engine.setServerVersion(record, serverVersion?.rawValue, clearingAside: true)
+                    try engine.setSyncItemVersion(record, server.payload == nil ? nil : serverItemVersion)
                     // The conflict holds the record's latest local value: later pending
                     // changes of it are superseded.
                     try engine.dropPendingSyncChanges(record, after: operation.sequence)

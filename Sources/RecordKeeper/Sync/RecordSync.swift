@@ -65,14 +65,25 @@ public struct SyncRecordConflict: Sendable, Hashable {
     public var server: Data?
     /// The server's version of the record.
     public var serverVersion: SyncServerVersion?
+    /// The item version the device's value was written at (nil: byte-level data, or unknown).
+    /// A device running an older app than the one that wrote the server's value has a lower
+    /// one: the server refuses an older shape over a newer one as this conflict.
+    public var localItemVersion: Int?
+    /// The item version the server's value was written at (nil: byte-level data, or unknown).
+    public var serverItemVersion: Int?
 
     /// Creates a conflict (``RecordStore/syncConflicts()`` reads them from the store).
-    public init(collection: String, key: String, local: Data?, server: Data?, serverVersion: SyncServerVersion?) {
+    public init(
+        collection: String, key: String, local: Data?, server: Data?, serverVersion: SyncServerVersion?,
+        localItemVersion: Int? = nil, serverItemVersion: Int? = nil
+    ) {
         self.collection = collection
         self.key = key
         self.local = local
         self.server = server
         self.serverVersion = serverVersion
+        self.localItemVersion = localItemVersion
+        self.serverItemVersion = serverItemVersion
     }
 }
 

@@ -115,14 +115,23 @@ public enum RelayWire {
         public var maxBodyBytes: Int
         /// The most changes one pull page holds (a larger `limit` is lowered to it).
         public var maxPullLimit: Int
+        /// `true` when the relay carries the item versions of changes (``SyncChange/itemVersion``,
+        /// ``SyncPulledChange/itemVersion``; added within protocol version 1). A relay that does
+        /// not say so (an older one, `nil`) would drop them: ``HTTPSyncServer`` refuses to push
+        /// a change with an item version through it.
+        public var itemVersions: Bool?
 
         /// Creates a health answer.
-        public init(status: String, reason: String? = nil, protocolVersion: Int, maxBodyBytes: Int, maxPullLimit: Int) {
+        public init(
+            status: String, reason: String? = nil, protocolVersion: Int, maxBodyBytes: Int, maxPullLimit: Int,
+            itemVersions: Bool? = nil
+        ) {
             self.status = status
             self.reason = reason
             self.protocolVersion = protocolVersion
             self.maxBodyBytes = maxBodyBytes
             self.maxPullLimit = maxPullLimit
+            self.itemVersions = itemVersions
         }
     }
 

@@ -101,17 +101,25 @@ public struct SyncChange: Sendable, Hashable, Codable {
     public var base: SyncServerVersion?
     /// How the server decides whether the change may overwrite the record.
     public var policy: SyncWritePolicy
+    /// The item version the payload was written at (a `RecordRepository`'s `itemVersion`, as
+    /// the store records it for the collection), or `nil` for byte-level data of a collection
+    /// no repository with item versions wrote. The server stores it with the record and
+    /// returns it in pulls, and refuses a payload with a lower item version over a payload
+    /// with a higher one (a conflict, whatever the policy): an older app never overwrites a
+    /// newer shape.
+    public var itemVersion: Int?
 
     /// Creates a change.
     public init(
         collection: String, key: String, value: SyncValue, base: SyncServerVersion?,
-        policy: SyncWritePolicy = .compareAndSet
+        policy: SyncWritePolicy = .compareAndSet, itemVersion: Int? = nil
     ) {
         self.collection = collection
         self.key = key
         self.value = value
         self.base = base
         self.policy = policy
+        self.itemVersion = itemVersion
     }
 }
 

@@ -108,10 +108,14 @@ public struct SyncRecordState: Sendable, Hashable, Codable {
     public var value: SyncValue
     /// Its server version.
     public var version: SyncServerVersion
+    /// The item version its payload was written at (``SyncChange/itemVersion``), `nil` when
+    /// none is known.
+    public var itemVersion: Int?
 
     /// Creates a record state.
-    public init(value: SyncValue, version: SyncServerVersion) {
+    public init(value: SyncValue, version: SyncServerVersion, itemVersion: Int? = nil) {
         self.value = value
         self.version = version
+        self.itemVersion = itemVersion
     }
 }

@@ -36,12 +36,18 @@ public struct SyncPulledChange: Sendable, Hashable, Codable {
     public var value: SyncValue
     /// The record's server version (the counter of the operation that wrote it).
     public var version: SyncServerVersion
+    /// The item version the payload was written at (``SyncChange/itemVersion``); `nil` for
+    /// byte-level data, and for records written before servers kept item versions.
+    public var itemVersion: Int?
 
     /// Creates a pulled change.
-    public init(collection: String, key: String, value: SyncValue, version: SyncServerVersion) {
+    public init(
+        collection: String, key: String, value: SyncValue, version: SyncServerVersion, itemVersion: Int? = nil
+    ) {
         self.collection = collection
         self.key = key
         self.value = value
         self.version = version
+        self.itemVersion = itemVersion
     }
 }

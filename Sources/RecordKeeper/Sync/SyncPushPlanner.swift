@@ -20,18 +20,21 @@ package struct SyncStoredRecord: Hashable, Sendable {
     package var writerDevice: String
     /// The base version that operation's change was based on.
     package var writerBase: SyncServerVersion?
+    /// The item version the payload was written at (``SyncChange/itemVersion``).
+    package var itemVersion: Int?
 
     package init(
         value: SyncValue, version: SyncServerVersion, writerDevice: String,
-        writerBase: SyncServerVersion?
+        writerBase: SyncServerVersion?, itemVersion: Int? = nil
     ) {
         self.value = value
         self.version = version
         self.writerDevice = writerDevice
         self.writerBase = writerBase
+        self.itemVersion = itemVersion
     }
 
-    package var state: SyncRecordState { SyncRecordState(value: value, version: version) }
+    package var state: SyncRecordState { SyncRecordState(value: value, version: version, itemVersion: itemVersion) }
 }
 
 /// What a server holds of one device: the last operation it recorded (applied or conflicting).
@@ -197,7 +200,7 @@ package enum SyncPushPlanner {
                 for (change, lookup) in zip(operation.changes, lookups) {
                     let record = SyncStoredRecord(
                         value: change.value, version: version, writerDevice: operation.device,
-                        writerBase: change.base)
+                        writerBase: change.base, itemVersion: change.itemVersion)
                     if let index = lookup.index {
                         writes[index].record = record
                     } else {
@@ -248,6 +251,15 @@ package enum SyncPushPlanner {
     static func accepts(
         _ change: SyncChange, of operation: SyncOperation, current: SyncStoredRecord?, horizon: Int64
     ) -> Bool {
+        // An older shape never replaces a newer one, whatever the policy: a payload written at
+        // a lower item version over a payload written at a higher one is a conflict (the
+        // device keeps its value in the conflict and takes the server's). Tombstones and
+        // byte-level data (no item version) are not compared.
+        if let written = change.itemVersion, change.value.payload != nil, let current,
+            let stored = current.itemVersion, current.value.payload != nil, written < stored
+        {
+            return false
+        }
         if change.policy == .lastWriterWins { return true }
         guard let current else { return change.base.map { $0.rawValue <= horizon } ?? true }
         if current.version == change.base { return true }

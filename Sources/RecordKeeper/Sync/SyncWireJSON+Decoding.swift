@@ -120,12 +120,22 @@ extension SyncWireJSON {
             return .payload(data)
         }
 
+        /// `,"itemVersion":N` when it comes next: `.some(nil)` when absent, nil when malformed.
+        mutating func itemVersion() -> Int?? {
+            guard literal(#","itemVersion":"#) else { return .some(nil) }
+            guard let version = integer(), let itemVersion = Int(exactly: version) else { return nil }
+            return .some(itemVersion)
+        }
+
         mutating func pulledChange() -> SyncPulledChange? {
-            guard literal(#"{"collection":"#), let collection = string(), literal(#","key":"#), let key = string(),
+            guard literal(#"{"collection":"#), let collection = string(), let itemVersion = itemVersion(),
+                literal(#","key":"#), let key = string(),
                 literal(#","value":"#), let value = value(), literal(#","version":"#), let version = integer(),
                 literal("}")
             else { return nil }
-            return SyncPulledChange(collection: collection, key: key, value: value, version: SyncServerVersion(version))
+            return SyncPulledChange(
+                collection: collection, key: key, value: value, version: SyncServerVersion(version),
+                itemVersion: itemVersion)
         }
 
         mutating func change() -> SyncChange? {
@@ -135,11 +145,13 @@ extension SyncWireJSON {
                 guard let version = integer(), literal(",") else { return nil }
                 base = SyncServerVersion(version)
             }
-            guard literal(#""collection":"#), let collection = string(), literal(#","key":"#), let key = string(),
+            guard literal(#""collection":"#), let collection = string(), let itemVersion = itemVersion(),
+                literal(#","key":"#), let key = string(),
                 literal(#","policy":"#), let policyName = string(), let policy = SyncWritePolicy(rawValue: policyName),
                 literal(#","value":"#), let value = value(), literal("}")
             else { return nil }
-            return SyncChange(collection: collection, key: key, value: value, base: base, policy: policy)
+            return SyncChange(
+                collection: collection, key: key, value: value, base: base, policy: policy, itemVersion: itemVersion)
         }
 
         /// An operation: its changes read here, the rest (id, device, …) by the decoder.

@@ -57,6 +57,7 @@ package enum SyncWireJSON {
         }
         JSONWriter.appendASCII(#""collection":"#, to: &out)
         JSONWriter.appendString(change.collection, to: &out)
+        appendItemVersion(change.itemVersion, to: &out)
         JSONWriter.appendASCII(#","key":"#, to: &out)
         JSONWriter.appendString(change.key, to: &out)
         JSONWriter.appendASCII(#","policy":"#, to: &out)
@@ -69,6 +70,7 @@ package enum SyncWireJSON {
     private static func append(_ change: SyncPulledChange, to out: inout [UInt8]) {
         JSONWriter.appendASCII(#"{"collection":"#, to: &out)
         JSONWriter.appendString(change.collection, to: &out)
+        appendItemVersion(change.itemVersion, to: &out)
         JSONWriter.appendASCII(#","key":"#, to: &out)
         JSONWriter.appendString(change.key, to: &out)
         JSONWriter.appendASCII(#","value":"#, to: &out)
@@ -76,6 +78,14 @@ package enum SyncWireJSON {
         JSONWriter.appendASCII(#","version":"#, to: &out)
         JSONWriter.appendInt64(change.version.rawValue, to: &out)
         out.append(UInt8(ascii: "}"))
+    }
+
+    /// `,"itemVersion":N` (sorted between `collection` and `key`); nothing for nil, as the
+    /// synthesized encoding leaves a nil optional out.
+    private static func appendItemVersion(_ itemVersion: Int?, to out: inout [UInt8]) {
+        guard let itemVersion else { return }
+        JSONWriter.appendASCII(#","itemVersion":"#, to: &out)
+        JSONWriter.appendInt64(Int64(itemVersion), to: &out)
     }
 
     private static func append(_ value: SyncValue, to out: inout [UInt8]) {

@@ -96,10 +96,18 @@ public enum PostgresSyncSchema {
                 WHERE o.space = d.space AND o.device = d.device AND o.sequence = d.last_sequence
                 """,
             ]),
+        // Item versions travel: the item version each record's payload was written at (NULL:
+        // byte-level data, and every record written before), stored by pushes and returned by
+        // pulls, so that a device never migrates a payload another device already migrated.
+        Step(
+            version: 4, name: "the item version of every record",
+            statements: [
+                "ALTER TABLE recordkeeper_sync_records ADD COLUMN item_version bigint",
+            ]),
         // Compaction with a horizon (docs/SYNC.md "Compaction"): each space's horizon, each
         // device's highest compacted sequence (re-deliveries at or below it are recognised),
         // the lowest cursor handed out per space and hour, and the operations by age, for
-        // batched deletion. Versions 4 and 5 are taken by steps of other branches; the lead
+        // batched deletion. Version 5 is taken by a step of another branch; the lead
         // renumbers at merge (docs/SYNC.md "Server schema").
         Step(
             version: 6, name: "compaction horizon",

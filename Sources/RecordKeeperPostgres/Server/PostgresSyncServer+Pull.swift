@@ -46,7 +46,7 @@ extension PostgresSyncServer {
         // 100,000 records); with the bound, the ordered scan of the feed index is the plan.
         let rows = try connection.execute(
             """
-            SELECT collection, key, version, payload FROM recordkeeper_sync_records
+            SELECT collection, key, version, payload, item_version FROM recordkeeper_sync_records
             WHERE space = $1 AND version BETWEEN $3 AND $2
                 AND (version, collection, key) > ($3, $4, $5)
             ORDER BY version, collection, key
@@ -63,7 +63,8 @@ extension PostgresSyncServer {
                 SyncPulledChange(
                     collection: try rows.string(row, 0), key: try rows.string(row, 1),
                     value: rows.isNull(row, 3) ? .tombstone : .payload(try rows.data(row, 3)),
-                    version: SyncServerVersion(try rows.int64(row, 2))))
+                    version: SyncServerVersion(try rows.int64(row, 2)),
+                    itemVersion: try rows.optionalInt64(row, 4).map { Int(truncatingIfNeeded: $0) }))
         }
         let page = SyncPage.assemble(changes, limit: limit, head: counter, cursor: cursor, horizon: horizon)
         let mark = SyncHorizon.mark(of: page.cursor)

@@ -95,7 +95,8 @@ extension PostgresSyncServer {
                     value: result.isNull(row, 4) ? .tombstone : .payload(try result.data(row, 4)),
                     version: SyncServerVersion(try result.int64(row, 3)),
                     writerDevice: try result.string(row, 5),
-                    writerBase: try result.optionalInt64(row, 6).map(SyncServerVersion.init))
+                    writerBase: try result.optionalInt64(row, 6).map(SyncServerVersion.init),
+                    itemVersion: try result.optionalInt64(row, 7).map { Int(truncatingIfNeeded: $0) })
             }
         }
         return state
@@ -104,7 +105,7 @@ extension PostgresSyncServer {
     /// The read of a push (see ``readState(_:counter:_:on:)``): outcomes (kind 0), devices (1)
     /// and records (2) as rows of one shape.
     static let readStateSQL: StaticString = """
-        SELECT 0, o.operation_id::text, o.device, o.version, NULL::bytea, o.outcome::text, o.sequence
+        SELECT 0, o.operation_id::text, o.device, o.version, NULL::bytea, o.outcome::text, o.sequence, NULL::bigint
         FROM unnest($2::uuid[]) AS w(id)
         CROSS JOIN LATERAL (
             SELECT operation_id, device, sequence, version, outcome FROM recordkeeper_sync_operations
@@ -112,11 +113,11 @@ extension PostgresSyncServer {
             LIMIT 1
         ) o
         UNION ALL
-        SELECT 1, d.device, d.last_operation::text, d.last_sequence, NULL, NULL, d.compacted_sequence
+        SELECT 1, d.device, d.last_operation::text, d.last_sequence, NULL, NULL, d.compacted_sequence, NULL
         FROM recordkeeper_sync_devices d
         WHERE d.space = $1 AND d.device = ANY($3::text[])
         UNION ALL
-        SELECT 2, r.collection, r.key, r.version, r.payload, r.writer_device, r.writer_base
+        SELECT 2, r.collection, r.key, r.version, r.payload, r.writer_device, r.writer_base, r.item_version
         FROM unnest($4::text[], $5::text[]) AS w(collection, key)
         CROSS JOIN LATERAL (
             SELECT * FROM recordkeeper_sync_records
@@ -203,37 +204,37 @@ extension PostgresSyncServer {
             """
             WITH created AS (
                 INSERT INTO recordkeeper_sync_records
-                    (space, collection, key, version, payload, deleted, writer_device, writer_base)
+                    (space, collection, key, version, payload, deleted, writer_device, writer_base, item_version)
                 SELECT $1, w.collection, w.key, w.version, w.payload, w.payload IS NULL,
-                    w.writer_device, w.writer_base
-                FROM unnest($2::text[], $3::text[], $4::bigint[], $5::bytea[], $6::text[], $7::bigint[])
-                    AS w(collection, key, version, payload, writer_device, writer_base)
+                    w.writer_device, w.writer_base, w.item_version
+                FROM unnest($2::text[], $3::text[], $4::bigint[], $5::bytea[], $6::text[], $7::bigint[], $8::bigint[])
+                    AS w(collection, key, version, payload, writer_device, writer_base, item_version)
             ), changed AS (
                 INSERT INTO recordkeeper_sync_records AS r
-                    (space, collection, key, version, payload, deleted, writer_device, writer_base)
+                    (space, collection, key, version, payload, deleted, writer_device, writer_base, item_version)
                 SELECT $1, w.collection, w.key, w.version, w.payload, w.payload IS NULL,
-                    w.writer_device, w.writer_base
-                FROM unnest($8::text[], $9::text[], $10::bigint[], $11::bytea[], $12::text[], $13::bigint[])
-                    AS w(collection, key, version, payload, writer_device, writer_base)
+                    w.writer_device, w.writer_base, w.item_version
+                FROM unnest($9::text[], $10::text[], $11::bigint[], $12::bytea[], $13::text[], $14::bigint[], $15::bigint[])
+                    AS w(collection, key, version, payload, writer_device, writer_base, item_version)
                 ON CONFLICT (space, collection, key) DO UPDATE SET
                     version = excluded.version, payload = excluded.payload,
                     deleted = excluded.deleted, writer_device = excluded.writer_device,
-                    writer_base = excluded.writer_base
+                    writer_base = excluded.writer_base, item_version = excluded.item_version
             ), operations AS (
                 INSERT INTO recordkeeper_sync_operations
                     (space, operation_id, device, sequence, version, outcome, received_at)
                 SELECT $1, w.id, w.device, w.sequence, w.version, w.outcome,
-                    timestamptz 'epoch' + $23::bigint * interval '1 microsecond'
-                FROM unnest($14::uuid[], $15::text[], $16::bigint[], $17::bigint[], $18::jsonb[])
+                    timestamptz 'epoch' + $25::bigint * interval '1 microsecond'
+                FROM unnest($16::uuid[], $17::text[], $18::bigint[], $19::bigint[], $20::jsonb[])
                     AS w(id, device, sequence, version, outcome)
             ), devices AS (
                 INSERT INTO recordkeeper_sync_devices AS d (space, device, last_sequence, last_operation)
                 SELECT $1, w.device, w.last_sequence, w.last_operation
-                FROM unnest($19::text[], $20::bigint[], $21::uuid[]) AS w(device, last_sequence, last_operation)
+                FROM unnest($21::text[], $22::bigint[], $23::uuid[]) AS w(device, last_sequence, last_operation)
                 ON CONFLICT (space, device) DO UPDATE SET
                     last_sequence = excluded.last_sequence, last_operation = excluded.last_operation
             )
-            UPDATE recordkeeper_sync_spaces SET counter = $22 WHERE space = $1 AND counter <> $22
+            UPDATE recordkeeper_sync_spaces SET counter = $24 WHERE space = $1 AND counter <> $24
             """,
             [.text(space)] + created.parameters + changed.parameters + [
                 .uuidArray(ids), .binaryTextArray(devices), .int64Array(sequences),
@@ -247,9 +248,10 @@ extension PostgresSyncServer {
 /// The columns of records to write, as the array parameters of one `unnest`.
 private struct RecordArrays {
     var collections: [String?] = [], keys: [String?] = [], versions: [Int64?] = []
-    var payloads: [Data?] = [], devices: [String?] = [], bases: [Int64?] = []
+    var payloads: [Data?] = [], devices: [String?] = [], bases: [Int64?] = [], itemVersions: [Int64?] = []
 
     init(capacity: Int) {
+        itemVersions.reserveCapacity(capacity)
         collections.reserveCapacity(capacity)
         keys.reserveCapacity(capacity)
         versions.reserveCapacity(capacity)
@@ -265,12 +267,13 @@ private struct RecordArrays {
         payloads.append(write.record.value.payload)
         devices.append(write.record.writerDevice)
         bases.append(write.record.writerBase?.rawValue)
+        itemVersions.append(write.record.itemVersion.map(Int64.init))
     }
 
     var parameters: [PostgresValue] {
         [
             .binaryTextArray(collections), .binaryTextArray(keys), .int64Array(versions),
-            .byteaArray(payloads), .binaryTextArray(devices), .int64Array(bases),
+            .byteaArray(payloads), .binaryTextArray(devices), .int64Array(bases), .int64Array(itemVersions),
         ]
     }
 }

@@ -92,7 +92,7 @@ public final class SyncRelay: Sendable {
     private func health() async -> HTTPResponse {
         var health = RelayWire.Health(
             status: "ok", protocolVersion: RelayWire.version, maxBodyBytes: configuration.maxBodyBytes,
-            maxPullLimit: configuration.maxPullLimit)
+            maxPullLimit: configuration.maxPullLimit, itemVersions: true)
         var status = 200
         do {
             try await configuration.healthCheck()

@@ -102,7 +102,7 @@ import Testing
             #expect(try await store.info().formatVersion == 6)
             let before = try await store.read("events")
             #expect(try await store.declareIndex("events", on: FieldPath("starts_at")))
-            #expect(try await store.info().formatVersion == 7)
+            #expect(try await store.info().formatVersion == StoreFormat.currentVersion)
             #expect(try await store.read("events") == before)
             #expect(try await store.query("events", RecordQuery(where: RecordField("starts_at") > "2024")).elements.map(\.key) == ["retro"])
             #expect(try await store.integrityCheck() == ["ok"])

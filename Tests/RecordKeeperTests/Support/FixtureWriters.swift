@@ -4,29 +4,7 @@ import Testing
 @testable import RecordKeeper
 
 /// "Version 1" and "version 2" of an app's item type, for the item-migration fixtures and tests.
-enum ReadingApp {
-    /// Version 1: one author.
-    struct BookV1: Codable, Identifiable, Equatable, Sendable {
-        var id: String
-        var title: String
-        var author: String
-    }
-
-    /// Version 2: several authors and a rating (a non-optional property v1 items lack).
-    struct BookV2: Codable, Identifiable, Equatable, Sendable {
-        var id: String
-        var title: String
-        var authors: [String]
-        var rating: Int
-    }
-
-    /// The step from version 1 to 2: `author` becomes `authors`, `rating` starts at 0.
-    static let stepFrom1 = ItemMigrationStep.json(from: 1) { book in
-        book["authors"] = [book["author"] ?? ""]
-        book["author"] = nil
-        book["rating"] = 0
-    }
-
+extension ReadingApp {
     /// What version 1 of the app stored in the fixture.
     static let version1Books = [
         BookV1(id: "dune", title: "Dune", author: "Frank Herbert"),
@@ -223,7 +201,8 @@ enum FormatSixFixture {
             ("format-4", { try await FixtureWriters.writeStore(format: 4, to: $0, FixtureWriters.writeFormat4) }),
             ("format-5", { try await FixtureWriters.writeStore(format: 5, to: $0, FixtureWriters.writeFormat5) }),
             ("format-6", { try await FixtureWriters.writeStore(format: 6, to: $0, FixtureWriters.writeFormat6) }),
-            ("format-7", FixtureWriters.writeFormat7),
+            ("format-7", { try await FixtureWriters.writeStore(format: 7, to: $0, FixtureWriters.writeFormat7) }),
+            ("format-8", FixtureWriters.writeFormat8),
         ]
         for (name, write) in writers where Self.isRequested(name) {
             let url = directory.appendingPathComponent(name + ".sqlite")

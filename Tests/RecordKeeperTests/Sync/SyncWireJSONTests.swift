@@ -10,10 +10,12 @@ import Testing
     private static func changes() -> [SyncChange] {
         texts.enumerated().flatMap { index, text in
             [
-                SyncChange(collection: text, key: "k\(index)", value: .payload(Data(text.utf8)), base: nil),
+                SyncChange(collection: text, key: "k\(index)", value: .payload(Data(text.utf8)), base: nil,
+                           itemVersion: index.isMultiple(of: 2) ? index + 1 : nil),
                 SyncChange(collection: "notes", key: text, value: .tombstone, base: SyncServerVersion(Int64(index) * 1_000_003),
                            policy: .lastWriterWins),
-                SyncChange(collection: "notes", key: text + "-empty", value: .payload(Data()), base: SyncServerVersion(0)),
+                SyncChange(collection: "notes", key: text + "-empty", value: .payload(Data()), base: SyncServerVersion(0),
+                           itemVersion: Int(Int32.max)),
             ]
         }
     }
@@ -36,7 +38,7 @@ import Testing
     @Test func `a page is written as the encoder writes it, with and without a position`() throws {
         let pulled = Self.changes().enumerated().map { index, change in
             SyncPulledChange(collection: change.collection, key: change.key, value: change.value,
-                             version: SyncServerVersion(Int64(index) - 1))
+                             version: SyncServerVersion(Int64(index) - 1), itemVersion: change.itemVersion)
         }
         let pages = [
             SyncPage(changes: pulled, cursor: SyncCursor(counter: 42), hasMore: false),
@@ -56,7 +58,9 @@ extension SyncWireJSONTests {
         let operation = SyncOperation(device: "d", sequence: 1, predecessor: .firstOfDevice, changes: Self.changes())
         let request = RelayWire.PushRequest(space: "alice", operations: [operation, operation])
         let pulled = Self.changes().map {
-            SyncPulledChange(collection: $0.collection, key: $0.key, value: $0.value, version: SyncServerVersion(3))
+            SyncPulledChange(
+                collection: $0.collection, key: $0.key, value: $0.value, version: SyncServerVersion(3),
+                itemVersion: $0.itemVersion)
         }
         let page = SyncPage(changes: pulled, cursor: SyncCursor(counter: 3, position: .init(collection: "c", key: "k")), hasMore: true)
         let foundation = RecordCoding.makeFoundationEncoder(userInfo: [:])

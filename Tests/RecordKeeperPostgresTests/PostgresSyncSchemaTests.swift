@@ -31,7 +31,7 @@ struct PostgresSyncSchemaTests {
             #expect(try await PostgresSyncSchema.version(connection) == 0)
             #expect(try await PostgresSyncSchema.migrate(connection) == PostgresSyncSchema.versions)
             #expect(try await PostgresSyncSchema.version(connection) == PostgresSyncSchema.currentVersion)
-            #expect(try await tableCount(connection, schema: name) == 5)
+            #expect(try await tableCount(connection, schema: name) == 6)
             #expect(try await PostgresSyncSchema.migrate(connection) == [])
             // A server on it works.
             let server = try await PostgresSyncServer(connection: connection)
@@ -184,6 +184,58 @@ struct PostgresSyncSchemaTests {
         }
     }
 
+    @Test func `a space recorded under schema 5 compacts after the migration to 6 and recognises a re-delivery`() async throws {
+        try await withPrivateSchema { connect, _ in
+            let connection = try await connect()
+            #expect(try await PostgresSyncSchema.migrate(connection, upTo: 5) == [1, 2, 3, 4, 5])
+            // A schema-5 server's space: the phone wrote a record, then deleted it; its
+            // operations were received at the database's now().
+            let write = operation("phone", 1, after: nil, put("notes", "a", "A", base: nil))
+            let erase = operation("phone", 2, after: write, delete("notes", "a", base: 1))
+            try await connection.transaction { connection in
+                try connection.execute("INSERT INTO recordkeeper_sync_spaces (space, counter) VALUES ('s', 2)")
+                try connection.execute(
+                    """
+                    INSERT INTO recordkeeper_sync_records
+                        (space, collection, key, version, payload, deleted, writer_device, writer_base)
+                    VALUES ('s', 'notes', 'a', 2, NULL, true, 'phone', 1)
+                    """)
+                try connection.execute(
+                    """
+                    INSERT INTO recordkeeper_sync_operations (space, operation_id, device, sequence, version, outcome)
+                    VALUES ('s', $1::uuid, 'phone', 1, 1, NULL), ('s', $2::uuid, 'phone', 2, 2, NULL)
+                    """, [.text(write.id.uuidString), .text(erase.id.uuidString)])
+                try connection.execute(
+                    "INSERT INTO recordkeeper_sync_devices VALUES ('s', 'phone', 2, $1::uuid)", [.text(erase.id.uuidString)])
+            }
+            #expect(try await PostgresSyncSchema.migrate(connection) == [6])
+            let columns = try await connection.transaction { connection in
+                try connection.execute(
+                    """
+                    SELECT (SELECT horizon FROM recordkeeper_sync_spaces WHERE space = 's'),
+                        (SELECT compacted_sequence FROM recordkeeper_sync_devices WHERE space = 's'),
+                        (SELECT count(*) FROM recordkeeper_sync_cursors)
+                    """)
+            }
+            #expect(try columns.int64(0, 0) == 0 && columns.int64(0, 1) == 0 && columns.int64(0, 2) == 0)
+
+            // Forty days on, a server compacts the space: its rows from before are older.
+            let clock = ManualClock(Date())
+            clock.advance(days: 40)
+            let server = try await PostgresSyncServer(connections: [connection], hooks: .init(now: clock.now))
+            let done = try await server.compact(space: "s", olderThan: .seconds(30 * 86_400))
+            #expect(done == SyncCompaction(space: "s", horizon: 2, deletedTombstones: 1, deletedOperations: 2))
+            let again = try await server.push(space: "s", operations: [erase])
+            #expect(again == [SyncOutcome(erase, result: .compacted([SyncConflict(collection: "notes", key: "a", base: SyncServerVersion(1), server: nil)]), isRedelivery: true)])
+            let next = operation("phone", 3, after: erase, put("notes", "a", "again", base: 2))
+            #expect(try await server.push(space: "s", operations: [next]).map(\.result) == [.applied(SyncServerVersion(3))])
+            let behind = await #expect(throws: SyncError.self) {
+                try await server.pull(space: "s", after: SyncCursor(counter: 1), limit: 10)
+            }
+            #expect(behind?.code == .behindHorizon)
+        }
+    }
+
     @Test func `records stored under schema 3 keep their values at 4, with no item version, and new pushes keep theirs`()
         async throws
     {
@@ -241,7 +293,7 @@ struct PostgresSyncSchemaTests {
             #expect(error?.code == .newerServerSchema)
             #expect(error?.message.contains("99") == true)
             #expect(try await PostgresSyncSchema.version(connection) == 99)
-            #expect(try await tableCount(connection, schema: name) == 5)
+            #expect(try await tableCount(connection, schema: name) == 6)
         }
     }
 }

@@ -385,4 +385,34 @@ struct SyncCommandPostgresTests {
             }
         }
     }
+
+    @Test func `a store whose cursor the server compacted past resyncs and says so`() async throws {
+        try await TestPostgres.withPrivateSchema(prefix: "rk_tool") { conninfo, _ in
+            try await withTemporaryDirectory { directory in
+                let (a, b) = try Self.devices(directory)
+                _ = Self.ok(try await a.runOnStore(["put", "notes", "one", "1"]))
+                _ = Self.ok(try await a.runOnStore(["put", "notes", "two", "2"]))
+                _ = Self.ok(try await a.runOnStore(["sync", "--server", conninfo, "--space", "home", "--collections", "notes"]))
+                _ = Self.ok(try await b.runOnStore(["sync", "--server", conninfo, "--space", "home", "--collections", "notes"]))
+                _ = Self.ok(try await a.runOnStore(["delete", "notes", "one"]))
+                _ = Self.ok(try await a.runOnStore(["sync", "--server", conninfo]))
+
+                // Everything the server holds of the space was received, and its cursors handed
+                // out, forty days ago; then the server compacts.
+                let connection = try await PostgresConnection(conninfo: conninfo)
+                try await connection.transaction { connection in
+                    try connection.execute(
+                        "UPDATE recordkeeper_sync_operations SET received_at = received_at - interval '40 days'")
+                    try connection.execute("UPDATE recordkeeper_sync_cursors SET bucket = bucket - 40 * 24")
+                }
+                let server = try await PostgresSyncServer.connect(conninfo)
+                #expect(try await server.compact(space: "home", olderThan: .seconds(30 * 86_400)).deletedTombstones == 1)
+
+                let resynced = Self.ok(try await b.runOnStore(["sync", "--server", conninfo]))
+                #expect(resynced.output.contains("resynced: the server had compacted past this store's cursor"), "\(resynced.output)")
+                #expect(resynced.output.contains("removed 1 record(s) deleted meanwhile"), "\(resynced.output)")
+                #expect(try await Self.values(b, "notes") == ["two=2"])
+            }
+        }
+    }
 }

@@ -24,6 +24,7 @@ public import Foundation
 /// | 401 | ``SyncError/Code/unauthorized`` (after one retry when the token provider gives another token): get a new token; the store is untouched |
 /// | 403 | ``SyncError/Code/forbidden``: the token does not grant this space, collection or push |
 /// | 400 | ``SyncError/Code/invalidRequest``, with the relay's reason |
+/// | 410 with code `behindHorizon` | ``SyncError/Code/behindHorizon``: the pull's cursor is behind the space's compaction horizon (``RecordSync`` resyncs) |
 /// | 408, 429, 502, 503, 504, no connection, a timeout | ``SyncError/Code/unreachable``, with ``SyncError/retryAfter`` from `Retry-After` |
 /// | 404, 405, another protocol version | ``SyncError/Code/configuration``: the URL is not a relay of this protocol |
 /// | a push of changes with item versions to a relay whose health does not say ``RelayWire/Health/itemVersions`` | ``SyncError/Code/configuration`` (nothing sent): an older relay would drop them |

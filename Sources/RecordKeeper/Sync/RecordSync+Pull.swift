@@ -13,6 +13,16 @@ struct SyncPullPageResult: Sendable {
     /// Changes of synced collections the store cannot hold (an empty key, a NUL character),
     /// skipped, each described.
     var refused: [String] = []
+    /// Records the end of a resync removed (deleted on the server, their tombstones compacted).
+    var removedAsCompacted = 0
+}
+
+/// What a page of a pull from the start (a resync) carries into its local transaction.
+struct SyncResyncStep: Sendable {
+    /// On the last page: every record the resync's pages named.
+    var present: Set<SyncRecordKey>
+    /// Whether this is the last page (the head): the resync ends in its transaction.
+    var finishing: Bool
 }
 
 extension RecordSync {
@@ -25,16 +35,34 @@ extension RecordSync {
     /// character) is skipped and the rest applied: once every page is applied, the pull throws
     /// ``SyncError/Code/serverFailure`` naming each such change, so one bad row on the server
     /// does not block every device.
+    ///
+    /// A pull from the start is a **resync** (the first pull, a cursor reset by `start`, or a
+    /// cursor the server refused as behind its compaction horizon, which restarts the pull from
+    /// the start): it notes every record the pages name, and the last page's transaction
+    /// removes the records the store knows on the server at or below the page's horizon that
+    /// the server no longer has, unless they have pending changes or a conflict. Until a resync
+    /// reaches the head, the store remembers it (`sync_state`: `pull.resync`) and the next pull
+    /// starts from the start again.
     func pull(_ settings: SyncSettings, into report: inout SyncReport) async throws {
-        var (cursor, seen, synced) = try await storedPullState()
+        var (cursor, seen, synced, resyncing) = try await storedPullState()
         let server = self.server
         let space = settings.space
-        var pulledAfter = cursor
+        var pulledAfter = resyncing ? SyncCursor.start : cursor
         var refused: [String] = []
         // Only the synced collections' changes come down (a store syncing more collections
         // than one pull may name pulls them all and ignores the others, as before).
         var filter = Self.pullFilter(synced)
-        var page = try await server.pull(space: space, after: pulledAfter, limit: Self.pullLimit, collections: filter)
+        // The records a pull from the start saw the server holding (live or tombstones).
+        var present = Set<SyncRecordKey>()
+        var page: SyncPage
+        do {
+            page = try await server.pull(space: space, after: pulledAfter, limit: Self.pullLimit, collections: filter)
+        } catch let error as SyncError where error.code == .behindHorizon && pulledAfter != .start {
+            report.resynced = true
+            pulledAfter = .start
+            page = try await server.pull(space: space, after: pulledAfter, limit: Self.pullLimit, collections: filter)
+        }
+        var fromStart = pulledAfter == .start
         while true {
             try SyncAnswerCheck.page(page, after: pulledAfter, space: space, seen: seen, collections: filter)
             let after = page.cursor
@@ -43,10 +71,16 @@ extension RecordSync {
                 ? Task { [filter] in
                     try await server.pull(space: space, after: after, limit: Self.pullLimit, collections: filter)
                 } : nil
+            var resync: SyncResyncStep?
+            if fromStart {
+                for change in page.changes { present.insert(SyncRecordKey(collection: change.collection, key: change.key)) }
+                resync = SyncResyncStep(present: page.hasMore ? [] : present, finishing: !page.hasMore)
+            }
             let result: SyncPullPageResult
             do {
-                result = try await store.performWrite(.syncPull, collection: nil) { [page, pulledAfter, filter] context in
-                    try Self.apply(page, after: pulledAfter, filter: filter, space: space, in: context)
+                result = try await store.performWrite(.syncPull, collection: nil) {
+                    [page, pulledAfter, filter, resync] context in
+                    try Self.apply(page, after: pulledAfter, filter: filter, space: space, resync: resync, in: context)
                 }
             } catch {
                 // No request outlives the call: wait for the one in flight (its page is not used).
@@ -55,6 +89,7 @@ extension RecordSync {
                 throw error
             }
             report.pulledChanges += result.applied
+            report.removedAsCompacted += result.removedAsCompacted
             refused += result.refused
             seen = max(seen, page.cursor.counter, page.changes.last?.version.rawValue ?? 0)
             cursor = result.cursor
@@ -66,12 +101,24 @@ extension RecordSync {
                 _ = await next?.result
                 pulledAfter = cursor
                 filter = Self.pullFilter(result.collections)
+                fromStart = pulledAfter == .start
+                present = []
                 page = try await server.pull(space: space, after: pulledAfter, limit: Self.pullLimit, collections: filter)
                 continue
             }
             guard let next else { break }
             pulledAfter = after
-            page = try await next.value
+            do {
+                page = try await next.value
+            } catch let error as SyncError where error.code == .behindHorizon {
+                // Compacted past this pull's own cursor meanwhile (it ran for longer than the
+                // horizon's age allows for): resync from the start.
+                report.resynced = true
+                pulledAfter = .start
+                fromStart = true
+                present = []
+                page = try await server.pull(space: space, after: pulledAfter, limit: Self.pullLimit, collections: filter)
+            }
         }
         report.cursor = cursor
         if !refused.isEmpty {
@@ -93,7 +140,8 @@ extension RecordSync {
     /// Applies one page and its cursor in one local transaction, capturing nothing (no echo).
     /// `filter` is the collections the page was pulled with (`nil`: all).
     static func apply(
-        _ page: SyncPage, after pulledAfter: SyncCursor, filter: Set<String>?, space: String, in context: WriteContext
+        _ page: SyncPage, after pulledAfter: SyncCursor, filter: Set<String>?, space: String,
+        resync: SyncResyncStep? = nil, in context: WriteContext
     ) throws -> SyncPullPageResult {
         context.capturesSync = false
         let engine = context.engine
@@ -181,9 +229,47 @@ extension RecordSync {
             return SyncPullPageResult(
                 applied: applied, cursor: stored, restarted: true, collections: collections, refused: refused)
         }
+        var removed = 0
+        if let resync {
+            if resync.finishing {
+                if let horizon = page.horizon {
+                    removed = try removeCompacted(besides: resync.present, horizon: horizon, synced: synced, in: context)
+                }
+                if try engine.syncStateInteger("pull.resync") != nil { try engine.setSyncState("pull.resync", nil) }
+            } else {
+                try engine.setSyncState("pull.resync", integer: 1)
+            }
+        }
+        // A resync pulls from the start while the stored cursor may be ahead of its pages: the
+        // stored one stays until the pages pass it (the flag restarts an interrupted resync).
         let cursor = max(stored, page.cursor)
         try engine.setSyncCursor(cursor)
-        return SyncPullPageResult(applied: applied, cursor: cursor, collections: collections, refused: refused)
+        return SyncPullPageResult(
+            applied: applied, cursor: cursor, collections: collections, refused: refused, removedAsCompacted: removed)
+    }
+
+    /// The end of a resync: removes the records of synced collections the store knows on the
+    /// server at or below `horizon` that the server no longer has (not in `present`: deleted
+    /// and their tombstones compacted), unless they have pending changes or a conflict, and
+    /// forgets their server versions. Returns how many.
+    static func removeCompacted(
+        besides present: Set<SyncRecordKey>, horizon: Int64, synced: [String: SyncConflictPolicy],
+        in context: WriteContext
+    ) throws -> Int {
+        let engine = context.engine
+        var removals: [String: [String]] = [:]
+        var count = 0
+        for record in try engine.settledSyncRecords(atOrBelow: horizon)
+        where synced[record.collection] != nil && !present.contains(record) {
+            try engine.forgetSyncRecord(record)
+            removals[record.collection, default: []].append(record.key)
+        }
+        for (collection, keys) in removals.sorted(by: { $0.key < $1.key }) {
+            guard try engine.collectionForWriting(collection) != nil else { continue }
+            for key in keys where try engine.record(collection, key: key) != nil { count += 1 }
+            try context.apply(collection, upserts: [], removals: keys)
+        }
+        return count
     }
 
     /// Why the store cannot hold a pulled record under `key`, or nil when it can.

@@ -21,7 +21,9 @@
 /// The guarantees (docs/SYNC.md has the details):
 /// - **Exactly once.** An operation's ``SyncOperation/id`` is recorded with its outcome in the
 ///   same server transaction as its changes; a re-delivered operation is answered with the
-///   outcome it got the first time (``SyncOutcome/isRedelivery``) and has no second effect.
+///   outcome it got the first time (``SyncOutcome/isRedelivery``) and has no second effect; once
+///   a compaction deleted that outcome, it is answered ``SyncResult/compacted(_:)``, still with
+///   no second effect.
 /// - **Whole or nothing.** All changes of one operation are applied together or none is.
 /// - **Per-device order.** A device's operations are applied in the order of their
 ///   ``SyncOperation/sequence``; one older than an operation already applied is refused.
@@ -53,7 +55,9 @@ public protocol RecordSyncServer: Sendable {
     /// same or newer values come back.
     ///
     /// - Throws: ``SyncError`` (``SyncError/Code/invalidRequest`` for an empty space or a limit
-    ///   outside 1...``SyncPage/maximumLimit``; ``SyncError/Code/unreachable``; ``SyncError/Code/serverFailure``).
+    ///   outside 1...``SyncPage/maximumLimit``; ``SyncError/Code/behindHorizon`` for a cursor
+    ///   behind the space's compaction horizon: pull from ``SyncCursor/start`` instead;
+    ///   ``SyncError/Code/unreachable``; ``SyncError/Code/serverFailure``).
     func pull(space: String, after cursor: SyncCursor, limit: Int) async throws -> SyncPage
 
     /// Returns up to `limit` changes of `collections` committed after `cursor`, oldest first,

@@ -184,7 +184,8 @@ public enum RelayWire {
         /// The error.
         public struct Detail: Codable, Sendable {
             /// A stable name for programs (`badRequest`, `unauthorized`, `forbidden`,
-            /// `notFound`, `methodNotAllowed`, `payloadTooLarge`, `unavailable`, `serverFailure`).
+            /// `notFound`, `methodNotAllowed`, `behindHorizon`, `payloadTooLarge`, `unavailable`,
+            /// `serverFailure`).
             public var code: String
             /// What went wrong, for people. Never contains a token or a payload.
             public var message: String

@@ -117,6 +117,28 @@ public enum PostgresSyncSchema {
                     ON recordkeeper_sync_records (space, collection, version, key)
                 """,
             ]),
+        // Compaction with a horizon (docs/SYNC.md "Compaction"): each space's horizon, each
+        // device's highest compacted sequence (re-deliveries at or below it are recognised),
+        // the lowest cursor handed out per space and hour, and the operations by age, for
+        // batched deletion.
+        Step(
+            version: 6, name: "compaction horizon",
+            statements: [
+                "ALTER TABLE recordkeeper_sync_spaces ADD COLUMN horizon bigint NOT NULL DEFAULT 0 CHECK (horizon >= 0)",
+                "ALTER TABLE recordkeeper_sync_devices ADD COLUMN compacted_sequence bigint NOT NULL DEFAULT 0",
+                """
+                CREATE TABLE recordkeeper_sync_cursors (
+                    space text COLLATE "C" NOT NULL,
+                    bucket bigint NOT NULL,
+                    lowest bigint NOT NULL,
+                    PRIMARY KEY (space, bucket)
+                )
+                """,
+                """
+                CREATE INDEX recordkeeper_sync_operations_received
+                    ON recordkeeper_sync_operations (space, received_at, operation_id)
+                """,
+            ]),
     ]
 
     /// Brings the connection's database to ``currentVersion``; does nothing when it is there.

@@ -8,14 +8,28 @@ extension PostgresSyncServer {
     /// committed and visible, and a later commit only ever adds versions above it. Reading up
     /// to the counter, in (version, collection, key) order, therefore never passes a change
     /// that commits later, and a page cut short ends at its last row, never at the counter.
+    ///
+    /// A cursor behind the space's compaction horizon is refused (``SyncError/Code/behindHorizon``):
+    /// the tombstones it has not seen may be gone. Returns the page and, when the cursor it
+    /// hands out is below the lowest one recorded for `bucket` (or none is), its mark to record.
     static func pull(
-        space: String, after cursor: SyncCursor, limit: Int, collections: Set<String>?,
+        space: String, after cursor: SyncCursor, limit: Int, collections: Set<String>?, bucket: Int64,
         on connection: isolated PostgresConnection
-    ) throws -> SyncPage {
+    ) throws -> (SyncPage, mark: Int64?) {
         let head = try connection.execute(
-            "SELECT counter FROM recordkeeper_sync_spaces WHERE space = $1", [.text(space)],
-            operation: "pull: read the space's counter")
-        let counter = head.rowCount == 0 ? 0 : try head.int64(0, 0)
+            """
+            SELECT s.counter, s.horizon,
+                (SELECT c.lowest FROM recordkeeper_sync_cursors c WHERE c.space = s.space AND c.bucket = $2)
+            FROM recordkeeper_sync_spaces s WHERE s.space = $1
+            """, [.text(space), .int64(bucket)],
+            operation: "pull: read the space's counter and horizon")
+        let exists = head.rowCount > 0
+        let counter = exists ? try head.int64(0, 0) : 0
+        let horizon = exists ? try head.int64(0, 1) : 0
+        let lowest = exists ? try head.optionalInt64(0, 2) : nil
+        if SyncHorizon.isBehind(cursor, horizon: horizon) {
+            throw SyncHorizon.behind(cursor, horizon: horizon, space: space)
+        }
         // Rows strictly after the cursor. A cursor without a position covers its whole counter
         // value: (counter + 1, '', '') precedes every row of the next value, as collections and
         // keys are never empty.
@@ -48,7 +62,24 @@ extension PostgresSyncServer {
                     version: SyncServerVersion(try rows.int64(row, 2)),
                     itemVersion: try rows.optionalInt64(row, 4).map { Int(truncatingIfNeeded: $0) }))
         }
-        return SyncPage.assemble(changes, limit: limit, head: counter, cursor: cursor)
+        let page = SyncPage.assemble(changes, limit: limit, head: counter, cursor: cursor, horizon: horizon)
+        let mark = SyncHorizon.mark(of: page.cursor)
+        let lowers = exists && (lowest.map { mark < $0 } ?? true)
+        return (page, lowers ? mark : nil)
+    }
+
+    /// Records that a cursor with `mark` was handed out in `bucket` (lowering the bucket's
+    /// lowest), in its own short statement after the pull's snapshot: a compaction never moves
+    /// the horizon past a cursor handed out within its age. Most pulls skip it (a device's
+    /// cursors only grow, so the hour's first pull usually sets the lowest).
+    static func recordMark(
+        _ mark: Int64, space: String, bucket: Int64, on connection: isolated PostgresConnection
+    ) throws {
+        try connection.execute(
+            """
+            INSERT INTO recordkeeper_sync_cursors AS c (space, bucket, lowest) VALUES ($1, $2, $3)
+            ON CONFLICT (space, bucket) DO UPDATE SET lowest = least(c.lowest, excluded.lowest)
+            """, [.text(space), .int64(bucket), .int64(mark)], operation: "pull: record the cursor handed out")
     }
 
     /// The rows of a pull of every collection, through the feed index.

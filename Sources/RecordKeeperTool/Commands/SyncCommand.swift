@@ -146,6 +146,11 @@ enum SyncCommand {
         lines.append(
             "pushed \(report.pushedOperations) operation(s) (\(report.pushedChanges) change(s)), "
                 + "pulled \(report.pulledChanges) change(s), \(report.newConflicts.count) new conflict(s)")
+        if report.resynced {
+            lines.append(
+                "resynced: the server had compacted past this store's cursor; pulled the space's current state and "
+                    + "removed \(report.removedAsCompacted) record(s) deleted meanwhile")
+        }
         if let after, after.conflicts > 0 {
             lines.append("\(after.conflicts) unresolved conflict(s): see 'recordkeeper conflicts'")
         }

@@ -51,6 +51,22 @@ enum RelayCommandCatalog {
                 RECORDKEEPER_RELAY_JWT_SECRET_FILE, RECORDKEEPER_RELAY_JWT_PUBLIC_KEY) is required.
                 """),
         CommandSpec(
+            name: "compact", arguments: [],
+            options: [
+                database,
+                .value("older-than", "AGE", help: "Forget what is older than AGE: seconds, or with s, m, h or d (default 30d, at least 1h)."),
+                .value("space", "S", help: "Compact only this space (default: every space)."),
+                .value("batch", "N", help: "Rows deleted per transaction (default 1000)."),
+            ],
+            summary: "Delete old operation outcomes and tombstones, beside live traffic.",
+            discussion: """
+                Moves each space's horizon to the oldest cursor handed out within AGE (and no newer than what is
+                older than AGE), then deletes the tombstones at or below it and the outcomes of operations received
+                before AGE, in short transactions. Prints one line per space: space=S horizon=H tombstones=N
+                operations=N. A device whose cursor is behind the horizon resyncs. Exits 69 when the server cannot
+                be reached.
+                """),
+        CommandSpec(
             name: "token", arguments: [],
             options: [
                 .value("space", "S", help: "The space the token grants (required)."),

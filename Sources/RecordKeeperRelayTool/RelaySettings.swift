@@ -42,7 +42,8 @@ struct RelaySettings {
             digits = digits.dropLast()
             unit = factor
         }
-        guard let number = Int(digits), number >= minimum, number <= Int(Int32.max) / unit else {
+        // The minimum is in seconds, whatever unit the value was given in.
+        guard let number = Int(digits), number <= Int(Int32.max) / unit, number * unit >= minimum else {
             throw UsageError(
                 message: "--\(option) takes seconds (or a number with s, m, h or d), at least \(minimum), not '\(text)'",
                 command: arguments.command)

@@ -45,6 +45,7 @@ public enum RelayTool {
         let settings = RelaySettings(arguments: parsed, environment: environment)
         switch command {
         case "migrate": return try await MigrateCommand.run(settings)
+        case "compact": return try await CompactCommand.run(settings)
         case "serve": return try await ServeCommand.run(settings, until: TerminationSignal.wait)
         case "token": return try TokenCommand.run(settings)
         default: throw RelayToolError(.internalError, "command '\(command)' is declared but not implemented")
@@ -57,8 +58,13 @@ public enum RelayTool {
         let failure = CommandFailure.reporting(error, tool: "recordkeeper-relay", command: command) { error in
             switch error {
             case let error as SyncError:
-                let code: ExitCode = error.code == .unreachable ? .unavailable
-                    : error.code == .newerServerSchema ? .configuration : .internalError
+                let code: ExitCode =
+                    switch error.code {
+                    case .unreachable: .unavailable
+                    case .newerServerSchema, .configuration, .authentication: .configuration
+                    case .invalidRequest: .usage
+                    default: .internalError
+                    }
                 return CommandFailure(code, error.description)
             case let error as PostgresError:
                 return CommandFailure(error.isConnectionFailure ? .unavailable : .configuration, error.description)

@@ -91,6 +91,8 @@ func runBench(_ options: BenchOptions) async -> Int32 {
                 }
             case .s5:
                 if let conninfo = options.postgres { try await runner.runCrowdedPush(conninfo: conninfo) }
+            case .s8:
+                if let conninfo = options.postgres { try await runner.runFilteredPull(conninfo: conninfo) }
             case .s6, .s7:
                 // One run measures both (the same relay and schema).
                 if !relayDone, let conninfo = options.postgres {
@@ -122,7 +124,7 @@ func runBench(_ options: BenchOptions) async -> Int32 {
             case .table:
                 let settings = header.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
                 return "recordkeeper-bench  \(settings)\n"
-                    + "ratio = implementation / raw SQLite (raw libpq for S1..S4, the same push into an empty server for S5, direct PostgresSyncServer for S6/S7; time or memory; throughput inverted), > 1 is slower/bigger\n\n"
+                    + "ratio = implementation / raw SQLite (raw libpq for S1..S4, the same push into an empty server for S5, direct PostgresSyncServer for S6/S7, the pull of every collection for S8; time or memory; throughput inverted), > 1 is slower/bigger\n\n"
                     + ResultFormatter.table(rows)
             case .json: return try ResultFormatter.json(rows, header: header)
             case .csv: return ResultFormatter.csv(rows)

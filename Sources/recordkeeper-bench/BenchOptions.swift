@@ -14,7 +14,7 @@ enum WorkloadID: String, Sendable, CaseIterable, Comparable {
     case c1 = "C1"
     case o1 = "O1", o2 = "O2"
     case q1 = "Q1", q2 = "Q2", q3 = "Q3"
-    case s1 = "S1", s2 = "S2", s3 = "S3", s4 = "S4", s5 = "S5", s6 = "S6", s7 = "S7"
+    case s1 = "S1", s2 = "S2", s3 = "S3", s4 = "S4", s5 = "S5", s6 = "S6", s7 = "S7", s8 = "S8"
 
     static func < (lhs: WorkloadID, rhs: WorkloadID) -> Bool {
         let order = allCases
@@ -49,6 +49,7 @@ enum WorkloadID: String, Sendable, CaseIterable, Comparable {
         case .s5: "sync: push N records into a new space of a server holding 600,000 rows of other spaces vs an empty server"
         case .s6: "sync: push and pull N records through the relay (HTTPSyncServer, loopback) vs direct PostgresSyncServer"
         case .s7: "sync: one-record push round trip through the relay vs direct PostgresSyncServer, p50/p99"
+        case .s8: "sync: pull of one collection holding 10% of a space's N changes, by collection vs every collection"
         }
     }
 
@@ -94,9 +95,9 @@ struct BenchOptions: Sendable {
 
       --n N                 records in the store (default 100000)
       --repeat R            repeats per workload; medians are reported (default 5)
-      --workloads LIST      comma-separated subset of W1..W9,T1..T4,C1,O1,O2,Q1..Q3,S1..S7 (default: all
-                            available; S1..S7 only with a PostgreSQL server)
-      --postgres CONNINFO   PostgreSQL server for S1..S7 (default: RECORDKEEPER_TEST_POSTGRES;
+      --workloads LIST      comma-separated subset of W1..W9,T1..T4,C1,O1,O2,Q1..Q3,S1..S8 (default: all
+                            available; S1..S8 only with a PostgreSQL server)
+      --postgres CONNINFO   PostgreSQL server for S1..S8 (default: RECORDKEEPER_TEST_POSTGRES;
                             scripts/with-postgres.sh starts a throwaway one and sets it). The
                             bench creates and drops the schema recordkeeper_bench there.
       --format F            table | json | csv (default table)
@@ -221,7 +222,7 @@ struct BenchOptions: Sendable {
         }
         if options.postgres == nil {
             if explicitWorkloads, options.workloads.contains(where: \.needsPostgres) {
-                throw ParseError(description: "S1..S7 need a PostgreSQL server: --postgres CONNINFO or RECORDKEEPER_TEST_POSTGRES")
+                throw ParseError(description: "S1..S8 need a PostgreSQL server: --postgres CONNINFO or RECORDKEEPER_TEST_POSTGRES")
             }
             options.workloads.removeAll(where: \.needsPostgres)
         }

@@ -162,8 +162,14 @@ final class TimedSyncServer: RecordSyncServer {
     }
 
     func pull(space: String, after cursor: SyncCursor, limit: Int) async throws -> SyncPage {
+        try await pull(space: space, after: cursor, limit: limit, collections: nil)
+    }
+
+    func pull(space: String, after cursor: SyncCursor, limit: Int, collections: Set<String>?) async throws -> SyncPage {
         var page: SyncPage?
-        let time = try await measureAsync { page = try await server.pull(space: space, after: cursor, limit: limit) }
+        let time = try await measureAsync {
+            page = try await server.pull(space: space, after: cursor, limit: limit, collections: collections)
+        }
         spent.withLock { $0 += time }
         guard let page else { throw BenchFailure("the timed pull returned no page") }
         return page

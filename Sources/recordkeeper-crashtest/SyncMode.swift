@@ -66,4 +66,8 @@ struct SlowAnswers: RecordSyncServer {
     func pull(space: String, after cursor: SyncCursor, limit: Int) async throws -> SyncPage {
         try await base.pull(space: space, after: cursor, limit: limit)
     }
+
+    func pull(space: String, after cursor: SyncCursor, limit: Int, collections: Set<String>?) async throws -> SyncPage {
+        try await base.pull(space: space, after: cursor, limit: limit, collections: collections)
+    }
 }

@@ -46,4 +46,29 @@ struct PostgresPushPlanTests {
             #expect(outcomes.allSatisfy { $0.result.appliedVersion != nil })
         }
     }
+
+    @Test func `a pull of one collection reads its own feed index, before and after ANALYZE`() async throws {
+        try await TestPostgres.withPrivateConnections { connect, _ in
+            let connection = try await connect()
+            _ = try await PostgresSyncServer(connection: connection)
+            // 200,000 changes of one space, one in ten of them in "tags".
+            try await connection.execute(
+                """
+                INSERT INTO recordkeeper_sync_records
+                    (space, collection, key, version, payload, deleted, writer_device, writer_base)
+                SELECT 's', CASE WHEN g % 10 = 0 THEN 'tags' ELSE 'notes' END, 'k' || g, g, '\\x78'::bytea, false,
+                    'd', NULL
+                FROM generate_series(1, 200000) AS g
+                """)
+            for analyzed in [false, true] {
+                if analyzed { try await connection.execute("ANALYZE recordkeeper_sync_records") }
+                for after: Int64 in [0, 150_000] {
+                    let plan = try await PostgresSyncServer.planOfPull(
+                        space: "s", after: after, collections: ["tags"], on: connection)
+                    #expect(plan.contains("recordkeeper_sync_records_collection_feed"), "\(plan)")
+                    #expect(!plan.contains("Seq Scan"), "\(plan)")
+                }
+            }
+        }
+    }
 }

@@ -29,9 +29,9 @@ struct PostgresSyncSchemaTests {
         try await withPrivateSchema { connect, name in
             let connection = try await connect()
             #expect(try await PostgresSyncSchema.version(connection) == 0)
-            #expect(try await PostgresSyncSchema.migrate(connection) == [1, 2, 3, 4])
+            #expect(try await PostgresSyncSchema.migrate(connection) == PostgresSyncSchema.versions)
             #expect(try await PostgresSyncSchema.version(connection) == PostgresSyncSchema.currentVersion)
-            #expect(try await tableCount(connection, schema: name) == 5)
+            #expect(try await tableCount(connection, schema: name) == 6)
             #expect(try await PostgresSyncSchema.migrate(connection) == [])
             // A server on it works.
             let server = try await PostgresSyncServer(connection: connection)
@@ -49,7 +49,7 @@ struct PostgresSyncSchemaTests {
             let applied = try await [a, b]
             // Each step ran once, by one of them (each step is its own transaction under the
             // lock, so one may take step 1 and the other step 2).
-            #expect(applied.joined().sorted() == [1, 2, 3, 4])
+            #expect(applied.joined().sorted() == PostgresSyncSchema.versions)
         }
     }
 
@@ -87,7 +87,7 @@ struct PostgresSyncSchemaTests {
                 try connection.execute(
                     "INSERT INTO recordkeeper_sync_devices VALUES ('s', 'phone', 1), ('s', 'laptop', 1)")
             }
-            #expect(try await PostgresSyncSchema.migrate(connection) == [2, 3, 4])
+            #expect(try await PostgresSyncSchema.migrate(connection, upTo: 3) == [2, 3])
 
             let server = try await PostgresSyncServer(connection: connection)
             let fresh = operation("phone", 2, put("notes", "a", "A2", base: 1))
@@ -144,6 +144,98 @@ struct PostgresSyncSchemaTests {
         }
     }
 
+    @Test func `records stored before schema 5 are pulled by collection after the migration to it`() async throws {
+        try await withPrivateSchema { connect, _ in
+            let connection = try await connect()
+            let previous = PostgresSyncSchema.versions.filter { $0 < 5 }.max()!
+            try await PostgresSyncSchema.migrate(connection, upTo: previous)
+            // What a server before version 5 stored: 30 changes, one in three of them in "tags".
+            _ = try await connection.transaction { connection in
+                try connection.execute("INSERT INTO recordkeeper_sync_spaces (space, counter) VALUES ('s', 30)")
+                try connection.execute(
+                    """
+                    INSERT INTO recordkeeper_sync_records
+                        (space, collection, key, version, payload, deleted, writer_device, writer_base)
+                    SELECT 's', CASE WHEN v % 3 = 0 THEN 'tags' ELSE 'notes' END, 'k' || v, v, '\\x41'::bytea,
+                        false, 'phone', NULL
+                    FROM generate_series(1, 30) AS v
+                    """)
+            }
+            #expect(try await PostgresSyncSchema.migrate(connection) == PostgresSyncSchema.versions.filter { $0 > previous })
+            let index = try await connection.transaction { connection in
+                try connection.execute(
+                    "SELECT pg_get_indexdef('recordkeeper_sync_records_collection_feed'::regclass)"
+                ).string(0, 0)
+            }
+            #expect(index.contains("(space, collection, version, key)"), "\(index)")
+
+            let server = try await PostgresSyncServer(connection: connection)
+            var cursor = SyncCursor.start
+            var keys: [String] = []
+            while true {
+                let page = try await server.pull(space: "s", after: cursor, limit: 4, collections: ["tags"])
+                keys += page.changes.map(\.key)
+                #expect(page.changes.allSatisfy { $0.collection == "tags" })
+                cursor = page.cursor
+                if !page.hasMore { break }
+            }
+            #expect(keys == (1...10).map { "k\($0 * 3)" })
+            #expect(cursor == SyncCursor(counter: 30))
+        }
+    }
+
+    @Test func `a space recorded under schema 5 compacts after the migration to 6 and recognises a re-delivery`() async throws {
+        try await withPrivateSchema { connect, _ in
+            let connection = try await connect()
+            #expect(try await PostgresSyncSchema.migrate(connection, upTo: 5) == [1, 2, 3, 4, 5])
+            // A schema-5 server's space: the phone wrote a record, then deleted it; its
+            // operations were received at the database's now().
+            let write = operation("phone", 1, after: nil, put("notes", "a", "A", base: nil))
+            let erase = operation("phone", 2, after: write, delete("notes", "a", base: 1))
+            try await connection.transaction { connection in
+                try connection.execute("INSERT INTO recordkeeper_sync_spaces (space, counter) VALUES ('s', 2)")
+                try connection.execute(
+                    """
+                    INSERT INTO recordkeeper_sync_records
+                        (space, collection, key, version, payload, deleted, writer_device, writer_base)
+                    VALUES ('s', 'notes', 'a', 2, NULL, true, 'phone', 1)
+                    """)
+                try connection.execute(
+                    """
+                    INSERT INTO recordkeeper_sync_operations (space, operation_id, device, sequence, version, outcome)
+                    VALUES ('s', $1::uuid, 'phone', 1, 1, NULL), ('s', $2::uuid, 'phone', 2, 2, NULL)
+                    """, [.text(write.id.uuidString), .text(erase.id.uuidString)])
+                try connection.execute(
+                    "INSERT INTO recordkeeper_sync_devices VALUES ('s', 'phone', 2, $1::uuid)", [.text(erase.id.uuidString)])
+            }
+            #expect(try await PostgresSyncSchema.migrate(connection) == [6])
+            let columns = try await connection.transaction { connection in
+                try connection.execute(
+                    """
+                    SELECT (SELECT horizon FROM recordkeeper_sync_spaces WHERE space = 's'),
+                        (SELECT compacted_sequence FROM recordkeeper_sync_devices WHERE space = 's'),
+                        (SELECT count(*) FROM recordkeeper_sync_cursors)
+                    """)
+            }
+            #expect(try columns.int64(0, 0) == 0 && columns.int64(0, 1) == 0 && columns.int64(0, 2) == 0)
+
+            // Forty days on, a server compacts the space: its rows from before are older.
+            let clock = ManualClock(Date())
+            clock.advance(days: 40)
+            let server = try await PostgresSyncServer(connections: [connection], hooks: .init(now: clock.now))
+            let done = try await server.compact(space: "s", olderThan: .seconds(30 * 86_400))
+            #expect(done == SyncCompaction(space: "s", horizon: 2, deletedTombstones: 1, deletedOperations: 2))
+            let again = try await server.push(space: "s", operations: [erase])
+            #expect(again == [SyncOutcome(erase, result: .compacted([SyncConflict(collection: "notes", key: "a", base: SyncServerVersion(1), server: nil)]), isRedelivery: true)])
+            let next = operation("phone", 3, after: erase, put("notes", "a", "again", base: 2))
+            #expect(try await server.push(space: "s", operations: [next]).map(\.result) == [.applied(SyncServerVersion(3))])
+            let behind = await #expect(throws: SyncError.self) {
+                try await server.pull(space: "s", after: SyncCursor(counter: 1), limit: 10)
+            }
+            #expect(behind?.code == .behindHorizon)
+        }
+    }
+
     @Test func `records stored under schema 3 keep their values at 4, with no item version, and new pushes keep theirs`()
         async throws
     {
@@ -167,7 +259,7 @@ struct PostgresSyncSchemaTests {
                     VALUES ('s', 'books', 'old', 1, 'v1'::bytea, false, 'phone')
                     """)
             }
-            #expect(try await PostgresSyncSchema.migrate(connection) == [4])
+            #expect(try await PostgresSyncSchema.migrate(connection, upTo: 4) == [4])
 
             let server = try await PostgresSyncServer(connection: connection)
             var newer = put("books", "new", "v2", base: nil)
@@ -201,7 +293,7 @@ struct PostgresSyncSchemaTests {
             #expect(error?.code == .newerServerSchema)
             #expect(error?.message.contains("99") == true)
             #expect(try await PostgresSyncSchema.version(connection) == 99)
-            #expect(try await tableCount(connection, schema: name) == 5)
+            #expect(try await tableCount(connection, schema: name) == 6)
         }
     }
 }

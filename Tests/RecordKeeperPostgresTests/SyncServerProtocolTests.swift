@@ -270,6 +270,72 @@ import Testing
     }
 
     @Test(arguments: ServerKind.allCases)
+    func `a pull of some collections pages through theirs only, and a complete page ends at the space's counter`(
+        kind: ServerKind
+    ) async throws {
+        guard let server = try await kind.make() else { return }
+        let space = TestPostgres.space()
+        // 100 operations, one in ten in "tags"; one of 6 records with 2 tags (a page boundary
+        // falls inside it); then "notes/k1" rewritten and "tags/t10" deleted at the end.
+        var operations: [SyncOperation] = []
+        for i in 1...100 {
+            let change = i % 10 == 0 ? put("tags", "t\(i)", "v\(i)", base: nil) : put("notes", "k\(i)", "v\(i)", base: nil)
+            operations.append(operation("phone", Int64(i), change))
+        }
+        operations.append(
+            SyncOperation(
+                device: "phone", sequence: 101,
+                changes: (1...4).map { put("notes", "bulk\($0)", "b", base: nil) } + [
+                    put("tags", "bulk-a", "a", base: nil), put("tags", "bulk-b", "b", base: nil),
+                ]))
+        operations.append(operation("phone", 102, put("notes", "k1", "w1", base: 1)))
+        operations.append(operation("phone", 103, delete("tags", "t10", base: 10)))
+        _ = try await server.push(space: space, operations: operations)
+
+        for limit in [1, 3, 1000] {
+            var cursor = SyncCursor.start
+            var delivered: [String] = []
+            while true {
+                let page = try await server.pull(space: space, after: cursor, limit: limit, collections: ["tags"])
+                #expect(page.cursor > cursor)
+                #expect(page.changes.allSatisfy { $0.collection == "tags" })
+                if page.hasMore {
+                    let last = try #require(page.changes.last)
+                    #expect(page.changes.count == limit)
+                    #expect(
+                        page.cursor == SyncCursor(counter: last.version.rawValue, position: .init(collection: "tags", key: last.key)),
+                        "a page cut short ends at its last change")
+                }
+                delivered += page.changes.map { "\($0.key)@\($0.version)" + ($0.value == .tombstone ? "-" : "") }
+                cursor = page.cursor
+                if !page.hasMore { break }
+            }
+            #expect(
+                delivered == (2...10).map { "t\($0 * 10)@\($0 * 10)" } + ["bulk-a@101", "bulk-b@101", "t10@103-"],
+                "limit \(limit)")
+            #expect(cursor == SyncCursor(counter: 103), "the cursor is the space's")
+        }
+        let both = try await server.pull(space: space, after: .start, limit: 1000, collections: ["tags", "notes"])
+        #expect(both == (try await server.pull(space: space, after: .start, limit: 1000)))
+        let unknown = try await server.pull(space: space, after: .start, limit: 10, collections: ["nothing"])
+        #expect(unknown == SyncPage(changes: [], cursor: SyncCursor(counter: 103), hasMore: false))
+        let none = try await server.pull(space: space, after: .start, limit: 10, collections: [])
+        #expect(none == SyncPage(changes: [], cursor: SyncCursor(counter: 103), hasMore: false))
+        let within = try await server.pull(
+            space: space, after: SyncCursor(counter: 101, position: .init(collection: "notes", key: "bulk4")), limit: 10,
+            collections: ["tags"])
+        #expect(within.changes.map(\.key) == ["bulk-a", "bulk-b", "t10"])
+
+        let tooMany = Set((0...SyncPullFilter.maximumCollections).map { "c\($0)" })
+        for bad: Set<String> in [["tags", ""], ["ta\u{0}gs"], tooMany] {
+            let error = await #expect(throws: SyncError.self) {
+                try await server.pull(space: space, after: .start, limit: 10, collections: bad)
+            }
+            #expect(error?.code == .invalidRequest)
+        }
+    }
+
+    @Test(arguments: ServerKind.allCases)
     func `a cursor ahead of the server gets the server's counter back, so the client sees it is behind`(
         kind: ServerKind
     ) async throws {

@@ -205,4 +205,41 @@ struct HTTPSyncServerTests {
             #expect(seen.sorted() == keys.sorted())
         }
     }
+
+    @Test func `a device behind the compaction horizon is told so through the relay and resyncs`() async throws {
+        try await withTemporaryDirectory { directory in
+            let clock = ManualClock()
+            let inner = InMemorySyncServer(now: { clock.now() })
+            try await withRelay(server: inner) { relay in
+                let server = client(relay, token: try RelayHarness.token(space: "alice"))
+                let stores = (0..<2).map { RecordStore(url: directory.appendingPathComponent("device-\($0).sqlite")) }
+                let syncs = stores.map { RecordSync(store: $0, server: server) }
+                for sync in syncs { try await sync.start(space: "alice", collections: ["notes"]) }
+                try await stores[0].write { tx in
+                    for key in ["a", "b", "c"] { try tx.put("notes", key: key, data: Data(key.utf8)) }
+                }
+                for sync in syncs { _ = try await sync.sync() }
+                _ = try await stores[0].delete("notes", key: "a")
+                try await stores[1].put("notes", key: "b", data: Data("offline".utf8))
+                _ = try await syncs[0].sync()
+                clock.advance(days: 40)
+                #expect(try await inner.compact(space: "alice", olderThan: .seconds(30 * 86_400)).deletedTombstones == 1)
+
+                // The relay answers 410 with the code, which the client turns back into the error.
+                let error = await #expect(throws: SyncError.self) {
+                    try await server.pull(space: "alice", after: SyncCursor(counter: 1), limit: 10)
+                }
+                #expect(error?.code == .behindHorizon)
+                let raw = try await relay.pull("after=1", token: try RelayHarness.token(space: "alice"))
+                #expect(raw.status == 410)
+                #expect(try raw.decoded(RelayWire.ErrorBody.self).error.code == "behindHorizon")
+                #expect(try await server.pull(space: "alice", after: .start, limit: 10).horizon == 2)
+
+                let report = try await syncs[1].sync()
+                #expect(report.resynced && report.removedAsCompacted == 1)
+                _ = try await syncs[0].sync()
+                for store in stores { #expect(try await strings(store, "notes") == ["b": "offline", "c": "c"]) }
+            }
+        }
+    }
 }

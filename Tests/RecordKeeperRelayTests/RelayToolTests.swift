@@ -1,5 +1,6 @@
 import Foundation
 import RecordKeeper
+import RecordKeeperPostgres
 import RecordKeeperRelay
 import RecordKeeperTestSupport
 import Testing
@@ -99,5 +100,33 @@ import Testing
             #expect(!stopped.log.contains(token))
             #expect(stopped.log.hasSuffix("recordkeeper-relay: stopped\n"))
         }
+    }
+
+    @Test(.enabled(if: TestPostgres.enabled, TestPostgres.disabledReason))
+    func `compact forgets a space's old outcomes and tombstones and prints what it did`() async throws {
+        let conninfo = try TestPostgres.requireConninfo()
+        let server = try await PostgresSyncServer.connect(conninfo)
+        let space = "relay-compact-\(UUID().uuidString)"
+        let write = SyncOperation(device: "phone", sequence: 1, changes: [
+            SyncChange(collection: "notes", key: "a", value: .payload(Data("A".utf8)), base: nil)])
+        let erase = SyncOperation(device: "phone", sequence: 2, changes: [
+            SyncChange(collection: "notes", key: "a", value: .tombstone, base: SyncServerVersion(1))])
+        _ = try await server.push(space: space, operations: [write, erase])
+        // Received forty days ago, as the server's clock sees it.
+        _ = try await server.connection.transaction { connection in
+            try connection.execute(
+                "UPDATE recordkeeper_sync_operations SET received_at = received_at - interval '40 days' WHERE space = $1",
+                [.text(space)])
+        }
+        let result = try await RelayProcess.run(["compact", "--database", conninfo, "--space", space, "--older-than", "30d"])
+        #expect(result.status == 0, "\(result.error)")
+        #expect(result.output == "space=\(space) horizon=2 tombstones=1 operations=2\n")
+        let again = try await server.push(space: space, operations: [erase])
+        #expect(again.first?.result == .compacted([SyncConflict(collection: "notes", key: "a", base: SyncServerVersion(1), server: nil)]))
+
+        let short = try await RelayProcess.run(["compact", "--database", conninfo, "--older-than", "10m"])
+        #expect(short.status == 64 && short.error.contains("--older-than takes seconds"), "\(short.error)")
+        let nothing = try await RelayProcess.run(["compact", "--older-than", "1d"])
+        #expect(nothing.status == 64 && nothing.error.contains("compact needs --database"), "\(nothing.error)")
     }
 }

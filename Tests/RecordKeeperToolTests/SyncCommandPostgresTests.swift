@@ -138,6 +138,80 @@ struct SyncCommandPostgresTests {
         }
     }
 
+    @Test func `sync --json says what it pushed, pulled and found, and resolve --merged pushes the merged value`()
+        async throws
+    {
+        try await TestPostgres.withPrivateSchema(prefix: "rk_tool") { conninfo, _ in
+            try await withTemporaryDirectory { directory in
+                let (a, b) = try Self.devices(directory)
+                func document(_ result: ToolResult) throws -> [String: Any] {
+                    #expect(result.stdout.last == 0x0A)
+                    return try #require(try JSONSerialization.jsonObject(with: result.stdout) as? [String: Any])
+                }
+                _ = Self.ok(try await a.runOnStore(["put", "notes", "today", #"{"text":"draft"}"#, "--json"]))
+                _ = Self.ok(try await a.runOnStore(["put", "notes", "later", "2"]))
+                let first = try document(Self.ok(try await a.runOnStore(
+                    ["sync", "--server", conninfo, "--space", "home", "--collections", "notes", "--json"])))
+                #expect(first["space"] as? String == "home")
+                #expect((first["device"] as? String)?.isEmpty == false)
+                #expect(first["started"] as? [String] == ["notes"])
+                #expect(first["policyChanged"] as? [String] == [])
+                #expect(first["policy"] as? String == "report")
+                #expect(first["recovery"] is NSNull)
+                #expect(first["pushed"] as? [String: Int] == ["operations": 1, "changes": 2])
+                #expect(first["pulled"] as? [String: Int] == ["changes": 0])
+                #expect((first["conflicts"] as? [String: Any])?["new"] as? [Any] != nil)
+                #expect((first["conflicts"] as? [String: Any])?["unresolved"] as? Int == 0)
+                #expect(first["pending"] as? Int == 0)
+                #expect(first["cursor"] as? NSDictionary == ["counter": 1, "position": NSNull()])
+                _ = Self.ok(try await b.runOnStore(
+                    ["sync", "--server", conninfo, "--space", "home", "--collections", "notes", "--quiet"]))
+
+                // A concurrent edit: b's sync reports the conflict with both sides.
+                _ = Self.ok(try await a.runOnStore(["put", "notes", "today", #"{"text":"from a"}"#, "--json"]))
+                _ = Self.ok(try await b.runOnStore(["put", "notes", "today", #"{"text":"from b"}"#, "--json"]))
+                _ = Self.ok(try await a.runOnStore(["sync", "--server", conninfo]))
+                let clash = try document(Self.ok(try await b.runOnStore(["sync", "--server", conninfo, "--json"])))
+                #expect(clash["started"] as? [String] == [])
+                #expect(clash["pushed"] as? [String: Int] == ["operations": 1, "changes": 1])
+                let conflicts = try #require(clash["conflicts"] as? [String: Any])
+                #expect(conflicts["unresolved"] as? Int == 1)
+                let new = try #require(conflicts["new"] as? [[String: Any]])
+                #expect(new.count == 1)
+                #expect(new.first?["collection"] as? String == "notes" && new.first?["key"] as? String == "today")
+                #expect(new.first?["serverVersion"] as? Int == 2)
+                #expect((new.first?["local"] as? [String: Any])?["value"] as? [String: String] == ["text": "from b"])
+                #expect((new.first?["server"] as? [String: Any])?["value"] as? [String: String] == ["text": "from a"])
+                #expect((clash["cursor"] as? [String: Any])?["counter"] as? Int == 2)
+
+                // Bad input to resolve changes nothing.
+                let before = try SyncCommandTests.fingerprint(b)
+                for (arguments, status) in [
+                    (["--merged", "x", "--keep", "local"], 64), (["--json"], 64), (["--keep", "local", "--base64"], 64),
+                    (["--merged", "{not json", "--json"], 65), (["--merged", "%%%", "--base64"], 65),
+                    (["--merged", "x", "--json", "--base64"], 64),
+                ] {
+                    let refused = try await b.runOnStore(["resolve", "notes", "today"] + arguments)
+                    #expect(refused.status == Int32(status), "\(arguments): \(refused.stderr)")
+                }
+                #expect(try SyncCommandTests.fingerprint(b) == before)
+
+                // A merged value is written and pushed, and reaches a.
+                let merged = Self.ok(try await b.runOnStore(
+                    ["resolve", "notes", "today", "--merged", #"{ "text": "from a and b" }"#, "--json"]))
+                #expect(merged.output.contains("wrote the merged value"), "\(merged.output)")
+                #expect(Self.ok(try await b.runOnStore(["conflicts"])).output.isEmpty)
+                #expect(try await Self.values(b, "notes") == [#"later=2"#, #"today={"text":"from a and b"}"#])
+                let pushed = try document(Self.ok(try await b.runOnStore(["sync", "--server", conninfo, "--json"])))
+                #expect(pushed["pushed"] as? [String: Int] == ["operations": 1, "changes": 1])
+                #expect((pushed["conflicts"] as? [String: Any])?["unresolved"] as? Int == 0)
+                let pulled = try document(Self.ok(try await a.runOnStore(["sync", "--server", conninfo, "--json"])))
+                #expect(pulled["pulled"] as? [String: Int] == ["changes": 1])
+                #expect(try await Self.values(a, "notes") == (try Self.values(b, "notes")))
+            }
+        }
+    }
+
     @Test func `a deletion meeting an edit is listed as deleted, and keeping it deletes the record everywhere`() async throws {
         try await TestPostgres.withPrivateSchema(prefix: "rk_tool") { conninfo, _ in
             try await withTemporaryDirectory { directory in
@@ -308,6 +382,36 @@ struct SyncCommandPostgresTests {
                 let synced = Self.ok(try await a.runOnStore(["sync", "--server", conninfo]))
                 let lines = synced.stderr.split(separator: "\n").map(String.init)
                 #expect(lines == ["recordkeeper: server NOTICE: hello from the trigger"], "\(synced.stderr)")
+            }
+        }
+    }
+
+    @Test func `a store whose cursor the server compacted past resyncs and says so`() async throws {
+        try await TestPostgres.withPrivateSchema(prefix: "rk_tool") { conninfo, _ in
+            try await withTemporaryDirectory { directory in
+                let (a, b) = try Self.devices(directory)
+                _ = Self.ok(try await a.runOnStore(["put", "notes", "one", "1"]))
+                _ = Self.ok(try await a.runOnStore(["put", "notes", "two", "2"]))
+                _ = Self.ok(try await a.runOnStore(["sync", "--server", conninfo, "--space", "home", "--collections", "notes"]))
+                _ = Self.ok(try await b.runOnStore(["sync", "--server", conninfo, "--space", "home", "--collections", "notes"]))
+                _ = Self.ok(try await a.runOnStore(["delete", "notes", "one"]))
+                _ = Self.ok(try await a.runOnStore(["sync", "--server", conninfo]))
+
+                // Everything the server holds of the space was received, and its cursors handed
+                // out, forty days ago; then the server compacts.
+                let connection = try await PostgresConnection(conninfo: conninfo)
+                try await connection.transaction { connection in
+                    try connection.execute(
+                        "UPDATE recordkeeper_sync_operations SET received_at = received_at - interval '40 days'")
+                    try connection.execute("UPDATE recordkeeper_sync_cursors SET bucket = bucket - 40 * 24")
+                }
+                let server = try await PostgresSyncServer.connect(conninfo)
+                #expect(try await server.compact(space: "home", olderThan: .seconds(30 * 86_400)).deletedTombstones == 1)
+
+                let resynced = Self.ok(try await b.runOnStore(["sync", "--server", conninfo]))
+                #expect(resynced.output.contains("resynced: the server had compacted past this store's cursor"), "\(resynced.output)")
+                #expect(resynced.output.contains("removed 1 record(s) deleted meanwhile"), "\(resynced.output)")
+                #expect(try await Self.values(b, "notes") == ["two=2"])
             }
         }
     }

@@ -174,7 +174,7 @@ import Testing
 
             let noKeep = try await tool.runOnStore(["resolve", "notes", "a"])
             #expect(noKeep.status == 64)
-            #expect(noKeep.stderr.contains("--keep local or --keep server"))
+            #expect(noKeep.stderr.contains("resolve needs --keep local, --keep server or --merged VALUE"))
             let badKeep = try await tool.runOnStore(["resolve", "notes", "a", "--keep", "mine"])
             #expect(badKeep.status == 64)
             let missing = try await tool.runOnStore(["resolve", "notes", "a", "--keep", "server"])

@@ -10,14 +10,16 @@ extension HTTPSyncServer {
     /// pull asking exactly for it.
     func fetchPage(_ request: PullPipeline.Request, id: UInt64) async throws -> SyncPage {
         let query = RelayWire.encodedQuery(
-            RelayWire.pullQuery(after: request.cursor, limit: request.limit, space: request.space))
+            try RelayWire.pullQuery(
+                after: request.cursor, limit: request.limit, space: request.space, collections: request.collections))
         let (data, response) = try await exchange("pull", path: RelayWire.pullPath, query: query, token: request.token)
         var next: PullPipeline.Request?
         if response.statusCode == 200, let value = response.value(forHTTPHeaderField: RelayWire.nextCursorHeader),
             let cursor = RelayWire.cursor(nextCursorValue: value), cursor > request.cursor
         {
             let following = PullPipeline.Request(
-                space: request.space, cursor: cursor, limit: request.limit, token: request.token)
+                space: request.space, cursor: cursor, limit: request.limit, collections: request.collections,
+                token: request.token)
             next = following
             await pipeline.answered(id, next: following, fetch: pageFetcher)
         }
@@ -41,7 +43,7 @@ extension HTTPSyncServer {
 /// The page asked for ahead of the pull that will want it (docs/RELAY.md "Pipelined pulls").
 ///
 /// At most one fetch runs ahead. It is handed only to a pull asking exactly its request
-/// (space, cursor, limit and token), so a pull gets what it would get asking then; a pull
+/// (space, cursor, limit, collections and token), so a pull gets what it would get asking then; a pull
 /// asking anything else cancels it and fetches its own. Its error is thrown to the pull that
 /// claims it; a fetch nobody claims is cancelled by the next pull or dropped with the server.
 /// A fetch ahead starts the one after it only once a pull has claimed it: pulls run at most
@@ -52,6 +54,7 @@ actor PullPipeline {
         let space: String
         let cursor: SyncCursor
         let limit: Int
+        let collections: Set<String>?
         let token: String
     }
 

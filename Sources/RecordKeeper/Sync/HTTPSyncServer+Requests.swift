@@ -119,6 +119,8 @@ extension HTTPSyncServer {
             return SyncError(.forbidden, said + "; nothing was read or written")
         case 413:
             return BodyTooLarge(message: said)
+        case 410 where detail?.code == SyncError.Code.behindHorizon.name:
+            return SyncError(.behindHorizon, said)
         case 404, 405:
             return SyncError(.configuration, said + "; is \(url.absoluteString) a sync relay of protocol v\(RelayWire.version)?")
         case 408, 429, 502, 503, 504:

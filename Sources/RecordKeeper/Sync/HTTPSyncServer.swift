@@ -24,6 +24,7 @@ public import Foundation
 /// | 401 | ``SyncError/Code/unauthorized`` (after one retry when the token provider gives another token): get a new token; the store is untouched |
 /// | 403 | ``SyncError/Code/forbidden``: the token does not grant this space, collection or push |
 /// | 400 | ``SyncError/Code/invalidRequest``, with the relay's reason |
+/// | 410 with code `behindHorizon` | ``SyncError/Code/behindHorizon``: the pull's cursor is behind the space's compaction horizon (``RecordSync`` resyncs) |
 /// | 408, 429, 502, 503, 504, no connection, a timeout | ``SyncError/Code/unreachable``, with ``SyncError/retryAfter`` from `Retry-After` |
 /// | 404, 405, another protocol version | ``SyncError/Code/configuration``: the URL is not a relay of this protocol |
 /// | a push of changes with item versions to a relay whose health does not say ``RelayWire/Health/itemVersions`` | ``SyncError/Code/configuration`` (nothing sent): an older relay would drop them |
@@ -107,8 +108,35 @@ public struct HTTPSyncServer: RecordSyncServer {
     ///
     /// - Throws: ``SyncError`` (see the type's table).
     public func pull(space: String, after cursor: SyncCursor, limit: Int) async throws -> SyncPage {
-        try SyncRequestValidation.validatePull(space: space, cursor: cursor, limit: limit)
-        let request = PullPipeline.Request(space: space, cursor: cursor, limit: limit, token: try await bearerToken())
+        try await pull(space: space, after: cursor, limit: limit, collections: nil)
+    }
+
+    /// Pulls one page of `collections` after `cursor` (every collection for `nil`): the relay
+    /// filters (`collections=` in the query), within what the token grants.
+    ///
+    /// Every page is trimmed to `collections` here too: a relay older than the filter ignores
+    /// `collections=` and answers every collection's changes, which are never handed on (the
+    /// page then ends at its last change kept, and a page cut short that keeps none is followed
+    /// by the next: see ``SyncPullFilter``). Such a relay costs what it did, never a wrong answer.
+    ///
+    /// - Throws: ``SyncError`` (see the type's table); ``SyncError/Code/invalidRequest`` for
+    ///   bad collection names.
+    public func pull(
+        space: String, after cursor: SyncCursor, limit: Int, collections: Set<String>?
+    ) async throws -> SyncPage {
+        try SyncRequestValidation.validatePull(space: space, cursor: cursor, limit: limit, collections: collections)
+        guard let collections else { return try await page(space: space, after: cursor, limit: limit, collections: nil) }
+        return try await SyncPullFilter.pull(after: cursor, collections: collections) { after in
+            try await page(space: space, after: after, limit: limit, collections: collections)
+        }
+    }
+
+    /// One page as the relay answers it, through the pipeline.
+    private func page(
+        space: String, after cursor: SyncCursor, limit: Int, collections: Set<String>?
+    ) async throws -> SyncPage {
+        let request = PullPipeline.Request(
+            space: space, cursor: cursor, limit: limit, collections: collections, token: try await bearerToken())
         let pipeline = pipeline
         return try await withTaskCancellationHandler {
             switch await pipeline.claim(request, fetch: pageFetcher) {

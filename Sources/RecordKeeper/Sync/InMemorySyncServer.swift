@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// A ``RecordSyncServer`` held in memory, with the same rules as `PostgresSyncServer`: for
 /// tests of sync clients, and as the executable statement of the protocol's rules.
@@ -7,27 +7,39 @@ import Foundation
 /// let server = InMemorySyncServer()
 /// let outcomes = try await server.push(space: "alice", operations: [operation])
 /// ```
-public actor InMemorySyncServer: RecordSyncServer {
+///
+/// It compacts like `PostgresSyncServer` (``compact(space:olderThan:)``), measuring ages with
+/// the clock it was given, so tests move time forward instead of waiting.
+public actor InMemorySyncServer: SyncCompactingServer {
     private struct Space {
         var counter: Int64 = 0
-        var outcomes: [UUID: SyncOutcome] = [:]
+        var outcomes: [UUID: (outcome: SyncOutcome, receivedAt: Date)] = [:]
         var devices: [String: SyncDeviceState] = [:]
         var records: [SyncRecordKey: SyncStoredRecord] = [:]
+        var horizon: Int64 = 0
+        /// The lowest cursor mark handed out per bucket (``SyncHorizon``).
+        var marks: [Int64: Int64] = [:]
     }
 
     private var spaces: [String: Space] = [:]
+    private let now: @Sendable () -> Date
 
     /// Creates an empty server.
-    public init() {}
+    ///
+    /// - Parameter now: the clock ages are measured with (operations received, cursors handed
+    ///   out, compaction); the system clock unless given.
+    public init(now: @escaping @Sendable () -> Date = { Date() }) {
+        self.now = now
+    }
 
     public func push(space: String, operations: [SyncOperation]) async throws -> [SyncOutcome] {
         try SyncRequestValidation.validatePush(space: space, operations: operations)
         var current = spaces[space] ?? Space()
         // What the push may read, as a server loads it: only the ids, devices and records the
         // operations name (handing over whole dictionaries would copy them on the first write).
-        var state = SyncPushState(counter: current.counter)
+        var state = SyncPushState(counter: current.counter, horizon: current.horizon)
         for operation in operations {
-            state.recorded[operation.id] = current.outcomes[operation.id]
+            state.recorded[operation.id] = current.outcomes[operation.id]?.outcome
             state.devices[operation.device] = current.devices[operation.device]
             for change in operation.changes {
                 let id = SyncRecordKey(collection: change.collection, key: change.key)
@@ -35,7 +47,8 @@ public actor InMemorySyncServer: RecordSyncServer {
             }
         }
         let plan = try SyncPushPlanner.plan(operations, state: state, space: space)
-        for operation in plan.newOperations { current.outcomes[operation.id] = operation.outcome }
+        let receivedAt = now()
+        for operation in plan.newOperations { current.outcomes[operation.id] = (operation.outcome, receivedAt) }
         current.devices.merge(plan.devices) { $1 }
         for write in plan.writes { current.records[write.id] = write.record }
         current.counter = plan.counter
@@ -44,10 +57,22 @@ public actor InMemorySyncServer: RecordSyncServer {
     }
 
     public func pull(space: String, after cursor: SyncCursor, limit: Int) async throws -> SyncPage {
-        try SyncRequestValidation.validatePull(space: space, cursor: cursor, limit: limit)
+        try await pull(space: space, after: cursor, limit: limit, collections: nil)
+    }
+
+    /// Pulls the changes of `collections` only (every collection for `nil`), as
+    /// `PostgresSyncServer` does: the cursor stays the space's.
+    public func pull(
+        space: String, after cursor: SyncCursor, limit: Int, collections: Set<String>?
+    ) async throws -> SyncPage {
+        try SyncRequestValidation.validatePull(space: space, cursor: cursor, limit: limit, collections: collections)
         let current = spaces[space] ?? Space()
+        if SyncHorizon.isBehind(cursor, horizon: current.horizon) {
+            throw SyncHorizon.behind(cursor, horizon: current.horizon, space: space)
+        }
         let after = current.records
             .filter { id, record in
+                if let collections, !collections.contains(id.collection) { return false }
                 let version = record.version.rawValue
                 if version != cursor.counter { return version > cursor.counter }
                 guard let position = cursor.position else { return false }
@@ -57,13 +82,49 @@ public actor InMemorySyncServer: RecordSyncServer {
                 if a.value.version != b.value.version { return a.value.version < b.value.version }
                 return SyncOrdering.precedes(a.key.collection, a.key.key, b.key.collection, b.key.key)
             }
-        return SyncPage.assemble(
+        let page = SyncPage.assemble(
             after.prefix(limit + 1).map { id, record in
                 SyncPulledChange(
                     collection: id.collection, key: id.key, value: record.value,
                     version: record.version, itemVersion: record.itemVersion)
             },
-            limit: limit, head: current.counter, cursor: cursor)
+            limit: limit, head: current.counter, cursor: cursor, horizon: current.horizon)
+        if spaces[space] != nil {
+            let bucket = SyncHorizon.bucket(of: now())
+            let mark = SyncHorizon.mark(of: page.cursor)
+            spaces[space]?.marks[bucket] = min(mark, current.marks[bucket] ?? mark)
+        }
+        return page
+    }
+
+    public func compact(space: String, olderThan age: Duration) async throws -> SyncCompaction {
+        let (cutoff, firstBucket) = try SyncHorizon.window(space: space, now: now(), age: age)
+        guard var current = spaces[space] else {
+            return SyncCompaction(space: space, horizon: 0, deletedTombstones: 0, deletedOperations: 0)
+        }
+        let old = current.outcomes.values.filter { $0.receivedAt < cutoff }
+        current.horizon = SyncHorizon.next(
+            current: current.horizon,
+            lowestMark: current.marks.filter { $0.key >= firstBucket }.values.min(),
+            receivedBefore: old.compactMap { $0.outcome.result.appliedVersion?.rawValue }.max())
+        let horizon = current.horizon
+        let tombstones = current.records.filter { $0.value.value == .tombstone && $0.value.version.rawValue <= horizon }
+        for id in tombstones.keys { current.records[id] = nil }
+        var deletedOperations = 0
+        for (id, operation) in current.outcomes where operation.receivedAt < cutoff {
+            if let version = operation.outcome.result.appliedVersion, version.rawValue > horizon { continue }
+            current.outcomes[id] = nil
+            deletedOperations += 1
+            let device = operation.outcome.device
+            if var state = current.devices[device] {
+                state.compactedSequence = max(state.compactedSequence, operation.outcome.sequence)
+                current.devices[device] = state
+            }
+        }
+        current.marks = current.marks.filter { $0.key >= firstBucket }
+        spaces[space] = current
+        return SyncCompaction(
+            space: space, horizon: horizon, deletedTombstones: tombstones.count, deletedOperations: deletedOperations)
     }
 }
 
@@ -74,8 +135,9 @@ extension SyncPage {
     /// backup): the client sees that the server is behind what it has seen, and refuses the
     /// page instead of waiting for ever for versions the server will give out again.
     package static func assemble(
-        _ changes: [SyncPulledChange], limit: Int, head: Int64, cursor: SyncCursor
+        _ changes: [SyncPulledChange], limit: Int, head: Int64, cursor: SyncCursor, horizon: Int64 = 0
     ) -> SyncPage {
+        let horizon = horizon > 0 ? horizon : nil
         if changes.count > limit {
             let page = Array(changes.prefix(limit))
             let last = page[page.count - 1]
@@ -84,8 +146,8 @@ extension SyncPage {
                 cursor: SyncCursor(
                     counter: last.version.rawValue,
                     position: SyncCursor.Position(collection: last.collection, key: last.key)),
-                hasMore: true)
+                hasMore: true, horizon: horizon)
         }
-        return SyncPage(changes: changes, cursor: SyncCursor(counter: head), hasMore: false)
+        return SyncPage(changes: changes, cursor: SyncCursor(counter: head), hasMore: false, horizon: horizon)
     }
 }

@@ -430,13 +430,18 @@ extension RecordEngine {
                 "SELECT collection, key FROM sync_operation_changes WHERE sequence = ?1"
             ) { statement in
                 try statement.bind(sequence, at: 1)
-                var records: [SyncRecordKey] = []
-                while try statement.step() {
-                    records.append(SyncRecordKey(collection: statement.string(at: 0), key: statement.string(at: 1)))
-                }
-                return records
+                return try Self.recordKeys(statement)
             }
         }
+    }
+
+    /// The rows of `statement` (collection, key) as record keys.
+    static func recordKeys(_ statement: Statement) throws -> [SyncRecordKey] {
+        var records: [SyncRecordKey] = []
+        while try statement.step() {
+            records.append(SyncRecordKey(collection: statement.string(at: 0), key: statement.string(at: 1)))
+        }
+        return records
     }
 
     func isSyncOperationPending(_ sequence: Int64) throws -> Bool {

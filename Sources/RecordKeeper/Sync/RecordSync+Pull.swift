@@ -4,12 +4,25 @@ import Foundation
 struct SyncPullPageResult: Sendable {
     var applied = 0
     var cursor: SyncCursor
-    /// True when the stored cursor was found behind the one the page was pulled after (`start`
-    /// added collections meanwhile and reset it): the pull goes on from the stored cursor.
+    /// True when `start` added collections since the pull read its cursor: the stored cursor
+    /// stays (it was reset, or the page lacks the added collections' changes), and the pull
+    /// goes on from it with ``collections``.
     var restarted = false
+    /// The collections the store syncs, as the page's transaction read them.
+    var collections: Set<String> = []
     /// Changes of synced collections the store cannot hold (an empty key, a NUL character),
     /// skipped, each described.
     var refused: [String] = []
+    /// Records the end of a resync removed (deleted on the server, their tombstones compacted).
+    var removedAsCompacted = 0
+}
+
+/// What a page of a pull from the start (a resync) carries into its local transaction.
+struct SyncResyncStep: Sendable {
+    /// On the last page: every record the resync's pages named.
+    var present: Set<SyncRecordKey>
+    /// Whether this is the last page (the head): the resync ends in its transaction.
+    var finishing: Bool
 }
 
 extension RecordSync {
@@ -22,22 +35,52 @@ extension RecordSync {
     /// character) is skipped and the rest applied: once every page is applied, the pull throws
     /// ``SyncError/Code/serverFailure`` naming each such change, so one bad row on the server
     /// does not block every device.
+    ///
+    /// A pull from the start is a **resync** (the first pull, a cursor reset by `start`, or a
+    /// cursor the server refused as behind its compaction horizon, which restarts the pull from
+    /// the start): it notes every record the pages name, and the last page's transaction
+    /// removes the records the store knows on the server at or below the page's horizon that
+    /// the server no longer has, unless they have pending changes or a conflict. Until a resync
+    /// reaches the head, the store remembers it (`sync_state`: `pull.resync`) and the next pull
+    /// starts from the start again.
     func pull(_ settings: SyncSettings, into report: inout SyncReport) async throws {
-        var (cursor, seen) = try await storedPullState()
+        var (cursor, seen, synced, resyncing) = try await storedPullState()
         let server = self.server
         let space = settings.space
-        var pulledAfter = cursor
+        var pulledAfter = resyncing ? SyncCursor.start : cursor
         var refused: [String] = []
-        var page = try await server.pull(space: space, after: pulledAfter, limit: Self.pullLimit)
+        // Only the synced collections' changes come down (a store syncing more collections
+        // than one pull may name pulls them all and ignores the others, as before).
+        var filter = Self.pullFilter(synced)
+        // The records a pull from the start saw the server holding (live or tombstones).
+        var present = Set<SyncRecordKey>()
+        var page: SyncPage
+        do {
+            page = try await server.pull(space: space, after: pulledAfter, limit: Self.pullLimit, collections: filter)
+        } catch let error as SyncError where error.code == .behindHorizon && pulledAfter != .start {
+            report.resynced = true
+            pulledAfter = .start
+            page = try await server.pull(space: space, after: pulledAfter, limit: Self.pullLimit, collections: filter)
+        }
+        var fromStart = pulledAfter == .start
         while true {
-            try SyncAnswerCheck.page(page, after: pulledAfter, space: space, seen: seen)
+            try SyncAnswerCheck.page(page, after: pulledAfter, space: space, seen: seen, collections: filter)
             let after = page.cursor
             let next: Task<SyncPage, any Error>? =
-                page.hasMore ? Task { try await server.pull(space: space, after: after, limit: Self.pullLimit) } : nil
+                page.hasMore
+                ? Task { [filter] in
+                    try await server.pull(space: space, after: after, limit: Self.pullLimit, collections: filter)
+                } : nil
+            var resync: SyncResyncStep?
+            if fromStart {
+                for change in page.changes { present.insert(SyncRecordKey(collection: change.collection, key: change.key)) }
+                resync = SyncResyncStep(present: page.hasMore ? [] : present, finishing: !page.hasMore)
+            }
             let result: SyncPullPageResult
             do {
-                result = try await store.performWrite(.syncPull, collection: nil) { [page, pulledAfter] context in
-                    try Self.apply(page, after: pulledAfter, space: space, in: context)
+                result = try await store.performWrite(.syncPull, collection: nil) {
+                    [page, pulledAfter, filter, resync] context in
+                    try Self.apply(page, after: pulledAfter, filter: filter, space: space, resync: resync, in: context)
                 }
             } catch {
                 // No request outlives the call: wait for the one in flight (its page is not used).
@@ -46,21 +89,36 @@ extension RecordSync {
                 throw error
             }
             report.pulledChanges += result.applied
+            report.removedAsCompacted += result.removedAsCompacted
             refused += result.refused
             seen = max(seen, page.cursor.counter, page.changes.last?.version.rawValue ?? 0)
             cursor = result.cursor
             if result.restarted {
-                // `start` reset the stored cursor meanwhile: the page in flight was asked for
-                // after the old one, so it is dropped and the pull goes on from the stored cursor.
+                // `start` added collections meanwhile: the page in flight was asked for after
+                // the old cursor or without them, so it is dropped and the pull goes on from
+                // the stored cursor, with the collections synced now.
                 next?.cancel()
                 _ = await next?.result
                 pulledAfter = cursor
-                page = try await server.pull(space: space, after: pulledAfter, limit: Self.pullLimit)
+                filter = Self.pullFilter(result.collections)
+                fromStart = pulledAfter == .start
+                present = []
+                page = try await server.pull(space: space, after: pulledAfter, limit: Self.pullLimit, collections: filter)
                 continue
             }
             guard let next else { break }
             pulledAfter = after
-            page = try await next.value
+            do {
+                page = try await next.value
+            } catch let error as SyncError where error.code == .behindHorizon {
+                // Compacted past this pull's own cursor meanwhile (it ran for longer than the
+                // horizon's age allows for): resync from the start.
+                report.resynced = true
+                pulledAfter = .start
+                fromStart = true
+                present = []
+                page = try await server.pull(space: space, after: pulledAfter, limit: Self.pullLimit, collections: filter)
+            }
         }
         report.cursor = cursor
         if !refused.isEmpty {
@@ -73,9 +131,17 @@ extension RecordSync {
         }
     }
 
+    /// The collections a pull names: the synced ones, or `nil` (every collection) for more
+    /// than one pull may name.
+    static func pullFilter(_ synced: Set<String>) -> Set<String>? {
+        synced.count <= SyncPullFilter.maximumCollections ? synced : nil
+    }
+
     /// Applies one page and its cursor in one local transaction, capturing nothing (no echo).
+    /// `filter` is the collections the page was pulled with (`nil`: all).
     static func apply(
-        _ page: SyncPage, after pulledAfter: SyncCursor, space: String, in context: WriteContext
+        _ page: SyncPage, after pulledAfter: SyncCursor, filter: Set<String>?, space: String,
+        resync: SyncResyncStep? = nil, in context: WriteContext
     ) throws -> SyncPullPageResult {
         context.capturesSync = false
         let engine = context.engine
@@ -155,14 +221,55 @@ extension RecordSync {
         chain.saw(max(page.cursor.counter, page.changes.last?.version.rawValue ?? 0))
         try engine.advanceSyncChain(to: chain)
         let stored = try engine.syncCursor()
-        // `start` reset the cursor since this pull read it (collections were added): keep it,
-        // or the older records of the added collections would never come down.
-        if stored < pulledAfter {
-            return SyncPullPageResult(applied: applied, cursor: stored, restarted: true, refused: refused)
+        // `start` added collections since this pull read the cursor: it reset the cursor, or
+        // (when it was at the start already) the page was pulled without them. Keep the stored
+        // cursor, or the older records of the added collections would never come down.
+        let collections = Set(synced.keys)
+        if stored < pulledAfter || filter.map({ !collections.isSubset(of: $0) }) ?? false {
+            return SyncPullPageResult(
+                applied: applied, cursor: stored, restarted: true, collections: collections, refused: refused)
         }
+        var removed = 0
+        if let resync {
+            if resync.finishing {
+                if let horizon = page.horizon {
+                    removed = try removeCompacted(besides: resync.present, horizon: horizon, synced: synced, in: context)
+                }
+                if try engine.syncStateInteger("pull.resync") != nil { try engine.setSyncState("pull.resync", nil) }
+            } else {
+                try engine.setSyncState("pull.resync", integer: 1)
+            }
+        }
+        // A resync pulls from the start while the stored cursor may be ahead of its pages: the
+        // stored one stays until the pages pass it (the flag restarts an interrupted resync).
         let cursor = max(stored, page.cursor)
         try engine.setSyncCursor(cursor)
-        return SyncPullPageResult(applied: applied, cursor: cursor, refused: refused)
+        return SyncPullPageResult(
+            applied: applied, cursor: cursor, collections: collections, refused: refused, removedAsCompacted: removed)
+    }
+
+    /// The end of a resync: removes the records of synced collections the store knows on the
+    /// server at or below `horizon` that the server no longer has (not in `present`: deleted
+    /// and their tombstones compacted), unless they have pending changes or a conflict, and
+    /// forgets their server versions. Returns how many.
+    static func removeCompacted(
+        besides present: Set<SyncRecordKey>, horizon: Int64, synced: [String: SyncConflictPolicy],
+        in context: WriteContext
+    ) throws -> Int {
+        let engine = context.engine
+        var removals: [String: [String]] = [:]
+        var count = 0
+        for record in try engine.settledSyncRecords(atOrBelow: horizon)
+        where synced[record.collection] != nil && !present.contains(record) {
+            try engine.forgetSyncRecord(record)
+            removals[record.collection, default: []].append(record.key)
+        }
+        for (collection, keys) in removals.sorted(by: { $0.key < $1.key }) {
+            guard try engine.collectionForWriting(collection) != nil else { continue }
+            for key in keys where try engine.record(collection, key: key) != nil { count += 1 }
+            try context.apply(collection, upserts: [], removals: keys)
+        }
+        return count
     }
 
     /// Why the store cannot hold a pulled record under `key`, or nil when it can.

@@ -27,13 +27,19 @@ struct SyncPushBatchResult: Sendable {
 }
 
 extension RecordSync {
-    /// The stored cursor and the highest server version the device has seen.
-    func storedPullState() async throws -> (cursor: SyncCursor, seen: Int64) {
+    /// The stored cursor, the highest server version the device has seen, the synced
+    /// collections, and whether a resync (a pull from the start) is under way, read together.
+    func storedPullState() async throws -> (
+        cursor: SyncCursor, seen: Int64, collections: Set<String>, resyncing: Bool
+    ) {
         try await store.performRead(.syncPull, collection: nil) { source in
-            guard let engine = source.engine, try engine.hasSyncTables() else { return (SyncCursor.start, 0) }
+            guard let engine = source.engine, try engine.hasSyncTables() else { return (SyncCursor.start, 0, [], false) }
             try engine.begin(immediate: false)
             do {
-                let state = (try engine.syncCursor(), try engine.syncChain().seen)
+                let state = (
+                    try engine.syncCursor(), try engine.syncChain().seen, Set(try engine.syncCollections().keys),
+                    try engine.syncStateInteger("pull.resync") != nil
+                )
                 try engine.commit()
                 return state
             } catch {
@@ -288,7 +294,12 @@ extension RecordSync {
                     try engine.setSyncItemVersion(aside.record, aside.value.payload == nil ? nil : aside.itemVersion)
                 }
                 try engine.deleteSyncOperation(operation.sequence)
-            case .conflict(let conflicts):
+            case .conflict(let conflicts), .compacted(let conflicts):
+                // A compacted outcome (received before, its outcome forgotten: it applied or
+                // conflicted then, and is never applied again) names every record of the
+                // operation with the server's current state: taken like a conflict's server
+                // side, a record whose local value is the server's is settled, another one is a
+                // reported conflict with both values kept.
                 result.answered += 1
                 result.changes += operation.changes.count
                 let carried = try engine.pendingSyncRecords(operation.sequence)

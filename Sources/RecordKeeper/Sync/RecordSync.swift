@@ -25,12 +25,22 @@ public struct SyncReport: Sendable, Hashable {
     /// another device's store (`backup(to:)`, a copied file, a restore), so it syncs as a
     /// device of its own (see ``SyncRecovery``).
     public var recovery: SyncRecovery?
+    /// Set when the pull resynced: the server had compacted past the store's cursor
+    /// (``SyncError/Code/behindHorizon``), so the store pulled the space's current state from
+    /// the start (docs/SYNC.md "Resync").
+    public var resynced: Bool
+    /// Records a pull from the start removed because the server deleted them and compacted
+    /// their tombstones (the store had not changed them locally).
+    public var removedAsCompacted: Int
 
     /// Creates a report (``RecordSync`` makes them; tests and tools may too).
     public init(
         pushedOperations: Int = 0, pushedChanges: Int = 0, pulledChanges: Int = 0,
-        newConflicts: [SyncRecordConflict] = [], cursor: SyncCursor = .start, recovery: SyncRecovery? = nil
+        newConflicts: [SyncRecordConflict] = [], cursor: SyncCursor = .start, recovery: SyncRecovery? = nil,
+        resynced: Bool = false, removedAsCompacted: Int = 0
     ) {
+        self.resynced = resynced
+        self.removedAsCompacted = removedAsCompacted
         self.pushedOperations = pushedOperations
         self.pushedChanges = pushedChanges
         self.pulledChanges = pulledChanges
@@ -269,7 +279,9 @@ public actor RecordSync {
 
     /// Pulls to the server's head, page by page, each page with its cursor in one transaction.
     ///
-    /// Changes of collections not synced here are ignored; a change this store already has
+    /// Only the collections synced here are pulled (the server filters:
+    /// ``RecordSyncServer/pull(space:after:limit:collections:)``, and a page holding another
+    /// collection's change is refused); a change this store already has
     /// (its own write coming back, or a page pulled again after a crash) is skipped; a record
     /// with local changes still pending keeps its local value, and the server's value is kept
     /// aside until the pending change is answered. Deletions arrive as tombstones and remove

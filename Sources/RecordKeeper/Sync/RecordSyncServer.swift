@@ -21,7 +21,9 @@
 /// The guarantees (docs/SYNC.md has the details):
 /// - **Exactly once.** An operation's ``SyncOperation/id`` is recorded with its outcome in the
 ///   same server transaction as its changes; a re-delivered operation is answered with the
-///   outcome it got the first time (``SyncOutcome/isRedelivery``) and has no second effect.
+///   outcome it got the first time (``SyncOutcome/isRedelivery``) and has no second effect; once
+///   a compaction deleted that outcome, it is answered ``SyncResult/compacted(_:)``, still with
+///   no second effect.
 /// - **Whole or nothing.** All changes of one operation are applied together or none is.
 /// - **Per-device order.** A device's operations are applied in the order of their
 ///   ``SyncOperation/sequence``; one older than an operation already applied is refused.
@@ -53,6 +55,49 @@ public protocol RecordSyncServer: Sendable {
     /// same or newer values come back.
     ///
     /// - Throws: ``SyncError`` (``SyncError/Code/invalidRequest`` for an empty space or a limit
-    ///   outside 1...``SyncPage/maximumLimit``; ``SyncError/Code/unreachable``; ``SyncError/Code/serverFailure``).
+    ///   outside 1...``SyncPage/maximumLimit``; ``SyncError/Code/behindHorizon`` for a cursor
+    ///   behind the space's compaction horizon: pull from ``SyncCursor/start`` instead;
+    ///   ``SyncError/Code/unreachable``; ``SyncError/Code/serverFailure``).
     func pull(space: String, after cursor: SyncCursor, limit: Int) async throws -> SyncPage
+
+    /// Returns up to `limit` changes of `collections` committed after `cursor`, oldest first,
+    /// with the cursor to pass next time; `nil` means every collection (the pull above).
+    ///
+    /// The cursor stays the space's: a complete page ends at the space's counter, however many
+    /// changes of other collections it passed, and a page cut short ends at its last change.
+    /// Pull with the same collections from a cursor a filtered pull returned; a device that
+    /// syncs a collection more must pull it from the start (``RecordSync`` does: see
+    /// ``RecordSync/start(space:collections:policy:)``). An empty set asks for no collection:
+    /// no changes, the cursor at the space's counter.
+    ///
+    /// ```swift
+    /// let page = try await server.pull(space: "alice", after: cursor, limit: 1000, collections: ["notes"])
+    /// ```
+    ///
+    /// A server that implements only ``pull(space:after:limit:)`` gets a default that pulls
+    /// every collection's pages and removes the others' changes (``SyncPullFilter``): the
+    /// same answer, without the savings. It never hands other collections' changes to a
+    /// caller that named collections.
+    ///
+    /// - Throws: ``SyncError``, as ``pull(space:after:limit:)``; ``SyncError/Code/invalidRequest``
+    ///   also for a collection name that is empty or contains a NUL character, or more than
+    ///   ``SyncPullFilter/maximumCollections`` names.
+    func pull(space: String, after cursor: SyncCursor, limit: Int, collections: Set<String>?) async throws -> SyncPage
+}
+
+extension RecordSyncServer {
+    /// The default for servers that cannot filter: every collection's pages, with the other
+    /// collections' changes removed (see ``SyncPullFilter/pull(after:collections:page:)``).
+    ///
+    /// - Throws: what ``pull(space:after:limit:)`` throws; ``SyncError/Code/invalidRequest``
+    ///   for bad collection names.
+    public func pull(
+        space: String, after cursor: SyncCursor, limit: Int, collections: Set<String>?
+    ) async throws -> SyncPage {
+        guard let collections else { return try await pull(space: space, after: cursor, limit: limit) }
+        try SyncRequestValidation.validatePull(space: space, cursor: cursor, limit: limit, collections: collections)
+        return try await SyncPullFilter.pull(after: cursor, collections: collections) { after in
+            try await pull(space: space, after: after, limit: limit)
+        }
+    }
 }

@@ -26,6 +26,50 @@ public enum RelayWire {
         return items
     }
 
+    /// The query of a pull of `collections` from `cursor`: ``pullQuery(after:limit:space:)``
+    /// and, unless `collections` is `nil` (every collection), `collections`, a JSON array of
+    /// the names in byte order (``collectionsValue(_:)``).
+    ///
+    /// - Throws: ``SyncError/Code/invalidRequest`` when the names cannot be encoded.
+    public static func pullQuery(
+        after cursor: SyncCursor, limit: Int, space: String?, collections: Set<String>?
+    ) throws(SyncError) -> [(name: String, value: String)] {
+        var items = pullQuery(after: cursor, limit: limit, space: space)
+        if let collections { items.append(("collections", try collectionsValue(collections))) }
+        return items
+    }
+
+    /// The `collections` value of a pull query: the names as a JSON array of strings, in byte
+    /// order (`["notes","tags"]`), which any name can travel in.
+    ///
+    /// - Throws: ``SyncError/Code/invalidRequest`` when the names cannot be encoded.
+    public static func collectionsValue(_ collections: Set<String>) throws(SyncError) -> String {
+        let names = collections.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+        do {
+            return String(decoding: try RecordJSONEncoder().encode(names), as: UTF8.self)
+        } catch {
+            throw SyncError(.invalidRequest, "the pull's collections could not be encoded: \(error)", underlying: error)
+        }
+    }
+
+    /// The collections a `collections` query value names.
+    ///
+    /// - Throws: ``SyncError/Code/invalidRequest`` when it is not a JSON array of strings, or a
+    ///   name is empty or contains a NUL character, or it names more than
+    ///   ``SyncPullFilter/maximumCollections``.
+    public static func collections(queryValue value: String) throws(SyncError) -> Set<String> {
+        let names: [String]
+        do {
+            names = try RecordJSONDecoder().decode([String].self, from: Data(value.utf8))
+        } catch {
+            throw SyncError(
+                .invalidRequest, "collections must be a JSON array of collection names, like [\"notes\"]", underlying: error)
+        }
+        let collections = Set(names)
+        try SyncRequestValidation.validateFilter(collections)
+        return collections
+    }
+
     /// The header of a pull answer whose page is not the last (`hasMore`): the page's
     /// `cursor` in the pull query's form (`after=…[&afterCollection=…&afterKey=…]`,
     /// percent-encoded), so that a client may ask for the next page before it has read this
@@ -140,7 +184,8 @@ public enum RelayWire {
         /// The error.
         public struct Detail: Codable, Sendable {
             /// A stable name for programs (`badRequest`, `unauthorized`, `forbidden`,
-            /// `notFound`, `methodNotAllowed`, `payloadTooLarge`, `unavailable`, `serverFailure`).
+            /// `notFound`, `methodNotAllowed`, `behindHorizon`, `payloadTooLarge`, `unavailable`,
+            /// `serverFailure`).
             public var code: String
             /// What went wrong, for people. Never contains a token or a payload.
             public var message: String

@@ -64,31 +64,16 @@ enum SyncAnswerCheck {
                 chain.recorded(operation.id, sequence: operation.sequence)
             case .conflict(let conflicts):
                 guard !conflicts.isEmpty else { throw failure("is a conflict without records") }
-                var named = Set<SyncRecordKey>()
-                let sent = Dictionary(
-                    operation.changes.map { (SyncRecordKey(collection: $0.collection, key: $0.key), $0) },
-                    uniquingKeysWith: { first, _ in first })
-                for conflict in conflicts {
-                    let record = SyncRecordKey(collection: conflict.collection, key: conflict.key)
-                    let name = "record \(RecordStoreError.quoted(conflict.collection))/\(RecordStoreError.quoted(conflict.key))"
-                    guard let change = sent[record] else { throw failure("is a conflict of \(name), which it does not change") }
-                    guard named.insert(record).inserted else { throw failure("names the conflict of \(name) twice") }
-                    if let server = conflict.server {
-                        guard versions.contains(server.version.rawValue) else {
-                            throw failure("gives \(name) server version \(server.version), out of range")
-                        }
-                        if let base = change.base, server.version < base {
-                            throw failure(
-                                "gives \(name) server version \(server.version), below version \(base) this device "
-                                    + "had seen of it: the server went back")
-                        }
-                        chain.saw(server.version.rawValue)
-                    } else if let base = change.base {
-                        throw failure(
-                            "says the server never had \(name), which this device saw at version \(base): the server "
-                                + "lost it")
-                    }
+                try checkStates(conflicts, of: operation, compacted: false, chain: &chain, failure: failure)
+                chain.recorded(operation.id, sequence: operation.sequence)
+            case .compacted(let current):
+                // Received before, its outcome compacted: every record it changes is named, with
+                // the server's current state of it.
+                guard outcome.isRedelivery else { throw failure("says its outcome was compacted, but not that it was received before") }
+                guard current.count == operation.changes.count else {
+                    throw failure("names \(current.count) records for its compacted outcome, not the \(operation.changes.count) it changes")
                 }
+                try checkStates(current, of: operation, compacted: true, chain: &chain, failure: failure)
                 chain.recorded(operation.id, sequence: operation.sequence)
             case .outOfOrder(let last):
                 guard (0...(Int64.max - 1)).contains(last) else {
@@ -101,14 +86,52 @@ enum SyncAnswerCheck {
         return chain
     }
 
+    /// Checks the records a conflict (or a compacted outcome) names against `operation`: records
+    /// it changes, each once, with a server version in range and not below the base sent, and a
+    /// server value whenever a base was sent, except for a compacted outcome, where a record
+    /// the server no longer has was deleted and its tombstone compacted.
+    private static func checkStates(
+        _ conflicts: [SyncConflict], of operation: SyncOperation, compacted: Bool, chain: inout SyncChain,
+        failure: (String) -> SyncError
+    ) throws(SyncError) {
+        var named = Set<SyncRecordKey>()
+        let sent = Dictionary(
+            operation.changes.map { (SyncRecordKey(collection: $0.collection, key: $0.key), $0) },
+            uniquingKeysWith: { first, _ in first })
+        for conflict in conflicts {
+            let record = SyncRecordKey(collection: conflict.collection, key: conflict.key)
+            let name = "record \(RecordStoreError.quoted(conflict.collection))/\(RecordStoreError.quoted(conflict.key))"
+            guard let change = sent[record] else { throw failure("is a conflict of \(name), which it does not change") }
+            guard named.insert(record).inserted else { throw failure("names the conflict of \(name) twice") }
+            if let server = conflict.server {
+                guard versions.contains(server.version.rawValue) else {
+                    throw failure("gives \(name) server version \(server.version), out of range")
+                }
+                if let base = change.base, server.version < base {
+                    throw failure(
+                        "gives \(name) server version \(server.version), below version \(base) this device "
+                            + "had seen of it: the server went back")
+                }
+                chain.saw(server.version.rawValue)
+            } else if let base = change.base, !compacted {
+                throw failure(
+                    "says the server never had \(name), which this device saw at version \(base): the server "
+                        + "lost it")
+            }
+        }
+    }
+
     /// Checks a page pulled after `after` against what the device has seen, before any of it
     /// is applied.
     ///
     /// Its cursor must not be behind `after`, a complete page's cursor (the server's counter)
     /// not below a version the device has seen, and a page cut short must end at its last
     /// change; its changes must come after `after`, in feed order, each at most once, with
-    /// versions in range and up to the page's cursor.
-    static func page(_ page: SyncPage, after: SyncCursor, space: String, seen: Int64) throws(SyncError) {
+    /// versions in range and up to the page's cursor, and, for a pull of some `collections`,
+    /// of those collections only (a server that ignored the filter is caught here).
+    static func page(
+        _ page: SyncPage, after: SyncCursor, space: String, seen: Int64, collections: Set<String>? = nil
+    ) throws(SyncError) {
         func failure(_ problem: String) -> SyncError {
             SyncError(
                 .serverFailure,
@@ -136,6 +159,9 @@ enum SyncAnswerCheck {
             let version = change.version.rawValue
             let name = "record \(RecordStoreError.quoted(change.collection))/\(RecordStoreError.quoted(change.key))"
             guard versions.contains(version) else { throw failure("gives \(name) version \(version), out of range") }
+            if let collections, !collections.contains(change.collection) {
+                throw failure("delivers \(name), of a collection the pull did not ask for")
+            }
             let at = SyncCursor(
                 counter: version, position: SyncCursor.Position(collection: change.collection, key: change.key))
             guard previous < at else {

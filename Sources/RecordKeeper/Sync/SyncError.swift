@@ -50,6 +50,12 @@ public struct SyncError: Error, Sendable, CustomStringConvertible {
         /// a push with a read-only token, a collection the token does not grant. Nothing was
         /// read or written; trying again with the same token does not help.
         public static let forbidden = Code("forbidden")
+        /// The pull's cursor is behind the space's compaction horizon: the server deleted
+        /// tombstones the device has not pulled (it was away longer than the horizon's age), so
+        /// pulling on from it could miss deletions. Nothing was read; the device resyncs:
+        /// ``RecordSync`` pulls the space's current state from the start, keeps its pending
+        /// changes and removes the records deleted meanwhile (docs/SYNC.md "Resync").
+        public static let behindHorizon = Code("behindHorizon")
     }
 
     /// What kind of failure this is.

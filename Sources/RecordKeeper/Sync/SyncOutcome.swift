@@ -58,6 +58,15 @@ public enum SyncResult: Sendable, Hashable, Codable {
     /// of the store wrote as this device, or the server lost operations). Per-device order is
     /// never broken.
     case outOfOrder(lastSequence: Int64)
+    /// Nothing was applied now: the server received this operation before its compaction
+    /// horizon and has since deleted its outcome (the device's sequence says it was received),
+    /// so whether it applied or conflicted then is forgotten; it is never applied twice. Each
+    /// element names one record the operation changes with the server's current value and
+    /// version (`server` `nil`: the server no longer has the record, it was deleted and its
+    /// tombstone compacted). The device takes these like a conflict's server side: a record
+    /// whose local value equals the server's is settled, another one becomes a reported
+    /// conflict, both values kept (docs/SYNC.md "Exactly once across compaction").
+    case compacted([SyncConflict])
 
     /// The version of an applied operation, `nil` otherwise.
     public var appliedVersion: SyncServerVersion? {

@@ -7,15 +7,22 @@ public struct SyncPage: Sendable, Hashable, Codable {
     public var cursor: SyncCursor
     /// `true` when the page was cut short by its limit: pull again from ``cursor``.
     public var hasMore: Bool
+    /// The space's compaction horizon, when the server compacted it (docs/SYNC.md
+    /// "Compaction"): tombstones and operation outcomes up to this counter were deleted, so a
+    /// pull from the start delivers no record deleted at or below it. `nil` when nothing was
+    /// compacted (or the server does not compact). A device pulling from the start uses it to
+    /// remove the records it holds that were deleted and compacted meanwhile.
+    public var horizon: Int64?
 
     /// The largest `limit` a pull accepts (larger pulls page).
     public static let maximumLimit = 100_000
 
     /// Creates a page.
-    public init(changes: [SyncPulledChange], cursor: SyncCursor, hasMore: Bool) {
+    public init(changes: [SyncPulledChange], cursor: SyncCursor, hasMore: Bool, horizon: Int64? = nil) {
         self.changes = changes
         self.cursor = cursor
         self.hasMore = hasMore
+        self.horizon = horizon
     }
 }
 

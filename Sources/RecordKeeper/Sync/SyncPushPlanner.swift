@@ -43,10 +43,15 @@ package struct SyncDeviceState: Hashable, Sendable {
     /// The id of that operation; nil only for devices recorded before the chain existed whose
     /// last operation could not be found.
     package var lastOperation: UUID?
+    /// The highest sequence of the device whose operation outcome a compaction deleted (0:
+    /// none): an operation at or below it that the server holds no outcome for was received
+    /// before, and is answered ``SyncResult/compacted(_:)``, never applied again.
+    package var compactedSequence: Int64
 
-    package init(lastSequence: Int64, lastOperation: UUID?) {
+    package init(lastSequence: Int64, lastOperation: UUID?, compactedSequence: Int64 = 0) {
         self.lastSequence = lastSequence
         self.lastOperation = lastOperation
+        self.compactedSequence = compactedSequence
     }
 }
 
@@ -60,13 +65,17 @@ package struct SyncPushState: Sendable {
     package var recorded: [UUID: SyncOutcome]
     /// The last recorded operation of each device of the push that has one.
     package var devices: [String: SyncDeviceState]
-    /// The current records the push's changes name (absent: never written in this space).
+    /// The current records the push's changes name (absent: never written in this space, or
+    /// deleted and its tombstone compacted).
     package var records: [SyncRecordKey: SyncStoredRecord]
+    /// The space's compaction horizon: tombstones at or below it were deleted.
+    package var horizon: Int64
 
     package init(
         counter: Int64, recorded: [UUID: SyncOutcome] = [:], devices: [String: SyncDeviceState] = [:],
-        records: [SyncRecordKey: SyncStoredRecord] = [:]
+        records: [SyncRecordKey: SyncStoredRecord] = [:], horizon: Int64 = 0
     ) {
+        self.horizon = horizon
         self.counter = counter
         self.recorded = recorded
         self.devices = devices
@@ -149,6 +158,17 @@ package enum SyncPushPlanner {
                 continue
             }
             let device = devices[operation.device]
+            if let device, operation.sequence <= device.compactedSequence {
+                // Received before the horizon, its outcome since compacted: answered with the
+                // records' current state, never applied twice.
+                let current = operation.changes.map { change in
+                    let id = SyncRecordKey(collection: change.collection, key: change.key)
+                    let record = written[id].map { writes[$0].record } ?? state.records[id]
+                    return SyncConflict(collection: change.collection, key: change.key, base: change.base, server: record?.state)
+                }
+                outcomes.append(SyncOutcome(operation, result: .compacted(current), isRedelivery: true))
+                continue
+            }
             if !follows(operation, device) {
                 outcomes.append(SyncOutcome(operation, result: .outOfOrder(lastSequence: device?.lastSequence ?? 0)))
                 continue
@@ -160,7 +180,7 @@ package enum SyncPushPlanner {
                 let index = written[id]
                 let current = index.map { writes[$0].record } ?? state.records[id]
                 lookups.append((id, index, current != nil))
-                if !accepts(change, of: operation, current: current) {
+                if !accepts(change, of: operation, current: current, horizon: state.horizon) {
                     conflicts.append(
                         SyncConflict(
                             collection: change.collection, key: change.key, base: change.base,
@@ -194,7 +214,9 @@ package enum SyncPushPlanner {
             }
             let outcome = SyncOutcome(operation, result: result)
             decided[operation.id] = outcome
-            let last = SyncDeviceState(lastSequence: operation.sequence, lastOperation: operation.id)
+            let last = SyncDeviceState(
+                lastSequence: operation.sequence, lastOperation: operation.id,
+                compactedSequence: device?.compactedSequence ?? 0)
             devices[operation.device] = last
             changedDevices[operation.device] = last
             newOperations.append(
@@ -219,8 +241,16 @@ package enum SyncPushPlanner {
         }
     }
 
-    /// Whether `change` of `operation` may overwrite `current` (nil: the record was never written).
-    static func accepts(_ change: SyncChange, of operation: SyncOperation, current: SyncStoredRecord?) -> Bool {
+    /// Whether `change` of `operation` may overwrite `current` (nil: the record was never
+    /// written, or was deleted and its tombstone compacted under `horizon`).
+    ///
+    /// A change based on a version at or below the horizon of a record the server no longer
+    /// has applies: the record was deleted and its tombstone compacted, so nothing on the
+    /// server is overwritten (a device that saw the deletion writes the record again; one that
+    /// edited it concurrently brings it back instead of conflicting: docs/SYNC.md).
+    static func accepts(
+        _ change: SyncChange, of operation: SyncOperation, current: SyncStoredRecord?, horizon: Int64
+    ) -> Bool {
         // An older shape never replaces a newer one, whatever the policy: a payload written at
         // a lower item version over a payload written at a higher one is a conflict (the
         // device keeps its value in the conflict and takes the server's). Tombstones and
@@ -231,7 +261,7 @@ package enum SyncPushPlanner {
             return false
         }
         if change.policy == .lastWriterWins { return true }
-        guard let current else { return change.base == nil }
+        guard let current else { return change.base.map { $0.rawValue <= horizon } ?? true }
         if current.version == change.base { return true }
         // The own-write rule: the device sent this change before it learned the version its
         // previous change of the record got; both were based on the same version and nobody

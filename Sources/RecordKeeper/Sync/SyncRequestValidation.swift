@@ -29,7 +29,9 @@ package enum SyncRequestValidation {
         }
     }
 
-    package static func validatePull(space: String, cursor: SyncCursor, limit: Int) throws(SyncError) {
+    package static func validatePull(
+        space: String, cursor: SyncCursor, limit: Int, collections: Set<String>? = nil
+    ) throws(SyncError) {
         try validateName(space, "space")
         if limit < 1 || limit > SyncPage.maximumLimit {
             throw SyncError(
@@ -43,6 +45,17 @@ package enum SyncRequestValidation {
             try validateName(position.collection, "cursor collection")
             try validateName(position.key, "cursor key")
         }
+        if let collections { try validateFilter(collections) }
+    }
+
+    /// The collections a pull names: at most ``SyncPullFilter/maximumCollections``, each a name.
+    package static func validateFilter(_ collections: Set<String>) throws(SyncError) {
+        if collections.count > SyncPullFilter.maximumCollections {
+            throw SyncError(
+                .invalidRequest,
+                "a pull names at most \(SyncPullFilter.maximumCollections) collections, not \(collections.count)")
+        }
+        for collection in collections.sorted() { try validateName(collection, "collection of the pull") }
     }
 
     /// Names are not empty and contain no NUL character (PostgreSQL's text cannot hold one).

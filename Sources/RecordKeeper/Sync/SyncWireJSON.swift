@@ -22,7 +22,8 @@ package enum SyncWireJSON {
     ///
     /// - Throws: what the encoder throws for the page's envelope.
     package static func encode(_ page: SyncPage, encoder: RecordJSONEncoder = RecordJSONEncoder()) throws -> Data {
-        let envelope = SyncPage(changes: [], cursor: page.cursor, hasMore: page.hasMore)
+        var envelope = page
+        envelope.changes = []
         return try splice(try encoder.encode(envelope), count: page.changes.count) { index, out in
             append(page.changes[index], to: &out)
         }

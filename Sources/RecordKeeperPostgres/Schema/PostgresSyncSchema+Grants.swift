@@ -25,7 +25,7 @@ extension PostgresSyncSchema {
                 BEGIN
                     EXECUTE format('GRANT USAGE ON SCHEMA %I TO %I', current_schema(), role);
                     EXECUTE format('GRANT SELECT, INSERT, UPDATE, DELETE ON recordkeeper_sync_spaces, '
-                        || 'recordkeeper_sync_records, recordkeeper_sync_operations, recordkeeper_sync_devices TO %I', role);
+                        || 'recordkeeper_sync_records, recordkeeper_sync_operations, recordkeeper_sync_devices, recordkeeper_sync_cursors TO %I', role);
                     EXECUTE format('GRANT SELECT ON recordkeeper_sync_schema TO %I', role);
                 END $$
                 """, operation: "grant the serving role: prepare")

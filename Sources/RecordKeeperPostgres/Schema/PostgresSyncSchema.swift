@@ -18,6 +18,9 @@ public enum PostgresSyncSchema {
     /// The schema version this library writes.
     public static var currentVersion: Int64 { steps[steps.count - 1].version }
 
+    /// The version of every step, in order (for tests).
+    package static var versions: [Int64] { steps.map(\.version) }
+
     /// The advisory lock key migrations hold ("RKSYNC" in ASCII).
     static let lockKey: Int64 = 0x524B_5359_4E43
 
@@ -103,6 +106,38 @@ public enum PostgresSyncSchema {
             version: 4, name: "the item version of every record",
             statements: [
                 "ALTER TABLE recordkeeper_sync_records ADD COLUMN item_version bigint",
+            ]),
+        // Pulls by collection: each collection's changes in feed order, so a pull of some
+        // collections reads only their rows, never the other collections' changes between them.
+        Step(
+            version: 5, name: "a feed index per collection",
+            statements: [
+                """
+                CREATE INDEX recordkeeper_sync_records_collection_feed
+                    ON recordkeeper_sync_records (space, collection, version, key)
+                """,
+            ]),
+        // Compaction with a horizon (docs/SYNC.md "Compaction"): each space's horizon, each
+        // device's highest compacted sequence (re-deliveries at or below it are recognised),
+        // the lowest cursor handed out per space and hour, and the operations by age, for
+        // batched deletion.
+        Step(
+            version: 6, name: "compaction horizon",
+            statements: [
+                "ALTER TABLE recordkeeper_sync_spaces ADD COLUMN horizon bigint NOT NULL DEFAULT 0 CHECK (horizon >= 0)",
+                "ALTER TABLE recordkeeper_sync_devices ADD COLUMN compacted_sequence bigint NOT NULL DEFAULT 0",
+                """
+                CREATE TABLE recordkeeper_sync_cursors (
+                    space text COLLATE "C" NOT NULL,
+                    bucket bigint NOT NULL,
+                    lowest bigint NOT NULL,
+                    PRIMARY KEY (space, bucket)
+                )
+                """,
+                """
+                CREATE INDEX recordkeeper_sync_operations_received
+                    ON recordkeeper_sync_operations (space, received_at, operation_id)
+                """,
             ]),
     ]
 

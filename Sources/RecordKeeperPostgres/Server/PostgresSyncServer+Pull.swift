@@ -8,14 +8,28 @@ extension PostgresSyncServer {
     /// committed and visible, and a later commit only ever adds versions above it. Reading up
     /// to the counter, in (version, collection, key) order, therefore never passes a change
     /// that commits later, and a page cut short ends at its last row, never at the counter.
+    ///
+    /// A cursor behind the space's compaction horizon is refused (``SyncError/Code/behindHorizon``):
+    /// the tombstones it has not seen may be gone. Returns the page and, when the cursor it
+    /// hands out is below the lowest one recorded for `bucket` (or none is), its mark to record.
     static func pull(
-        space: String, after cursor: SyncCursor, limit: Int,
+        space: String, after cursor: SyncCursor, limit: Int, collections: Set<String>?, bucket: Int64,
         on connection: isolated PostgresConnection
-    ) throws -> SyncPage {
+    ) throws -> (SyncPage, mark: Int64?) {
         let head = try connection.execute(
-            "SELECT counter FROM recordkeeper_sync_spaces WHERE space = $1", [.text(space)],
-            operation: "pull: read the space's counter")
-        let counter = head.rowCount == 0 ? 0 : try head.int64(0, 0)
+            """
+            SELECT s.counter, s.horizon,
+                (SELECT c.lowest FROM recordkeeper_sync_cursors c WHERE c.space = s.space AND c.bucket = $2)
+            FROM recordkeeper_sync_spaces s WHERE s.space = $1
+            """, [.text(space), .int64(bucket)],
+            operation: "pull: read the space's counter and horizon")
+        let exists = head.rowCount > 0
+        let counter = exists ? try head.int64(0, 0) : 0
+        let horizon = exists ? try head.int64(0, 1) : 0
+        let lowest = exists ? try head.optionalInt64(0, 2) : nil
+        if SyncHorizon.isBehind(cursor, horizon: horizon) {
+            throw SyncHorizon.behind(cursor, horizon: horizon, space: space)
+        }
         // Rows strictly after the cursor. A cursor without a position covers its whole counter
         // value: (counter + 1, '', '') precedes every row of the next value, as collections and
         // keys are never empty.
@@ -30,18 +44,14 @@ extension PostgresSyncServer {
         // estimated a few dozen rows and was read by a bitmap scan of every row after the
         // cursor plus a sort, for each page (30 ms instead of 0.5 ms a page of 1,000 at
         // 100,000 records); with the bound, the ordered scan of the feed index is the plan.
+        var parameters: [PostgresValue] = [
+            .text(space), .int64(counter), .int64(afterVersion), .text(afterCollection),
+            .text(afterKey), .int64(Int64(limit) + 1),
+        ]
+        if let collections { parameters.append(.binaryTextArray(collections.sorted())) }
         let rows = try connection.execute(
-            """
-            SELECT collection, key, version, payload, item_version FROM recordkeeper_sync_records
-            WHERE space = $1 AND version BETWEEN $3 AND $2
-                AND (version, collection, key) > ($3, $4, $5)
-            ORDER BY version, collection, key
-            LIMIT $6
-            """,
-            [
-                .text(space), .int64(counter), .int64(afterVersion), .text(afterCollection),
-                .text(afterKey), .int64(Int64(limit) + 1),
-            ], operation: "pull: read the changes", resultFormat: .binary)
+            collections == nil ? allCollectionsSQL : someCollectionsSQL, parameters,
+            operation: "pull: read the changes", resultFormat: .binary)
         var changes: [SyncPulledChange] = []
         changes.reserveCapacity(rows.rowCount)
         for row in 0..<rows.rowCount {
@@ -52,6 +62,63 @@ extension PostgresSyncServer {
                     version: SyncServerVersion(try rows.int64(row, 2)),
                     itemVersion: try rows.optionalInt64(row, 4).map { Int(truncatingIfNeeded: $0) }))
         }
-        return SyncPage.assemble(changes, limit: limit, head: counter, cursor: cursor)
+        let page = SyncPage.assemble(changes, limit: limit, head: counter, cursor: cursor, horizon: horizon)
+        let mark = SyncHorizon.mark(of: page.cursor)
+        let lowers = exists && (lowest.map { mark < $0 } ?? true)
+        return (page, lowers ? mark : nil)
+    }
+
+    /// Records that a cursor with `mark` was handed out in `bucket` (lowering the bucket's
+    /// lowest), in its own short statement after the pull's snapshot: a compaction never moves
+    /// the horizon past a cursor handed out within its age. Most pulls skip it (a device's
+    /// cursors only grow, so the hour's first pull usually sets the lowest).
+    static func recordMark(
+        _ mark: Int64, space: String, bucket: Int64, on connection: isolated PostgresConnection
+    ) throws {
+        try connection.execute(
+            """
+            INSERT INTO recordkeeper_sync_cursors AS c (space, bucket, lowest) VALUES ($1, $2, $3)
+            ON CONFLICT (space, bucket) DO UPDATE SET lowest = least(c.lowest, excluded.lowest)
+            """, [.text(space), .int64(bucket), .int64(mark)], operation: "pull: record the cursor handed out")
+    }
+
+    /// The rows of a pull of every collection, through the feed index.
+    static let allCollectionsSQL: StaticString = """
+        SELECT collection, key, version, payload, item_version FROM recordkeeper_sync_records
+        WHERE space = $1 AND version BETWEEN $3 AND $2
+            AND (version, collection, key) > ($3, $4, $5)
+        ORDER BY version, collection, key
+        LIMIT $6
+        """
+
+    /// The rows of a pull of the collections in `$7`: for each, the first `$6` rows after the
+    /// cursor through its collection feed index `(space, collection, version, key)` (schema
+    /// version 5), merged in feed order and cut at `$6`. A collection's rows are in its index
+    /// in feed order, so each probe reads only rows it may return (at most `$6` per collection
+    /// named), however many changes of other collections lie between them.
+    static let someCollectionsSQL: StaticString = """
+        SELECT r.collection, r.key, r.version, r.payload, r.item_version
+        FROM unnest($7::text[]) AS wanted(name)
+        CROSS JOIN LATERAL (
+            SELECT collection, key, version, payload, item_version FROM recordkeeper_sync_records
+            WHERE space = $1 AND collection = wanted.name AND version BETWEEN $3 AND $2
+                AND (version, collection, key) > ($3, $4, $5)
+            ORDER BY version, key
+            LIMIT $6
+        ) AS r
+        ORDER BY r.version, r.collection, r.key
+        LIMIT $6
+        """
+
+    /// PostgreSQL's plan for the rows of a pull (`EXPLAIN`), for tests that check which index
+    /// it reads.
+    package static func planOfPull(
+        space: String, after counter: Int64, collections: Set<String>?, on connection: PostgresConnection
+    ) async throws -> String {
+        var parameters: [PostgresValue] = [
+            .text(space), .int64(Int64.max - 1), .int64(counter + 1), .text(""), .text(""), .int64(1001),
+        ]
+        if let collections { parameters.append(.binaryTextArray(collections.sorted())) }
+        return try await connection.explain(collections == nil ? allCollectionsSQL : someCollectionsSQL, parameters)
     }
 }

@@ -11,23 +11,28 @@ extension PostgresSyncServer {
     /// PostgreSQL's binary array format, and `unnest` turns them into rows).
     static func push(
         space: String, operations: [SyncOperation], on connection: isolated PostgresConnection,
-        hooks: Hooks
+        hooks: Hooks, now: @Sendable () -> Date
     ) throws -> [SyncOutcome] {
-        let counter = try connection.execute(
+        let head = try connection.execute(
             """
             INSERT INTO recordkeeper_sync_spaces AS s (space) VALUES ($1)
             ON CONFLICT (space) DO UPDATE SET counter = s.counter
-            RETURNING counter
-            """, [.text(space)], operation: "push: lock the space's counter"
-        ).int64(0, 0)
+            RETURNING counter, horizon
+            """, [.text(space)], operation: "push: lock the space's counter")
+        let counter = try head.int64(0, 0)
+        let horizon = try head.int64(0, 1)
         try hooks.afterCounterLock?(space)
+        // Read under the counter lock: the pushes of a space are stamped in counter order, so
+        // a version's time is never before an earlier version's (compaction relies on it).
+        let receivedAt = now()
 
-        let state = try readState(space, counter: counter, operations, on: connection)
+        var state = try readState(space, counter: counter, operations, on: connection)
+        state.horizon = horizon
 
         let plan = try SyncPushPlanner.plan(operations, state: state, space: space)
         // Only re-deliveries and out-of-order operations: nothing to write.
         if !plan.newOperations.isEmpty {
-            try write(space, plan: plan, on: connection)
+            try write(space, plan: plan, receivedAt: receivedAt, on: connection)
         }
         try hooks.beforeCommit?(space)
         return plan.outcomes
@@ -82,7 +87,8 @@ extension PostgresSyncServer {
             case 1:
                 state.devices[try result.string(row, 1)] = SyncDeviceState(
                     lastSequence: try result.int64(row, 3),
-                    lastOperation: try result.optionalString(row, 2).flatMap { UUID(uuidString: $0) })
+                    lastOperation: try result.optionalString(row, 2).flatMap { UUID(uuidString: $0) },
+                    compactedSequence: try result.int64(row, 6))
             default:
                 let id = SyncRecordKey(collection: try result.string(row, 1), key: try result.string(row, 2))
                 state.records[id] = SyncStoredRecord(
@@ -107,7 +113,7 @@ extension PostgresSyncServer {
             LIMIT 1
         ) o
         UNION ALL
-        SELECT 1, d.device, d.last_operation::text, d.last_sequence, NULL, NULL, NULL, NULL
+        SELECT 1, d.device, d.last_operation::text, d.last_sequence, NULL, NULL, d.compacted_sequence, NULL
         FROM recordkeeper_sync_devices d
         WHERE d.space = $1 AND d.device = ANY($3::text[])
         UNION ALL
@@ -165,7 +171,7 @@ extension PostgresSyncServer {
     /// sequences, and the counter. Records go in the order
     /// the push first wrote them.
     private static func write(
-        _ space: String, plan: SyncPushPlan, on connection: isolated PostgresConnection
+        _ space: String, plan: SyncPushPlan, receivedAt: Date, on connection: isolated PostgresConnection
     ) throws {
         var created = RecordArrays(capacity: plan.writes.count)
         var changed = RecordArrays(capacity: 0)
@@ -216,8 +222,9 @@ extension PostgresSyncServer {
                     writer_base = excluded.writer_base, item_version = excluded.item_version
             ), operations AS (
                 INSERT INTO recordkeeper_sync_operations
-                    (space, operation_id, device, sequence, version, outcome)
-                SELECT $1, w.id, w.device, w.sequence, w.version, w.outcome
+                    (space, operation_id, device, sequence, version, outcome, received_at)
+                SELECT $1, w.id, w.device, w.sequence, w.version, w.outcome,
+                    timestamptz 'epoch' + $25::bigint * interval '1 microsecond'
                 FROM unnest($16::uuid[], $17::text[], $18::bigint[], $19::bigint[], $20::jsonb[])
                     AS w(id, device, sequence, version, outcome)
             ), devices AS (
@@ -233,7 +240,7 @@ extension PostgresSyncServer {
                 .uuidArray(ids), .binaryTextArray(devices), .int64Array(sequences),
                 .int64Array(versions), .textArray(outcomes),
                 .binaryTextArray(deviceNames), .int64Array(deviceSequences), .uuidArray(deviceOperations),
-                .int64(plan.counter),
+                .int64(plan.counter), .int64(PostgresSyncServer.microseconds(receivedAt)),
             ], operation: "push: write the records, operations, sequences and counter")
     }
 }

@@ -1,4 +1,5 @@
 public import RecordKeeper
+package import Foundation
 
 /// A ``RecordKeeper/RecordSyncServer`` over PostgreSQL: applies pushes and answers pulls in
 /// the server database, for servers and trusted networks (devices on the internet should talk
@@ -21,7 +22,7 @@ public import RecordKeeper
 /// the statement cancelled on the server and nothing of the request kept (an outcome not
 /// received is unknown: push the same operations again). Cancelling the calling task cancels
 /// the running statement on the server (`PQcancel`) and throws `CancellationError`.
-public final class PostgresSyncServer: RecordSyncServer {
+public final class PostgresSyncServer: SyncCompactingServer {
     /// Test hooks: called on the connection's queue at fixed points of a push, with the space.
     /// A hook may block (the push holds the space's counter lock meanwhile), or throw (the push
     /// fails and its transaction rolls back).
@@ -30,13 +31,22 @@ public final class PostgresSyncServer: RecordSyncServer {
         package var afterCounterLock: (@Sendable (String) throws -> Void)?
         /// After every write of the push, before COMMIT.
         package var beforeCommit: (@Sendable (String) throws -> Void)?
+        /// Inside each deletion batch of a compaction, after its DELETE, before its COMMIT.
+        package var inCompactionBatch: (@Sendable (String) throws -> Void)?
+        /// The clock ages are measured with (operations received, cursors handed out,
+        /// compaction); the system clock when nil.
+        package var now: (@Sendable () -> Date)?
 
         package init(
             afterCounterLock: (@Sendable (String) throws -> Void)? = nil,
-            beforeCommit: (@Sendable (String) throws -> Void)? = nil
+            beforeCommit: (@Sendable (String) throws -> Void)? = nil,
+            inCompactionBatch: (@Sendable (String) throws -> Void)? = nil,
+            now: (@Sendable () -> Date)? = nil
         ) {
             self.afterCounterLock = afterCounterLock
             self.beforeCommit = beforeCommit
+            self.inCompactionBatch = inCompactionBatch
+            self.now = now
         }
     }
 
@@ -46,6 +56,8 @@ public final class PostgresSyncServer: RecordSyncServer {
     public let connections: [PostgresConnection]
     private let pool: ConnectionPool
     let hooks: Hooks
+    /// The clock: the hooks' or the system's.
+    let now: @Sendable () -> Date
     /// How long one push or pull may take, its waits for the server included.
     public let timeout: Duration
 
@@ -114,21 +126,18 @@ public final class PostgresSyncServer: RecordSyncServer {
         self.connections = connections
         self.pool = ConnectionPool(count: connections.count)
         self.hooks = hooks
+        self.now = hooks.now ?? { Date() }
         self.timeout = timeout
         do {
             try await PostgresSyncSchema.migrate(connections[0], timeout: timeout)
-        } catch let error as SyncError {
-            throw error
-        } catch let error as PostgresError where error.kind == .cancelled {
-            throw CancellationError()
         } catch {
-            throw Self.syncError(error, "migrate the sync schema")
+            throw Self.failure(error, "migrate the sync schema")
         }
     }
 
     /// Runs `body` on a free connection, waiting for one if all are busy. Cancelling the task
     /// cancels the statement the connection runs.
-    private func withConnection<T: Sendable>(
+    func withConnection<T: Sendable>(
         _ body: (PostgresConnection) async throws -> T
     ) async throws -> T {
         let index = await pool.checkOut()
@@ -152,43 +161,67 @@ public final class PostgresSyncServer: RecordSyncServer {
         if operations.isEmpty { return [] }
         let hooks = hooks
         let timeout = timeout
+        let now = now
         do {
             return try await withConnection { connection in
                 try await connection.withTimeout(timeout) { connection in
                     try connection.transaction(.readCommitted, operation: "push") { connection in
-                        try Self.push(space: space, operations: operations, on: connection, hooks: hooks)
+                        try Self.push(space: space, operations: operations, on: connection, hooks: hooks, now: now)
                     }
                 }
             }
-        } catch let error as SyncError {
-            throw error
-        } catch let error as PostgresError where error.kind == .cancelled {
-            throw CancellationError()
         } catch {
-            throw Self.syncError(error, "push to space \(space)")
+            throw Self.failure(error, "push to space \(space)")
         }
     }
 
     public func pull(space: String, after cursor: SyncCursor, limit: Int) async throws -> SyncPage {
-        try SyncRequestValidation.validatePull(space: space, cursor: cursor, limit: limit)
+        try await pull(space: space, after: cursor, limit: limit, collections: nil)
+    }
+
+    /// Pulls the changes of `collections` only (every collection for `nil`): each collection is
+    /// read through its own feed index (schema version 5), so a pull costs the changes it
+    /// returns, not the other collections' changes it passes. The cursor stays the space's.
+    ///
+    /// - Throws: ``SyncError`` (see ``RecordSyncServer/pull(space:after:limit:collections:)``).
+    public func pull(
+        space: String, after cursor: SyncCursor, limit: Int, collections: Set<String>?
+    ) async throws -> SyncPage {
+        try SyncRequestValidation.validatePull(space: space, cursor: cursor, limit: limit, collections: collections)
         let timeout = timeout
+        let bucket = SyncHorizon.bucket(of: now())
         do {
             // One snapshot for the counter and the rows: every row up to the counter read is
-            // committed and visible in it (see Self.pull).
+            // committed and visible in it (see Self.pull). The cursor handed out is recorded
+            // afterwards, only when it is the lowest of its hour (see Self.recordMark).
             return try await withConnection { connection in
                 try await connection.withTimeout(timeout) { connection in
-                    try connection.transaction(.repeatableRead, readOnly: true, operation: "pull") { connection in
-                        try Self.pull(space: space, after: cursor, limit: limit, on: connection)
+                    let (page, mark) = try connection.transaction(.repeatableRead, readOnly: true, operation: "pull") {
+                        connection in
+                        try Self.pull(
+                            space: space, after: cursor, limit: limit, collections: collections, bucket: bucket,
+                            on: connection)
                     }
+                    if let mark { try Self.recordMark(mark, space: space, bucket: bucket, on: connection) }
+                    return page
                 }
             }
-        } catch let error as SyncError {
-            throw error
-        } catch let error as PostgresError where error.kind == .cancelled {
-            throw CancellationError()
         } catch {
-            throw Self.syncError(error, "pull from space \(space)")
+            throw Self.failure(error, "pull from space \(space)")
         }
+    }
+
+    /// `date` in whole microseconds since 1970 (PostgreSQL's resolution).
+    static func microseconds(_ date: Date) -> Int64 {
+        Int64((date.timeIntervalSince1970 * 1_000_000).rounded(.down))
+    }
+
+    /// The error a request that failed with `error` throws: a ``RecordKeeper/SyncError`` as it
+    /// is, `CancellationError` for a cancelled statement, else ``syncError(_:_:)``.
+    static func failure(_ error: any Error, _ operation: String) -> any Error {
+        if let error = error as? SyncError { return error }
+        if let error = error as? PostgresError, error.kind == .cancelled { return CancellationError() }
+        return syncError(error, operation)
     }
 
     /// Maps a failure to the protocol's error, keeping the original (with its SQLSTATE).

@@ -15,6 +15,7 @@ enum ErrorBodies {
         case 403: "forbidden"
         case 404: "notFound"
         case 405: "methodNotAllowed"
+        case 410: "behindHorizon"
         case 413: "payloadTooLarge"
         case 503: "unavailable"
         default: status >= 500 ? "serverFailure" : "error"

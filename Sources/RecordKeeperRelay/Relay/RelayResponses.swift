@@ -56,6 +56,11 @@ enum RelayResponses {
             switch error.code {
             case .invalidRequest:
                 return RelayRefusal(response: ErrorBodies.response(400, error.message), reason: "bad_request", space: space)
+            case .behindHorizon:
+                // 410 Gone: the changes after this cursor are no longer all there.
+                return RelayRefusal(
+                    response: ErrorBodies.response(410, error.message),
+                    reason: nil, space: space)
             case .unreachable:
                 log("event=server_unreachable operation=\(operation) error=" + HTTPRequestSummary.logValue(error.description))
                 var response = ErrorBodies.response(503, "the sync server cannot be reached; nothing was applied, try again")

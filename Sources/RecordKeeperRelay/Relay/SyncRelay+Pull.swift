@@ -2,7 +2,7 @@ import Foundation
 import RecordKeeper
 
 extension SyncRelay {
-    /// `GET /v1/pull?after=COUNTER[&afterCollection=C&afterKey=K][&limit=N][&space=S]`.
+    /// `GET /v1/pull?after=COUNTER[&afterCollection=C&afterKey=K][&limit=N][&space=S][&collections=["C",…]]`.
     func pull(_ request: HTTPRequest) async -> HTTPResponse {
         await authorized(request) { access throws(RelayRefusal) in
             let page = try await pull(request, access: access)
@@ -27,18 +27,45 @@ extension SyncRelay {
             limit = value
         }
         limit = min(limit, configuration.maxPullLimit)
-        var page: SyncPage
+        let collections = try Self.collections(request.query, access: access)
+        let page: SyncPage
         do {
-            page = try await server.pull(space: access.space, after: cursor, limit: limit)
+            if let collections, collections.count > SyncPullFilter.maximumCollections {
+                // A token granting more collections than one pull may name: its pages are
+                // trimmed here instead.
+                page = try await SyncPullFilter.pull(after: cursor, collections: collections) { after in
+                    try await server.pull(space: access.space, after: after, limit: limit)
+                }
+            } else {
+                page = try await server.pull(space: access.space, after: cursor, limit: limit, collections: collections)
+            }
         } catch {
             throw RelayResponses.failure(error, operation: "pull", space: access.space, log: configuration.log)
         }
-        if access.collections != nil {
-            // The cursor still moves past the changes left out: the token may never see them.
-            page.changes.removeAll { !access.allows($0.collection) }
-        }
         metrics.recordPull(changes: page.changes.count)
         return page
+    }
+
+    /// The collections a pull reads: those the query's `collections` names (all without it),
+    /// within those the token grants. A request never widens the token's grant, and the
+    /// grant narrows the request (a collection it does not grant is left out, as its changes
+    /// are left out of a pull naming none); the server filters, so the cursor still passes
+    /// the changes left out, and a page cut short ends at a change the token may see.
+    static func collections(_ query: [String: String], access: RelayAccess) throws(RelayRefusal) -> Set<String>? {
+        var requested: Set<String>?
+        if let text = query["collections"] {
+            do {
+                requested = try RelayWire.collections(queryValue: text)
+            } catch {
+                throw RelayResponses.badRequest(error.message)
+            }
+        }
+        switch (requested, access.collections) {
+        case (nil, nil): return nil
+        case (let requested?, nil): return requested
+        case (nil, let granted?): return granted
+        case (let requested?, let granted?): return requested.intersection(granted)
+        }
     }
 
     /// The cursor of the query: `after` (a counter, 0 when absent), with `afterCollection` and

@@ -44,6 +44,7 @@ extension SyncRelay {
             case .applied: return .applied
             case .conflict: return .conflict
             case .outOfOrder: return .outOfOrder
+            case .compacted: return .redelivered  // always a redelivery
             }
         })
         return outcomes

@@ -130,6 +130,7 @@ enum CommandCatalog {
                 .flag("last-writer-wins", help: "The collections named let the later push win instead of reporting conflicts."),
                 .flag("recover", help: "Sync as a new device first: after restoring the store from a backup, or when the server refused it as forked."),
                 .value("timeout", "SECONDS", help: "How long one push or pull request may take (default 30)."),
+                .flag("json", help: "Print what the sync did as one JSON document (see below) instead of lines."),
             ],
             summary: "Push pending changes to a sync relay or PostgreSQL server, then pull to its head.",
             discussion: """
@@ -141,6 +142,11 @@ enum CommandCatalog {
                 collections already syncing: report, or with --last-writer-wins the later push wins). Records present
                 when a collection starts syncing are uploaded once. Prints what was pushed and pulled, and one
                 tab-separated line per new conflict (collection, key, server version).
+                --json prints one document instead: {"space", "device", "started": [..], "policyChanged": [..],
+                "policy", "recovery": null or {"reason", "device", "previousDevice", "reissuedOperations"},
+                "pushed": {"operations", "changes"}, "pulled": {"changes"}, "conflicts": {"new": [conflict as in
+                conflicts --json], "unresolved"}, "pending", "cursor": {"counter", "position": null or
+                {"collection", "key"}}}; a sync that fails prints no JSON (the exit code and stderr say why).
                 A copy of a store file (a backup, a copied file) syncs as a device of its own. After restoring a
                 store from a backup, sync with --recover: the store takes a new device id and sends its pending
                 changes again, based on what it had seen, so that an edit made since is a reported conflict.
@@ -165,13 +171,20 @@ enum CommandCatalog {
         CommandSpec(
             name: "resolve",
             arguments: [ArgumentSpec(name: "COLLECTION", isOptional: false), ArgumentSpec(name: "KEY", isOptional: false)],
-            options: [.value("keep", "local|server", help: "Which side to keep.")],
-            summary: "Resolve a sync conflict by keeping the local or the server's value.",
+            options: [
+                .value("keep", "local|server", help: "Which side to keep."),
+                .value("merged", "VALUE", help: "Write VALUE instead ('-' reads standard input)."),
+                .flag("json", help: "With --merged: require VALUE to be JSON and store its compact form."),
+                .flag("base64", help: "With --merged: VALUE is base64; store the decoded bytes."),
+            ],
+            summary: "Resolve a sync conflict by keeping the local or the server's value, or with a merged one.",
             discussion: """
                 --keep server keeps the value the record has now (the server's) and drops the conflict.
                 --keep local writes the device's value back (or deletes the record, if it was deleted
-                locally); the next sync pushes it, based on the server's version. Exits 66 when there is no
-                such conflict. Needs no server.
+                locally); the next sync pushes it, based on the server's version. --merged VALUE writes VALUE
+                (read as put reads it) and the next sync pushes it the same way. Give --keep or --merged.
+                Exits 66 when there is no such conflict, 65 for a VALUE that is not what --json or --base64
+                says (nothing written). Needs no server.
                 """),
         CommandSpec(
             name: "help", arguments: [ArgumentSpec(name: "COMMAND", isOptional: true)], options: [],

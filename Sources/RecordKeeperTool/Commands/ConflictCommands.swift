@@ -2,7 +2,7 @@ import Foundation
 import RecordKeeper
 import RecordKeeperCommandLine
 
-/// `conflicts [--json]` and `resolve COLLECTION KEY --keep local|server`: the sync conflicts a
+/// `conflicts [--json]` and `resolve COLLECTION KEY --keep local|server | --merged VALUE`: the sync conflicts a
 /// store keeps until they are resolved. Neither needs the server.
 enum ConflictCommands {
     /// The unresolved conflicts, one per line (or one JSON document). Reads, never writes, and
@@ -41,15 +41,22 @@ enum ConflictCommands {
         var out = Array(#"{"conflicts":["#.utf8)
         for (index, conflict) in conflicts.enumerated() {
             out += Array((index == 0 ? "\n" : ",\n").utf8)
-            out += Array(#"{"collection":"#.utf8) + JSONText.quoted(conflict.collection)
-            out += Array(#","key":"#.utf8) + JSONText.quoted(conflict.key)
-            out += Array(#","serverVersion":"#.utf8)
-            out += Array((conflict.serverVersion.map { String($0.rawValue) } ?? "null").utf8)
-            out += Array(#","local":"#.utf8) + side(conflict.local)
-            out += Array(#","server":"#.utf8) + side(conflict.server)
-            out += Array("}".utf8)
+            out += object(conflict)
         }
         out += Array((conflicts.isEmpty ? "]}\n" : "\n]}\n").utf8)
+        return out
+    }
+
+    /// One conflict as `{"collection", "key", "serverVersion", "local", "server"}` (see
+    /// ``json(_:)``); `sync --json` lists its new conflicts the same way.
+    static func object(_ conflict: SyncRecordConflict) -> [UInt8] {
+        var out = Array(#"{"collection":"#.utf8) + JSONText.quoted(conflict.collection)
+        out += Array(#","key":"#.utf8) + JSONText.quoted(conflict.key)
+        out += Array(#","serverVersion":"#.utf8)
+        out += Array((conflict.serverVersion.map { String($0.rawValue) } ?? "null").utf8)
+        out += Array(#","local":"#.utf8) + side(conflict.local)
+        out += Array(#","server":"#.utf8) + side(conflict.server)
+        out += Array("}".utf8)
         return out
     }
 
@@ -60,18 +67,28 @@ enum ConflictCommands {
 
     /// Resolves one conflict: `--keep server` drops it (the record already has the server's
     /// value); `--keep local` writes the device's value back (or removes the record, if the
-    /// device had deleted it), to be pushed by the next sync based on the server's version.
+    /// device had deleted it), to be pushed by the next sync based on the server's version;
+    /// `--merged VALUE` writes VALUE (read as `put` reads it: `-` for standard input, `--json`,
+    /// `--base64`) the same way. Nothing is written when the value is refused.
     static func resolve(_ context: CommandContext) async throws -> ExitCode {
         let collection = try context.name(0, "collection name")
         let key = try context.name(1, "key")
+        if context.arguments.values["merged"] == nil, context.arguments.has("json") || context.arguments.has("base64") {
+            throw UsageError(message: "--json and --base64 describe the value of --merged", command: "resolve")
+        }
         let resolution: SyncResolution
-        switch context.arguments.values["keep"] {
-        case "local": resolution = .local
-        case "server": resolution = .server
-        case nil: throw UsageError(message: "resolve needs --keep local or --keep server", command: "resolve")
-        case let other?:
+        switch (context.arguments.values["keep"], context.arguments.values["merged"]) {
+        case ("local", nil): resolution = .local
+        case ("server", nil): resolution = .server
+        case (nil, let merged?): resolution = .merged(try WriteCommands.payload(merged, context, command: "resolve"))
+        case (nil, nil):
+            throw UsageError(
+                message: "resolve needs --keep local, --keep server or --merged VALUE", command: "resolve")
+        case (_?, _?): throw UsageError(message: "give --keep or --merged, not both", command: "resolve")
+        case (let other?, nil):
             throw UsageError(message: "--keep takes local or server, not \(quoted(other))", command: "resolve")
         }
+
         let store = try context.store.existingStore()
         // Named plainly when there is no such conflict (the library refuses it too, should it
         // be resolved meanwhile by another process).
@@ -82,9 +99,12 @@ enum ConflictCommands {
         }
         try await store.resolveSyncConflict(collection, key: key, keeping: resolution)
         if !context.quiet {
-            let what = resolution == .local
-                ? "kept the local value; the next sync pushes it"
-                : "kept the server's value"
+            let what =
+                switch resolution {
+                case .local: "kept the local value; the next sync pushes it"
+                case .server: "kept the server's value"
+                case .merged: "wrote the merged value; the next sync pushes it"
+                }
             try context.output.write("resolved \(quoted(collection)) \(quoted(key)): \(what)\n")
         }
         return .ok

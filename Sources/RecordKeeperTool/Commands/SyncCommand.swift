@@ -4,10 +4,11 @@ import RecordKeeperPostgres
 import RecordKeeperCommandLine
 
 /// `sync --server CONNINFO --space SPACE [--collections a,b] [--last-writer-wins] [--recover]
-/// [--timeout SECONDS]`: pushes what is pending, then pulls to the server's head, through
+/// [--timeout SECONDS] [--json]`: pushes what is pending, then pulls to the server's head, through
 /// `RecordSync` and a `PostgresSyncServer`; with `--server http(s)://… --token-file F`, through
 /// a relay (`HTTPSyncServer`) in the token's space; with `--recover`, the store first takes a
-/// new device id (`RecordSync.recover()`).
+/// new device id (`RecordSync.recover()`); with `--json`, what it did as one JSON document
+/// (`SyncCommand+JSON.swift`).
 ///
 /// Everything that can be checked without the server is checked first (arguments, the space
 /// and collections the store already syncs), so bad input changes nothing. The server is
@@ -145,8 +146,17 @@ enum SyncCommand {
         lines.append(
             "pushed \(report.pushedOperations) operation(s) (\(report.pushedChanges) change(s)), "
                 + "pulled \(report.pulledChanges) change(s), \(report.newConflicts.count) new conflict(s)")
+        if report.resynced {
+            lines.append(
+                "resynced: the server had compacted past this store's cursor; pulled the space's current state and "
+                    + "removed \(report.removedAsCompacted) record(s) deleted meanwhile")
+        }
         if let after, after.conflicts > 0 {
             lines.append("\(after.conflicts) unresolved conflict(s): see 'recordkeeper conflicts'")
+        }
+        if arguments.has("json") {
+            try context.output.write(json(report: report, request: request, status: after, recovery: recovery ?? report.recovery))
+            return .ok
         }
         if !context.quiet {
             for line in lines { try context.output.write(line + "\n") }

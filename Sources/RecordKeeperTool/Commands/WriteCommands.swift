@@ -11,10 +11,32 @@ enum WriteCommands {
         let collection = try context.name(0, "collection name")
         let key = try context.name(1, "key")
         let argument = context.positional(2)
+        let data = try payload(argument, context, command: "put")
+        let store = try context.store.writableStore()
+        let expected = try expectedVersion(context, allowAbsent: true)
+        try await namingKey(key) {
+            if let expected {
+                var changes = RecordChanges()
+                changes[key] = data
+                try await store.apply(collection, changes: changes, expecting: [key: expected])
+            } else {
+                try await store.put(collection, key: key, data: data)
+            }
+        }
+        return .ok
+    }
+
+    /// The bytes a VALUE argument stands for (standard input for `-`), as `put` reads them:
+    /// exactly, or with `--json` the compact form of a JSON value, with `--base64` the decoded
+    /// bytes. `resolve --merged` reads its value the same way.
+    ///
+    /// - Throws: ``UsageError`` for both flags; ``ToolError`` (65) for a value that is not what
+    ///   the flag says.
+    static func payload(_ argument: String, _ context: CommandContext, command: String) throws -> Data {
         let asJSON = context.arguments.has("json")
         let asBase64 = context.arguments.has("base64")
         if asJSON && asBase64 {
-            throw UsageError(message: "give --json or --base64, not both", command: "put")
+            throw UsageError(message: "give --json or --base64, not both", command: command)
         }
         let source = argument == "-" ? "standard input" : "VALUE"
         let bytes: [UInt8] = argument == "-"
@@ -45,18 +67,7 @@ enum WriteCommands {
         } else {
             data = Data(bytes)
         }
-        let store = try context.store.writableStore()
-        let expected = try expectedVersion(context, allowAbsent: true)
-        try await namingKey(key) {
-            if let expected {
-                var changes = RecordChanges()
-                changes[key] = data
-                try await store.apply(collection, changes: changes, expecting: [key: expected])
-            } else {
-                try await store.put(collection, key: key, data: data)
-            }
-        }
-        return .ok
+        return data
     }
 
     /// Runs a write of the one record `key`, so that its failure names the key even when it

@@ -56,14 +56,25 @@ enum ServerKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
     /// and return on nil, so a missing server is a visible skip of that case, never a case
     /// silently left out.
     func make(sourceLocation: SourceLocation = #_sourceLocation) async throws -> (any RecordSyncServer)? {
+        try await make(clock: nil, sourceLocation: sourceLocation)
+    }
+
+    /// The same, a server that compacts, measuring ages with `clock` (the system's when nil).
+    func make(clock: ManualClock?, sourceLocation: SourceLocation = #_sourceLocation) async throws
+        -> (any SyncCompactingServer)?
+    {
+        var now: (@Sendable () -> Date)?
+        if let clock { now = { clock.now() } }
         switch self {
-        case .inMemory: return InMemorySyncServer()
+        case .inMemory:
+            if let now { return InMemorySyncServer(now: now) }
+            return InMemorySyncServer()
         case .postgres:
             guard TestPostgres.enabled else {
                 try skipCase(rawValue, TestPostgres.disabledReason, sourceLocation: sourceLocation)
                 return nil
             }
-            return try await TestPostgres.server()
+            return try await TestPostgres.server(hooks: .init(now: now))
         }
     }
 }

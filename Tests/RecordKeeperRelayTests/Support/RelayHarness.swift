@@ -78,12 +78,15 @@ func withRelay<T>(
 final class CountingSyncServer: RecordSyncServer {
     let inner: any RecordSyncServer
     private let counts = Protected((pushes: 0, pulls: 0))
+    private let filters = Protected([Set<String>?]())
 
     init(_ inner: any RecordSyncServer) {
         self.inner = inner
     }
 
     var calls: (pushes: Int, pulls: Int) { counts.withLock { $0 } }
+    /// The collections each pull that reached it named (`nil`: every collection).
+    var pulledFilters: [Set<String>?] { filters.withLock { $0 } }
 
     func push(space: String, operations: [SyncOperation]) async throws -> [SyncOutcome] {
         counts.withLock { $0.pushes += 1 }
@@ -91,8 +94,13 @@ final class CountingSyncServer: RecordSyncServer {
     }
 
     func pull(space: String, after cursor: SyncCursor, limit: Int) async throws -> SyncPage {
+        try await pull(space: space, after: cursor, limit: limit, collections: nil)
+    }
+
+    func pull(space: String, after cursor: SyncCursor, limit: Int, collections: Set<String>?) async throws -> SyncPage {
         counts.withLock { $0.pulls += 1 }
-        return try await inner.pull(space: space, after: cursor, limit: limit)
+        filters.withLock { $0.append(collections) }
+        return try await inner.pull(space: space, after: cursor, limit: limit, collections: collections)
     }
 }
 

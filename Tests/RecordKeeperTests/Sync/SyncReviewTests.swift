@@ -135,7 +135,11 @@ actor PullHookServer: RecordSyncServer {
     }
 
     func pull(space: String, after cursor: SyncCursor, limit: Int) async throws -> SyncPage {
-        let page = try await inner.pull(space: space, after: cursor, limit: limit)
+        try await pull(space: space, after: cursor, limit: limit, collections: nil)
+    }
+
+    func pull(space: String, after cursor: SyncCursor, limit: Int, collections: Set<String>?) async throws -> SyncPage {
+        let page = try await inner.pull(space: space, after: cursor, limit: limit, collections: collections)
         if let hook {
             self.hook = nil
             try await hook()

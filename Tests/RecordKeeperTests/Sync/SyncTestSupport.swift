@@ -73,9 +73,21 @@ actor ScriptedServer: RecordSyncServer {
     }
 
     func pull(space: String, after cursor: SyncCursor, limit: Int) async throws -> SyncPage {
+        try await pull(space: space, after: cursor, limit: limit, collections: nil)
+    }
+
+    /// The collections each pull named (`nil`: all), and the collections of the changes each
+    /// page answered, in order.
+    private(set) var pulledFilters: [Set<String>?] = []
+    private(set) var pulledCollections: [String] = []
+
+    func pull(space: String, after cursor: SyncCursor, limit: Int, collections: Set<String>?) async throws -> SyncPage {
         pulls += 1
+        pulledFilters.append(collections)
         if unreachable { throw SyncError(.unreachable, "test: the server is unreachable") }
-        return try await inner.pull(space: space, after: cursor, limit: limit)
+        let page = try await inner.pull(space: space, after: cursor, limit: limit, collections: collections)
+        pulledCollections += page.changes.map(\.collection)
+        return page
     }
 }
 

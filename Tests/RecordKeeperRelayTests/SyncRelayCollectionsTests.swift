@@ -1,0 +1,130 @@
+import Foundation
+import RecordKeeper
+import RecordKeeperRelay
+import RecordKeeperTestSupport
+import Testing
+
+/// `GET /v1/pull?…&collections=[…]`: names checked (400 for bad ones, nothing read), the
+/// token's collections narrowing what is asked (never widened by it), pages cut short ending at
+/// a change the token may see, and a device whose relay does not filter (a relay older than
+/// `collections=`) still getting only the collections it asked for.
+@Suite struct SyncRelayCollectionsTests {
+    /// A space "alice" of 30 changes: notes n0…n9, tags t0…t9, private p0…p9, interleaved.
+    private func busyServer() async throws -> InMemorySyncServer {
+        let inner = InMemorySyncServer()
+        var sequence: Int64 = 0
+        for i in 0..<10 {
+            for collection in ["notes", "tags", "private"] {
+                sequence += 1
+                _ = try await inner.push(
+                    space: "alice",
+                    operations: [.writing(["\(collection.prefix(1))\(i)": "v"], in: collection, sequence: sequence)])
+            }
+        }
+        return inner
+    }
+
+    private func percentEncoded(_ collections: [String]) -> String {
+        let json = String(decoding: try! JSONEncoder().encode(collections), as: UTF8.self)
+        return json.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+    }
+
+    @Test func `a pull names its collections and gets only theirs, the cursor at the space's counter`() async throws {
+        try await withRelay(server: try await busyServer()) { relay in
+            let token = try RelayHarness.token(space: "alice")
+            let response = try await relay.pull("after=0&collections=" + percentEncoded(["tags"]), token: token)
+            #expect(response.status == 200)
+            let page = try response.decoded(SyncPage.self)
+            #expect(page.changes.map(\.key) == (0..<10).map { "t\($0)" })
+            #expect(page.cursor == SyncCursor(counter: 30))
+            #expect(relay.server.pulledFilters == [["tags"]], "the server filters, not the relay")
+
+            let cut = try await relay.pull("after=0&limit=4&collections=" + percentEncoded(["tags", "notes"]), token: token)
+            let cutPage = try cut.decoded(SyncPage.self)
+            #expect(cutPage.changes.map(\.key) == ["n0", "t0", "n1", "t1"])
+            #expect(cutPage.cursor == SyncCursor(counter: 5, position: .init(collection: "tags", key: "t1")))
+            #expect(cut.header(RelayWire.nextCursorHeader) == "after=5&afterCollection=tags&afterKey=t1")
+        }
+    }
+
+    @Test func `bad collections are 400 naming the problem, and reach no server`() async throws {
+        try await withRelay(server: try await busyServer()) { relay in
+            let token = try RelayHarness.token(space: "alice")
+            let tooMany = (0...SyncPullFilter.maximumCollections).map { "c\($0)" }
+            let cases: [(String, String)] = [
+                ("notes", "collections must be a JSON array of collection names"),
+                ("%7B%7D", "collections must be a JSON array of collection names"),
+                (percentEncoded(["notes", ""]), "the collection of the pull is empty"),
+                ("%5B%22a%5Cu0000b%22%5D", "the collection of the pull contains a NUL character"),
+                ("%5B1%5D", "collections must be a JSON array of collection names"),
+                (percentEncoded(tooMany), "a pull names at most \(SyncPullFilter.maximumCollections) collections"),
+            ]
+            for (value, message) in cases {
+                let response = try await relay.pull("after=0&collections=" + value, token: token)
+                #expect(response.status == 400, "\(value)")
+                #expect(response.errorMessage?.contains(message) == true, "\(value): \(response.errorMessage ?? "")")
+            }
+            #expect(relay.server.calls.pulls == 0)
+        }
+    }
+
+    @Test func `a token's collections narrow the collections asked for and are never widened by them`() async throws {
+        try await withRelay(server: try await busyServer()) { relay in
+            let token = try RelayHarness.token(space: "alice", collections: ["notes", "tags"])
+            let asked: [([String]?, [String])] = [
+                (nil, ["notes", "tags"]),
+                (["tags", "private"], ["tags"]),
+                (["private"], []),
+                (["notes", "tags", "private"], ["notes", "tags"]),
+            ]
+            for (collections, expected) in asked {
+                let query = "after=0" + (collections.map { "&collections=" + percentEncoded($0) } ?? "")
+                let page = try await relay.pull(query, token: token).decoded(SyncPage.self)
+                #expect(Set(page.changes.map(\.collection)) == Set(expected), "\(collections ?? [])")
+                #expect(page.cursor == SyncCursor(counter: 30), "the cursor passes what the token may not see")
+            }
+            #expect(relay.server.pulledFilters == [["notes", "tags"], ["tags"], [], ["notes", "tags"]])
+
+            // A page cut short ends at a change the token may see (the server filtered it),
+            // so a device accepts it: the relay used to cut such pages after filtering them.
+            let notesOnly = try RelayHarness.token(space: "alice", collections: ["notes"])
+            let cut = try await relay.pull("after=0&limit=2", token: notesOnly).decoded(SyncPage.self)
+            #expect(cut.changes.map(\.key) == ["n0", "n1"])
+            #expect(cut.cursor == SyncCursor(counter: 4, position: .init(collection: "notes", key: "n1")))
+        }
+    }
+
+    @Test func `a device pulls only the collections it syncs through the relay, also from one that does not filter`()
+        async throws
+    {
+        for filtering in [true, false] {
+            let inner = try await busyServer()
+            let served: any RecordSyncServer = filtering ? inner : UnfilteredPulls(inner: inner)
+            try await withRelay(server: served, { $0.maxPullLimit = 3 }) { relay in
+                let client = HTTPSyncServer(url: URL(string: relay.base)!) { try RelayHarness.token(space: "alice") }
+                var cursor = SyncCursor.start
+                var keys: [String] = []
+                while true {
+                    let page = try await client.pull(space: "alice", after: cursor, limit: 1000, collections: ["tags"])
+                    #expect(page.changes.allSatisfy { $0.collection == "tags" }, "filtering relay: \(filtering)")
+                    if page.hasMore { #expect(page.cursor.position?.key == page.changes.last?.key) }
+                    keys += page.changes.map(\.key)
+                    cursor = page.cursor
+                    if !page.hasMore { break }
+                }
+                #expect(keys == (0..<10).map { "t\($0)" }, "filtering relay: \(filtering)")
+                #expect(cursor == SyncCursor(counter: 30))
+
+                try await withTemporaryDirectory { directory in
+                    let store = RecordStore(url: directory.appendingPathComponent("device.sqlite"))
+                    let sync = RecordSync(store: store, server: client)
+                    try await sync.start(space: "alice", collections: ["tags"])
+                    let report = try await sync.sync()
+                    #expect(report.pulledChanges == 10)
+                    #expect(try await store.read("tags")?.count == 10)
+                    #expect(try await store.read("notes") == nil)
+                }
+            }
+        }
+    }
+}

@@ -23,6 +23,8 @@ public actor InMemorySyncServer: SyncCompactingServer {
 
     private var spaces: [String: Space] = [:]
     private let now: @Sendable () -> Date
+    /// The live pulls held now.
+    private let waiters = SyncChangeWaiters()
 
     /// Creates an empty server.
     ///
@@ -51,10 +53,24 @@ public actor InMemorySyncServer: SyncCompactingServer {
         for operation in plan.newOperations { current.outcomes[operation.id] = (operation.outcome, receivedAt) }
         current.devices.merge(plan.devices) { $1 }
         for write in plan.writes { current.records[write.id] = write.record }
+        let advanced = plan.counter != current.counter
         current.counter = plan.counter
         spaces[space] = current
+        if advanced { waiters.notify(space: space) }
         return plan.outcomes
     }
+
+    /// A live pull: held until a push of the space commits or `wait` passes.
+    public func pull(
+        space: String, after cursor: SyncCursor, limit: Int, collections: Set<String>?, wait: Duration
+    ) async throws -> SyncPage {
+        try await waiters.livePull(space: space, after: cursor, wait: wait) { cursor in
+            try await pull(space: space, after: cursor, limit: limit, collections: collections)
+        }
+    }
+
+    /// How many live pulls the server holds now (for tests: a handshake instead of a sleep).
+    public var heldPulls: Int { waiters.count }
 
     public func pull(space: String, after cursor: SyncCursor, limit: Int) async throws -> SyncPage {
         try await pull(space: space, after: cursor, limit: limit, collections: nil)

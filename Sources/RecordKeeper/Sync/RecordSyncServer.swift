@@ -83,6 +83,37 @@ public protocol RecordSyncServer: Sendable {
     ///   also for a collection name that is empty or contains a NUL character, or more than
     ///   ``SyncPullFilter/maximumCollections`` names.
     func pull(space: String, after cursor: SyncCursor, limit: Int, collections: Set<String>?) async throws -> SyncPage
+
+    /// A live pull: answers at once when the space has changes after `cursor` (of
+    /// `collections`; `nil` means every collection); otherwise holds the request until one
+    /// commits or `wait` passes, then answers an empty page.
+    ///
+    /// A live pull is what keeps a device up to date without asking again and again: call it
+    /// in a loop, applying each page as ``pull(space:after:limit:collections:)`` describes.
+    /// Whatever the wait, the answer obeys the same rules as an ordinary pull (no change is
+    /// skipped, the cursor never passes a change not delivered); a server may answer an empty
+    /// page before `wait` passes (a relay's own maximum wait, a restart), so an empty answer
+    /// says nothing but "nothing yet".
+    ///
+    /// ```swift
+    /// var cursor = storedCursor
+    /// while !Task.isCancelled {
+    ///     let page = try await server.pull(space: "alice", after: cursor, limit: 500, collections: nil, wait: .seconds(30))
+    ///     apply(page.changes)          // with page.cursor, in one local transaction
+    ///     cursor = page.cursor
+    /// }
+    /// ```
+    ///
+    /// A server that cannot hold a request gets a default that pulls again every
+    /// ``SyncPage/defaultPollInterval`` until a change arrives or `wait` passes.
+    ///
+    /// - Throws: ``SyncError``, as ``pull(space:after:limit:collections:)``;
+    ///   ``SyncError/Code/invalidRequest`` also for a `wait` below zero or above
+    ///   ``SyncPage/maximumWait``. `CancellationError` when the calling task is cancelled while
+    ///   it waits.
+    func pull(
+        space: String, after cursor: SyncCursor, limit: Int, collections: Set<String>?, wait: Duration
+    ) async throws -> SyncPage
 }
 
 extension RecordSyncServer {
@@ -98,6 +129,28 @@ extension RecordSyncServer {
         try SyncRequestValidation.validatePull(space: space, cursor: cursor, limit: limit, collections: collections)
         return try await SyncPullFilter.pull(after: cursor, collections: collections) { after in
             try await pull(space: space, after: after, limit: limit)
+        }
+    }
+}
+
+extension RecordSyncServer {
+    /// The default live pull for servers that cannot hold a request: pulls again every
+    /// ``SyncPage/defaultPollInterval`` (the last stretch shorter) until a page has changes
+    /// or `wait` has passed.
+    ///
+    /// - Throws: what ``pull(space:after:limit:collections:)`` throws; ``SyncError/Code/invalidRequest``
+    ///   for a `wait` out of range; `CancellationError` when cancelled while waiting.
+    public func pull(
+        space: String, after cursor: SyncCursor, limit: Int, collections: Set<String>?, wait: Duration
+    ) async throws -> SyncPage {
+        try SyncRequestValidation.validateWait(wait)
+        let clock = ContinuousClock()
+        let deadline = clock.now.advanced(by: wait)
+        while true {
+            let page = try await pull(space: space, after: cursor, limit: limit, collections: collections)
+            let now = clock.now
+            if !page.changes.isEmpty || page.hasMore || now >= deadline { return page }
+            try await Task.sleep(for: min(SyncPage.defaultPollInterval, now.duration(to: deadline)))
         }
     }
 }

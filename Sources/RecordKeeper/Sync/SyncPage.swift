@@ -17,6 +17,13 @@ public struct SyncPage: Sendable, Hashable, Codable {
     /// The largest `limit` a pull accepts (larger pulls page).
     public static let maximumLimit = 100_000
 
+    /// The longest a live pull may ask to be held
+    /// (``RecordSyncServer/pull(space:after:limit:collections:wait:)``).
+    public static let maximumWait: Duration = .seconds(300)
+
+    /// How often the default live pull of a server that cannot hold a request pulls again.
+    public static let defaultPollInterval: Duration = .seconds(1)
+
     /// Creates a page.
     public init(changes: [SyncPulledChange], cursor: SyncCursor, hasMore: Bool, horizon: Int64? = nil) {
         self.changes = changes

@@ -48,6 +48,14 @@ package enum SyncRequestValidation {
         if let collections { try validateFilter(collections) }
     }
 
+    /// A live pull's wait: from zero to ``SyncPage/maximumWait``.
+    package static func validateWait(_ wait: Duration) throws(SyncError) {
+        if wait < .zero || wait > SyncPage.maximumWait {
+            throw SyncError(
+                .invalidRequest, "a live pull waits from 0 to \(SyncPage.maximumWait), not \(wait)")
+        }
+    }
+
     /// The collections a pull names: at most ``SyncPullFilter/maximumCollections``, each a name.
     package static func validateFilter(_ collections: Set<String>) throws(SyncError) {
         if collections.count > SyncPullFilter.maximumCollections {

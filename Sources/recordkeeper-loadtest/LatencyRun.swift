@@ -56,7 +56,6 @@ struct LatencyRun {
             let outcomes = try await pusher.push(space: space, operations: [operation])
             let end = clock.now
             guard outcomes.first?.result.appliedVersion != nil else {
-                arrival.cancel()
                 throw LoadTestFailure("latency: push \(index) was not applied: \(outcomes)")
             }
             let (page, received) = try await arrival.value

@@ -64,11 +64,14 @@ struct LoadRun {
         let samples = Locked([MonitorSample]())
         let liveWait = Duration.milliseconds(Int(options.liveWait * 1000))
 
-        // The sync loops run until cancelled after the load; the rest end at the deadline.
-        let syncLoops = Task {
+        // The sync and live pull loops run until stopped after the load; the rest end at the
+        // deadline.
+        let loops = Task {
             await withTaskGroup(of: Void.self) { group in
                 for device in devices {
-                    group.addTask { await device.syncLoop(liveWait: liveWait, seed: options.seed &+ UInt64(device.index) &* 7919) }
+                    let seed = options.seed &+ UInt64(device.index) &* 7919
+                    group.addTask { await device.syncLoop(seed: seed) }
+                    group.addTask { await device.livePullLoop(wait: liveWait, seed: seed &+ 1) }
                 }
             }
         }
@@ -100,8 +103,20 @@ struct LoadRun {
             group.addTask { await monitor(devices, until: deadline, into: samples) }
         }
         let loadSeconds = (clock.now - started).seconds
-        syncLoops.cancel()
-        await syncLoops.value
+        for device in devices { device.stop() }
+        // One last edit in each space wakes the live pulls held there (on every relay), so
+        // the loops end without cancelling a request (see SimulatedDevice.syncLoop).
+        var random = SplitMix64(seed: options.seed &+ 0xE4D)
+        for space in Set(devices.map(\.space)) {
+            let device = devices.first { $0.space == space }!
+            try await device.randomEdit(&random)
+            do {
+                _ = try await device.syncOnce()
+            } catch {
+                device.note(error, "the last edit's sync")
+            }
+        }
+        await loops.value
         if let error = failure.withLock({ $0 }) { throw error }
 
         say("recordkeeper-loadtest: load over after \(String(format: "%.1f", loadSeconds)) s; quiescing")

@@ -18,8 +18,12 @@ final class SimulatedDevice: Sendable {
     let recorder: RecordingServer
     /// Held by each `sync()` call and by a collision's set-up.
     let lock = AsyncLock()
-    /// Raised after every local commit: the sync loop stops its live pull and pushes.
-    let edited = Signal()
+    /// Raised after every local commit and by a live pull that answered changes: the sync
+    /// loop syncs.
+    let wake = Signal()
+    /// Raised after each sync round: the live pull loop pulls again.
+    let roundDone = Signal()
+    private let stopped = Locked(false)
 
     struct State: Sendable {
         /// The device's own keys: the last value it wrote, nil once it deleted the key.
@@ -86,14 +90,14 @@ final class SimulatedDevice: Sendable {
             state.own[key] = .some(value)
             state.transactions += 1
         }
-        edited.raise()
+        wake.raise()
     }
 
     /// Writes `data` to `key` (a collision key, not one of its own), as one local transaction.
     func write(_ key: String, _ data: Data) async throws {
         try await store.put(loadCollection, key: key, data: data)
         state.withLock { $0.transactions += 1 }
-        edited.raise()
+        wake.raise()
     }
 
     // MARK: Sync
@@ -113,59 +117,67 @@ final class SimulatedDevice: Sendable {
         return report
     }
 
-    /// Until cancelled: sync, then hold a live pull until it answers with changes or the device
-    /// commits; back off with jitter while unreachable.
-    func syncLoop(liveWait: Duration, seed: UInt64) async {
+    /// Until ``stop()``: sync after each local commit and each live pull that answered
+    /// changes; back off with jitter while unreachable.
+    ///
+    /// Nothing here cancels a request in flight: on Linux, cancelling a task awaiting
+    /// `URLSession.data(for:)` can deadlock with the session's own queue finishing it
+    /// (swiftlang/swift-corelibs-foundation#5412, fixed after Swift 6.3.1), which stopped a
+    /// whole run. So the live pull runs in a loop of its own and wakes this one, and both end
+    /// at a flag.
+    func syncLoop(seed: UInt64) async {
         var random = SplitMix64(seed: seed)
         var failures = 0
-        while !Task.isCancelled {
-            let cursor: SyncCursor
+        while !stopping {
             do {
-                cursor = try await syncOnce().cursor
+                _ = try await syncOnce()
                 failures = 0
+                roundDone.raise()
             } catch {
-                if Task.isCancelled { return }
                 note(error, "sync")
                 failures += 1
                 await backOff(failures, &random)
                 continue
             }
-            let held = await holdLivePull(after: cursor, wait: liveWait)
-            if !held {
+            await wake.wait()
+        }
+    }
+
+    /// Until ``stop()``: holds a live pull from the stored cursor; when it answers changes,
+    /// wakes the sync loop and waits for its round before pulling again.
+    func livePullLoop(wait: Duration, seed: UInt64) async {
+        var random = SplitMix64(seed: seed)
+        var failures = 0
+        while !stopping {
+            do {
+                let cursor = try await store.syncStatus()?.cursor ?? .start
+                state.withLock {
+                    $0.livePulls += 1
+                    $0.holding = true
+                }
+                defer { state.withLock { $0.holding = false } }
+                let page = try await recorder.pull(
+                    space: space, after: cursor, limit: 1000, collections: [loadCollection], wait: wait)
+                failures = 0
+                if !page.changes.isEmpty && !stopping {
+                    wake.raise()
+                    await roundDone.wait()
+                }
+            } catch {
+                note(error, "live pull")
                 failures += 1
                 await backOff(failures, &random)
             }
         }
     }
 
-    /// Holds a live pull (through the relay) until the space has changes after `cursor`, the
-    /// wait passes, or the device commits; false when the pull failed.
-    private func holdLivePull(after cursor: SyncCursor, wait: Duration) async -> Bool {
-        await withTaskGroup(of: Bool.self) { group in
-            group.addTask {
-                do {
-                    self.state.withLock {
-                        $0.livePulls += 1
-                        $0.holding = true
-                    }
-                    defer { self.state.withLock { $0.holding = false } }
-                    _ = try await self.recorder.pull(
-                        space: self.space, after: cursor, limit: 1, collections: [loadCollection], wait: wait)
-                    return true
-                } catch {
-                    if Task.isCancelled { return true }
-                    self.note(error, "live pull")
-                    return false
-                }
-            }
-            group.addTask {
-                await self.edited.wait()
-                return true
-            }
-            let first = await group.next() ?? true
-            group.cancelAll()
-            return first
-        }
+    private var stopping: Bool { stopped.withLock { $0 } }
+
+    /// Ends both loops: the sync loop after its round, the live pull when its pull answers.
+    func stop() {
+        stopped.withLock { $0 = true }
+        wake.raise()
+        roundDone.raise()
     }
 
     /// Unreachable is expected while a relay or database restarts; anything else is a finding.
@@ -181,7 +193,7 @@ final class SimulatedDevice: Sendable {
         do {
             try await Task.sleep(for: .milliseconds(Int(seconds * 1000)))
         } catch {
-            return  // cancelled: the loop ends
+            return  // never cancelled (see syncLoop); a cancelled sleep only ends the pause
         }
     }
 }

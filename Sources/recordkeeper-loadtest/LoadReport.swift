@@ -29,6 +29,7 @@ struct LoadReport: Codable, Sendable {
     var conflicts: Int
     var collisionsMade: Int
     var collisionsAbandoned: Int
+    var conflictsOnlyInStore: Int
     var unreachableErrors: Int
     var livePulls: Int
     var operationsPerSecond: Double
@@ -57,6 +58,7 @@ struct LoadReport: Codable, Sendable {
         conflicts = verification.spaces.reduce(0) { $0 + $1.conflicts }
         collisionsMade = outcome.collisions.count
         collisionsAbandoned = outcome.abandonedCollisions
+        conflictsOnlyInStore = verification.spaces.reduce(0) { $0 + $1.conflictsOnlyInStore }
         unreachableErrors = outcome.devices.reduce(0) { $0 + $1.recorder.unreachable.withLock { $0 } }
         livePulls = outcome.devices.reduce(0) { $0 + $1.state.withLock { $0.livePulls } }
         operationsPerSecond = Double(operations) / outcome.loadSeconds
@@ -89,7 +91,8 @@ struct LoadReport: Codable, Sendable {
                 + "\(f(loadSeconds)) s of load, \(f(quiesceSeconds)) s to quiesce",
             "  operations: \(operations) (\(applied) applied, \(conflicts) conflicts); \(f(operationsPerSecond)) per second overall, "
                 + "per space min \(f(perSpace.first ?? 0)) / median \(f(perSpace.isEmpty ? 0 : perSpace[perSpace.count / 2])) / max \(f(perSpace.last ?? 0))",
-            "  collisions made: \(collisionsMade) (\(collisionsAbandoned) abandoned at set-up during a restart); "
+            "  collisions made: \(collisionsMade) (\(collisionsAbandoned) abandoned at set-up during a restart; "
+                + "\(conflictsOnlyInStore) of the conflicts held by the store but named by no SyncReport, the sync having thrown after); "
                 + "unreachable answers seen by devices: \(unreachableErrors); live pulls made: \(livePulls)",
         ]
         for relay in relays {

@@ -152,38 +152,52 @@ struct LoadRun {
         var random = SplitMix64(seed: options.seed &+ 0xC011)
         let clock = ContinuousClock()
         var number = 0
-        while true {
-            let pause = -log(1 - random.unit()) / options.collisionRate
-            let next = clock.now.advanced(by: .milliseconds(Int(pause * 1000)))
-            if next >= deadline { return }
-            try await clock.sleep(until: next)
-            let space = "load-\(Int(random.next() % UInt64(options.spaces)))"
-            let onA = devices.filter { $0.space == space && $0.relay == 0 }
-            let onB = devices.filter { $0.space == space && $0.relay == 1 }
-            let first = onA[Int(random.next() % UInt64(onA.count))]
-            let second = onB[Int(random.next() % UInt64(onB.count))]
-            number += 1
-            let key = "c-\(number)"
-            let existing = number % 2 == 0
-            // Lock order by index: a collision never waits for one holding the other's lock.
-            let ordered = [first, second].sorted { $0.index < $1.index }
-            await ordered[0].lock.acquire()
-            await ordered[1].lock.acquire()
-            let made: Bool
-            do {
-                made = try await collide(first, second, key: key, existing: existing)
-            } catch {
-                await ordered[1].lock.release()
-                await ordered[0].lock.release()
-                throw error
+        // Several at once (each waits for its devices' sync rounds), never two on one device.
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            var running = 0
+            while true {
+                let pause = -log(1 - random.unit()) / options.collisionRate
+                let next = clock.now.advanced(by: .milliseconds(Int(pause * 1000)))
+                if next >= deadline { break }
+                try await clock.sleep(until: next)
+                let space = "load-\(Int(random.next() % UInt64(options.spaces)))"
+                let onA = devices.filter { $0.space == space && $0.relay == 0 }
+                let onB = devices.filter { $0.space == space && $0.relay == 1 }
+                let first = onA[Int(random.next() % UInt64(onA.count))]
+                let second = onB[Int(random.next() % UInt64(onB.count))]
+                number += 1
+                let key = "c-\(number)"
+                let existing = number % 2 == 0
+                if running >= 8 {
+                    try await group.next()
+                    running -= 1
+                }
+                running += 1
+                group.addTask {
+                    // Lock order by index: a collision never waits for one holding the other's lock.
+                    let ordered = [first, second].sorted { $0.index < $1.index }
+                    await ordered[0].lock.acquire()
+                    await ordered[1].lock.acquire()
+                    let made: Bool
+                    do {
+                        made = try await collide(first, second, key: key, existing: existing)
+                    } catch {
+                        await ordered[1].lock.release()
+                        await ordered[0].lock.release()
+                        throw error
+                    }
+                    await ordered[1].lock.release()
+                    await ordered[0].lock.release()
+                    if made {
+                        collisions.withLock {
+                            $0.append(Collision(space: space, key: key, devices: [first.index, second.index], existing: existing))
+                        }
+                    } else {
+                        abandoned.withLock { $0 += 1 }
+                    }
+                }
             }
-            await ordered[1].lock.release()
-            await ordered[0].lock.release()
-            if made {
-                collisions.withLock { $0.append(Collision(space: space, key: key, devices: [first.index, second.index], existing: existing)) }
-            } else {
-                abandoned.withLock { $0 += 1 }
-            }
+            try await group.waitForAll()
         }
     }
 

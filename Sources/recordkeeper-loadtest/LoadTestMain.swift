@@ -57,7 +57,7 @@ enum LoadTestMain {
             status = 2
         }
         await cluster.shutdown()
-        if options.keep || status == 2 {
+        if options.keep || status != 0 {
             say("recordkeeper-loadtest: files kept in \(directory.path)")
         } else {
             do { try FileManager.default.removeItem(at: directory) } catch { say("recordkeeper-loadtest: could not remove \(directory.path): \(error)") }

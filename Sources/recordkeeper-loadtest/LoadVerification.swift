@@ -40,10 +40,17 @@ struct LoadVerification {
                 space, devices: bySpace[space]!, collisions: outcome.collisions.filter { $0.space == space },
                 connections: connections)
         }
+        // Errors other than unreachable, grouped by what they say (ports and spaces aside).
+        var errors: [String: Int] = [:]
         for device in outcome.devices {
             for failure in device.state.withLock({ $0.failures }) {
-                verification.violations.append("\(device.name): \(failure)")
+                let general = failure.replacingOccurrences(of: #"127\.0\.0\.1:[0-9]+"#, with: "127.0.0.1:PORT", options: .regularExpression)
+                    .replacingOccurrences(of: #"space load-[0-9]+"#, with: "space load-N", options: .regularExpression)
+                errors[general, default: 0] += 1
             }
+        }
+        for (error, count) in errors.sorted(by: { $0.value > $1.value }) {
+            verification.violations.append("\(count)× a device saw an error other than unreachable: \(error)")
         }
         return verification
     }

@@ -54,7 +54,7 @@ final class Cluster: Sendable {
         // One database for now: every relay serves it (a shard map over two comes with the
         // sharding work).
         let serve = ["--database", databases[0].conninfo, "--jwt-secret-file", secretFile.path,
-                     "--pool", "4", "--grace", "5", "--max-connections", "4096"]
+                     "--pool", "4", "--grace", "5", "--max-connections", "4096"] + options.relayArguments
         let relays = ["A", "B"].map { RelayInstance(name: $0, executable: relay, arguments: serve, directory: directory) }
         for relay in relays { try await relay.start() }
         return Cluster(directory: directory, databases: databases, relays: relays, secret: secret)

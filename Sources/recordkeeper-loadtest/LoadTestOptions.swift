@@ -22,6 +22,8 @@ struct LoadTestOptions: Sendable {
     /// External databases (conninfo), never restarted.
     var databases: [String] = []
     var relayExecutable: String?
+    /// Extra arguments of every relay's `serve` (`--relay-arg=--live-wake --relay-arg=listen`).
+    var relayArguments: [String] = []
     var postgresBin: String?
     var json: String?
     var seed: UInt64 = 1
@@ -41,6 +43,7 @@ struct LoadTestOptions: Sendable {
         .value("databases", "N", help: "own PostgreSQL servers to start (default 1)"),
         .value("database", "CONNINFO", help: "use this database instead (repeatable; never restarted)"),
         .value("relay", "PATH", help: "the recordkeeper-relay executable (default: beside this one)"),
+        .value("relay-arg", "ARG", help: "one more argument of each relay's serve (repeatable; --relay-arg=--live-wake)"),
         .value("postgres-bin", "DIR", help: "where initdb and pg_ctl are (default: PATH, /usr/lib/postgresql/*/bin)"),
         .value("json", "FILE", help: "also write the figures as JSON (- for standard output)"),
         .value("seed", "N", help: "random seed (default 1)"),
@@ -92,6 +95,7 @@ struct LoadTestOptions: Sendable {
         options.restarts = !parsed.has("no-restarts")
         options.databases = parsed.allValues["database"] ?? []
         options.relayExecutable = parsed.values["relay"]
+        options.relayArguments = parsed.allValues["relay-arg"] ?? []
         options.postgresBin = parsed.values["postgres-bin"]
         options.json = parsed.values["json"]
         options.keep = parsed.has("keep")

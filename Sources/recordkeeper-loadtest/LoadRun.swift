@@ -122,6 +122,10 @@ struct LoadRun {
         say("recordkeeper-loadtest: load over after \(String(format: "%.1f", loadSeconds)) s; quiescing")
         let quiesceStart = clock.now
         try await quiesce(devices)
+        if options.fault == "unsynced-edit" {
+            var random = SplitMix64(seed: 0xFA17)
+            try await devices[0].randomEdit(&random)
+        }
         return Outcome(
             devices: devices, collisions: collisions.withLock { $0 }, abandonedCollisions: abandoned.withLock { $0 },
             restarts: restarts.withLock { $0 }, samples: samples.withLock { $0 }, loadSeconds: loadSeconds,
@@ -214,9 +218,12 @@ struct LoadRun {
                 first.note(error, "collision set-up")
                 return false
             }
-            guard try await second.store.value(loadCollection, key: key) == initial,
-                  try await first.store.syncStatus()?.pendingOperations == 0
-            else { return false }
+            // Both must know the server's version of it: the first its push's answer, the
+            // second its pull (the first's other edits may be pending meanwhile).
+            let answered = first.recorder.operations.values.contains { operation in
+                operation.changes.contains { $0.key == key } && operation.results.contains { $0.appliedVersion != nil }
+            }
+            guard answered, try await second.store.value(loadCollection, key: key) == initial else { return false }
         }
         try await first.write(key, Data("{\"collision\":\"\(key)\",\"by\":\(first.index)}".utf8))
         try await second.write(key, Data("{\"collision\":\"\(key)\",\"by\":\(second.index)}".utf8))

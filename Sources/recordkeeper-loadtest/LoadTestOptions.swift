@@ -29,6 +29,9 @@ struct LoadTestOptions: Sendable {
     var seed: UInt64 = 1
     var keep = false
     var liveWait = 20.0
+    /// A fault to make on purpose, to see the checks catch it (`unsynced-edit`: one device
+    /// writes after quiescing and never syncs it).
+    var fault: String?
 
     static let specs: [OptionSpec] = [
         .flag("help", short: "h", help: "show this help"),
@@ -48,6 +51,7 @@ struct LoadTestOptions: Sendable {
         .value("json", "FILE", help: "also write the figures as JSON (- for standard output)"),
         .value("seed", "N", help: "random seed (default 1)"),
         .value("live-wait", "SECONDS", help: "the wait of each live pull (default 20)"),
+        .value("fault", "KIND", help: "make a fault the checks must catch: unsynced-edit (exits 1)"),
         .flag("keep", help: "keep the scratch directory (logs, database files)"),
     ]
 
@@ -99,6 +103,10 @@ struct LoadTestOptions: Sendable {
         options.postgresBin = parsed.values["postgres-bin"]
         options.json = parsed.values["json"]
         options.keep = parsed.has("keep")
+        options.fault = parsed.values["fault"]
+        if let fault = options.fault, fault != "unsynced-edit" {
+            throw UsageError(message: "--fault takes unsynced-edit, not '\(fault)'", command: nil)
+        }
         guard options.devices >= 2 * options.spaces else {
             throw UsageError(message: "--devices must be at least twice --spaces (two devices per space, one per relay)", command: nil)
         }

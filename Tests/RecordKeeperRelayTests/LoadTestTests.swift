@@ -8,27 +8,39 @@ import Testing
 @Suite(.enabled(if: TestPostgres.enabled, TestPostgres.disabledReason), .timeLimit(.minutes(5)))
 struct LoadTestTests {
     @Test func `the quick load test over two relays with a restart passes its checks`() async throws {
+        let (status, text) = try await runLoadTest(["--seed", "7"])
+        #expect(status == 0, "\(text)")
+        #expect(text.contains("collision one applied + one reported conflict: OK"), "\(text)")
+        #expect(text.contains("restarted relay A"), "\(text)")
+    }
+
+    @Test func `a device that differs from the server fails the load test`() async throws {
+        let (status, text) = try await runLoadTest(["--seed", "8", "--no-restarts", "--fault", "unsynced-edit"])
+        #expect(status == 1, "\(text)")
+        #expect(text.contains("differs from the server in 1 records"), "\(text)")
+        #expect(text.contains("made 0 local transactions") || text.contains("local transactions but sent"), "\(text)")
+    }
+
+    /// Runs `recordkeeper-loadtest --quick` over a private schema of the test PostgreSQL with
+    /// `arguments`; its exit status and output.
+    private func runLoadTest(_ arguments: [String]) async throws -> (Int32, String) {
         guard let loadTest = BuildProducts.executable(named: "recordkeeper-loadtest", override: "RECORDKEEPER_LOADTEST_BINARY") else {
-            Issue.record("recordkeeper-loadtest is not built (swift build --build-tests)")
-            return
+            throw RelayProcess.Failure(description: "recordkeeper-loadtest is not built (swift build --build-tests)")
         }
         let relay = try RelayProcess.executable()
-        try await TestPostgres.withPrivateSchema(prefix: "loadtest") { conninfo, _ in
+        return try await TestPostgres.withPrivateSchema(prefix: "loadtest") { conninfo, _ in
             let process = SpawnedProcess()
             process.executableURL = loadTest
-            process.arguments = ["--quick", "--database", conninfo, "--relay", relay.path, "--seed", "7"]
+            process.arguments = ["--quick", "--database", conninfo, "--relay", relay.path] + arguments
             let output = Pipe()
             process.standardOutput = output
             process.standardError = output
             try process.run()
-            let (status, text) = await onOwnThread {
+            return await onOwnThread {
                 let data = output.fileHandleForReading.readDataToEndOfFile()
                 process.waitUntilExit()
                 return (process.terminationStatus, String(decoding: data, as: UTF8.self))
             }
-            #expect(status == 0, "\(text)")
-            #expect(text.contains("collision one applied + one reported conflict: OK"), "\(text)")
-            #expect(text.contains("restarted relay A"), "\(text)")
         }
     }
 }

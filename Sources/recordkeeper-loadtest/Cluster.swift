@@ -44,19 +44,49 @@ final class Cluster: Sendable {
         } else {
             databases = options.databases.map { Database(conninfo: $0, server: nil) }
         }
-        for database in databases {
-            try await Commands.check(relay, ["migrate", "--database", database.conninfo], "recordkeeper-relay migrate")
+        do {
+            return try await start(options, relay: relay, databases: databases, in: directory)
+        } catch {
+            for database in databases {
+                do { try await database.server?.stop() } catch { say("recordkeeper-loadtest: \(error)") }
+            }
+            throw error
         }
+    }
+
+    private static func start(_ options: LoadTestOptions, relay: String, databases: [Database], in directory: URL) async throws -> Cluster {
+        // One database: `--database`. Two: a shard map over both, which every relay reads
+        // (docs/SCALING.md), so spaces land on both by the map's hash.
+        let databaseArguments: [String]
+        if databases.count == 1 {
+            databaseArguments = ["--database", databases[0].conninfo]
+        } else {
+            let map = directory.appendingPathComponent("shards.json")
+            let shards = databases.enumerated().map { index, database in
+                ["name": "db\(index + 1)", "conninfo": database.conninfo]
+            }
+            let file: [String: Any] = ["version": 1, "shards": shards, "overrides": [String: String]()]
+            try JSONSerialization.data(withJSONObject: file, options: [.prettyPrinted, .sortedKeys]).write(to: map)
+            databaseArguments = ["--shard-map", map.path]
+        }
+        try await Commands.check(relay, ["migrate"] + databaseArguments, "recordkeeper-relay migrate")
         var secret = [UInt8](repeating: 0, count: 32)
         for index in secret.indices { secret[index] = UInt8.random(in: 0...255) }
         let secretFile = directory.appendingPathComponent("relay-secret")
         try Data(secret).write(to: secretFile)
-        // One database for now: every relay serves it (a shard map over two comes with the
-        // sharding work).
-        let serve = ["--database", databases[0].conninfo, "--jwt-secret-file", secretFile.path,
-                     "--pool", "4", "--grace", "5", "--max-connections", "4096"] + options.relayArguments
+        let serve = databaseArguments + ["--jwt-secret-file", secretFile.path, "--pool", "4", "--grace", "5", "--max-connections", "4096"]
+            + options.relayArguments
         let relays = ["A", "B"].map { RelayInstance(name: $0, executable: relay, arguments: serve, directory: directory) }
-        for relay in relays { try await relay.start() }
+        for (index, instance) in relays.enumerated() {
+            do {
+                try await instance.start()
+            } catch {
+                for started in relays[..<index] {
+                    do { try await started.stop() } catch { say("recordkeeper-loadtest: \(error)") }
+                }
+                throw error
+            }
+        }
         return Cluster(directory: directory, databases: databases, relays: relays, secret: secret)
     }
 

@@ -89,6 +89,9 @@ struct LoadReport: Codable, Sendable {
             "recordkeeper-loadtest (\(build) build) \(date), load average \(loadAverage)",
             "  \(devices) devices in \(spaces) spaces, relays A and B over \(databases) database(s); "
                 + "\(f(loadSeconds)) s of load, \(f(quiesceSeconds)) s to quiesce",
+            "  spaces per database: " + (1...max(databases, 1)).map { database in
+                "database \(database) \(spaceFigures.filter { $0.database == database }.count)"
+            }.joined(separator: ", "),
             "  operations: \(operations) (\(applied) applied, \(conflicts) conflicts); \(f(operationsPerSecond)) per second overall, "
                 + "per space min \(f(perSpace.first ?? 0)) / median \(f(perSpace.isEmpty ? 0 : perSpace[perSpace.count / 2])) / max \(f(perSpace.last ?? 0))",
             "  collisions made: \(collisionsMade) (\(collisionsAbandoned) abandoned at set-up during a restart; "

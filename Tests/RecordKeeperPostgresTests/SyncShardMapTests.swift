@@ -59,14 +59,14 @@ import Testing
     @Test func `an override sends its space to the named shard, every other space goes by the hash`() throws {
         let map = try map(
             """
-            {"version": 1, "shards": [{"name": "a", "conninfo": "host=a"}, {"name": "b", "conninfo": "host=b", "listen_conninfo": "host=b-direct"}],
+            {"version": 1, "shards": [{"name": "a", "conninfo": "host=a"}, {"name": "b", "conninfo": "host=b", "wake_conninfo": "host=b-direct"}],
              "overrides": {"alice": "b"}}
             """)
         #expect(SyncShardMap.hashShard(of: "alice", count: 2) == 0)
         #expect(map.shard(for: "alice").name == "b")
-        #expect(map.shard(for: "alice").listenConninfo == "host=b-direct")
+        #expect(map.shard(for: "alice").wakeConninfo == "host=b-direct")
         #expect(map.shard(for: "bob").name == "a")
-        #expect(map.shards.map(\.listenConninfo) == [nil, "host=b-direct"])
+        #expect(map.shards.map(\.wakeConninfo) == [nil, "host=b-direct"])
     }
 
     @Test func `a map that cannot be used is refused with the problem named`() {

@@ -21,20 +21,21 @@ public struct SyncShardMap: Sendable, Hashable {
         /// Where its query connections go: libpq conninfo or URI (a PgBouncer in transaction
         /// mode, or the server itself).
         public var conninfo: String
-        /// A direct conninfo (never a transaction-mode pooler) for a session that must keep
-        /// its state, such as a `LISTEN` session; nil: ``conninfo``.
-        public var listenConninfo: String?
+        /// A direct conninfo (never a transaction-mode pooler) for the shard's wake session,
+        /// the one session that keeps state (`LISTEN`) while live pulls are held; nil:
+        /// ``conninfo``. Give it when ``conninfo`` goes through PgBouncer.
+        public var wakeConninfo: String?
 
         /// Creates a shard entry.
-        public init(name: String, conninfo: String, listenConninfo: String? = nil) {
+        public init(name: String, conninfo: String, wakeConninfo: String? = nil) {
             self.name = name
             self.conninfo = conninfo
-            self.listenConninfo = listenConninfo
+            self.wakeConninfo = wakeConninfo
         }
 
         enum CodingKeys: String, CodingKey {
             case name, conninfo
-            case listenConninfo = "listen_conninfo"
+            case wakeConninfo = "wake_conninfo"
         }
     }
 
@@ -62,8 +63,8 @@ public struct SyncShardMap: Sendable, Hashable {
                 throw Self.invalid("the shard name '\(shard.name)' is listed twice; each shard needs its own name")
             }
             guard !shard.conninfo.isEmpty else { throw Self.invalid("shard '\(shard.name)' has an empty conninfo") }
-            if shard.listenConninfo?.isEmpty == true {
-                throw Self.invalid("shard '\(shard.name)' has an empty listen_conninfo (leave it out to use conninfo)")
+            if shard.wakeConninfo?.isEmpty == true {
+                throw Self.invalid("shard '\(shard.name)' has an empty wake_conninfo (leave it out to use conninfo)")
             }
         }
         for (space, name) in overrides.sorted(by: { $0.key < $1.key }) {
@@ -81,7 +82,7 @@ public struct SyncShardMap: Sendable, Hashable {
     /// ```json
     /// {"version": 1,
     ///  "shards": [{"name": "a", "conninfo": "host=db-a dbname=sync"},
-    ///             {"name": "b", "conninfo": "host=pgbouncer-b dbname=sync", "listen_conninfo": "host=db-b dbname=sync"}],
+    ///             {"name": "b", "conninfo": "host=pgbouncer-b dbname=sync", "wake_conninfo": "host=db-b dbname=sync"}],
     ///  "overrides": {"hot-space": "b"}}
     /// ```
     ///

@@ -123,8 +123,9 @@ enum RelayCommandCatalog {
         lines.append("Options:")
         lines.append(contentsOf: HelpText.optionLines(globalOptions))
         lines.append("")
-        lines.append("Exit codes: 0 ok, 64 usage, 66 file not found, 69 database unreachable, 70 internal error,")
-        lines.append("78 bad configuration (a key, a certificate, an address). docs/RELAY.md has the details.")
+        lines.append("Exit codes: 0 ok, 64 usage, 65 check found spaces a shard map would move, 66 file not found,")
+        lines.append("69 database unreachable, 70 internal error, 78 bad configuration (a key, a certificate, an address,")
+        lines.append("a shard map). docs/RELAY.md and docs/SCALING.md have the details.")
         return lines.joined(separator: "\n") + "\n"
     }
 

@@ -147,4 +147,25 @@ struct ShardedSyncServerTests {
             }
         }
     }
+
+    @Test func `a space another shard holds is refused at its first request, nothing written beside it`() async throws {
+        try await withTwoShards { a, b in
+            let space = spaces(on: 0, of: 2, 1)[0]
+            let right = try await ShardedPostgresSyncServer.connect(try map([("a", a), ("b", b)]))
+            try await pushOne(right, space)
+            // A server reading another map (the shards in the other order), started without
+            // the placement check: the space's first request finds it on shard "a".
+            let wrong = try await ShardedPostgresSyncServer.connect(try map([("b", b), ("a", a)]))
+            for attempt in 0..<2 {
+                let refused = await #expect(throws: SyncError.self) {
+                    _ = try await wrong.push(space: space, operations: [operation("laptop", 1, put("notes", "m", "x", base: nil))])
+                }
+                #expect(refused?.code == .serverFailure)
+                #expect(refused?.message.contains("is on shard 'a' but the shard map routes it to 'b'") == true, "\(attempt)")
+            }
+            await #expect(throws: SyncError.self) { _ = try await wrong.pull(space: space, after: .start, limit: 10) }
+            #expect(try await spacesHeld(b).isEmpty)
+            #expect(try await right.snapshot(space: space) == ["notes/n": .text("x")])
+        }
+    }
 }

@@ -31,3 +31,25 @@ extension PostgresSyncServer {
         }
     }
 }
+
+extension PostgresSyncServer {
+    /// Whether this database holds `space` (a push ever reached it).
+    ///
+    /// - Throws: ``RecordKeeper/SyncError`` (``RecordKeeper/SyncError/Code/unreachable``,
+    ///   ``RecordKeeper/SyncError/Code/serverFailure``).
+    public func holds(space: String) async throws -> Bool {
+        let timeout = timeout
+        do {
+            return try await withConnection { connection in
+                try await connection.withTimeout(timeout) { connection in
+                    try connection.execute(
+                        "SELECT EXISTS (SELECT 1 FROM recordkeeper_sync_spaces WHERE space = $1)", [.text(space)],
+                        operation: "look for space \(space)"
+                    ).bool(0, 0)
+                }
+            }
+        } catch {
+            throw Self.failure(error, "look for space \(space)")
+        }
+    }
+}

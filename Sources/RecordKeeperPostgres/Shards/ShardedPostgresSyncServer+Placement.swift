@@ -77,3 +77,44 @@ extension ShardedPostgresSyncServer {
         Dictionary(misplaced.map { ($0.space, $0.foundOn) }, uniquingKeysWith: { first, _ in first })
     }
 }
+
+extension ShardedPostgresSyncServer {
+    /// The server of `space`'s shard, after making sure, on the space's first request since
+    /// this server started, that no other shard holds the space (one query per other shard).
+    ///
+    /// `serve` checks every space at start (``checkPlacement()``); this catches the space
+    /// created meanwhile by a relay reading another map, before anything is written beside it.
+    ///
+    /// - Throws: ``RecordKeeper/SyncError/Code/serverFailure`` naming both shards when another
+    ///   shard holds the space (nothing done); what ``PostgresSyncServer/holds(space:)`` throws.
+    func route(_ space: String) async throws -> PostgresSyncServer {
+        let index = map.shardIndex(for: space)
+        if servers.count > 1, await !placed.contains(space) {
+            for (other, server) in servers.enumerated() where other != index {
+                if try await server.holds(space: space) {
+                    throw SyncError(
+                        .serverFailure,
+                        "space '\(space)' is on shard '\(map.shards[other].name)' but the shard map routes it to "
+                            + "'\(map.shards[index].name)': the map moved it (recordkeeper-relay check --shard-map lists "
+                            + "such spaces); nothing was done")
+                }
+            }
+            await placed.insert(space)
+        }
+        return servers[index]
+    }
+}
+
+/// The spaces a sharded server found on no other shard, forgotten all at once past
+/// ``limit`` (they are checked again then: one query per other shard each).
+actor PlacedSpaces {
+    static let limit = 100_000
+    private var spaces: Set<String> = []
+
+    func contains(_ space: String) -> Bool { spaces.contains(space) }
+
+    func insert(_ space: String) {
+        if spaces.count >= Self.limit { spaces.removeAll(keepingCapacity: true) }
+        spaces.insert(space)
+    }
+}

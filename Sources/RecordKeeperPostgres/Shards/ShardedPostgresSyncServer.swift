@@ -13,12 +13,15 @@ public import RecordKeeper
 /// ```
 ///
 /// Each shard's schema is checked (and migrated when behind) once, when it connects, never per
-/// request; no request takes a lock beyond its own space's rows.
+/// request; no request takes a lock beyond its own space's rows. The first request of each
+/// space also makes sure no other shard holds the space (``route(_:)``).
 public final class ShardedPostgresSyncServer: SyncCompactingServer {
     /// Where each space goes.
     public let map: SyncShardMap
     /// One server per shard, in the map's order.
     public let servers: [PostgresSyncServer]
+    /// The spaces found on no other shard since this server started (see ``route(_:)``).
+    let placed = PlacedSpaces()
 
     /// Routes over servers already connected, one per shard of `map`, in its order.
     ///
@@ -63,27 +66,27 @@ public final class ShardedPostgresSyncServer: SyncCompactingServer {
     }
 
     public func push(space: String, operations: [SyncOperation]) async throws -> [SyncOutcome] {
-        try await server(for: space).push(space: space, operations: operations)
+        try await route(space).push(space: space, operations: operations)
     }
 
     public func pull(space: String, after cursor: SyncCursor, limit: Int) async throws -> SyncPage {
-        try await server(for: space).pull(space: space, after: cursor, limit: limit)
+        try await route(space).pull(space: space, after: cursor, limit: limit)
     }
 
     public func pull(
         space: String, after cursor: SyncCursor, limit: Int, collections: Set<String>?
     ) async throws -> SyncPage {
-        try await server(for: space).pull(space: space, after: cursor, limit: limit, collections: collections)
+        try await route(space).pull(space: space, after: cursor, limit: limit, collections: collections)
     }
 
     public func pull(
         space: String, after cursor: SyncCursor, limit: Int, collections: Set<String>?, wait: Duration
     ) async throws -> SyncPage {
-        try await server(for: space).pull(space: space, after: cursor, limit: limit, collections: collections, wait: wait)
+        try await route(space).pull(space: space, after: cursor, limit: limit, collections: collections, wait: wait)
     }
 
     public func compact(space: String, olderThan age: Duration) async throws -> SyncCompaction {
-        try await server(for: space).compact(space: space, olderThan: age)
+        try await route(space).compact(space: space, olderThan: age)
     }
 
     /// Compacts `space` on its shard in deletion batches of `batch` rows (see
@@ -91,7 +94,7 @@ public final class ShardedPostgresSyncServer: SyncCompactingServer {
     ///
     /// - Throws: as ``PostgresSyncServer/compact(space:olderThan:batch:)``.
     public func compact(space: String, olderThan age: Duration, batch: Int) async throws -> SyncCompaction {
-        try await server(for: space).compact(space: space, olderThan: age, batch: batch)
+        try await route(space).compact(space: space, olderThan: age, batch: batch)
     }
 
     /// Compacts every space of every shard, shard after shard (see

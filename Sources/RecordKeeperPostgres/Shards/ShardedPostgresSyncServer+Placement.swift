@@ -41,9 +41,7 @@ extension ShardedPostgresSyncServer {
                 do {
                     spaces = try await server.spaces(after: after, limit: 1000)
                 } catch let error as SyncError {
-                    throw SyncError(
-                        error.code, "shard '\(name)': \(error.message)", underlying: error.underlying,
-                        retryAfter: error.retryAfter)
+                    throw Self.onShard(name, error)
                 }
                 guard let last = spaces.last else { break }
                 for space in spaces where map.shardIndex(for: space) != index {

@@ -52,12 +52,15 @@ public final class ShardedPostgresSyncServer: SyncCompactingServer {
                     try await PostgresSyncServer.connect(
                         shard.conninfo, connections: connections, timeout: timeout, notices: notices))
             } catch let error as SyncError {
-                throw SyncError(
-                    error.code, "shard '\(shard.name)': \(error.message)", underlying: error.underlying,
-                    retryAfter: error.retryAfter)
+                throw onShard(shard.name, error)
             }
         }
         return try ShardedPostgresSyncServer(map: map, servers: servers)
+    }
+
+    /// `error` with its message naming the shard it happened on.
+    static func onShard(_ name: String, _ error: SyncError) -> SyncError {
+        SyncError(error.code, "shard '\(name)': \(error.message)", underlying: error.underlying, retryAfter: error.retryAfter)
     }
 
     /// The server of the shard that holds `space`.

@@ -73,6 +73,7 @@ cleanup() {
         kill -TERM "$bouncer_pid" 2>/dev/null || true
     fi
     for data in "${running[@]}"; do
+        [ -f "$data/postmaster.pid" ] || continue
         as_owner "$pgbin/pg_ctl" -D "$data" -m fast -w stop >/dev/null 2>&1 \
             || echo "with-postgres: pg_ctl stop failed; see $data.log" >&2
     done
@@ -136,13 +137,20 @@ start_server() {
     return 1
 }
 
-port1="$(start_server 1)" || exit 1
+# The second server starts at the same time as the first (initdb is most of the wait).
+second=""
+if [ "$servers" = 2 ]; then
+    start_server 2 >"$tmp/port2" &
+    second=$!
+    running+=("$tmp/server2")
+fi
+port1="$(start_server 1)" || { [ -n "$second" ] && wait "$second"; exit 1; }
 running+=("$tmp/server1")
 export RECORDKEEPER_TEST_POSTGRES="host=127.0.0.1 port=$port1 user=recordkeeper dbname=postgres"
 echo "with-postgres: PostgreSQL ($("$pgbin/postgres" --version)) on 127.0.0.1:$port1" >&2
-if [ "$servers" = 2 ]; then
-    port2="$(start_server 2)" || exit 1
-    running+=("$tmp/server2")
+if [ -n "$second" ]; then
+    wait "$second" || exit 1
+    port2="$(cat "$tmp/port2")"
     export RECORDKEEPER_TEST_POSTGRES_2="host=127.0.0.1 port=$port2 user=recordkeeper dbname=postgres"
     echo "with-postgres: a second PostgreSQL on 127.0.0.1:$port2" >&2
 fi

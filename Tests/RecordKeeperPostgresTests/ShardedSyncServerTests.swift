@@ -1,6 +1,6 @@
 import Foundation
 import RecordKeeper
-import RecordKeeperPostgres
+@testable import RecordKeeperPostgres
 import RecordKeeperTestSupport
 import Testing
 
@@ -166,6 +166,32 @@ struct ShardedSyncServerTests {
             await #expect(throws: SyncError.self) { _ = try await wrong.pull(space: space, after: .start, limit: 10) }
             #expect(try await spacesHeld(b).isEmpty)
             #expect(try await right.snapshot(space: space) == ["notes/n": .text("x")])
+        }
+    }
+
+    @Test func `with the migration lock held on every shard, a current schema is served and connected to without waiting`()
+        async throws
+    {
+        try await withTwoShards { a, b in
+            let shards = try map([("a", a), ("b", b)])
+            _ = try await ShardedPostgresSyncServer.connect(shards)  // migrates both schemas
+            // Another session holds the lock migrations take, on each database: a schema check
+            // per request, or a migration of a current schema, would wait for it and time out.
+            var holders: [PostgresConnection] = []
+            for conninfo in [a, b] {
+                let holder = try await PostgresConnection(conninfo: conninfo)
+                try await holder.execute("SELECT pg_advisory_lock($1)", [.int64(PostgresSyncSchema.lockKey)])
+                holders.append(holder)
+            }
+            let server = try await ShardedPostgresSyncServer.connect(shards, timeout: .seconds(10))
+            let spaces = spaces(on: 0, of: 2, 1) + spaces(on: 1, of: 2, 1)
+            for space in spaces {
+                try await pushOne(server, space)
+                #expect(try await server.pull(space: space, after: .start, limit: 10).changes.count == 1)
+            }
+            for holder in holders {
+                try await holder.execute("SELECT pg_advisory_unlock($1)", [.int64(PostgresSyncSchema.lockKey)])
+            }
         }
     }
 }

@@ -45,6 +45,14 @@ enum RelayDatabase {
         }
     }
 
+    /// How many databases: 1, or the map's shards.
+    var shardCount: Int {
+        switch self {
+        case .single: 1
+        case .sharded(let map, _): map.shards.count
+        }
+    }
+
     /// Connects: one server, or one per shard (`connections` each).
     func connect(connections: Int) async throws -> any RelayBackend {
         switch self {

@@ -29,7 +29,7 @@ enum ServeCommand {
         let statementTimeout = try settings.seconds("statement-timeout", default: nil, minimum: 1)
         var relayConfiguration = SyncRelay.Configuration(verifier: JWTVerifier(verifierConfiguration))
         relayConfiguration.maxBodyBytes = try settings.integer("max-body", default: 8 << 20, in: 1024...(1 << 30))
-        raiseDescriptorLimit(toAtLeast: http.connectionLimit + pool + 64)
+        raiseDescriptorLimit(toAtLeast: http.connectionLimit + pool * database.shardCount + 64)
 
         // Connecting migrates a schema that is behind (which needs CREATE); a current one,
         // migrated by `migrate`, is served by a role with DML rights only (docs/RELAY.md). That

@@ -53,13 +53,23 @@ enum RelayDatabase {
         }
     }
 
-    /// Connects: one server, or one per shard (`connections` each).
-    func connect(connections: Int) async throws -> any RelayBackend {
+    /// Connects: one server, or one per shard (`connections` each), with `liveWake` (each
+    /// shard's wake session on its `wake_conninfo`; `wakeConninfo`, `--wake-database`, is for
+    /// one database only).
+    func connect(
+        connections: Int, liveWake: PostgresSyncServer.LiveWake = .default, wakeConninfo: String? = nil
+    ) async throws -> any RelayBackend {
         switch self {
         case .single(let conninfo):
-            return try await PostgresSyncServer.connect(conninfo, connections: connections)
+            return try await PostgresSyncServer.connect(
+                conninfo, connections: connections, liveWake: liveWake, wakeConninfo: wakeConninfo)
         case .sharded(let map, _):
-            return try await ShardedPostgresSyncServer.connect(map, connections: connections)
+            if wakeConninfo != nil {
+                throw UsageError(
+                    message: "with --shard-map, give each shard's wake_conninfo in the map, not --wake-database",
+                    command: "serve")
+            }
+            return try await ShardedPostgresSyncServer.connect(map, connections: connections, liveWake: liveWake)
         }
     }
 }

@@ -194,4 +194,29 @@ struct ShardedSyncServerTests {
             }
         }
     }
+
+    @Test func `a live pull held on one sharded server is answered by a push through another, on either shard`() async throws {
+        try await withTwoShards { a, b in
+            let shards = try map([("a", a), ("b", b)])
+            let x = try await ShardedPostgresSyncServer.connect(shards)
+            let y = try await ShardedPostgresSyncServer.connect(shards)
+            for space in spaces(on: 0, of: 2, 1) + spaces(on: 1, of: 2, 1) {
+                try await pushOne(y, space)
+                let held = Task {
+                    try await x.pull(space: space, after: SyncCursor(counter: 1), limit: 10, collections: nil, wait: .seconds(300))
+                }
+                // A handshake on the shard's server: the pull is held and its wake session is up.
+                let shard = x.server(for: space)
+                try await waitUntil("a held pull on the space's shard") {
+                    shard.heldPulls == 1 && shard.wakeSession.sessions >= 1
+                }
+                let outcomes = try await y.push(
+                    space: space, operations: [operation("laptop", 1, put("notes", "m", "late", base: nil))])
+                #expect(outcomes.map(\.result) == [.applied(SyncServerVersion(2))])
+                let page = try await held.value
+                #expect(page.changes.map(\.key) == ["m"], "\(space)")
+                #expect(page.cursor == SyncCursor(counter: 2))
+            }
+        }
+    }
 }

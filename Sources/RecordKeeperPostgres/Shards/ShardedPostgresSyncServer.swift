@@ -36,21 +36,24 @@ public final class ShardedPostgresSyncServer: SyncCompactingServer {
     }
 
     /// Connects to every shard (each migrated forward, as
-    /// ``PostgresSyncServer/connect(_:connections:timeout:notices:)`` does), `connections`
-    /// connections each.
+    /// ``PostgresSyncServer/connect(_:connections:timeout:liveWake:wakeConninfo:notices:)`` does),
+    /// `connections` connections each; each shard's live pulls wake through `liveWake` on a
+    /// session to the shard's ``SyncShardMap/Shard/wakeConninfo`` (its conninfo when nil).
     ///
-    /// - Throws: the first shard's failure, as ``PostgresSyncServer/connect(_:connections:timeout:notices:)``
+    /// - Throws: the first shard's failure, as
+    ///   ``PostgresSyncServer/connect(_:connections:timeout:liveWake:wakeConninfo:notices:)``
     ///   throws it, its message naming the shard; the shards connected before are closed.
     public static func connect(
         _ map: SyncShardMap, connections: Int = 1, timeout: Duration = PostgresSyncServer.defaultTimeout,
-        notices: (@Sendable (PostgresNotice) -> Void)? = nil
+        liveWake: PostgresSyncServer.LiveWake = .default, notices: (@Sendable (PostgresNotice) -> Void)? = nil
     ) async throws -> ShardedPostgresSyncServer {
         var servers: [PostgresSyncServer] = []
         for shard in map.shards {
             do {
                 servers.append(
                     try await PostgresSyncServer.connect(
-                        shard.conninfo, connections: connections, timeout: timeout, notices: notices))
+                        shard.conninfo, connections: connections, timeout: timeout, liveWake: liveWake,
+                        wakeConninfo: shard.wakeConninfo, notices: notices))
             } catch let error as SyncError {
                 throw onShard(shard.name, error)
             }

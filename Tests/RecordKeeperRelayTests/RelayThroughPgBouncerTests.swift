@@ -70,4 +70,54 @@ struct RelayThroughPgBouncerTests {
             #expect(stopped.status == 0, "\(stopped.log)")
         }
     }
+
+    /// The pull waits up to 300 s, longer than the test may run: only the wake answers it in time
+    /// (LISTEN through the pooler instead never hears the push).
+    @Test(.timeLimit(.minutes(3)))
+    func `a live pull through a relay behind PgBouncer is woken by LISTEN on its direct wake session`() async throws {
+        let pooled = try TestPostgres.requirePgBouncer()
+        let direct = try TestPostgres.requireConninfo()
+        try await withTemporaryDirectory { directory in
+            let secret = directory.appendingPathComponent("secret")
+            try Data(LiveRelay.secret).write(to: secret)
+            // Two relays, the LISTEN wake on a direct session, queries through the pooler.
+            var relays: [LiveRelay] = []
+            for _ in 0..<2 {
+                let process = try await RelayProcess.serve(
+                    [
+                        "--database", pooled, "--wake-database", direct, "--live-wake", "listen",
+                        "--max-pull-wait", "300", "--listen", "127.0.0.1:0", "--jwt-secret-file", secret.path, "--pool", "2",
+                    ], in: directory)
+                relays.append(LiveRelay(directory: directory, conninfo: pooled, secretFile: secret, process: process))
+            }
+            do {
+                let space = "pgbouncer-live-\(UUID().uuidString)"
+                let first = SyncOperation(
+                    device: "phone", sequence: 1,
+                    changes: [SyncChange(collection: "notes", key: "a", value: .payload(Data("A".utf8)), base: nil)])
+                _ = try await relays[1].client(space).push(space: space, operations: [first])
+                let held = Task { [client = try relays[0].client(space)] in
+                    try await client.pull(
+                        space: space, after: SyncCursor(counter: 1), limit: 10, collections: nil, wait: .seconds(300))
+                }
+                try await waitUntil("relay 0 holds the pull") {
+                    let metrics = try await request("GET", relays[0].process.url + "/metrics")
+                    return String(decoding: metrics.body, as: UTF8.self).contains("recordkeeper_relay_live_pulls_held 1")
+                }
+                let second = SyncOperation(
+                    device: "phone", sequence: 2, predecessor: .operation(first.id),
+                    changes: [SyncChange(collection: "notes", key: "b", value: .payload(Data("B".utf8)), base: nil)])
+                _ = try await relays[1].client(space).push(space: space, operations: [second])
+                let page = try await held.value
+                #expect(page.changes.map(\.key) == ["b"])
+            } catch {
+                for relay in relays { await relay.process.kill() }
+                throw error
+            }
+            for relay in relays {
+                let stopped = try await relay.process.terminate()
+                #expect(stopped.status == 0, "\(stopped.log)")
+            }
+        }
+    }
 }

@@ -1,15 +1,23 @@
 #!/usr/bin/env bash
-# Runs a command with a private, throwaway PostgreSQL server, then stops it (also when the
-# command fails or the script is interrupted) and removes its files.
+# Runs a command with two private, throwaway PostgreSQL servers and a PgBouncer in front of the
+# first, then stops them (also when the command fails or the script is interrupted) and removes
+# their files.
 #
 #   scripts/with-postgres.sh swift test --filter RecordKeeperPostgresTests
 #
-# The server: `initdb` into a fresh temporary directory, run as an unprivileged user (initdb
+# Each server: `initdb` into a fresh temporary directory, run as an unprivileged user (initdb
 # refuses root: as root, the user `recordkeeper-ci` is created when missing), listening on
 # 127.0.0.1 only, on a free port, with its unix socket in the temporary directory. Trust
 # authentication (except for the role `recordkeeper_password`, which must give its password),
 # fsync off: it holds test data only, on loopback, for one run.
-# The command gets its connection string in RECORDKEEPER_TEST_POSTGRES (libpq conninfo).
+# The PgBouncer (Debian's `pgbouncer`, when installed; else a warning and none): transaction
+# pool mode, 127.0.0.1 only, a free port, its files in the same temporary directory, every
+# database name passed through to the first server, at most 4 server connections per database
+# (so that its clients really share them), trust authentication for the role `recordkeeper`.
+# The command gets the connection strings (libpq conninfo) in RECORDKEEPER_TEST_POSTGRES (the
+# first server), RECORDKEEPER_TEST_POSTGRES_2 (the second, for sharding tests) and
+# RECORDKEEPER_TEST_PGBOUNCER (the PgBouncer). WITH_POSTGRES_SERVERS=1 starts only the first
+# server (and the PgBouncer).
 set -euo pipefail
 
 if [ "$#" -eq 0 ]; then
@@ -40,8 +48,15 @@ if [ "$(id -u)" -eq 0 ]; then
 else
     tmp="$(mktemp -d "${TMPDIR:-/tmp}/recordkeeper-pg.XXXXXX")"
 fi
-data="$tmp/data"
-started=0
+servers="${WITH_POSTGRES_SERVERS:-2}"
+if [ "$servers" != 1 ] && [ "$servers" != 2 ]; then
+    echo "with-postgres: WITH_POSTGRES_SERVERS is 1 or 2, not '$servers'" >&2
+    exit 64
+fi
+# The data directories of the servers started so far (stopped in cleanup), and the pgbouncer's
+# pid file once it runs.
+running=()
+bouncer_pid=""
 
 # Runs a PostgreSQL program as the unprivileged owner of the server.
 as_owner() {
@@ -54,14 +69,14 @@ as_owner() {
 
 cleanup() {
     local status=$?
-    if [ "$started" -eq 1 ]; then
+    if [ -n "$bouncer_pid" ]; then
+        kill -TERM "$bouncer_pid" 2>/dev/null || true
+    fi
+    for data in "${running[@]}"; do
+        [ -f "$data/postmaster.pid" ] || continue
         as_owner "$pgbin/pg_ctl" -D "$data" -m fast -w stop >/dev/null 2>&1 \
-            || echo "with-postgres: pg_ctl stop failed; see $tmp/server.log" >&2
-    fi
-    if [ "$started" -ne 1 ] && [ -f "$tmp/server.log" ]; then
-        echo "with-postgres: last lines of the server log:" >&2
-        tail -n 20 "$tmp/server.log" >&2 || true
-    fi
+            || echo "with-postgres: pg_ctl stop failed; see $data.log" >&2
+    done
     rm -rf "$tmp"
     exit "$status"
 }
@@ -97,31 +112,102 @@ free_port() {
     fi
 }
 
-as_owner "$pgbin/initdb" -D "$data" -U recordkeeper -A trust -E UTF8 --locale=C --no-sync \
-    >"$tmp/initdb.log" 2>&1 || { cat "$tmp/initdb.log" >&2; exit 1; }
-# One role must give its password (the tests of a refused password create it): the first
-# matching line of pg_hba.conf wins.
-as_owner sh -c 'printf "host all recordkeeper_password 127.0.0.1/32 scram-sha-256\n" | cat - "$1" > "$1.new" && mv "$1.new" "$1"' \
-    sh "$data/pg_hba.conf"
+# Starts server number $1 (data in $tmp/server$1, log in $tmp/server$1.log) and prints its port
+# (run in a subshell: the caller records the data directory for cleanup).
+start_server() {
+    local data="$tmp/server$1" log="$tmp/server$1.log" port="" attempt
+    as_owner "$pgbin/initdb" -D "$data" -U recordkeeper -A trust -E UTF8 --locale=C --no-sync \
+        >"$tmp/initdb$1.log" 2>&1 || { cat "$tmp/initdb$1.log" >&2; return 1; }
+    # One role must give its password (the tests of a refused password create it): the first
+    # matching line of pg_hba.conf wins.
+    as_owner sh -c 'printf "host all recordkeeper_password 127.0.0.1/32 scram-sha-256\n" | cat - "$1" > "$1.new" && mv "$1.new" "$1"' \
+        sh "$data/pg_hba.conf"
+    for attempt in 1 2 3 4 5; do
+        port="$(free_port)"
+        if as_owner "$pgbin/pg_ctl" -D "$data" -l "$log" -w -t 60 \
+            -o "-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories=$tmp -c fsync=off -c max_connections=200" \
+            start >/dev/null; then
+            echo "$port"
+            return 0
+        fi
+        echo "with-postgres: could not start server $1 on port $port (attempt $attempt)" >&2
+    done
+    echo "with-postgres: server $1 did not start; last lines of its log:" >&2
+    tail -n 20 "$log" >&2 || true
+    return 1
+}
 
-port=""
-for attempt in 1 2 3 4 5; do
-    port="$(free_port)"
-    if as_owner "$pgbin/pg_ctl" -D "$data" -l "$tmp/server.log" -w -t 60 \
-        -o "-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories=$tmp -c fsync=off -c max_connections=200" \
-        start >/dev/null; then
-        started=1
-        break
-    fi
-    echo "with-postgres: could not start on port $port (attempt $attempt)" >&2
-done
-if [ "$started" -ne 1 ]; then
-    echo "with-postgres: the server did not start" >&2
-    exit 1
+# The second server starts at the same time as the first (initdb is most of the wait).
+second=""
+if [ "$servers" = 2 ]; then
+    start_server 2 >"$tmp/port2" &
+    second=$!
+    running+=("$tmp/server2")
+fi
+port1="$(start_server 1)" || { [ -n "$second" ] && wait "$second"; exit 1; }
+running+=("$tmp/server1")
+export RECORDKEEPER_TEST_POSTGRES="host=127.0.0.1 port=$port1 user=recordkeeper dbname=postgres"
+echo "with-postgres: PostgreSQL ($("$pgbin/postgres" --version)) on 127.0.0.1:$port1" >&2
+if [ -n "$second" ]; then
+    wait "$second" || exit 1
+    port2="$(cat "$tmp/port2")"
+    export RECORDKEEPER_TEST_POSTGRES_2="host=127.0.0.1 port=$port2 user=recordkeeper dbname=postgres"
+    echo "with-postgres: a second PostgreSQL on 127.0.0.1:$port2" >&2
 fi
 
-export RECORDKEEPER_TEST_POSTGRES="host=127.0.0.1 port=$port user=recordkeeper dbname=postgres"
-echo "with-postgres: PostgreSQL ($("$pgbin/postgres" --version)) on 127.0.0.1:$port" >&2
+# PgBouncer in front of the first server. It refuses to run as root: as_owner.
+bouncer="$(command -v pgbouncer || true)"
+[ -z "$bouncer" ] && [ -x /usr/sbin/pgbouncer ] && bouncer=/usr/sbin/pgbouncer
+if [ -n "$bouncer" ]; then
+    started_bouncer=0
+    psql="$(command -v psql || echo "$pgbin/psql")"
+    [ -x "$psql" ] || psql="$(ls /usr/lib/postgresql/*/bin/psql 2>/dev/null | sort -V -r | head -n 1)"
+    for attempt in 1 2 3 4 5; do
+        bport="$(free_port)"
+        as_owner sh -c 'cat > "$1/pgbouncer.ini"' sh "$tmp" <<INI
+[databases]
+* = host=127.0.0.1 port=$port1
+[pgbouncer]
+listen_addr = 127.0.0.1
+listen_port = $bport
+unix_socket_dir =
+pidfile = $tmp/pgbouncer.pid
+logfile = $tmp/pgbouncer.log
+auth_type = trust
+auth_file = $tmp/pgbouncer-users.txt
+pool_mode = transaction
+default_pool_size = 4
+max_client_conn = 500
+max_db_connections = 40
+ignore_startup_parameters = extra_float_digits
+INI
+        as_owner sh -c 'printf "\"recordkeeper\" \"\"\n" > "$1/pgbouncer-users.txt"' sh "$tmp"
+        as_owner "$bouncer" -d -q "$tmp/pgbouncer.ini" 2>>"$tmp/pgbouncer.err" || true
+        # Ready once it accepts a query (the pid file appears before it listens).
+        for _ in $(seq 1 50); do
+            if "$psql" "host=127.0.0.1 port=$bport user=recordkeeper dbname=postgres connect_timeout=2" \
+                -Atqc "SELECT 1" >/dev/null 2>&1; then
+                started_bouncer=1
+                break
+            fi
+            sleep 0.1
+        done
+        if [ -f "$tmp/pgbouncer.pid" ]; then bouncer_pid="$(cat "$tmp/pgbouncer.pid")"; fi
+        [ "$started_bouncer" -eq 1 ] && break
+        echo "with-postgres: PgBouncer did not start on port $bport (attempt $attempt)" >&2
+        if [ -n "$bouncer_pid" ]; then kill -TERM "$bouncer_pid" 2>/dev/null || true; bouncer_pid=""; fi
+        rm -f "$tmp/pgbouncer.pid"
+    done
+    if [ "$started_bouncer" -ne 1 ]; then
+        echo "with-postgres: PgBouncer did not start; its log:" >&2
+        cat "$tmp/pgbouncer.err" "$tmp/pgbouncer.log" >&2 2>/dev/null || true
+        exit 1
+    fi
+    export RECORDKEEPER_TEST_PGBOUNCER="host=127.0.0.1 port=$bport user=recordkeeper dbname=postgres"
+    echo "with-postgres: PgBouncer ($("$bouncer" --version | head -n 1), transaction mode) on 127.0.0.1:$bport" >&2
+else
+    echo "with-postgres: pgbouncer not found (install the Debian package pgbouncer): RECORDKEEPER_TEST_PGBOUNCER is not set" >&2
+fi
 
 status=0
 "$@" &

@@ -2,20 +2,21 @@ import RecordKeeper
 import RecordKeeperCommandLine
 import RecordKeeperPostgres
 
-/// `recordkeeper-relay compact --database CONNINFO [--older-than AGE] [--space S] [--batch N]`:
+/// `recordkeeper-relay compact --database CONNINFO | --shard-map FILE [--older-than AGE] [--space S] [--batch N]`:
 /// deletes the operation outcomes and tombstones older than AGE that are behind every cursor
 /// handed out within it (``PostgresSyncServer/compact(space:olderThan:batch:)``), beside live
-/// traffic, and prints one line per space.
+/// traffic, and prints one line per space (with a shard map: a space on its shard, or every
+/// space of every shard).
 enum CompactCommand {
     /// The age unless `--older-than` says otherwise: 30 days.
     static let defaultAge = 30 * 86_400
 
     static func run(_ settings: RelaySettings) async throws -> ExitCode {
-        let conninfo = try settings.required("database", environment: "RECORDKEEPER_RELAY_DATABASE")
+        let database = try RelayDatabase.choose(settings)
         let age = try settings.seconds(
             "older-than", default: defaultAge, minimum: Int(SyncHorizon.bucketSeconds)) ?? defaultAge
         let batch = try settings.integer("batch", default: PostgresSyncServer.defaultCompactionBatch, in: 1...100_000)
-        let server = try await PostgresSyncServer.connect(conninfo)
+        let server = try await database.connect(connections: 1)
         let done: [SyncCompaction]
         if let space = settings.value("space") {
             done = [try await server.compact(space: space, olderThan: .seconds(age), batch: batch)]

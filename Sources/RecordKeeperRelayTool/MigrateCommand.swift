@@ -2,33 +2,54 @@ import RecordKeeper
 import RecordKeeperPostgres
 import RecordKeeperCommandLine
 
-/// `recordkeeper-relay migrate --database CONNINFO [--grant ROLE]`: creates or migrates the sync
-/// schema, and grants a serving role its DML rights.
+/// `recordkeeper-relay migrate --database CONNINFO | --shard-map FILE [--grant ROLE]`: creates or
+/// migrates the sync schema (of every shard, with a map), and grants a serving role its DML
+/// rights.
 enum MigrateCommand {
     static func run(_ settings: RelaySettings) async throws -> ExitCode {
-        let conninfo = try settings.required("database", environment: "RECORDKEEPER_RELAY_DATABASE")
+        switch try RelayDatabase.choose(settings) {
+        case .single(let conninfo):
+            try await migrate(conninfo, shard: nil, settings)
+        case .sharded(let map, _):
+            for shard in map.shards { try await migrate(shard.conninfo, shard: shard.name, settings) }
+        }
+        return .ok
+    }
+
+    /// Migrates one database (a shard's, named in every line and message, when `shard` is set).
+    private static func migrate(_ conninfo: String, shard: String?, _ settings: RelaySettings) async throws {
+        let prefix = shard.map { "shard '\($0)': " } ?? ""
         let connection: PostgresConnection
         do {
             connection = try await PostgresConnection(conninfo: conninfo)
         } catch {
-            throw RelayToolError(error.kind == .invalidArgument ? .usage : .unavailable, "cannot connect: \(error.message)")
+            throw RelayToolError(
+                error.kind == .invalidArgument ? .usage : .unavailable, "\(prefix)cannot connect: \(error.message)")
         }
-        let applied = try await PostgresSyncSchema.migrate(connection)
-        let version = try await PostgresSyncSchema.version(connection)
+        let applied: [Int64]
+        let version: Int64
+        do {
+            applied = try await PostgresSyncSchema.migrate(connection)
+            version = try await PostgresSyncSchema.version(connection)
+        } catch let error as SyncError where shard != nil {
+            throw SyncError(error.code, prefix + error.message, underlying: error.underlying)
+        } catch let error as PostgresError where shard != nil {
+            throw RelayToolError(
+                error.isConnectionFailure ? .unavailable : .configuration, "\(prefix)cannot migrate: \(error.message)")
+        }
         if applied.isEmpty {
-            StandardStreams.write("the sync schema is at version \(version); nothing to migrate\n")
+            StandardStreams.write("\(prefix)the sync schema is at version \(version); nothing to migrate\n")
         } else {
             let steps = applied.map(String.init).joined(separator: ", ")
-            StandardStreams.write("the sync schema is at version \(version) (applied \(steps))\n")
+            StandardStreams.write("\(prefix)the sync schema is at version \(version) (applied \(steps))\n")
         }
         if let role = settings.value("grant") {
             do {
                 try await PostgresSyncSchema.grantServing(to: role, connection)
             } catch let error as PostgresError {
-                throw RelayToolError(.configuration, "cannot grant \(role) what serving needs: \(error.message)")
+                throw RelayToolError(.configuration, "\(prefix)cannot grant \(role) what serving needs: \(error.message)")
             }
-            StandardStreams.write("granted \(role) what serve needs: DML rights on the sync tables, nothing to create\n")
+            StandardStreams.write("\(prefix)granted \(role) what serve needs: DML rights on the sync tables, nothing to create\n")
         }
-        return .ok
     }
 }

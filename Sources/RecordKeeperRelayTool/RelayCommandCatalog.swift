@@ -10,23 +10,30 @@ enum RelayCommandCatalog {
     static let database = OptionSpec.value(
         "database", "CONNINFO", help: "The PostgreSQL server (libpq conninfo or URI; default $RECORDKEEPER_RELAY_DATABASE).")
 
+    static let shardMap = OptionSpec.value(
+        "shard-map", "FILE",
+        help: "Instead of --database: the shard map, a JSON file naming several databases (docs/SCALING.md; default $RECORDKEEPER_RELAY_SHARD_MAP).")
+
     static let commands: [CommandSpec] = [
         CommandSpec(
             name: "migrate", arguments: [],
             options: [
                 database,
+                shardMap,
                 .value("grant", "ROLE", help: "Then grant ROLE what serve needs: DML on the sync tables, no CREATE."),
             ],
             summary: "Create or migrate the sync schema, once, as a role that may create tables.",
             discussion: """
                 Prints the schema version. With --grant ROLE (an existing role), grants it USAGE on the schema and
                 SELECT, INSERT, UPDATE, DELETE on the sync tables, so that serve can connect as ROLE with no other
-                right. Exits 69 when the server cannot be reached.
+                right. With --shard-map, migrates (and grants on) every shard, one after the other, each line naming
+                its shard. Exits 69 when the server cannot be reached.
                 """),
         CommandSpec(
             name: "serve", arguments: [],
             options: [
                 database,
+                shardMap,
                 .value("listen", "HOST:PORT", help: "Where to listen (default $RECORDKEEPER_RELAY_LISTEN, else 127.0.0.1:8080)."),
                 .value("jwt-secret-file", "FILE", help: "HS256: the shared secret, the file's bytes (at least 32; trailing newlines dropped)."),
                 .value("jwt-public-key", "PEM", help: "ES256: the P-256 public key, a PEM file (or the PEM text itself)."),
@@ -53,11 +60,14 @@ enum RelayCommandCatalog {
                 running ones finish (up to --grace), then it exits 0.
                 Exactly one of --jwt-secret-file and --jwt-public-key (or their environment variables
                 RECORDKEEPER_RELAY_JWT_SECRET_FILE, RECORDKEEPER_RELAY_JWT_PUBLIC_KEY) is required.
+                With --shard-map, each space's requests go to its shard (--pool connections per shard); the relay
+                refuses to start when the map would route an existing space away from the shard holding it (see check).
                 """),
         CommandSpec(
             name: "compact", arguments: [],
             options: [
                 database,
+                shardMap,
                 .value("older-than", "AGE", help: "Forget what is older than AGE: seconds, or with s, m, h or d (default 30d, at least 1h)."),
                 .value("space", "S", help: "Compact only this space (default: every space)."),
                 .value("batch", "N", help: "Rows deleted per transaction (default 1000)."),
@@ -68,7 +78,18 @@ enum RelayCommandCatalog {
                 older than AGE), then deletes the tombstones at or below it and the outcomes of operations received
                 before AGE, in short transactions. Prints one line per space: space=S horizon=H tombstones=N
                 operations=N. A device whose cursor is behind the horizon resyncs. Exits 69 when the server cannot
-                be reached.
+                be reached. With --shard-map, a space is compacted on its shard, and without --space every space of
+                every shard.
+                """),
+        CommandSpec(
+            name: "check", arguments: [],
+            options: [shardMap],
+            summary: "Check that a shard map leaves every existing space on the shard holding it.",
+            discussion: """
+                Lists the spaces of every shard and prints each one the map would route to another shard
+                (misplaced: space 'S' is on shard 'A' but the map routes it to 'B'), then the overrides object that pins
+                them where they are. Exits 0 when none would move, 65 when some would, 69 when a shard cannot be
+                reached, 78 for a map that cannot be used. Run it before serving a changed map.
                 """),
         CommandSpec(
             name: "token", arguments: [],
@@ -106,8 +127,9 @@ enum RelayCommandCatalog {
         lines.append("Options:")
         lines.append(contentsOf: HelpText.optionLines(globalOptions))
         lines.append("")
-        lines.append("Exit codes: 0 ok, 64 usage, 66 file not found, 69 database unreachable, 70 internal error,")
-        lines.append("78 bad configuration (a key, a certificate, an address). docs/RELAY.md has the details.")
+        lines.append("Exit codes: 0 ok, 64 usage, 65 check found spaces a shard map would move, 66 file not found,")
+        lines.append("69 database unreachable, 70 internal error, 78 bad configuration (a key, a certificate, an address,")
+        lines.append("a shard map). docs/RELAY.md and docs/SCALING.md have the details.")
         return lines.joined(separator: "\n") + "\n"
     }
 

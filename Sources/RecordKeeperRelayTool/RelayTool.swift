@@ -46,6 +46,7 @@ public enum RelayTool {
         switch command {
         case "migrate": return try await MigrateCommand.run(settings)
         case "compact": return try await CompactCommand.run(settings)
+        case "check": return try await CheckCommand.run(settings)
         case "serve": return try await ServeCommand.run(settings, until: TerminationSignal.wait)
         case "token": return try TokenCommand.run(settings)
         default: throw RelayToolError(.internalError, "command '\(command)' is declared but not implemented")

@@ -13,7 +13,7 @@ import RecordKeeperRelay
 /// `recordkeeper-relay serve`: the relay over PostgreSQL, until SIGTERM.
 enum ServeCommand {
     static func run(_ settings: RelaySettings, until stop: @Sendable () async -> Void) async throws -> ExitCode {
-        let conninfo = try settings.required("database", environment: "RECORDKEEPER_RELAY_DATABASE")
+        let database = try RelayDatabase.choose(settings)
         let listen = try listenAddress(settings.value("listen", environment: "RECORDKEEPER_RELAY_LISTEN") ?? "127.0.0.1:8080")
         var verifierConfiguration = JWTVerifier.Configuration(key: try verificationKey(settings))
         verifierConfiguration.issuer = settings.value("jwt-issuer")
@@ -38,21 +38,38 @@ enum ServeCommand {
         relayConfiguration.maxPullWait = .seconds(maxPullWait)
         let liveWake = try liveWake(settings)
         let wakeConninfo = settings.value("wake-database", environment: "RECORDKEEPER_RELAY_WAKE_DATABASE")
-        raiseDescriptorLimit(toAtLeast: http.connectionLimit + pool + 64)
+        raiseDescriptorLimit(toAtLeast: http.connectionLimit + (pool + 1) * database.shardCount + 64)
 
         // Connecting migrates a schema that is behind (which needs CREATE); a current one,
-        // migrated by `migrate`, is served by a role with DML rights only (docs/RELAY.md).
-        let server = try await PostgresSyncServer.connect(
-            conninfo, connections: pool, liveWake: liveWake, wakeConninfo: wakeConninfo)
+        // migrated by `migrate`, is served by a role with DML rights only (docs/RELAY.md). That
+        // is the only schema check: requests never check it again. A pool (and a wake session)
+        // is per shard.
+        let server = try await database.connect(connections: pool, liveWake: liveWake, wakeConninfo: wakeConninfo)
         if let statementTimeout {
-            for connection in server.connections {
+            // A session setting: behind PgBouncer in transaction mode, set it on the role
+            // instead (docs/SCALING.md "PgBouncer").
+            for connection in server.shardServers.flatMap(\.connections) {
                 try await connection.execute(
                     "SELECT set_config('statement_timeout', $1, false)", [.text("\(statementTimeout)s")],
                     operation: "set the statement timeout")
             }
         }
-        relayConfiguration.healthCheck = { [connection = server.connection] in
-            try await connection.execute("SELECT 1", operation: "health check")
+        if case .sharded(let map, let file) = database, let sharded = server as? ShardedPostgresSyncServer {
+            // A map that would move existing spaces is refused before anything is served
+            // (docs/SCALING.md "Adding a database").
+            do {
+                try await sharded.checkPlacement()
+            } catch let error as SyncError where error.code == .configuration {
+                throw RelayToolError(.configuration, "\(file): \(error.message)")
+            }
+            StandardStreams.writeError(
+                "recordkeeper-relay: serving \(map.shards.count) shards (\(map.shards.map(\.name).joined(separator: ", "))), "
+                    + "\(map.overrides.count) override(s)")
+        }
+        relayConfiguration.healthCheck = { [connections = server.shardServers.map(\.connection)] in
+            for connection in connections {
+                try await connection.execute("SELECT 1", operation: "health check")
+            }
         }
         let relay = SyncRelay(server: server, configuration: relayConfiguration)
         let serving = try start(relay, http)

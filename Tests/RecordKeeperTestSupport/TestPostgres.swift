@@ -57,7 +57,13 @@ public enum TestPostgres {
     public static func withPrivateSchema<T>(
         prefix: String = "rk", _ body: (_ conninfo: String, _ schema: String) async throws -> T
     ) async throws -> T {
-        let base = try requireConninfo()
+        try await withPrivateSchema(on: try requireConninfo(), prefix: prefix, body)
+    }
+
+    /// The same on the server `base` names (``secondConninfo``, for sharding tests).
+    public static func withPrivateSchema<T>(
+        on base: String, prefix: String = "rk", _ body: (_ conninfo: String, _ schema: String) async throws -> T
+    ) async throws -> T {
         let name = prefix + "_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
         let admin = try await PostgresConnection(conninfo: base)
         func schema(drop: Bool) async throws {

@@ -94,12 +94,7 @@ extension PostgresSyncServer {
         var done: [SyncCompaction] = []
         var after = ""
         while true {
-            let spaces = try await step { [after] connection in
-                let rows = try connection.execute(
-                    "SELECT space FROM recordkeeper_sync_spaces WHERE space > $1 ORDER BY space LIMIT 100",
-                    [.text(after)], operation: "compact: list the spaces")
-                return try (0..<rows.rowCount).map { try rows.string($0, 0) }
-            }
+            let spaces = try await self.spaces(after: after, limit: 100)
             guard let last = spaces.last else { return done }
             for space in spaces { done.append(try await compact(space: space, olderThan: age, batch: batch)) }
             after = last

@@ -51,7 +51,9 @@ struct RelayProcess {
     static func serve(_ arguments: [String], in directory: URL) async throws -> RelayProcess {
         let child = try ChildProcess(
             executable: try executable(), arguments: ["serve"] + arguments, in: directory,
-            environment: ["RECORDKEEPER_RELAY_DATABASE": nil, "RECORDKEEPER_RELAY_LISTEN": nil])
+            environment: [
+                "RECORDKEEPER_RELAY_DATABASE": nil, "RECORDKEEPER_RELAY_SHARD_MAP": nil, "RECORDKEEPER_RELAY_LISTEN": nil,
+            ])
         try child.start()
         let line = try await child.waitForLine(timeout: .seconds(120)) { $0.contains("listening on ") }
         let url = line[line.range(of: "listening on ")!.upperBound...].trimmingCharacters(in: .whitespacesAndNewlines)

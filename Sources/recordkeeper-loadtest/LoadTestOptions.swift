@@ -18,7 +18,7 @@ struct LoadTestOptions: Sendable {
     /// Latency samples (mode `latency`).
     var samples = 300
     /// Own PostgreSQL servers to start (when no `--database` is given).
-    var ownDatabases = 1
+    var ownDatabases = 2
     /// External databases (conninfo), never restarted.
     var databases: [String] = []
     var relayExecutable: String?
@@ -43,7 +43,7 @@ struct LoadTestOptions: Sendable {
         .value("collisions", "PER_SECOND", help: "deliberate same-key collisions per second (default 2)"),
         .flag("no-restarts", help: "restart neither relays nor the database"),
         .value("samples", "N", help: "latency: pushes timed (default 300)"),
-        .value("databases", "N", help: "own PostgreSQL servers to start (default 1)"),
+        .value("databases", "N", help: "own PostgreSQL servers to start, spaces spread over them by a shard map (default 2)"),
         .value("database", "CONNINFO", help: "use this database instead (repeatable; never restarted)"),
         .value("relay", "PATH", help: "the recordkeeper-relay executable (default: beside this one)"),
         .value("relay-arg", "ARG", help: "one more argument of each relay's serve (repeatable; --relay-arg=--live-wake)"),

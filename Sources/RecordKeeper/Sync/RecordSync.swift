@@ -166,6 +166,10 @@ public actor RecordSync {
     public nonisolated let server: any RecordSyncServer
     /// One call at a time: a push must not interleave with another push or pull of this client.
     private var turns = OperationTurns()
+    /// What continuous sync does, for ``activity()``.
+    nonisolated let activityHub = SyncActivityHub()
+    /// Set while ``keepInSync(_:)`` runs (a second one is refused).
+    var keepingInSync = false
 
     /// Changes per push request (a single larger operation is sent alone: operations travel whole).
     static let pushChangeLimit = 1000

@@ -58,9 +58,11 @@ extension RecordSync {
     /// concurrent ``sync()`` calls are (an operation answered by one is skipped by the other, a
     /// page pulled twice is skipped), but only duplicate requests: run one per store file.
     ///
-    /// Collections added by ``start(space:collections:policy:)`` while it runs are followed
-    /// from its next round, and a conflict resolved by keeping the server's value (which writes
-    /// nothing) leaves ``SyncActivity/needsAttention(_:_:)`` at the next round.
+    /// Collections added by ``start(space:collections:policy:)`` of this `RecordSync` while it
+    /// runs start a round (their records are pushed and pulled, then followed); through another
+    /// `RecordSync` or process, from the next round. A conflict resolved by
+    /// keeping the server's value (which writes nothing) leaves
+    /// ``SyncActivity/needsAttention(_:_:)`` at the next round.
     ///
     /// - Throws: ``SyncError``: ``SyncError/Code/invalidRequest`` when this `RecordSync` keeps
     ///   the store in sync already, sync has not started for the store, or
@@ -73,7 +75,7 @@ extension RecordSync {
         }
         try SyncRequestValidation.validateWait(options.pullWait)
         keepingInSync = true
-        var commits = SyncCommitFollower()
+        var commits = SyncCommitFollower(signal: localCommits)
         defer {
             keepingInSync = false
             commits.stop()
@@ -184,7 +186,7 @@ extension RecordSync {
                 }
             }
             group.addTask {
-                try await Self.pendingCommit(after: generation, signal: signal, store: store)
+                try await Self.pendingCommit(after: generation, signal: signal, store: store, synced: synced)
                 return .full
             }
             defer { group.cancelAll() }
@@ -193,30 +195,38 @@ extension RecordSync {
         }
     }
 
-    /// Returns once a commit after `generation` left something to push (or when cancelled).
-    private static func pendingCommit(after generation: UInt64, signal: OutboxSignal, store: RecordStore) async throws {
+    /// Returns once a commit after `generation` left something to push or changed the synced
+    /// collections from `synced` (or when cancelled).
+    private static func pendingCommit(
+        after generation: UInt64, signal: OutboxSignal, store: RecordStore, synced: Set<String>
+    ) async throws {
         var seen = generation
         while true {
             await signal.wait(after: seen)
             try Task.checkCancellation()
             seen = signal.generation
-            let pending = try await store.performRead(.syncPush, collection: nil) { source in
+            let changed = try await store.performRead(.syncPush, collection: nil) { source in
                 guard let engine = source.engine, try engine.hasSyncTables() else { return false }
-                return try engine.hasPendingSyncChanges()
+                return try engine.hasPendingSyncChanges() || Set(try engine.syncCollections().keys) != synced
             }
-            if pending { return }
+            if changed { return }
         }
     }
 }
 
 /// Follows the change streams of the synced collections and counts their elements on one
-/// signal: the commits continuous sync pushes after (``RecordSync/keepInSync(_:)``).
+/// signal (``RecordSync``'s `localCommits`, which `start` and `recover` tell too): the commits
+/// continuous sync pushes after (``RecordSync/keepInSync(_:)``).
 ///
 /// An `OutboxSignal` is the generation counter with waiters it needs: read the generation
 /// before looking for work, then wait for a newer one, and no commit in between is missed.
 struct SyncCommitFollower {
-    let signal = OutboxSignal()
+    let signal: OutboxSignal
     private var following: [String: Task<Void, Never>] = [:]
+
+    init(signal: OutboxSignal) {
+        self.signal = signal
+    }
 
     /// Follows the collections of `synced` not followed yet; each stream is registered and
     /// positioned when this returns.

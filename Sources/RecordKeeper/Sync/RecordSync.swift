@@ -170,6 +170,10 @@ public actor RecordSync {
     nonisolated let activityHub = SyncActivityHub()
     /// Set while ``keepInSync(_:)`` runs (a second one is refused).
     var keepingInSync = false
+    /// Told of every commit that may leave something to push: the synced collections' change
+    /// streams while ``keepInSync(_:)`` runs, and this client's own `start` and `recover`
+    /// (which capture or reissue operations without changing a record).
+    nonisolated let localCommits = OutboxSignal()
 
     /// Changes per push request (a single larger operation is sent alone: operations travel whole).
     static let pushChangeLimit = 1000
@@ -234,6 +238,8 @@ public actor RecordSync {
         try await store.performWrite(.syncStart, collection: nil) { [names] context in
             try Self.start(space: space, collections: names, policy: policy, in: context)
         }
+        // A continuous sync pushes the records it captured, and follows the new collections.
+        localCommits.notify()
     }
 
     /// Pushes every pending operation, then pulls to the server's head.

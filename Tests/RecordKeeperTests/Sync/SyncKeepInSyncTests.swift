@@ -219,6 +219,31 @@ struct SyncKeepInSyncTests {
         }
     }
 
+    @Test(arguments: StoreKind.allCases)
+    func `a collection started while it runs is pulled, pushed and followed`(kind: StoreKind) async throws {
+        try await withSyncingDevices(kind, collections: ["notes"]) { stores, a, b in
+            try await a.start(space: "alice", collections: ["tags"])
+            try await stores[0].put("tags", key: "t", data: Data("from a"))
+            _ = try await a.sync()
+            try await stores[1].put("tags", key: "mine", data: Data("from b"))
+            var activity = b.activity().makeAsyncIterator()
+            let running = Task { try await b.keepInSync(testOptions()) }
+            _ = await activities(&activity, until: isSettled)
+
+            try await b.start(space: "alice", collections: ["tags"])
+            let round = await activities(&activity, until: isSettled)
+            #expect(report(round.last)?.pushedOperations == 1, "the records it held went up")
+            #expect(try await strings(stores[1], "tags") == ["t": "from a", "mine": "from b"])
+            try await stores[1].put("tags", key: "later", data: Data("followed"))
+            let later = await activities(&activity, until: isSettled)
+            #expect(report(later.last)?.pushedOperations == 1)
+            _ = try await a.sync()
+            #expect(try await strings(stores[0], "tags") == ["t": "from a", "mine": "from b", "later": "followed"])
+            running.cancel()
+            try await running.value
+        }
+    }
+
     @Test func `a second keepInSync of one RecordSync is refused while the first runs`() async throws {
         try await withSyncingDevices(.inMemory, collections: ["notes"]) { _, a, _ in
             var activity = a.activity().makeAsyncIterator()

@@ -91,7 +91,9 @@ extension RecordSync {
 
     /// The activity of continuous sync (``keepInSync(_:)``): the current one first, then every
     /// change, in order. Each call is a new stream; it ends when its consumer stops or this
-    /// `RecordSync` is released, and goes on across calls of `keepInSync`.
+    /// `RecordSync` is released, and goes on across calls of `keepInSync`. A stream keeps
+    /// every activity its consumer has not read yet (at most a few per round): read it, or
+    /// drop it.
     public nonisolated func activity() -> AsyncStream<SyncActivity> {
         activityHub.subscribe()
     }
@@ -116,7 +118,7 @@ extension RecordSync {
                 next = try await change(after: checked, signal: commits.signal, options)
                 if case .full = next, options.pushDelay > .zero { try await options.sleep(options.pushDelay) }
             } catch {
-                if Task.isCancelled || error is CancellationError { return }
+                if Task.isCancelled { return }
                 guard let error = error as? SyncError, Self.isWorthRetrying(error) else { throw error }
                 failures += 1
                 var delay = options.backoff.delay(afterFailures: failures, random: options.random())

@@ -38,7 +38,10 @@ enum RelayCommandCatalog {
                 .value("max-body", "BYTES", help: "The largest request body (default 8388608); larger pushes get 413."),
                 .value("pool", "N", help: "Database connections, as many requests at once (default 4)."),
                 .value("statement-timeout", "SECONDS", help: "PostgreSQL's statement_timeout on every connection (default: none)."),
-                .value("max-connections", "N", help: "Client connections open at once (default 1024)."),
+                .value("max-connections", "N", help: "Client connections open at once, held live pulls included (default 4096)."),
+                .value("max-pull-wait", "SECONDS", help: "The longest a live pull (wait=) is held (default $RECORDKEEPER_RELAY_MAX_PULL_WAIT, else 60; at most 300)."),
+                .value("live-wake", "HOW", help: "How held pulls hear of other relays' pushes: poll (default, every 5 ms), poll:MS, or listen (LISTEN/NOTIFY)."),
+                .value("wake-database", "CONNINFO", help: "A direct connection for the wake session, when --database goes through PgBouncer (default: --database)."),
                 .value("header-timeout", "SECONDS", help: "Time a client has to send a request's headers (default 10)."),
                 .value("idle-timeout", "SECONDS", help: "An idle connection closes after this (default 30)."),
                 .value("grace", "SECONDS", help: "On SIGTERM, how long running requests may finish (default 30)."),
@@ -46,7 +49,8 @@ enum RelayCommandCatalog {
             summary: "Serve the sync relay until SIGTERM.",
             discussion: """
                 Prints one line saying where it listens, then one log line per request on standard error.
-                On SIGTERM or SIGINT new requests get 503, running ones finish (up to --grace), then it exits 0.
+                On SIGTERM or SIGINT new requests get 503, held live pulls are answered at once with their empty page,
+                running ones finish (up to --grace), then it exits 0.
                 Exactly one of --jwt-secret-file and --jwt-public-key (or their environment variables
                 RECORDKEEPER_RELAY_JWT_SECRET_FILE, RECORDKEEPER_RELAY_JWT_PUBLIC_KEY) is required.
                 """),

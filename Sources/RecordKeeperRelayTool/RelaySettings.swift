@@ -33,8 +33,10 @@ struct RelaySettings {
     }
 
     /// A duration in seconds (`90`), or with a unit (`90s`, `15m`, `1h`, `7d`).
-    func seconds(_ option: String, default defaultValue: Int?, minimum: Int = 0) throws(UsageError) -> Int? {
-        guard let text = value(option) else { return defaultValue }
+    func seconds(
+        _ option: String, environment name: String? = nil, default defaultValue: Int?, minimum: Int = 0
+    ) throws(UsageError) -> Int? {
+        guard let text = value(option, environment: name) else { return defaultValue }
         let units: [Character: Int] = ["s": 1, "m": 60, "h": 3600, "d": 86400]
         var digits = Substring(text)
         var unit = 1

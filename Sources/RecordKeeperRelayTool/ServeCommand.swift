@@ -20,7 +20,7 @@ enum ServeCommand {
         verifierConfiguration.audience = settings.value("jwt-audience")
         verifierConfiguration.leeway = .seconds(try settings.seconds("jwt-leeway", default: 60) ?? 60)
         var http = HTTPServer.Configuration(host: listen.host, port: listen.port)
-        http.connectionLimit = try settings.integer("max-connections", default: 1024, in: 1...1_000_000)
+        http.connectionLimit = try settings.integer("max-connections", default: 4096, in: 1...1_000_000)
         http.headerTimeout = .seconds(try settings.seconds("header-timeout", default: 10, minimum: 1) ?? 10)
         http.idleTimeout = .seconds(try settings.seconds("idle-timeout", default: 30, minimum: 1) ?? 30)
         http.tls = try tls(settings)
@@ -29,11 +29,21 @@ enum ServeCommand {
         let statementTimeout = try settings.seconds("statement-timeout", default: nil, minimum: 1)
         var relayConfiguration = SyncRelay.Configuration(verifier: JWTVerifier(verifierConfiguration))
         relayConfiguration.maxBodyBytes = try settings.integer("max-body", default: 8 << 20, in: 1024...(1 << 30))
+        let maxPullWait = try settings.seconds("max-pull-wait", environment: "RECORDKEEPER_RELAY_MAX_PULL_WAIT", default: 60) ?? 60
+        guard maxPullWait <= Int(SyncPage.maximumWait.components.seconds) else {
+            throw UsageError(
+                message: "--max-pull-wait takes at most \(SyncPage.maximumWait.components.seconds) seconds, not \(maxPullWait)",
+                command: "serve")
+        }
+        relayConfiguration.maxPullWait = .seconds(maxPullWait)
+        let liveWake = try liveWake(settings)
+        let wakeConninfo = settings.value("wake-database", environment: "RECORDKEEPER_RELAY_WAKE_DATABASE")
         raiseDescriptorLimit(toAtLeast: http.connectionLimit + pool + 64)
 
         // Connecting migrates a schema that is behind (which needs CREATE); a current one,
         // migrated by `migrate`, is served by a role with DML rights only (docs/RELAY.md).
-        let server = try await PostgresSyncServer.connect(conninfo, connections: pool)
+        let server = try await PostgresSyncServer.connect(
+            conninfo, connections: pool, liveWake: liveWake, wakeConninfo: wakeConninfo)
         if let statementTimeout {
             for connection in server.connections {
                 try await connection.execute(
@@ -61,6 +71,19 @@ enum ServeCommand {
         } catch {
             throw RelayToolError(.configuration, error.message)
         }
+    }
+
+    /// `--live-wake poll` (the default: ``PostgresSyncServer/LiveWake/default``), `poll:MS`
+    /// (every MS milliseconds), or `listen`.
+    static func liveWake(_ settings: RelaySettings) throws(UsageError) -> PostgresSyncServer.LiveWake {
+        guard let text = settings.value("live-wake", environment: "RECORDKEEPER_RELAY_LIVE_WAKE") else { return .default }
+        if text == "listen" { return .listen }
+        if text == "poll" { return .default }
+        if text.hasPrefix("poll:"), let milliseconds = Int(text.dropFirst(5)), (1...10_000).contains(milliseconds) {
+            return .poll(every: .milliseconds(milliseconds))
+        }
+        throw UsageError(
+            message: "--live-wake takes listen, poll, or poll:MS (1 to 10000 milliseconds), not '\(text)'", command: "serve")
     }
 
     /// `HOST:PORT`, `[IPv6]:PORT`, or `:PORT` (all IPv4 addresses).

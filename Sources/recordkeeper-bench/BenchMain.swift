@@ -93,6 +93,10 @@ func runBench(_ options: BenchOptions) async -> Int32 {
                 if let conninfo = options.postgres { try await runner.runCrowdedPush(conninfo: conninfo) }
             case .s8:
                 if let conninfo = options.postgres { try await runner.runFilteredPull(conninfo: conninfo) }
+            case .s9:
+                if let conninfo = options.postgres { try await runner.runLiveWake(conninfo: conninfo) }
+            case .s10:
+                if let conninfo = options.postgres { try await runner.runHeldPulls(conninfo: conninfo) }
             case .s6, .s7:
                 // One run measures both (the same relay and schema).
                 if !relayDone, let conninfo = options.postgres {

@@ -15,6 +15,7 @@ enum WorkloadID: String, Sendable, CaseIterable, Comparable {
     case o1 = "O1", o2 = "O2"
     case q1 = "Q1", q2 = "Q2", q3 = "Q3"
     case s1 = "S1", s2 = "S2", s3 = "S3", s4 = "S4", s5 = "S5", s6 = "S6", s7 = "S7", s8 = "S8"
+    case s9 = "S9", s10 = "S10"
 
     static func < (lhs: WorkloadID, rhs: WorkloadID) -> Bool {
         let order = allCases
@@ -50,6 +51,8 @@ enum WorkloadID: String, Sendable, CaseIterable, Comparable {
         case .s6: "sync: push and pull N records through the relay (HTTPSyncServer, loopback) vs direct PostgresSyncServer"
         case .s7: "sync: one-record push round trip through the relay vs direct PostgresSyncServer, p50/p99"
         case .s8: "sync: pull of one collection holding 10% of a space's N changes, by collection vs every collection"
+        case .s9: "sync: live wake across servers, NOTIFY (listen) vs polling the counters: push throughput, wake p50/p99"
+        case .s10: "sync: 1,000 live pulls held on one relay process: its RSS and threads, all answered"
         }
     }
 
@@ -95,9 +98,9 @@ struct BenchOptions: Sendable {
 
       --n N                 records in the store (default 100000)
       --repeat R            repeats per workload; medians are reported (default 5)
-      --workloads LIST      comma-separated subset of W1..W9,T1..T4,C1,O1,O2,Q1..Q3,S1..S8 (default: all
-                            available; S1..S8 only with a PostgreSQL server)
-      --postgres CONNINFO   PostgreSQL server for S1..S8 (default: RECORDKEEPER_TEST_POSTGRES;
+      --workloads LIST      comma-separated subset of W1..W9,T1..T4,C1,O1,O2,Q1..Q3,S1..S10 (default: all
+                            available; S1..S10 only with a PostgreSQL server)
+      --postgres CONNINFO   PostgreSQL server for S1..S10 (default: RECORDKEEPER_TEST_POSTGRES;
                             scripts/with-postgres.sh starts a throwaway one and sets it). The
                             bench creates and drops the schema recordkeeper_bench there.
       --format F            table | json | csv (default table)
@@ -222,7 +225,7 @@ struct BenchOptions: Sendable {
         }
         if options.postgres == nil {
             if explicitWorkloads, options.workloads.contains(where: \.needsPostgres) {
-                throw ParseError(description: "S1..S8 need a PostgreSQL server: --postgres CONNINFO or RECORDKEEPER_TEST_POSTGRES")
+                throw ParseError(description: "S1..S10 need a PostgreSQL server: --postgres CONNINFO or RECORDKEEPER_TEST_POSTGRES")
             }
             options.workloads.removeAll(where: \.needsPostgres)
         }

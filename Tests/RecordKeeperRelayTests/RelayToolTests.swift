@@ -48,6 +48,8 @@ import Testing
                 (["serve", "--jwt-secret-file", short.path], 64, "serve needs --database"),
                 (["serve", "--database", "host=x", "--listen", "nowhere"], 64, "--listen takes HOST:PORT"),
                 (["serve", "--database", "host=x", "--jwt-secret-file", secret.path, "--tls-cert", "c.pem"], 64, "--tls-cert and --tls-key go together"),
+                (["serve", "--database", "host=x", "--jwt-secret-file", secret.path, "--live-wake", "sometimes"], 64, "--live-wake takes listen, poll"),
+                (["serve", "--database", "host=x", "--jwt-secret-file", secret.path, "--max-pull-wait", "301"], 64, "--max-pull-wait takes at most 300"),
                 (["launch"], 64, "unknown command 'launch'"),
             ]
             for (arguments, status, message) in cases {

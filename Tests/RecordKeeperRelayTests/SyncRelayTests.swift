@@ -83,7 +83,8 @@ import Testing
             #expect(
                 try health.decoded(RelayWire.Health.self)
                     == RelayWire.Health(
-                        status: "ok", protocolVersion: 1, maxBodyBytes: 123_456, maxPullLimit: 10_000, itemVersions: true))
+                        status: "ok", protocolVersion: 1, maxBodyBytes: 123_456, maxPullLimit: 10_000, itemVersions: true,
+                        maxPullWait: 60))
             let token = try RelayHarness.token(space: "alice")
             let operation = SyncOperation.writing(["k": "v"], sequence: 1)
             _ = try await relay.push([operation], token: token)

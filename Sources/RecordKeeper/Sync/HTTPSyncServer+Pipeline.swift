@@ -9,17 +9,19 @@ extension HTTPSyncServer {
     /// page is asked for at once, before this one is decoded; the pipeline hands it only to a
     /// pull asking exactly for it.
     func fetchPage(_ request: PullPipeline.Request, id: UInt64) async throws -> SyncPage {
-        let query = RelayWire.encodedQuery(
-            try RelayWire.pullQuery(
-                after: request.cursor, limit: request.limit, space: request.space, collections: request.collections))
-        let (data, response) = try await exchange("pull", path: RelayWire.pullPath, query: query, token: request.token)
+        var items = try RelayWire.pullQuery(
+            after: request.cursor, limit: request.limit, space: request.space, collections: request.collections)
+        if request.wait > 0 { items.append(("wait", String(request.wait))) }
+        let (data, response) = try await exchange(
+            "pull", path: RelayWire.pullPath, query: RelayWire.encodedQuery(items), token: request.token,
+            heldFor: request.wait)
         var next: PullPipeline.Request?
         if response.statusCode == 200, let value = response.value(forHTTPHeaderField: RelayWire.nextCursorHeader),
             let cursor = RelayWire.cursor(nextCursorValue: value), cursor > request.cursor
         {
             let following = PullPipeline.Request(
                 space: request.space, cursor: cursor, limit: request.limit, collections: request.collections,
-                token: request.token)
+                token: request.token, wait: request.wait)
             next = following
             await pipeline.answered(id, next: following, fetch: pageFetcher)
         }
@@ -56,6 +58,8 @@ actor PullPipeline {
         let limit: Int
         let collections: Set<String>?
         let token: String
+        /// A live pull's wait, whole seconds (0: answer at once).
+        var wait = 0
     }
 
     /// Starts fetching `request` as fetch `id`.

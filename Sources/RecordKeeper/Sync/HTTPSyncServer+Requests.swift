@@ -32,16 +32,22 @@ extension HTTPSyncServer {
     /// (asked by the caller), else the provider is asked.
     func exchange(
         _ operation: String, path: String, query: String? = nil, body: Data? = nil, authorized: Bool = true,
-        token given: String? = nil
+        token given: String? = nil, heldFor wait: Int = 0
     ) async throws -> (Data, HTTPURLResponse) {
         var request = try request(path: path, query: query, body: body)
-        guard authorized else { return try await exchange(operation, request) }
+        // A live pull's answer may take its wait: the request's timeout is extended by it.
+        var session = session
+        if wait > 0 {
+            session = await liveSessions.session(extending: session, by: wait)
+            request.timeoutInterval = session.configuration.timeoutIntervalForRequest
+        }
+        guard authorized else { return try await exchange(operation, request, through: session) }
         var token: String
         if let given { token = given } else { token = try await bearerToken() }
         var retried = false
         while true {
             request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
-            let answer = try await exchange(operation, request)
+            let answer = try await exchange(operation, request, through: session)
             guard answer.1.statusCode == 401, !retried else { return answer }
             retried = true
             let refreshed = try await bearerToken()
@@ -72,7 +78,9 @@ extension HTTPSyncServer {
     }
 
     /// Sends `request` once; every failure to get an answer is a ``SyncError``.
-    private func exchange(_ operation: String, _ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+    private func exchange(
+        _ operation: String, _ request: URLRequest, through session: URLSession
+    ) async throws -> (Data, HTTPURLResponse) {
         let (data, response) = try await HTTPClientSupport.send(
             request, through: session,
             afterTimeout: request.httpBody == nil
@@ -132,6 +140,27 @@ extension HTTPSyncServer {
         default:
             return SyncError(.serverFailure, said)
         }
+    }
+}
+
+/// The sessions of live pulls: the server's session with its request timeout extended by a
+/// pull's wait (on Linux the session's timeout is the one that applies, never the request's),
+/// made once per wait asked and kept while the ``HTTPSyncServer`` lives.
+actor LiveSessions {
+    private var sessions: [Int: URLSession] = [:]
+
+    func session(extending base: URLSession, by seconds: Int) -> URLSession {
+        if let known = sessions[seconds] { return known }
+        // A copy: the base session's own configuration stays as it is.
+        let configuration = (base.configuration.copy() as? URLSessionConfiguration) ?? base.configuration
+        configuration.timeoutIntervalForRequest += TimeInterval(seconds)
+        let session = URLSession(configuration: configuration)
+        sessions[seconds] = session
+        return session
+    }
+
+    deinit {
+        for session in sessions.values { session.finishTasksAndInvalidate() }
     }
 }
 

@@ -44,6 +44,7 @@ public struct HTTPSyncServer: RecordSyncServer {
     let token: @Sendable () async throws -> String
     let limits = RelayLimits()
     let pipeline = PullPipeline()
+    let liveSessions = LiveSessions()
 
     /// Creates a client of the relay at `url`.
     ///
@@ -131,12 +132,41 @@ public struct HTTPSyncServer: RecordSyncServer {
         }
     }
 
+    /// A live pull through the relay (`wait=` in the query, in whole seconds, rounded up): the
+    /// relay holds the pull until a change of the space commits or the wait passes (or its own
+    /// maximum, ``RelayWire/Health/maxPullWait``, which is lower), then answers. The request's
+    /// timeout is the session's `timeoutIntervalForRequest` plus the wait (a session like
+    /// the given one, made once per wait). A relay older than live pulls ignores `wait` and
+    /// answers at once: an empty page then means "nothing yet", as always.
+    ///
+    /// ```swift
+    /// let page = try await server.pull(space: "alice", after: cursor, limit: 500, collections: nil, wait: .seconds(30))
+    /// ```
+    ///
+    /// - Throws: ``SyncError`` (see the type's table); ``SyncError/Code/invalidRequest`` for a
+    ///   `wait` below zero or above ``SyncPage/maximumWait``.
+    public func pull(
+        space: String, after cursor: SyncCursor, limit: Int, collections: Set<String>?, wait: Duration
+    ) async throws -> SyncPage {
+        try SyncRequestValidation.validateWait(wait)
+        try SyncRequestValidation.validatePull(space: space, cursor: cursor, limit: limit, collections: collections)
+        let (seconds, rest) = wait.components
+        let whole = Int(seconds) + (rest > 0 ? 1 : 0)
+        guard let collections else {
+            return try await page(space: space, after: cursor, limit: limit, collections: nil, wait: whole)
+        }
+        return try await SyncPullFilter.pull(after: cursor, collections: collections) { after in
+            try await page(space: space, after: after, limit: limit, collections: collections, wait: whole)
+        }
+    }
+
     /// One page as the relay answers it, through the pipeline.
     private func page(
-        space: String, after cursor: SyncCursor, limit: Int, collections: Set<String>?
+        space: String, after cursor: SyncCursor, limit: Int, collections: Set<String>?, wait: Int = 0
     ) async throws -> SyncPage {
         let request = PullPipeline.Request(
-            space: space, cursor: cursor, limit: limit, collections: collections, token: try await bearerToken())
+            space: space, cursor: cursor, limit: limit, collections: collections, token: try await bearerToken(),
+            wait: wait)
         let pipeline = pipeline
         return try await withTaskCancellationHandler {
             switch await pipeline.claim(request, fetch: pageFetcher) {

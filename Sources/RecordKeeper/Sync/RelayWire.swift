@@ -164,12 +164,18 @@ public enum RelayWire {
         /// not say so (an older one, `nil`) would drop them: ``HTTPSyncServer`` refuses to push
         /// a change with an item version through it.
         public var itemVersions: Bool?
+        /// The longest the relay holds a live pull, in seconds (`wait=` in a pull's query,
+        /// lowered to it; added within protocol version 1). A relay that does not say it
+        /// (`nil`) ignores `wait` and answers every pull at once, which a live pull's caller
+        /// sees as an empty page "nothing yet".
+        public var maxPullWait: Int?
 
         /// Creates a health answer.
         public init(
             status: String, reason: String? = nil, protocolVersion: Int, maxBodyBytes: Int, maxPullLimit: Int,
-            itemVersions: Bool? = nil
+            itemVersions: Bool? = nil, maxPullWait: Int? = nil
         ) {
+            self.maxPullWait = maxPullWait
             self.status = status
             self.reason = reason
             self.protocolVersion = protocolVersion

@@ -46,7 +46,7 @@ public actor PostgresConnection {
 
     private let executor: PostgresExecutor
     private let owner: HandleOwner
-    private var handle: OpaquePointer? { owner.handle }
+    var handle: OpaquePointer? { owner.handle }
     private var inTransaction = false
     /// The statement being waited for, for cancellation from other threads.
     let running: RunningStatement
@@ -61,6 +61,9 @@ public actor PostgresConnection {
 
     /// How many statements this connection has sent (each is one round trip to the server).
     public private(set) var statementCount = 0
+    /// The connection string it was opened with, for opening another session like it (a
+    /// server's wake session).
+    package nonisolated let conninfo: String
 
     /// The connection's own serial queue, where every libpq call runs.
     public nonisolated var unownedExecutor: UnownedSerialExecutor {
@@ -94,6 +97,7 @@ public actor PostgresConnection {
         executor = PostgresExecutor(label: "RecordKeeperPostgres.connection")
         owner = HandleOwner()
         running = RunningStatement(wake: try WakePipe())
+        self.conninfo = conninfo
         // From here on the initializer runs on the connection's own queue: connecting blocks.
         let settings = try Self.connectionSettings(conninfo)
         connectTimeout = settings.connectTimeout

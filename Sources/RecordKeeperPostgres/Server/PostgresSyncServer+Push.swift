@@ -11,7 +11,7 @@ extension PostgresSyncServer {
     /// PostgreSQL's binary array format, and `unnest` turns them into rows).
     static func push(
         space: String, operations: [SyncOperation], on connection: isolated PostgresConnection,
-        hooks: Hooks, now: @Sendable () -> Date
+        hooks: Hooks, now: @Sendable () -> Date, notifies: Bool
     ) throws -> [SyncOutcome] {
         let head = try connection.execute(
             """
@@ -33,6 +33,13 @@ extension PostgresSyncServer {
         // Only re-deliveries and out-of-order operations: nothing to write.
         if !plan.newOperations.isEmpty {
             try write(space, plan: plan, receivedAt: receivedAt, on: connection)
+        }
+        if notifies && plan.counter != counter {
+            // Delivered at commit to every session listening (PostgresWakeSession), never
+            // before: a woken pull sees the push.
+            let payload = space.utf8.count <= PostgresWakeSession.longestPayload ? space : ""
+            try connection.execute(
+                "SELECT pg_notify('recordkeeper_sync', $1)", [.text(payload)], operation: "push: notify live pulls")
         }
         try hooks.beforeCommit?(space)
         return plan.outcomes

@@ -55,6 +55,10 @@ public final class PostgresSyncServer: SyncCompactingServer {
     /// Every connection of the server.
     public let connections: [PostgresConnection]
     private let pool: ConnectionPool
+    /// The live pulls held now, woken by this server's pushes and by ``wake``.
+    let waiters = SyncChangeWaiters()
+    /// The session through which pushes of other processes wake them.
+    let wake: PostgresWakeSession
     let hooks: Hooks
     /// The clock: the hooks' or the system's.
     let now: @Sendable () -> Date
@@ -76,6 +80,13 @@ public final class PostgresSyncServer: SyncCompactingServer {
     ///     (at least 1).
     ///   - timeout: how long one push or pull may take (``defaultTimeout`` unless given);
     ///     connecting is bounded by the conninfo's `connect_timeout` instead.
+    ///   - liveWake: how held live pulls hear of pushes committed by other processes
+    ///     (``LiveWake``; ``LiveWake/default`` unless given). Every server on one database should
+    ///     use the same.
+    ///   - wakeConninfo: the connection string of the wake session (see ``LiveWake``), opened
+    ///     at the first live pull; `nil` uses `conninfo`. Give a direct connection to
+    ///     PostgreSQL here when `conninfo` goes through a pooler such as PgBouncer in
+    ///     transaction mode, which does not keep a `LISTEN` session.
     ///   - notices: receives the notices and warnings the server sends (see
     ///     ``PostgresNotice``); without it they are dropped.
     /// - Throws: ``RecordKeeper/SyncError``: ``RecordKeeper/SyncError/Code/unreachable`` when the
@@ -86,6 +97,7 @@ public final class PostgresSyncServer: SyncCompactingServer {
     ///   or ``RecordKeeper/SyncError/Code/serverFailure`` (the `PostgresError` in `underlying`).
     public static func connect(
         _ conninfo: String, connections: Int = 1, timeout: Duration = defaultTimeout,
+        liveWake: LiveWake = .default, wakeConninfo: String? = nil,
         notices: (@Sendable (PostgresNotice) -> Void)? = nil
     ) async throws -> PostgresSyncServer {
         guard connections >= 1 else {
@@ -93,6 +105,14 @@ public final class PostgresSyncServer: SyncCompactingServer {
         }
         guard timeout > .zero else {
             throw SyncError(.invalidRequest, "a server's timeout must be positive, not \(timeout)")
+        }
+        try liveWake.validate()
+        if let wakeConninfo {
+            do {
+                try PostgresConnection.validate(conninfo: wakeConninfo)
+            } catch {
+                throw Self.syncError(error, "read the wake session's conninfo")
+            }
         }
         var opened: [PostgresConnection] = []
         for _ in 0..<connections {
@@ -103,12 +123,15 @@ public final class PostgresSyncServer: SyncCompactingServer {
                 throw Self.syncError(error, "connect to the sync server")
             }
         }
-        return try await PostgresSyncServer(connections: opened, hooks: Hooks(), timeout: timeout)
+        return try await PostgresSyncServer(
+            connections: opened, hooks: Hooks(), timeout: timeout, liveWake: liveWake, wakeConninfo: wakeConninfo)
     }
 
     /// Uses an open connection, migrating the sync schema to the current version first.
     ///
-    /// - Throws: as ``connect(_:connections:timeout:notices:)``.
+    /// Its live pulls wake by ``LiveWake/default``, through a session opened like `connection`.
+    ///
+    /// - Throws: as ``connect(_:connections:timeout:liveWake:wakeConninfo:notices:)``.
     public convenience init(connection: PostgresConnection, timeout: Duration = defaultTimeout) async throws {
         try await self.init(connections: [connection], hooks: Hooks(), timeout: timeout)
     }
@@ -120,10 +143,17 @@ public final class PostgresSyncServer: SyncCompactingServer {
         try await self.init(connections: [connection], hooks: hooks, timeout: timeout)
     }
 
-    /// Any number of open connections (at least one), with test hooks.
-    package init(connections: [PostgresConnection], hooks: Hooks, timeout: Duration = defaultTimeout) async throws {
+    /// Any number of open connections (at least one), with test hooks; the wake session
+    /// (opened at the first live pull) connects with `wakeConninfo`, else as the first connection.
+    package init(
+        connections: [PostgresConnection], hooks: Hooks, timeout: Duration = defaultTimeout,
+        liveWake: LiveWake = .default, wakeConninfo: String? = nil
+    ) async throws {
         precondition(!connections.isEmpty, "a PostgresSyncServer needs a connection")
+        try liveWake.validate()
         self.connections = connections
+        self.wake = PostgresWakeSession(
+            mode: liveWake, conninfo: wakeConninfo ?? connections[0].conninfo, waiters: waiters, timeout: timeout)
         self.pool = ConnectionPool(count: connections.count)
         self.hooks = hooks
         self.now = hooks.now ?? { Date() }
@@ -133,6 +163,10 @@ public final class PostgresSyncServer: SyncCompactingServer {
         } catch {
             throw Self.failure(error, "migrate the sync schema")
         }
+    }
+
+    deinit {
+        wake.stop()
     }
 
     /// Runs `body` on a free connection, waiting for one if all are busy. Cancelling the task
@@ -162,17 +196,24 @@ public final class PostgresSyncServer: SyncCompactingServer {
         let hooks = hooks
         let timeout = timeout
         let now = now
+        let notifies = wake.mode == .listen
+        let outcomes: [SyncOutcome]
         do {
-            return try await withConnection { connection in
+            outcomes = try await withConnection { connection in
                 try await connection.withTimeout(timeout) { connection in
                     try connection.transaction(.readCommitted, operation: "push") { connection in
-                        try Self.push(space: space, operations: operations, on: connection, hooks: hooks, now: now)
+                        try Self.push(
+                            space: space, operations: operations, on: connection, hooks: hooks, now: now,
+                            notifies: notifies)
                     }
                 }
             }
         } catch {
             throw Self.failure(error, "push to space \(space)")
         }
+        // Committed: this server's own live pulls of the space hear of it at once.
+        if outcomes.contains(where: { $0.result.appliedVersion != nil }) { waiters.notify(space: space) }
+        return outcomes
     }
 
     public func pull(space: String, after cursor: SyncCursor, limit: Int) async throws -> SyncPage {

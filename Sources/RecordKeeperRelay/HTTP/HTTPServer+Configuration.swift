@@ -32,7 +32,7 @@ extension HTTPServer {
         /// libmicrohttpd stops accepting: further connections wait in the kernel's listen queue
         /// until one closes (and are refused by the kernel when that queue is full). Each
         /// connection needs a file descriptor: the process's limit (`ulimit -n`) must be higher.
-        public var connectionLimit: Int = 1024
+        public var connectionLimit: Int = 4096
         /// The number of polling threads (at least 1). Each runs its own epoll loop (poll on
         /// macOS) over the connections it accepted. Handlers never run on them.
         public var pollingThreads: Int = 1

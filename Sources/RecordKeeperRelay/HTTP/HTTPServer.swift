@@ -54,6 +54,7 @@ public final class HTTPServer: Sendable {
     /// Whether libmicrohttpd polls with epoll (Linux); otherwise with poll.
     public let usesEpoll: Bool
     private let shutdownTask = Locked<Task<Void, Never>?>(nil)
+    private let onDrain: (@Sendable () -> Void)?
 
     /// Whether this build of libmicrohttpd supports TLS (`MHD_FEATURE_TLS`). Debian's and
     /// Homebrew's are built with GnuTLS, so they do.
@@ -67,11 +68,14 @@ public final class HTTPServer: Sendable {
     ///     other methods of a known path 405.
     ///   - observer: called once per completed request (for metrics), on a polling thread:
     ///     it must be quick and must not block.
+    ///   - onDrain: called once when ``shutdown(gracePeriod:)`` begins, after new requests
+    ///     start being refused: the place to end requests that wait for nothing in particular
+    ///     (held live pulls), so that the grace period goes to those that do work.
     /// - Throws: ``HTTPServerError``: a bad configuration, or libmicrohttpd could not start
     ///   (the address is in use, the TLS certificate or key is invalid).
     public init(
         configuration: Configuration, routes: [HTTPRoute],
-        observer: (@Sendable (HTTPRequestSummary) -> Void)? = nil
+        observer: (@Sendable (HTTPRequestSummary) -> Void)? = nil, onDrain: (@Sendable () -> Void)? = nil
     ) throws(HTTPServerError) {
         if configuration.maxBodyBytes < 0 || configuration.connectionLimit < 1 || configuration.pollingThreads < 1 {
             throw HTTPServerError(
@@ -98,6 +102,7 @@ public final class HTTPServer: Sendable {
         core.deadlines.startWatchdog()
         self.core = core
         self.daemon = daemon
+        self.onDrain = onDrain
         self.port = daemon.port
         self.usesEpoll = daemon.usesEpoll
         self.address = address.withPort(daemon.port).description
@@ -116,7 +121,7 @@ public final class HTTPServer: Sendable {
     ///
     /// 1. From now on every new request is answered 503 with `Retry-After` and
     ///    `Connection: close` (also on connections kept alive), while requests whose handlers
-    ///    run go on.
+    ///    run go on (the `onDrain` given at start is called, to end those that only wait).
     /// 2. When they have all answered, or `gracePeriod` has passed, handlers still running are
     ///    cancelled (a handler must then answer promptly; this waits for them).
     /// 3. The server stops accepting connections, lets the last responses go out (for at most
@@ -126,8 +131,8 @@ public final class HTTPServer: Sendable {
     public func shutdown(gracePeriod: Duration = .seconds(30)) async {
         let task = shutdownTask.withLock { existing -> Task<Void, Never> in
             if let existing { return existing }
-            let task = Task { [core, daemon] in
-                await Self.drain(core: core, daemon: daemon, gracePeriod: gracePeriod)
+            let task = Task { [core, daemon, onDrain] in
+                await Self.drain(core: core, daemon: daemon, gracePeriod: gracePeriod, onDrain: onDrain)
             }
             existing = task
             return task
@@ -135,8 +140,11 @@ public final class HTTPServer: Sendable {
         await task.value
     }
 
-    private static func drain(core: HTTPServerCore, daemon: MicroHTTPDDaemon, gracePeriod: Duration) async {
+    private static func drain(
+        core: HTTPServerCore, daemon: MicroHTTPDDaemon, gracePeriod: Duration, onDrain: (@Sendable () -> Void)?
+    ) async {
         guard core.beginDraining() else { return }
+        onDrain?()
         let clock = ContinuousClock()
         if !(await waitUntil(clock.now + gracePeriod, { core.runningHandlers == 0 })) {
             core.cancelHandlers()

@@ -21,6 +21,17 @@ final class RelayMetrics: Sendable {
         var pullPages = 0
         var pulledChanges = 0
         var refusals: [String: Int] = [:]
+        var livePulls: [LivePullEnd: Int] = [:]
+    }
+
+    /// How a held live pull ended.
+    enum LivePullEnd: String, CaseIterable, Sendable {
+        /// A change committed (or was there already).
+        case woken
+        /// Its wait passed with nothing to answer.
+        case timedOut = "timed_out"
+        /// The relay shut down and answered it at once.
+        case drained
     }
 
     private let state = Locked(State())
@@ -50,6 +61,11 @@ final class RelayMetrics: Sendable {
             state.pullPages += 1
             state.pulledChanges += changes
         }
+    }
+
+    /// Counts a live pull (a pull with `wait` above 0) by how it ended.
+    func recordLivePull(_ end: LivePullEnd) {
+        state.withLock { $0.livePulls[end, default: 0] += 1 }
     }
 
     /// Counts a refused request by reason (`expired`, `bad_signature`, `forbidden_space`…).
@@ -93,6 +109,11 @@ final class RelayMetrics: Sendable {
         lines.append("# HELP recordkeeper_relay_pulled_changes_total Changes delivered by pulls.")
         lines.append("# TYPE recordkeeper_relay_pulled_changes_total counter")
         lines.append("recordkeeper_relay_pulled_changes_total \(state.pulledChanges)")
+        lines.append("# HELP recordkeeper_relay_live_pulls_total Live pulls answered, by how they ended.")
+        lines.append("# TYPE recordkeeper_relay_live_pulls_total counter")
+        for end in LivePullEnd.allCases {
+            lines.append("recordkeeper_relay_live_pulls_total{result=\"\(end.rawValue)\"} \(state.livePulls[end] ?? 0)")
+        }
         lines.append("# HELP recordkeeper_relay_refused_total Requests refused before the database, by reason.")
         lines.append("# TYPE recordkeeper_relay_refused_total counter")
         for (reason, count) in state.refusals.sorted(by: { $0.key < $1.key }) {

@@ -2,7 +2,7 @@ import Foundation
 import RecordKeeper
 
 extension SyncRelay {
-    /// `GET /v1/pull?after=COUNTER[&afterCollection=C&afterKey=K][&limit=N][&space=S][&collections=["C",…]]`.
+    /// `GET /v1/pull?after=COUNTER[&afterCollection=C&afterKey=K][&limit=N][&space=S][&collections=["C",…]][&wait=S]`.
     func pull(_ request: HTTPRequest) async -> HTTPResponse {
         await authorized(request) { access throws(RelayRefusal) in
             let page = try await pull(request, access: access)
@@ -28,22 +28,60 @@ extension SyncRelay {
         }
         limit = min(limit, configuration.maxPullLimit)
         let collections = try Self.collections(request.query, access: access)
+        let wait = try Self.wait(request.query, maximum: configuration.maxPullWait)
         let page: SyncPage
         do {
-            if let collections, collections.count > SyncPullFilter.maximumCollections {
-                // A token granting more collections than one pull may name: its pages are
-                // trimmed here instead.
-                page = try await SyncPullFilter.pull(after: cursor, collections: collections) { after in
-                    try await server.pull(space: access.space, after: after, limit: limit)
-                }
+            if wait > .zero {
+                page = try await held(space: access.space, after: cursor, limit: limit, collections: collections, wait: wait)
             } else {
-                page = try await server.pull(space: access.space, after: cursor, limit: limit, collections: collections)
+                page = try await pull(space: access.space, after: cursor, limit: limit, collections: collections, wait: .zero)
             }
         } catch {
             throw RelayResponses.failure(error, operation: "pull", space: access.space, log: configuration.log)
         }
         metrics.recordPull(changes: page.changes.count)
         return page
+    }
+
+    /// A live pull, held by the sync server until a change commits or `wait` passes; answered
+    /// at once with the empty page of its deadline when the relay starts shutting down.
+    private func held(
+        space: String, after cursor: SyncCursor, limit: Int, collections: Set<String>?, wait: Duration
+    ) async throws -> SyncPage {
+        let page = try await heldPulls.hold { [self] in
+            try await pull(space: space, after: cursor, limit: limit, collections: collections, wait: wait)
+        }
+        guard let page else {
+            metrics.recordLivePull(.drained)
+            return SyncPage(changes: [], cursor: cursor, hasMore: false)
+        }
+        metrics.recordLivePull(page.changes.isEmpty && !page.hasMore ? .timedOut : .woken)
+        return page
+    }
+
+    private func pull(
+        space: String, after cursor: SyncCursor, limit: Int, collections: Set<String>?, wait: Duration
+    ) async throws -> SyncPage {
+        if let collections, collections.count > SyncPullFilter.maximumCollections {
+            // A token granting more collections than one pull may name: its pages are trimmed
+            // here instead (a live pull may then answer early with an empty page).
+            return try await SyncPullFilter.pull(after: cursor, collections: collections) { after in
+                try await server.pull(space: space, after: after, limit: limit, collections: nil, wait: wait)
+            }
+        }
+        return try await server.pull(space: space, after: cursor, limit: limit, collections: collections, wait: wait)
+    }
+
+    /// The live pull's `wait`: whole seconds, 0 (the default: answer at once) or more; a wait
+    /// above `maximum` is lowered to it.
+    static func wait(_ query: [String: String], maximum: Duration) throws(RelayRefusal) -> Duration {
+        guard let text = query["wait"] else { return .zero }
+        guard !text.isEmpty, text.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) else {
+            throw RelayResponses.badRequest("wait must be whole seconds: a whole number, 0 or more")
+        }
+        // All digits: a number too large for Int is above every maximum.
+        guard let seconds = Int64(text) else { return maximum }
+        return min(.seconds(seconds), maximum)
     }
 
     /// The collections a pull reads: those the query's `collections` names (all without it),

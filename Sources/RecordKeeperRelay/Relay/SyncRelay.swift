@@ -15,7 +15,9 @@ import Foundation
 ///
 /// Endpoints (docs/RELAY.md "Protocol"):
 /// - `POST /v1/push`: `{"operations":[SyncOperation…]}` → `{"outcomes":[SyncOutcome…]}`.
-/// - `GET /v1/pull?after=COUNTER[&afterCollection=C&afterKey=K][&limit=N]` → a `SyncPage`.
+/// - `GET /v1/pull?after=COUNTER[&afterCollection=C&afterKey=K][&limit=N][&wait=S]` → a `SyncPage`;
+///   with `wait`, a live pull: held (no thread, no database connection) until a change of the
+///   space commits or `S` seconds pass (at most ``Configuration/maxPullWait``).
 /// - `GET /v1/health`: whether the database answers, and the relay's limits (no token needed).
 /// - `GET /metrics`: Prometheus text (no token needed; keep it on a private network).
 ///
@@ -36,6 +38,9 @@ public final class SyncRelay: Sendable {
         public var defaultPullLimit: Int = 1000
         /// The largest page; a larger `limit` is lowered to it (the device pulls on: `hasMore`).
         public var maxPullLimit: Int = 10_000
+        /// The longest a live pull is held (`wait=` in the query); a longer wait is lowered to
+        /// it. At most ``RecordKeeper/SyncPage/maximumWait``; 60 s unless set.
+        public var maxPullWait: Duration = .seconds(60)
         /// Whether the database answers, for `GET /v1/health` (throws when it does not).
         public var healthCheck: @Sendable () async throws -> Void = {}
         /// Where server failures are described (never payloads or tokens); standard error by
@@ -53,12 +58,25 @@ public final class SyncRelay: Sendable {
     let server: any RecordSyncServer
     let configuration: Configuration
     let metrics = RelayMetrics()
+    let heldPulls = RelayHeldPulls()
     private let http = Locked<HTTPServer?>(nil)
 
     /// Creates a relay in front of `server`.
     public init(server: any RecordSyncServer, configuration: Configuration) {
+        var configuration = configuration
+        configuration.maxPullWait = min(max(configuration.maxPullWait, .zero), SyncPage.maximumWait)
         self.server = server
         self.configuration = configuration
+    }
+
+    /// How many live pulls the relay holds now (also the gauge `recordkeeper_relay_live_pulls_held`).
+    public var livePullsHeld: Int { heldPulls.count }
+
+    /// Answers every held live pull at once with its empty page, and each later one likewise:
+    /// for a shutdown (``serve(_:)``'s server calls it as it starts draining, so its grace
+    /// period is not spent waiting for pulls that wait for nothing).
+    public func endLivePulls() {
+        heldPulls.drain()
     }
 
     /// The relay's endpoints, for an ``HTTPServer`` of your own (``serve(_:)`` does it all).
@@ -82,9 +100,10 @@ public final class SyncRelay: Sendable {
     public func serve(_ configuration: HTTPServer.Configuration) throws(HTTPServerError) -> HTTPServer {
         var configuration = configuration
         configuration.maxBodyBytes = self.configuration.maxBodyBytes
-        let server = try HTTPServer(configuration: configuration, routes: routes) { [metrics] summary in
-            metrics.record(summary)
-        }
+        let server = try HTTPServer(
+            configuration: configuration, routes: routes,
+            observer: { [metrics] summary in metrics.record(summary) },
+            onDrain: { [heldPulls] in heldPulls.drain() })
         http.withLock { $0 = server }
         return server
     }
@@ -92,7 +111,8 @@ public final class SyncRelay: Sendable {
     private func health() async -> HTTPResponse {
         var health = RelayWire.Health(
             status: "ok", protocolVersion: RelayWire.version, maxBodyBytes: configuration.maxBodyBytes,
-            maxPullLimit: configuration.maxPullLimit, itemVersions: true)
+            maxPullLimit: configuration.maxPullLimit, itemVersions: true,
+            maxPullWait: Int(configuration.maxPullWait.components.seconds))
         var status = 200
         do {
             try await configuration.healthCheck()
@@ -106,10 +126,12 @@ public final class SyncRelay: Sendable {
     }
 
     private func metricsResponse() -> HTTPResponse {
-        var gauges: [(name: String, help: String, value: Int)] = []
+        var gauges: [(name: String, help: String, value: Int)] = [
+            ("recordkeeper_relay_live_pulls_held", "Live pulls held now (each holds no thread).", heldPulls.count)
+        ]
         if let server = http.withLock({ $0 }) {
             let statistics = server.statistics
-            gauges = [
+            gauges += [
                 ("recordkeeper_relay_open_connections", "Connections open now.", statistics.connections),
                 ("recordkeeper_relay_requests_in_progress", "Requests being received or answered now.", statistics.requests),
                 ("recordkeeper_relay_handlers_running", "Requests being handled now (each holds no thread).", statistics.handlers),

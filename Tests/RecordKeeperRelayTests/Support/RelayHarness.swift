@@ -102,6 +102,14 @@ final class CountingSyncServer: RecordSyncServer {
         filters.withLock { $0.append(collections) }
         return try await inner.pull(space: space, after: cursor, limit: limit, collections: collections)
     }
+
+    func pull(
+        space: String, after cursor: SyncCursor, limit: Int, collections: Set<String>?, wait: Duration
+    ) async throws -> SyncPage {
+        counts.withLock { $0.pulls += 1 }
+        filters.withLock { $0.append(collections) }
+        return try await inner.pull(space: space, after: cursor, limit: limit, collections: collections, wait: wait)
+    }
 }
 
 /// A sync server whose every call fails with `error`.

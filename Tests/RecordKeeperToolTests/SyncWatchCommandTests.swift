@@ -61,10 +61,12 @@ struct SyncWatchCommandTests {
 
                 let started = ContinuousClock.now
                 _ = Self.ok(try await a.runOnStore(["put", "notes", "hello", #""world""#]))
-                // A generous bound against hangs, not a timing: the measured figure is printed.
+                let committed = ContinuousClock.now
+                // A generous bound against hangs, not a timing: the measured figures are printed.
                 let line = try await watchB.waitForLine(timeout: .seconds(30)) { Self.pulled($0) == 1 }
-                let elapsed = started.duration(to: .now)
-                print("sync --watch: a put on one store showed on the other after \(elapsed) (put process included)")
+                let shown = ContinuousClock.now
+                print("sync --watch: a put on one store showed on the other after \(started.duration(to: shown)) "
+                      + "(the put process included), \(committed.duration(to: shown)) after the put exited")
                 #expect(Self.object(line)?["state"] as? String == "upToDate")
                 let pushed = try await watchA.waitForLine(timeout: .seconds(30)) {
                     ((Self.object($0)?["pushed"] as? [String: Any])?["operations"] as? Int) == 1

@@ -145,6 +145,10 @@ public struct SyncStatus: Sendable, Hashable {
 ///
 /// Calls on one `RecordSync` run one at a time, in the order they were made.
 ///
+/// **To keep a store in sync** without calling ``sync()``, run ``keepInSync(_:)`` in a task:
+/// it pushes soon after local commits, holds a live pull otherwise, backs off while offline,
+/// and tells what it does through ``activity()``.
+///
 /// **A device id belongs to one store file.** It is stored with the identity of the file it
 /// was taken in; a sync of a store whose file is another one (a copy made by `backup(to:)` or
 /// by copying the file, a backup moved into place) first takes a new device id

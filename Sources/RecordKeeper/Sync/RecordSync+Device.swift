@@ -68,7 +68,11 @@ extension RecordSync {
     @discardableResult
     public func recover() async throws -> SyncRecovery {
         await takeTurn()
-        defer { releaseTurn() }
+        defer {
+            releaseTurn()
+            // A continuous sync pushes the reissued operations.
+            localCommits.notify()
+        }
         return try await store.performWrite(.syncPush, collection: nil) { context in
             context.capturesSync = false
             let engine = context.engine

@@ -17,6 +17,14 @@ struct SyncPullPageResult: Sendable {
     var removedAsCompacted = 0
 }
 
+/// A page a live pull answered, with what it was asked for: applied as a pull's first page
+/// when the store's cursor and synced collections are still those.
+struct SyncLivePage: Sendable {
+    var page: SyncPage
+    var after: SyncCursor
+    var collections: Set<String>?
+}
+
 /// What a page of a pull from the start (a resync) carries into its local transaction.
 struct SyncResyncStep: Sendable {
     /// On the last page: every record the resync's pages named.
@@ -43,7 +51,12 @@ extension RecordSync {
     /// the server no longer has, unless they have pending changes or a conflict. Until a resync
     /// reaches the head, the store remembers it (`sync_state`: `pull.resync`) and the next pull
     /// starts from the start again.
-    func pull(_ settings: SyncSettings, into report: inout SyncReport) async throws {
+    ///
+    /// `live` is a page a live pull answered (``keepInSync(_:)``): it is the first page when it
+    /// was pulled from the stored cursor with the collections synced now, and is dropped
+    /// otherwise (another pull moved the cursor meanwhile, or it is older than what a push of
+    /// another client of the file showed the store), the pull asking from the cursor.
+    func pull(_ settings: SyncSettings, into report: inout SyncReport, live: SyncLivePage? = nil) async throws {
         var (cursor, seen, synced, resyncing) = try await storedPullState()
         let server = self.server
         let space = settings.space
@@ -55,12 +68,20 @@ extension RecordSync {
         // The records a pull from the start saw the server holding (live or tombstones).
         var present = Set<SyncRecordKey>()
         var page: SyncPage
-        do {
-            page = try await server.pull(space: space, after: pulledAfter, limit: Self.pullLimit, collections: filter)
-        } catch let error as SyncError where error.code == .behindHorizon && pulledAfter != .start {
-            report.resynced = true
-            pulledAfter = .start
-            page = try await server.pull(space: space, after: pulledAfter, limit: Self.pullLimit, collections: filter)
+        // A live page answered before a push of another client of this file that the store has
+        // seen since (its counter below what the store has seen) is stale, not a server gone back.
+        if let live, live.after == pulledAfter, live.collections == filter,
+            live.page.hasMore || live.page.cursor.counter >= seen
+        {
+            page = live.page
+        } else {
+            do {
+                page = try await server.pull(space: space, after: pulledAfter, limit: Self.pullLimit, collections: filter)
+            } catch let error as SyncError where error.code == .behindHorizon && pulledAfter != .start {
+                report.resynced = true
+                pulledAfter = .start
+                page = try await server.pull(space: space, after: pulledAfter, limit: Self.pullLimit, collections: filter)
+            }
         }
         var fromStart = pulledAfter == .start
         while true {
@@ -107,9 +128,21 @@ extension RecordSync {
                 continue
             }
             guard let next else { break }
+            if Task.isCancelled {
+                // Cancelled between pages: the pages applied stay (each whole, with its
+                // cursor); the one in flight is not used.
+                next.cancel()
+                _ = await next.result
+                throw CancellationError()
+            }
             pulledAfter = after
             do {
-                page = try await next.value
+                // The request runs in its own task: cancelling this call cancels it too.
+                page = try await withTaskCancellationHandler {
+                    try await next.value
+                } onCancel: {
+                    next.cancel()
+                }
             } catch let error as SyncError where error.code == .behindHorizon {
                 // Compacted past this pull's own cursor meanwhile (it ran for longer than the
                 // horizon's age allows for): resync from the start.

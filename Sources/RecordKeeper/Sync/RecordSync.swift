@@ -145,6 +145,10 @@ public struct SyncStatus: Sendable, Hashable {
 ///
 /// Calls on one `RecordSync` run one at a time, in the order they were made.
 ///
+/// **To keep a store in sync** without calling ``sync()``, run ``keepInSync(_:)`` in a task:
+/// it pushes soon after local commits, holds a live pull otherwise, backs off while offline,
+/// and tells what it does through ``activity()``.
+///
 /// **A device id belongs to one store file.** It is stored with the identity of the file it
 /// was taken in; a sync of a store whose file is another one (a copy made by `backup(to:)` or
 /// by copying the file, a backup moved into place) first takes a new device id
@@ -166,6 +170,14 @@ public actor RecordSync {
     public nonisolated let server: any RecordSyncServer
     /// One call at a time: a push must not interleave with another push or pull of this client.
     private var turns = OperationTurns()
+    /// What continuous sync does, for ``activity()``.
+    nonisolated let activityHub = SyncActivityHub()
+    /// Set while ``keepInSync(_:)`` runs (a second one is refused).
+    var keepingInSync = false
+    /// Told of every commit that may leave something to push: the synced collections' change
+    /// streams while ``keepInSync(_:)`` runs, and this client's own `start` and `recover`
+    /// (which capture or reissue operations without changing a record).
+    nonisolated let localCommits = OutboxSignal()
 
     /// Changes per push request (a single larger operation is sent alone: operations travel whole).
     static let pushChangeLimit = 1000
@@ -230,6 +242,8 @@ public actor RecordSync {
         try await store.performWrite(.syncStart, collection: nil) { [names] context in
             try Self.start(space: space, collections: names, policy: policy, in: context)
         }
+        // A continuous sync pushes the records it captured, and follows the new collections.
+        localCommits.notify()
     }
 
     /// Pushes every pending operation, then pulls to the server's head.

@@ -131,6 +131,7 @@ enum CommandCatalog {
                 .flag("recover", help: "Sync as a new device first: after restoring the store from a backup, or when the server refused it as forked."),
                 .value("timeout", "SECONDS", help: "How long one push or pull request may take (default 30)."),
                 .flag("json", help: "Print what the sync did as one JSON document (see below) instead of lines."),
+                .flag("watch", help: "Keep the store in sync until SIGINT or SIGTERM, one line (with --json one object) per round."),
             ],
             summary: "Push pending changes to a sync relay or PostgreSQL server, then pull to its head.",
             discussion: """
@@ -157,6 +158,13 @@ enum CommandCatalog {
                 settings are wrong (retrying helps
                 neither). Connecting is given up after 10 s (connect_timeout=N in CONNINFO, or
                 PGCONNECT_TIMEOUT, sets another bound), a push or pull request after --timeout.
+                --watch keeps syncing until SIGINT or SIGTERM (then "stopped", exit 0): it pushes soon after every
+                local commit (of any process), holds a live pull otherwise, and prints one line per round:
+                "up to date: pushed ..., pulled ..., N new conflict(s)", "needs attention: ..." while conflicts
+                are unresolved, "offline: ERROR; attempt N failed, next attempt at TIME (in S s)" while the
+                server cannot be reached (it retries with backoff; never exit 69). --json prints one object per
+                line instead: {"state": "upToDate" | "needsAttention" | "offline" | "stopped", ...}. A refused
+                token or request (77), wrong settings (78) or a forked store (65) ends it with that exit code.
                 """),
         CommandSpec(
             name: "conflicts", arguments: [],

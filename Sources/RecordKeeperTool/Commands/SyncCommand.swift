@@ -4,11 +4,12 @@ import RecordKeeperPostgres
 import RecordKeeperCommandLine
 
 /// `sync --server CONNINFO --space SPACE [--collections a,b] [--last-writer-wins] [--recover]
-/// [--timeout SECONDS] [--json]`: pushes what is pending, then pulls to the server's head, through
+/// [--timeout SECONDS] [--json] [--watch]`: pushes what is pending, then pulls to the server's head, through
 /// `RecordSync` and a `PostgresSyncServer`; with `--server http(s)://… --token-file F`, through
 /// a relay (`HTTPSyncServer`) in the token's space; with `--recover`, the store first takes a
 /// new device id (`RecordSync.recover()`); with `--json`, what it did as one JSON document
-/// (`SyncCommand+JSON.swift`).
+/// (`SyncCommand+JSON.swift`); with `--watch`, continuous sync until a signal
+/// (`SyncCommand+Watch.swift`).
 ///
 /// Everything that can be checked without the server is checked first (arguments, the space
 /// and collections the store already syncs), so bad input changes nothing. The server is
@@ -123,6 +124,10 @@ enum SyncCommand {
             throw ToolError(error, pending: status?.pendingOperations, touched: false)
         }
         if let recovery { lines.append(describe(recovery)) }
+        if arguments.has("watch") {
+            return try await watch(
+                sync, context: context, request: request, opening: lines + startedLines(request), timeout: timeout)
+        }
         let report: SyncReport
         do {
             report = try await sync.sync()
@@ -133,15 +138,7 @@ enum SyncCommand {
             throw ToolError(error, pending: pending, touched: true)
         }
         if let automatic = report.recovery { lines.append(describe(automatic)) }
-        let policyNote = request.policy == .lastWriterWins ? " (last writer wins)" : ""
-        if !request.newCollections.isEmpty {
-            lines.append("started syncing \(request.newCollections.map(quoted).joined(separator: ", ")) "
-                         + "with space \(quoted(request.space))\(policyNote)")
-        }
-        if !request.changedPolicy.isEmpty {
-            lines.append("policy of \(request.changedPolicy.map(quoted).joined(separator: ", ")) set to "
-                         + "\(request.policy.rawValue)")
-        }
+        lines += startedLines(request)
         let after = try await store.syncStatus()
         lines.append(
             "pushed \(report.pushedOperations) operation(s) (\(report.pushedChanges) change(s)), "
@@ -168,6 +165,21 @@ enum SyncCommand {
                     + "server version \(conflict.serverVersion.map(String.init(describing:)) ?? "-")\n")
         }
         return .ok
+    }
+
+    /// The lines telling which collections started syncing and whose policy changed.
+    static func startedLines(_ request: Request) -> [String] {
+        var lines: [String] = []
+        let policyNote = request.policy == .lastWriterWins ? " (last writer wins)" : ""
+        if !request.newCollections.isEmpty {
+            lines.append("started syncing \(request.newCollections.map(quoted).joined(separator: ", ")) "
+                         + "with space \(quoted(request.space))\(policyNote)")
+        }
+        if !request.changedPolicy.isEmpty {
+            lines.append("policy of \(request.changedPolicy.map(quoted).joined(separator: ", ")) set to "
+                         + "\(request.policy.rawValue)")
+        }
+        return lines
     }
 
     /// One line telling that the store took a new device id, and why.

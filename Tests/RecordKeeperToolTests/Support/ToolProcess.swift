@@ -52,6 +52,15 @@ final class ToolProcess {
         }
     #endif
 
+    /// The first complete line of stdout that `matches` (``ChildProcess/waitForLine(timeout:sourceLocation:where:)``).
+    @discardableResult
+    func waitForLine(
+        timeout: Duration = .seconds(60), sourceLocation: SourceLocation = #_sourceLocation,
+        where matches: (String) -> Bool
+    ) async throws -> String {
+        try await child.waitForLine(timeout: timeout, sourceLocation: sourceLocation, where: matches)
+    }
+
     func output() throws -> String { try child.output() }
     func errorOutput() throws -> String { try child.errorOutput() }
 }

@@ -1,0 +1,133 @@
+import Foundation
+import RecordKeeper
+import RecordKeeperCommandLine
+
+/// `sync --watch`: continuous sync (`RecordSync.keepInSync`) until SIGINT or SIGTERM, one line
+/// per round on standard output (docs/CLI.md "sync --watch"):
+///
+/// ```
+/// up to date: pushed 1 operation(s) (1 change(s)), pulled 0 change(s), 0 new conflict(s)
+/// offline: unreachable: …; attempt 2 failed, next attempt at 2026-12-01T22:50:03Z (in 1.6 s)
+/// stopped
+/// ```
+///
+/// With `--json`, one object per line: a round is `sync --json`'s document with `"state":
+/// "upToDate"` or `"needsAttention"` first; `{"state":"offline","error":{"code","message"},
+/// "failures","nextAttempt","retryIn"}`; `{"state":"stopped"}` at the end.
+///
+/// A signal ends it with exit 0; an error retrying cannot mend ends it with that error's exit
+/// code (as `sync` exits).
+extension SyncCommand {
+    /// What the watch loop hears: an activity, or the end of continuous sync.
+    private enum WatchEvent: Sendable {
+        case activity(SyncActivity)
+        case finished((any Error)?)
+    }
+
+    static func watch(
+        _ sync: RecordSync, context: CommandContext, request: Request, opening: [String], timeout: Duration
+    ) async throws -> ExitCode {
+        let json = context.arguments.has("json")
+        if !json, !context.quiet {
+            for line in opening { try context.output.write(line + "\n") }
+        }
+        // A held pull must end before a request times out (the HTTP session's, or ours).
+        let options = KeepInSyncOptions(pullWait: min(.seconds(25), timeout / 2))
+        let interruption = Interruption(activity: "stopping sync --watch")
+        defer { interruption.end() }
+        let (events, sink) = AsyncStream.makeStream(of: WatchEvent.self)
+        let activities = sync.activity()
+        let forwarding = Task {
+            for await activity in activities { sink.yield(.activity(activity)) }
+        }
+        defer { forwarding.cancel() }
+        let running = Task {
+            do {
+                try await interruption.run { try await sync.keepInSync(options) }
+                sink.yield(.finished(nil))
+            } catch {
+                sink.yield(.finished(error))
+            }
+        }
+        defer { running.cancel() }
+        var firstRound = true
+        for await event in events {
+            switch event {
+            case .activity(.upToDate(let report)), .activity(.needsAttention(_, let report)):
+                let status = try await sync.store.syncStatus()
+                if json {
+                    var round = request
+                    if !firstRound { (round.newCollections, round.changedPolicy) = ([], []) }
+                    let state = status.map { $0.conflicts > 0 } ?? false ? "needsAttention" : "upToDate"
+                    let document = Self.json(report: report, request: round, status: status, recovery: report.recovery)
+                    try context.output.write(Array(#"{"state":"#.utf8) + JSONText.quoted(state) + Array(",".utf8)
+                                             + document.dropFirst())
+                } else {
+                    if !context.quiet {
+                        for line in roundLines(report, unresolved: status?.conflicts ?? 0) {
+                            try context.output.write(line + "\n")
+                        }
+                    }
+                    for conflict in report.newConflicts {
+                        try context.output.write(
+                            "conflict\t\(JSONText.displayName(conflict.collection))\t\(JSONText.displayName(conflict.key))\t"
+                                + "server version \(conflict.serverVersion.map(String.init(describing:)) ?? "-")\n")
+                    }
+                }
+                firstRound = false
+                // A line per round, as it happens (someone watches it).
+                try context.output.flush()
+            case .activity(.offline(let error, let next, let failures)):
+                let retryIn = max(0, next.timeIntervalSinceNow)
+                let at = ISO8601DateFormatter().string(from: next)
+                if json {
+                    var out = Array(#"{"state":"offline","error":{"code":"#.utf8) + JSONText.quoted(error.code.name)
+                    out += Array(#","message":"#.utf8) + JSONText.quoted(error.message) + Array("}".utf8)
+                    out += Array(#","failures":\#(failures),"nextAttempt":"#.utf8) + JSONText.quoted(at)
+                    out += Array(#","retryIn":\#(String(format: "%.3f", retryIn))}"#.utf8) + Array("\n".utf8)
+                    try context.output.write(out)
+                } else if !context.quiet {
+                    try context.output.write(
+                        "offline: \(error.code): \(error.message); attempt \(failures) failed, next attempt at \(at) "
+                            + "(in \(String(format: "%.1f", retryIn)) s)\n")
+                }
+                try context.output.flush()
+            case .activity:
+                continue
+            case .finished(let error):
+                if let error {
+                    if let error = error as? SyncError {
+                        throw ToolError(error, pending: try await sync.store.syncStatus()?.pendingOperations, touched: true)
+                    }
+                    throw error
+                }
+                if json {
+                    try context.output.write(Array(#"{"state":"stopped"}"#.utf8) + Array("\n".utf8))
+                } else if !context.quiet {
+                    try context.output.write("stopped\n")
+                }
+                return .ok
+            }
+        }
+        return .ok
+    }
+
+    /// The lines of one round: what it pushed and pulled, a resync, the conflicts left.
+    static func roundLines(_ report: SyncReport, unresolved: Int) -> [String] {
+        var lines: [String] = []
+        if let recovery = report.recovery { lines.append(describe(recovery)) }
+        let counts = "pushed \(report.pushedOperations) operation(s) (\(report.pushedChanges) change(s)), "
+            + "pulled \(report.pulledChanges) change(s), \(report.newConflicts.count) new conflict(s)"
+        if unresolved > 0 {
+            lines.append("needs attention: \(counts); \(unresolved) unresolved conflict(s): see 'recordkeeper conflicts'")
+        } else {
+            lines.append("up to date: \(counts)")
+        }
+        if report.resynced {
+            lines.append(
+                "resynced: the server had compacted past this store's cursor; pulled the space's current state and "
+                    + "removed \(report.removedAsCompacted) record(s) deleted meanwhile")
+        }
+        return lines
+    }
+}

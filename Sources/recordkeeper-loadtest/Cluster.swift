@@ -70,8 +70,9 @@ final class Cluster: Sendable {
             databaseArguments = ["--shard-map", map.path]
         }
         try await Commands.check(relay, ["migrate"] + databaseArguments, "recordkeeper-relay migrate")
-        var secret = [UInt8](repeating: 0, count: 32)
-        for index in secret.indices { secret[index] = UInt8.random(in: 0...255) }
+        // Printable (64 hex digits): the relay drops a trailing newline from the file, which
+        // would shorten a random byte string ending in 0x0A below the 32 bytes HS256 needs.
+        let secret = Array((0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined().utf8)
         let secretFile = directory.appendingPathComponent("relay-secret")
         try Data(secret).write(to: secretFile)
         let serve = databaseArguments + ["--jwt-secret-file", secretFile.path, "--pool", "4", "--grace", "5", "--max-connections", "4096"]

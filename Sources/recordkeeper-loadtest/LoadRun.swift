@@ -69,6 +69,10 @@ struct LoadRun {
         let loops = Task {
             await withTaskGroup(of: Void.self) { group in
                 for device in devices {
+                    if options.continuous {
+                        group.addTask { await device.continuousSync(pullWait: liveWait) }
+                        continue
+                    }
                     let seed = options.seed &+ UInt64(device.index) &* 7919
                     group.addTask { await device.syncLoop(seed: seed) }
                     group.addTask { await device.livePullLoop(wait: liveWait, seed: seed &+ 1) }
@@ -103,6 +107,7 @@ struct LoadRun {
             group.addTask { await monitor(devices, until: deadline, into: samples) }
         }
         let loadSeconds = (clock.now - started).seconds
+        if options.continuous { loops.cancel() }
         for device in devices { device.stop() }
         // One last edit in each space wakes the live pulls held there (on every relay), so
         // the loops end without cancelling a request (see SimulatedDevice.syncLoop).

@@ -32,6 +32,8 @@ struct LoadTestOptions: Sendable {
     /// A fault to make on purpose, to see the checks catch it (`unsynced-edit`: one device
     /// writes after quiescing and never syncs it).
     var fault: String?
+    /// Devices keep in sync with `RecordSync.keepInSync()` instead of the load test's loops.
+    var continuous = false
 
     static let specs: [OptionSpec] = [
         .flag("help", short: "h", help: "show this help"),
@@ -52,6 +54,7 @@ struct LoadTestOptions: Sendable {
         .value("seed", "N", help: "random seed (default 1)"),
         .value("live-wait", "SECONDS", help: "the wait of each live pull (default 20)"),
         .value("fault", "KIND", help: "make a fault the checks must catch: unsynced-edit (exits 1)"),
+        .flag("continuous", help: "devices run RecordSync.keepInSync() (continuous sync) instead of the load test's own loops"),
         .flag("keep", help: "keep the scratch directory (logs, database files)"),
     ]
 
@@ -104,6 +107,7 @@ struct LoadTestOptions: Sendable {
         options.json = parsed.values["json"]
         options.keep = parsed.has("keep")
         options.fault = parsed.values["fault"]
+        options.continuous = parsed.has("continuous")
         if let fault = options.fault, fault != "unsynced-edit" {
             throw UsageError(message: "--fault takes unsynced-edit, not '\(fault)'", command: nil)
         }

@@ -75,7 +75,7 @@ final class Cluster: Sendable {
         let secret = Array((0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined().utf8)
         let secretFile = directory.appendingPathComponent("relay-secret")
         try Data(secret).write(to: secretFile)
-        let serve = databaseArguments + ["--jwt-secret-file", secretFile.path, "--pool", "4", "--grace", "5", "--max-connections", "4096"]
+        let serve = databaseArguments + ["--jwt-secret-file", secretFile.path, "--pool", String(options.pool), "--grace", "5", "--max-connections", "4096"]
             + options.relayArguments
         let relays = ["A", "B"].map { RelayInstance(name: $0, executable: relay, arguments: serve, directory: directory) }
         for (index, instance) in relays.enumerated() {

@@ -29,6 +29,8 @@ struct LoadTestOptions: Sendable {
     var seed: UInt64 = 1
     var keep = false
     var liveWait = 20.0
+    /// Each relay's `--pool` (query connections per database).
+    var pool = 4
     /// A fault to make on purpose, to see the checks catch it (`unsynced-edit`: one device
     /// writes after quiescing and never syncs it).
     var fault: String?
@@ -52,6 +54,7 @@ struct LoadTestOptions: Sendable {
         .value("postgres-bin", "DIR", help: "where initdb and pg_ctl are (default: PATH, /usr/lib/postgresql/*/bin)"),
         .value("json", "FILE", help: "also write the figures as JSON (- for standard output)"),
         .value("seed", "N", help: "random seed (default 1)"),
+        .value("pool", "N", help: "each relay's query connections per database (default 4)"),
         .value("live-wait", "SECONDS", help: "the wait of each live pull (default 20)"),
         .value("fault", "KIND", help: "make a fault the checks must catch: unsynced-edit (exits 1)"),
         .flag("continuous", help: "devices run RecordSync.keepInSync() (continuous sync) instead of the load test's own loops"),
@@ -99,6 +102,7 @@ struct LoadTestOptions: Sendable {
         if let value = try number("databases", 1...2) { options.ownDatabases = Int(value) }
         if let value = try number("seed", 0...1e15) { options.seed = UInt64(value) }
         if let value = try number("live-wait", 1...300) { options.liveWait = value }
+        if let value = try number("pool", 1...1000) { options.pool = Int(value) }
         options.restarts = !parsed.has("no-restarts")
         options.databases = parsed.allValues["database"] ?? []
         options.relayExecutable = parsed.values["relay"]

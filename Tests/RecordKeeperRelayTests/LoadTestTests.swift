@@ -6,7 +6,10 @@ import Testing
 /// schema of each): two relay processes, a few devices holding live pulls, one relay restart,
 /// and the load test's own checks (convergence, exactly once, every collision a reported
 /// conflict), which make it exit non-zero on any violation.
-@Suite(.enabled(if: TestPostgres.twoServersEnabled, TestPostgres.twoServersDisabledReason), .timeLimit(.minutes(5)))
+///
+/// One test at a time, each relay with one query connection per database: the test servers are
+/// shared with the whole suite (their connection limit is the suite's).
+@Suite(.enabled(if: TestPostgres.twoServersEnabled, TestPostgres.twoServersDisabledReason), .serialized, .timeLimit(.minutes(5)))
 struct LoadTestTests {
     @Test func `the quick load test over two relays with a restart passes its checks`() async throws {
         let (status, text) = try await runLoadTest(["--seed", "7"])
@@ -32,7 +35,7 @@ struct LoadTestTests {
         let second = try TestPostgres.requireSecondConninfo()
         return try await TestPostgres.withPrivateSchema(prefix: "loadtest_a") { first, _ in
             try await TestPostgres.withPrivateSchema(on: second, prefix: "loadtest_b") { second, _ in
-                try await run(loadTest, ["--quick", "--database", first, "--database", second, "--relay", relay.path] + arguments)
+                try await run(loadTest, ["--quick", "--database", first, "--database", second, "--pool", "1", "--relay", relay.path] + arguments)
             }
         }
     }

@@ -166,6 +166,14 @@ let package = Package(
             dependencies: ["RecordKeeper", "RecordKeeperPostgres"],
             swiftSettings: swiftSettings
         ),
+        // The load test of issue 25 (docs/PERFORMANCE.md "Load test"): simulated devices over two
+        // relay processes and PostgreSQL servers it starts, restarts and checks; and the latency
+        // of a push on one relay to a live pull held on the other.
+        .executableTarget(
+            name: "recordkeeper-loadtest",
+            dependencies: ["RecordKeeper", "RecordKeeperPostgres", "RecordKeeperRelay", "RecordKeeperCommandLine"],
+            swiftSettings: swiftSettings
+        ),
         // Runs against a real PostgreSQL: scripts/with-postgres.sh starts one and exports
         // RECORDKEEPER_TEST_POSTGRES (see docs/SYNC.md).
         .testTarget(
@@ -177,7 +185,7 @@ let package = Package(
             name: "RecordKeeperRelayTests",
             dependencies: [
                 "RecordKeeperRelay", "RecordKeeperRelayTool", "RecordKeeper", "RecordKeeperPostgres", "CCrypto",
-                "recordkeeper-relay", "recordkeeper", "RecordKeeperTestSupport",
+                "recordkeeper-relay", "recordkeeper", "recordkeeper-loadtest", "RecordKeeperTestSupport",
             ],
             swiftSettings: swiftSettings
         ),

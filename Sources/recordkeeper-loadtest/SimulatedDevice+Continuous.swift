@@ -1,0 +1,40 @@
+import Foundation
+import RecordKeeper
+
+extension SimulatedDevice {
+    /// `--continuous`: the device's `RecordSync.keepInSync()` (continuous sync) instead of the
+    /// load test's own loops, until the task running it is cancelled; the conflicts its rounds
+    /// report (``SyncActivity``) are recorded as the loops' are.
+    ///
+    /// Ending it cancels the task, and with it a held pull in flight: on Linux that can
+    /// deadlock in `URLSession.data(for:)` (swiftlang/swift-corelibs-foundation#5412), which
+    /// the load test's own loops avoid. The run is bounded by its caller's timeout then.
+    func continuousSync(pullWait: Duration) async {
+        let activities = sync.activity()
+        let watcher = Task {
+            for await activity in activities {
+                switch activity {
+                case .upToDate(let report), .needsAttention(_, let report):
+                    state.withLock { state in
+                        state.syncRounds += 1
+                        state.reportedConflicts += report.newConflicts.map(\.key)
+                    }
+                case .offline(let error, _, _):
+                    note(error, "continuous sync (offline)")
+                case .stopped(let error?):
+                    note(error, "continuous sync stopped")
+                case .syncing, .stopped(nil):
+                    break
+                }
+            }
+        }
+        do {
+            var options = KeepInSyncOptions()
+            options.pullWait = pullWait
+            try await sync.keepInSync(options)
+        } catch {
+            note(error, "keepInSync")
+        }
+        watcher.cancel()
+    }
+}

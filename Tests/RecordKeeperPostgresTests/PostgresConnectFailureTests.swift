@@ -70,3 +70,19 @@ struct PostgresConnectFailureTests {
         #expect(await own.settings()["keepalives_idle"] == "60")
     }
 }
+
+/// A connection lost while TLS is negotiated (the server restarting) is "try later", not a
+/// setting to fix: the load test saw relays answer 500 while a database restarted.
+@Suite struct PostgresLostConnectionWordsTests {
+    @Test(arguments: [
+        "server closed the connection unexpectedly\n\tThis probably means the server terminated abnormally",
+        "SSL SYSCALL error: EOF detected", "could not receive data from server: Connection reset by peer",
+    ])
+    func `libpq's words for a lost connection are recognised`(message: String) {
+        #expect(PostgresConnection.lostConnection(message))
+    }
+
+    @Test func `a server without TLS is not a lost connection`() {
+        #expect(!PostgresConnection.lostConnection("server does not support SSL, but SSL was required"))
+    }
+}

@@ -172,7 +172,8 @@ extension PostgresConnection {
     ///   `options`) is ``PostgresError/Kind/configuration``.
     /// - libpq needed a password it was not given: authentication.
     /// - The server was reached and the attempt failed while TLS or GSS was negotiated (say
-    ///   `sslmode=require` against a server without TLS): configuration.
+    ///   `sslmode=require` against a server without TLS): configuration; unless the message
+    ///   says the connection was lost (a server restarting): the server could not be reached.
     /// - It failed before reaching any server: the settings are tried against a socket that
     ///   cannot exist, with nothing else changed; when libpq refuses them there too (an invalid
     ///   `sslmode` or port), configuration. Otherwise (a host that does not resolve or answer)
@@ -195,13 +196,25 @@ extension PostgresConnection {
         if PQconnectionNeedsPassword(connection) == 1 {
             return PostgresError(.authentication, operation: "connect", message: message)
         }
-        if reachedServer, phase == CONNECTION_SSL_STARTUP || phase == CONNECTION_GSS_STARTUP {
+        if reachedServer, phase == CONNECTION_SSL_STARTUP || phase == CONNECTION_GSS_STARTUP,
+            !lostConnection(message)
+        {
             return PostgresError(.configuration, operation: "connect", message: message)
         }
         if !reachedServer, let settings, let problem = optionProblem(settings) {
             return PostgresError(.configuration, operation: "connect", message: problem)
         }
         return PostgresError(.connection, operation: "connect", message: message)
+    }
+
+    /// Whether libpq's message says the connection itself went away (a server restarting or
+    /// shutting down while TLS was negotiated): try later, not a setting to fix.
+    static func lostConnection(_ message: String) -> Bool {
+        let lost = [
+            "server closed the connection unexpectedly", "Connection reset by peer", "EOF detected",
+            "could not receive data from server", "could not send data to server",
+        ]
+        return lost.contains { message.localizedCaseInsensitiveContains($0) }
     }
 
     /// The SQLSTATE a verbose connection failure carries ("FATAL:  3D000: database … does not

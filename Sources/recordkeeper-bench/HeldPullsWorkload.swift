@@ -110,7 +110,12 @@ extension BenchRunner {
 
     /// VmRSS (bytes) and Threads of a process, from /proc (zeros elsewhere).
     static func processFigures(_ pid: Int32) -> (rss: Int, threads: Int) {
-        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return (0, 0) }
+        #if os(Linux)
+            guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return (0, 0) }
+        #else
+            let status: String? = nil
+            guard let status else { return (0, 0) }
+        #endif
         var rss = 0, threads = 0
         for line in status.split(separator: "\n") {
             let fields = line.split(whereSeparator: { $0 == " " || $0 == "\t" })

@@ -80,7 +80,12 @@ struct ProcessFigures: Sendable, Codable {
 
     /// Reads `/proc/PID/status`; nil when it cannot be read (not Linux, the process ended).
     static func read(pid: Int32) -> ProcessFigures? {
-        guard let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return nil }
+        #if os(Linux)
+            guard let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return nil }
+        #else
+            let text: String? = nil
+            guard let text else { return nil }
+        #endif
         var figures = ProcessFigures(rssBytes: 0, peakRSSBytes: 0, threads: 0)
         for line in text.split(separator: "\n") {
             let parts = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
@@ -93,5 +98,18 @@ struct ProcessFigures: Sendable, Codable {
             }
         }
         return figures
+    }
+}
+
+/// The machine the figures were measured on.
+enum LoadTestMachine {
+    /// The three load averages from /proc/loadavg, or "unknown" (not Linux).
+    static var loadAverage: String {
+        #if os(Linux)
+            return (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?
+                .split(separator: " ").prefix(3).joined(separator: " ") ?? "unknown"
+        #else
+            return "unknown"
+        #endif
     }
 }

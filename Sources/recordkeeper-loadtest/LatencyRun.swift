@@ -67,8 +67,7 @@ struct LatencyRun {
         let gauges = await cluster.gauges(relay: 0)
         return Figures(
             date: ISO8601DateFormatter().string(from: Date()),
-            loadAverage: (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?
-                .split(separator: " ").prefix(3).joined(separator: " ") ?? "unknown",
+            loadAverage: LoadTestMachine.loadAverage,
             build: isDebugBuild ? "debug" : "release", samples: sent.count, databases: cluster.databases.count,
             p50ms: percentile(sent, 0.5), p99ms: percentile(sent, 0.99), maxms: sent.max() ?? 0,
             afterAnswerP50ms: percentile(answered, 0.5), pushP50ms: percentile(pushes, 0.5),

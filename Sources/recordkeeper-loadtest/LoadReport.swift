@@ -41,8 +41,7 @@ struct LoadReport: Codable, Sendable {
 
     init(_ outcome: LoadRun.Outcome, _ verification: LoadVerification, cluster: Cluster) {
         date = ISO8601DateFormatter().string(from: Date())
-        loadAverage = (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?
-            .split(separator: " ").prefix(3).joined(separator: " ") ?? "unknown"
+        loadAverage = LoadTestMachine.loadAverage
         #if DEBUG
             build = "debug"
         #else

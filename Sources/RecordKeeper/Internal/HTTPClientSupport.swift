@@ -14,44 +14,13 @@ enum HTTPClientSupport {
         failure: (_ words: String, _ error: URLError) -> any Error
     ) async throws -> (Data, URLResponse) {
         do {
-            return try await data(for: request, through: session)
+            return try await session.data(for: request)
         } catch let error as URLError where error.code == .cancelled && Task.isCancelled {
             throw CancellationError()
         } catch let error as URLError {
             throw failure(
                 describe(error, timeout: session.configuration.timeoutIntervalForRequest, afterTimeout: afterTimeout),
                 error)
-        }
-    }
-
-    /// `session.data(for:)`, with cancellation that cannot deadlock on Linux.
-    ///
-    /// swift-corelibs-foundation's `data(for:)` cancels its task from the cancellation handler,
-    /// which runs under the cancelled task's status lock, and that cancel waits for the
-    /// session's work queue; a network thread answering the same request at that moment holds
-    /// the work queue and waits for the status lock to resume the task: both wait for ever
-    /// (swift-corelibs-foundation issue 5412, fixed after Swift 6.3). Cancelling a held live
-    /// pull as its answer arrives is exactly that moment. Here the handler only hands the
-    /// cancel to another thread, and the answer comes through a completion handler (on the
-    /// session's delegate queue, not its work queue), so neither side waits for the other.
-    static func data(for request: URLRequest, through session: URLSession) async throws -> (Data, URLResponse) {
-        let handle = CancellableDataTask()
-        return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<(Data, URLResponse), any Error>) in
-                let task = session.dataTask(with: request) { data, response, error in
-                    if let error {
-                        continuation.resume(throwing: error)
-                    } else if let data, let response {
-                        continuation.resume(returning: (data, response))
-                    } else {
-                        continuation.resume(throwing: URLError(.badServerResponse))
-                    }
-                }
-                task.resume()
-                handle.started(task)
-            }
-        } onCancel: {
-            handle.cancel()
         }
     }
 
@@ -104,37 +73,5 @@ enum HTTPClientSupport {
         formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
         guard let date = formatter.date(from: trimmed) else { return nil }
         return .milliseconds(Int64(max(0, date.timeIntervalSince(now)) * 1000))
-    }
-}
-
-/// The data task of one request and whether its Swift task was cancelled, set from the
-/// request's task and its cancellation handler in either order; the cancel itself runs on
-/// another thread (see ``HTTPClientSupport/data(for:through:)``).
-///
-/// `@unchecked Sendable`: the two stored variables are read and written only under `lock`.
-private final class CancellableDataTask: @unchecked Sendable {
-    private let lock = NSLock()
-    private var task: URLSessionDataTask?
-    private var cancelled = false
-
-    func started(_ task: URLSessionDataTask) {
-        lock.lock()
-        self.task = task
-        let cancelled = self.cancelled
-        lock.unlock()
-        if cancelled { Self.cancelElsewhere(task) }
-    }
-
-    func cancel() {
-        lock.lock()
-        cancelled = true
-        let task = self.task
-        lock.unlock()
-        if let task { Self.cancelElsewhere(task) }
-    }
-
-    /// Never from the cancellation handler's thread: that one holds the task's status lock.
-    private static func cancelElsewhere(_ task: URLSessionDataTask) {
-        DispatchQueue.global().async { task.cancel() }
     }
 }

@@ -22,7 +22,10 @@ struct RelayDrainTests {
                 let gate = BlockingGate()
                 let holder = try await PostgresSyncServer(
                     connections: [try await PostgresConnection(conninfo: conninfo)],
-                    hooks: .init(beforeCommit: { _ in gate.arriveAndWait() }))
+                    hooks: .init(beforeCommit: { _ in gate.arriveAndWait() }),
+                    // The gate stays closed while the test starts and kills processes: a
+                    // deadline that passed meanwhile would fail the held push for the load.
+                    timeout: .seconds(300))
                 let holderPID = await holder.connection.backendProcessID
                 let held = Task {
                     try await holder.push(

@@ -94,7 +94,10 @@ struct RelayEndToEndTests {
                 let gate = BlockingGate()
                 let holder = try await PostgresSyncServer(
                     connections: [try await PostgresConnection(conninfo: relay.conninfo)],
-                    hooks: .init(beforeCommit: { _ in gate.arriveAndWait() }))
+                    hooks: .init(beforeCommit: { _ in gate.arriveAndWait() }),
+                    // The gate stays closed while the test starts and kills processes: a
+                    // deadline that passed meanwhile would fail the held push for the load.
+                    timeout: .seconds(300))
                 let holderPID = await holder.connection.backendProcessID
                 let held = Task { try await holder.push(space: space, operations: [.writing(["held": "h"], device: "holder", sequence: 1)]) }
                 await gate.arrival()

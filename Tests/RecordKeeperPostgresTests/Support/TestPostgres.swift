@@ -7,9 +7,16 @@ import Testing
 /// What the PostgreSQL tests add to ``TestPostgres`` (its detection, connection and private
 /// schemas are shared by every test target).
 extension TestPostgres {
+    /// How long a test server's push or pull may take unless the test says otherwise: longer
+    /// than the production default, because tests hold pushes at gates (a counter lock held
+    /// while the test starts processes and waits on a busy machine) and a deadline that passed
+    /// while a gate was closed would fail the test for the machine's load, not for a defect.
+    /// Tests of the deadline itself pass their own `timeout`.
+    static let generousTimeout: Duration = .seconds(300)
+
     static func server(
         connections: Int = 1, hooks: PostgresSyncServer.Hooks = .init(),
-        timeout: Duration = PostgresSyncServer.defaultTimeout
+        timeout: Duration = generousTimeout
     ) async throws -> PostgresSyncServer {
         var opened: [PostgresConnection] = []
         for _ in 0..<connections { opened.append(try await connection()) }

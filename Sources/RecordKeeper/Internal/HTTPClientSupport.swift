@@ -7,14 +7,19 @@ import Foundation
 /// ``HTTPSyncServer``.
 enum HTTPClientSupport {
     /// Sends `request` through `session`. A cancelled task is `CancellationError` (URLSession
-    /// reports it as `URLError.cancelled` on Apple platforms and on Linux alike); any other
+    /// reports it as `URLError.cancelled` on Apple platforms; on Linux the request is abandoned,
+    /// not cancelled: ``AbandonableRequest``); any other
     /// `URLError` becomes `failure(words)`, the words saying what happened (``describe(_:timeout:afterTimeout:)``).
     static func send(
         _ request: URLRequest, through session: URLSession, afterTimeout: String,
         failure: (_ words: String, _ error: URLError) -> any Error
     ) async throws -> (Data, URLResponse) {
         do {
-            return try await session.data(for: request)
+            #if canImport(FoundationNetworking)
+                return try await AbandonableRequest.data(for: request, through: session)
+            #else
+                return try await session.data(for: request)
+            #endif
         } catch let error as URLError where error.code == .cancelled && Task.isCancelled {
             throw CancellationError()
         } catch let error as URLError {

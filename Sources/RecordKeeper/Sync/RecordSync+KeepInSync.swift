@@ -30,7 +30,8 @@ extension RecordSync {
     ///   round.
     /// - otherwise it holds a live pull (``RecordSyncServer/pull(space:after:limit:collections:wait:)``,
     ///   ``KeepInSyncOptions/pullWait`` long) and applies the page it answers; an empty answer
-    ///   starts no round. A local commit cancels the held pull.
+    ///   starts no round. A local commit cancels the held pull (on Linux it is abandoned, its
+    ///   answer dropped: see `AbandonableRequest`).
     ///
     /// Its state goes to ``activity()``: ``SyncActivity/syncing`` while a round runs, then
     /// ``SyncActivity/upToDate(_:)`` or ``SyncActivity/needsAttention(_:_:)`` (unresolved

@@ -24,6 +24,29 @@ import Testing
         await #expect(throws: CancellationError.self) { try await delivery.value }
     }
 
+    #if canImport(FoundationNetworking)
+        /// swift-corelibs-foundation can deadlock when a request is cancelled as its answer
+        /// arrives (issue 5412; continuous sync hung on it), so on Linux a cancelled caller
+        /// abandons its request instead: it returns at once and the request is never stopped.
+        @Test func `on Linux a cancelled request is abandoned: the caller returns at once and the request runs on`()
+            async throws
+        {
+            let transport = HTTPOutboxTransport(endpoint: HoldingURLProtocol.endpoint, session: HoldingURLProtocol.session())
+            let operation = OutboxOperation(
+                id: UUID(), kind: "k", payload: Data("{}".utf8), orderingKey: nil, attempts: 1, createdAt: Date(),
+                nextAttemptAt: Date(), lastError: nil)
+            let key = operation.id.uuidString
+            let events = HoldingURLProtocol.events()
+            let delivery = Task { try await transport.deliver(operation) }
+            #expect(try await firstElement(of: events, timeout: .seconds(30)) == "held \(key)")
+            delivery.cancel()
+            await #expect(throws: CancellationError.self) { try await delivery.value }
+            // Its answer still arrives and ends it; a stopped request would have said so first.
+            #expect(HoldingURLProtocol.answer(key))
+            #expect(try await firstElement(of: events, timeout: .seconds(30)) == "answered \(key)")
+        }
+    #endif
+
     @Test func `a processor cancelled during a request leaves the operation due again at once`() async throws {
         let store = RecordStore.inMemory()
         let clock = TestClock()
@@ -42,13 +65,39 @@ import Testing
     }
 }
 
-/// A URL protocol that holds every request until its task is cancelled, reporting "held ID"
-/// (the `Idempotency-Key`) when it has one.
+/// A URL protocol that holds every request until its task is cancelled or the test answers it,
+/// reporting "held ID" (the `Idempotency-Key`), "stopped ID" when it is stopped, and
+/// "answered ID" when ``answer(_:)`` ended it.
+///
+/// Instances are driven by the session's own queue; the shared state (`current`, `held`) is
+/// behind `Protected`.
 final class HoldingURLProtocol: URLProtocol {
-    // Instances are driven by the session's own queue; the only shared state is `current`,
-    // behind `Protected`.
     static let endpoint = URL(string: "http://held.invalid/operations")!
     private static let current = Protected<AsyncStream<String>.Continuation?>(nil)
+    private static let held = Protected<[String: Held]>([:])
+
+    /// A held instance, handed from the session's queue to ``answer(_:)``.
+    ///
+    /// `@unchecked Sendable`: `URLProtocol` is not `Sendable`; the instance is only used to
+    /// call its `client`, which URLSession lets a protocol call from any thread, once it has
+    /// been taken out of `held` (so by one caller).
+    private final class Held: @unchecked Sendable {
+        let instance: HoldingURLProtocol
+        init(_ instance: HoldingURLProtocol) { self.instance = instance }
+    }
+
+    /// Answers the held request `key` with an empty 200 and reports "answered KEY"; false when
+    /// no such request is held.
+    static func answer(_ key: String) -> Bool {
+        guard let instance = held.withLock({ $0.removeValue(forKey: key) })?.instance, let url = instance.request.url,
+            let response = HTTPURLResponse(url: url, statusCode: 200, httpVersion: "HTTP/1.1", headerFields: [:])
+        else { return false }
+        instance.client?.urlProtocol(instance, didReceive: response, cacheStoragePolicy: .notAllowed)
+        instance.client?.urlProtocol(instance, didLoad: Data())
+        instance.client?.urlProtocolDidFinishLoading(instance)
+        _ = current.withLock { $0?.yield("answered \(key)") }
+        return true
+    }
 
     /// A session whose requests go to this protocol.
     static func session() -> URLSession {
@@ -69,8 +118,13 @@ final class HoldingURLProtocol: URLProtocol {
 
     override func startLoading() {
         let key = request.value(forHTTPHeaderField: "Idempotency-Key") ?? "?"
+        Self.held.withLock { $0[key] = Held(self) }
         _ = Self.current.withLock { $0?.yield("held \(key)") }
     }
 
-    override func stopLoading() {}
+    override func stopLoading() {
+        let key = request.value(forHTTPHeaderField: "Idempotency-Key") ?? "?"
+        guard Self.held.withLock({ $0.removeValue(forKey: key) }) != nil else { return }
+        _ = Self.current.withLock { $0?.yield("stopped \(key)") }
+    }
 }

@@ -11,7 +11,7 @@ let swiftSettings: [SwiftSetting] = [
 
 // Where each target builds. SwiftPM's platform list applies to every target, so:
 // - device side, for every platform below: CSQLite, RecordKeeper, RecordKeeperFeatures,
-//   LearnerKit, RecordKeeperTestSupport and the test targets RecordKeeperTests,
+//   LearnerKit, HarnessSupport, RecordKeeperTestSupport and the test targets RecordKeeperTests,
 //   RecordKeeperFeaturesTests and LearnerTests (their subprocess tests are `#if os(macOS) ||
 //   os(Linux)`);
 // - server side and tools, macOS and Linux only: CLibPQ, RecordKeeperPostgres,
@@ -123,20 +123,28 @@ let package = Package(
         ),
         .executableTarget(
             name: "recordkeeper-bench",
-            dependencies: ["RecordKeeper", "CSQLite", "RecordKeeperPostgres", "CLibPQ", "RecordKeeperRelay"],
+            dependencies: [
+                "RecordKeeper", "CSQLite", "RecordKeeperPostgres", "CLibPQ", "RecordKeeperRelay", "HarnessSupport",
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // What the harnesses share, tests and executables alike (so it links no Testing): child
+        // processes started with posix_spawn, a locked value, a seeded generator.
+        .target(
+            name: "HarnessSupport",
             swiftSettings: swiftSettings
         ),
         // What the test targets share: temporary directories, gates, locked test state, store
         // kinds, the PostgreSQL test server, subprocesses, raw SQLite connections.
         .target(
             name: "RecordKeeperTestSupport",
-            dependencies: ["RecordKeeper", "RecordKeeperPostgres", "CSQLite"],
+            dependencies: ["RecordKeeper", "RecordKeeperPostgres", "CSQLite", "HarnessSupport"],
             path: "Tests/RecordKeeperTestSupport",
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "RecordKeeperTests",
-            dependencies: ["RecordKeeper", "CSQLite", "RecordKeeperTestSupport"],
+            dependencies: ["RecordKeeper", "CSQLite", "RecordKeeperTestSupport", "HarnessSupport"],
             resources: [.copy("Fixtures")],
             swiftSettings: swiftSettings
         ),
@@ -156,14 +164,17 @@ let package = Package(
         ),
         .testTarget(
             name: "RecordKeeperToolTests",
-            dependencies: ["RecordKeeperTool", "RecordKeeperCommandLine", "RecordKeeper", "RecordKeeperPostgres", "recordkeeper", "RecordKeeperTestSupport"],
+            dependencies: [
+                "RecordKeeperTool", "RecordKeeperCommandLine", "RecordKeeper", "RecordKeeperPostgres", "recordkeeper",
+                "RecordKeeperTestSupport", "HarnessSupport",
+            ],
             swiftSettings: swiftSettings
         ),
         // A helper process for the crash and multi-process tests: performs record-level
         // batches and prints each batch id only after the store confirmed its commit.
         .executableTarget(
             name: "recordkeeper-crashtest",
-            dependencies: ["RecordKeeper", "RecordKeeperPostgres"],
+            dependencies: ["RecordKeeper", "RecordKeeperPostgres", "HarnessSupport"],
             swiftSettings: swiftSettings
         ),
         // The load test of issue 25 (docs/PERFORMANCE.md "Load test"): simulated devices over two
@@ -171,7 +182,9 @@ let package = Package(
         // of a push on one relay to a live pull held on the other.
         .executableTarget(
             name: "recordkeeper-loadtest",
-            dependencies: ["RecordKeeper", "RecordKeeperPostgres", "RecordKeeperRelay", "RecordKeeperCommandLine"],
+            dependencies: [
+                "RecordKeeper", "RecordKeeperPostgres", "RecordKeeperRelay", "RecordKeeperCommandLine", "HarnessSupport",
+            ],
             swiftSettings: swiftSettings
         ),
         // Runs against a real PostgreSQL: scripts/with-postgres.sh starts one and exports
@@ -185,13 +198,16 @@ let package = Package(
             name: "RecordKeeperRelayTests",
             dependencies: [
                 "RecordKeeperRelay", "RecordKeeperRelayTool", "RecordKeeper", "RecordKeeperPostgres", "CCrypto",
-                "recordkeeper-relay", "recordkeeper", "recordkeeper-loadtest", "RecordKeeperTestSupport",
+                "recordkeeper-relay", "recordkeeper", "recordkeeper-loadtest", "RecordKeeperTestSupport", "HarnessSupport",
             ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "RecordKeeperReliabilityTests",
-            dependencies: ["RecordKeeper", "RecordKeeperPostgres", "CSQLite", "recordkeeper-crashtest", "RecordKeeperTestSupport"],
+            dependencies: [
+                "RecordKeeper", "RecordKeeperPostgres", "CSQLite", "recordkeeper-crashtest", "RecordKeeperTestSupport",
+                "HarnessSupport",
+            ],
             swiftSettings: swiftSettings
         ),
     ]

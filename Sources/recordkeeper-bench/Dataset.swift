@@ -1,4 +1,5 @@
 import Foundation
+import HarnessSupport
 
 /// The record every workload stores: about 100 bytes of JSON once encoded.
 struct Item: Codable, Sendable, Identifiable, Equatable {
@@ -54,23 +55,10 @@ enum Dataset {
     }
 }
 
-/// SplitMix64: a tiny seeded generator so every implementation sees the same key sequence.
-struct SeededGenerator: RandomNumberGenerator, Sendable {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 extension Dataset {
     /// `count` random existing indexes below `n`, the same for every implementation.
     static func randomIndexes(count: Int, below n: Int, seed: UInt64) -> [Int] {
-        var generator = SeededGenerator(seed: seed)
+        var generator = SplitMix64(seed: seed)
         return (0..<count).map { _ in Int.random(in: 0..<n, using: &generator) }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import HarnessSupport
 import RecordKeeper
 
 #if canImport(Glibc)
@@ -106,7 +107,7 @@ enum ObserveBench {
     /// The child of W9: `samples` puts at random intervals, each payload the clock before it.
     static func writer(path: String, samples: Int) async throws {
         let store = RecordStore(url: URL(fileURLWithPath: path), options: .init(durability: .normal))
-        var random = SeededGenerator(seed: 9)
+        var random = SplitMix64(seed: 9)
         for number in 0..<samples {
             try await Task.sleep(for: .microseconds(5_000 + Int.random(in: 0..<10_000, using: &random)))
             var stamp = monotonicNanoseconds()

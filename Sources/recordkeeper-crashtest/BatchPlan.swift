@@ -1,4 +1,5 @@
 import Foundation
+import HarnessSupport
 
 /// One batch of the crash test: records in one or more collections that must be stored all
 /// together or not at all.

@@ -1,4 +1,5 @@
 import Foundation
+import HarnessSupport
 
 #if canImport(Glibc)
     import Glibc

@@ -1,4 +1,5 @@
 import Foundation
+import HarnessSupport
 import RecordKeeper
 
 /// `recordkeeper-loadtest latency`: a device holding a live pull on relay A, another pushing

@@ -1,4 +1,5 @@
 import Foundation
+import HarnessSupport
 import RecordKeeper
 
 /// The load test: devices in spaces over relays A and B making random edits, deletes and

@@ -1,4 +1,5 @@
 import Foundation
+import HarnessSupport
 import RecordKeeper
 
 /// What one device sent and was answered, as seen on its side of the wire.

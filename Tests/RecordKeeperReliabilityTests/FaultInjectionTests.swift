@@ -1,4 +1,5 @@
 import RecordKeeperTestSupport
+import HarnessSupport
 import CSQLite
 import Foundation
 import Testing

@@ -1,4 +1,5 @@
 import RecordKeeperTestSupport
+import HarnessSupport
 import Foundation
 import Testing
 @testable import RecordKeeper

@@ -1,4 +1,5 @@
 import RecordKeeperTestSupport
+import HarnessSupport
 import Foundation
 import RecordKeeper
 import Testing

@@ -3,6 +3,7 @@
 #if os(macOS) || os(Linux)
 
 public import Foundation
+public import HarnessSupport
 public import Testing
 
 #if canImport(Glibc)

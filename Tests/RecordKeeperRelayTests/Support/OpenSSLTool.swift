@@ -1,4 +1,5 @@
 import Foundation
+import HarnessSupport
 import RecordKeeperTestSupport
 
 /// The `openssl` command (Debian package `openssl`), for keys and certificates tests make.

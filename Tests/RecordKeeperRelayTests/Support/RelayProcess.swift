@@ -1,4 +1,5 @@
 import Foundation
+import HarnessSupport
 import RecordKeeperTestSupport
 import Testing
 

@@ -1,4 +1,5 @@
 import RecordKeeperTestSupport
+import HarnessSupport
 import Foundation
 import Testing
 
@@ -19,26 +20,7 @@ func environmentInteger(_ name: String) -> UInt64? {
     ProcessInfo.processInfo.environment[name].flatMap { UInt64($0) }
 }
 
-/// A small deterministic generator (SplitMix64): the same seed gives the same run.
-struct SplitMix64: RandomNumberGenerator {
-    private var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476C_E5B9_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
-    /// A value in `0..<bound`.
-    mutating func below(_ bound: Int) -> Int { Int(next() % UInt64(bound)) }
-
-    /// True with probability `1/oneIn`.
-    mutating func chance(_ oneIn: Int) -> Bool { below(oneIn) == 0 }
-
+extension SplitMix64 {
     mutating func bytes(_ count: Int) -> Data {
         var data = Data(count: count)
         data.withUnsafeMutableBytes { buffer in

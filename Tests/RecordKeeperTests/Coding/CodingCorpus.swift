@@ -1,4 +1,5 @@
 import Foundation
+import HarnessSupport
 @testable import RecordKeeper
 
 // Types and values for the codec tests: what records look like, plus the Codable shapes
@@ -156,7 +157,7 @@ enum Corpus {
     ]
 
     static func person(_ index: Int) -> Person {
-        var random = SeededRandom(seed: UInt64(index))
+        var random = SplitMix64(seed: UInt64(index))
         return Person(
             id: UUID(uuidString: String(format: "E621E1F8-C36C-495A-93FC-%012X", index))!,
             name: ["Ada", "Zoë \"Z\" O'Brien", "Ωμέγα/\\path", "line\nbreak\ttab\u{1}\u{1F}\u{7F}", "😀 emoji 👩‍👩‍👧", ""][index % 6],
@@ -195,19 +196,6 @@ enum Corpus {
             }
         }
         return tree
-    }
-}
-
-/// SplitMix64, seeded, so the randomized tests repeat exactly.
-struct SeededRandom: RandomNumberGenerator {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
 

@@ -1,4 +1,5 @@
 import Foundation
+import HarnessSupport
 import Testing
 @testable import RecordKeeper
 
@@ -25,7 +26,7 @@ import Testing
     private static let alphabet: [Unicode.Scalar] = Array("aZ09 _-/\\\"'{}[]:,".unicodeScalars)
         + ["\u{0}", "\u{8}", "\u{9}", "\u{A}", "\u{C}", "\u{D}", "\u{1F}", "\u{7F}", "é", "ß", "€", "\u{2028}", "😀", "\u{10FFFF}", "\u{301}"]
 
-    private static func string(_ random: inout SeededRandom) -> String {
+    private static func string(_ random: inout SplitMix64) -> String {
         var scalars = String.UnicodeScalarView()
         for _ in 0..<Int.random(in: 0...12, using: &random) {
             scalars.append(alphabet[Int.random(in: 0..<alphabet.count, using: &random)])
@@ -33,7 +34,7 @@ import Testing
         return String(scalars)
     }
 
-    private static func double(_ random: inout SeededRandom) -> Double {
+    private static func double(_ random: inout SplitMix64) -> Double {
         switch Int.random(in: 0..<4, using: &random) {
         case 0:
             // Any finite bit pattern: exercises every exponent and digit count.
@@ -47,7 +48,7 @@ import Testing
         }
     }
 
-    private static func tree(_ random: inout SeededRandom, depth: Int) -> Tree {
+    private static func tree(_ random: inout SplitMix64, depth: Int) -> Tree {
         switch Int.random(in: 0..<(depth > 3 ? 4 : 7), using: &random) {
         case 0: return .leaf(double(&random))
         case 1: return .text(string(&random))
@@ -65,7 +66,7 @@ import Testing
         }
     }
 
-    private static func sample(_ random: inout SeededRandom, depth: Int = 0) -> Sample {
+    private static func sample(_ random: inout SplitMix64, depth: Int = 0) -> Sample {
         var float: Float
         repeat { float = Float(bitPattern: UInt32(truncatingIfNeeded: random.next())) } while !float.isFinite
         var byName: [String: Int] = [:]
@@ -91,7 +92,7 @@ import Testing
 
     @Test(arguments: [1, 2, 3, 4])
     func `random values encode to Foundation's bytes and decode from each other's output`(seed: UInt64) throws {
-        var random = SeededRandom(seed: seed)
+        var random = SplitMix64(seed: seed)
         let encoder = RecordJSONEncoder()
         let decoder = RecordJSONDecoder()
         let foundationEncoder = RecordCoding.makeEncoder()
@@ -110,7 +111,7 @@ import Testing
     }
 
     @Test func `random doubles and floats print exactly as Foundation prints them`() throws {
-        var random = SeededRandom(seed: 99)
+        var random = SplitMix64(seed: 99)
         var doubles: [Double] = []
         var floats: [Float] = []
         for _ in 0..<3000 {

@@ -120,7 +120,7 @@ extension RecordSync {
                 if case .full = next, options.pushDelay > .zero { try await options.sleep(options.pushDelay) }
             } catch {
                 if Task.isCancelled { return }
-                guard let error = error as? SyncError, Self.isWorthRetrying(error) else { throw error }
+                guard let error = error as? SyncError, error.isTransient else { throw error }
                 failures += 1
                 var delay = options.backoff.delay(afterFailures: failures, random: options.random())
                 if let asked = error.retryAfter { delay = max(delay, asked) }
@@ -135,11 +135,6 @@ extension RecordSync {
                 next = .full
             }
         }
-    }
-
-    /// Whether a later attempt may succeed where `error` failed.
-    static func isWorthRetrying(_ error: SyncError) -> Bool {
-        error.code == .unreachable || error.code == .serverFailure
     }
 
     /// One round, in this client's turn.

@@ -15,8 +15,9 @@ import RecordKeeperCommandLine
 /// "upToDate"` or `"needsAttention"` first; `{"state":"offline","error":{"code","message"},
 /// "failures","nextAttempt","retryIn"}`; `{"state":"stopped"}` at the end.
 ///
-/// A signal ends it with exit 0; an error retrying cannot mend ends it with that error's exit
-/// code (as `sync` exits).
+/// A server that cannot be reached at the start is waited for the same way, one offline line
+/// per attempt (`connectWatching`). A signal ends it with exit 0; an error retrying cannot
+/// mend ends it with that error's exit code (as `sync` exits).
 extension SyncCommand {
     /// What the watch loop hears: an activity, or the end of continuous sync.
     private enum WatchEvent: Sendable {
@@ -24,8 +25,67 @@ extension SyncCommand {
         case finished((any Error)?)
     }
 
+    /// Connects as `connect` does; while the server cannot be reached (a transient
+    /// `SyncError`), tries again after continuous sync's backoff (`SyncBackoff`, at least a
+    /// relay's `Retry-After`), printing the same offline line as a failed round. Returns nil
+    /// when a signal ended the wait; throws any other error (exit codes as `sync`'s).
+    static func connectWatching(
+        _ connect: @escaping @Sendable () async throws -> any RecordSyncServer, context: CommandContext,
+        interruption: Interruption
+    ) async throws -> (any RecordSyncServer)? {
+        let backoff = SyncBackoff()
+        var failures = 0
+        while interruption.signalReceived == nil {
+            do {
+                return try await interruption.run { try await connect() }
+            } catch let error as SyncError where error.isTransient && interruption.signalReceived == nil {
+                failures += 1
+                var delay = backoff.delay(afterFailures: failures, random: Double.random(in: 0..<1))
+                if let asked = error.retryAfter { delay = max(delay, asked) }
+                let seconds = Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18
+                try writeOffline(error, next: Date().addingTimeInterval(seconds), failures: failures, context: context)
+                do {
+                    try await interruption.run { [delay] in try await Task.sleep(for: delay) }
+                } catch is CancellationError {
+                    continue  // a signal: the loop's condition ends it
+                }
+            } catch where interruption.signalReceived != nil {
+                break
+            }
+        }
+        return nil
+    }
+
+    /// The offline line (or JSON object) of a failed attempt.
+    private static func writeOffline(_ error: SyncError, next: Date, failures: Int, context: CommandContext) throws {
+        let retryIn = max(0, next.timeIntervalSinceNow)
+        let at = ISO8601DateFormatter().string(from: next)
+        if context.arguments.has("json") {
+            var out = Array(#"{"state":"offline","error":{"code":"#.utf8) + JSONText.quoted(error.code.name)
+            out += Array(#","message":"#.utf8) + JSONText.quoted(error.message) + Array("}".utf8)
+            out += Array(#","failures":\#(failures),"nextAttempt":"#.utf8) + JSONText.quoted(at)
+            out += Array(#","retryIn":\#(String(format: "%.3f", retryIn))}"#.utf8) + Array("\n".utf8)
+            try context.output.write(out)
+        } else if !context.quiet {
+            try context.output.write(
+                "offline: \(error.code): \(error.message); attempt \(failures) failed, next attempt at \(at) "
+                    + "(in \(String(format: "%.1f", retryIn)) s)\n")
+        }
+        try context.output.flush()
+    }
+
+    /// The last line of a watch that a signal ended.
+    static func writeStopped(_ context: CommandContext) throws {
+        if context.arguments.has("json") {
+            try context.output.write(Array(#"{"state":"stopped"}"#.utf8) + Array("\n".utf8))
+        } else if !context.quiet {
+            try context.output.write("stopped\n")
+        }
+    }
+
     static func watch(
-        _ sync: RecordSync, context: CommandContext, request: Request, opening: [String], timeout: Duration
+        _ sync: RecordSync, context: CommandContext, request: Request, opening: [String], timeout: Duration,
+        interruption: Interruption
     ) async throws -> ExitCode {
         let json = context.arguments.has("json")
         if !json, !context.quiet {
@@ -33,8 +93,6 @@ extension SyncCommand {
         }
         // A held pull must end before a request times out (the HTTP session's, or ours).
         let options = KeepInSyncOptions(pullWait: min(.seconds(25), timeout / 2))
-        let interruption = Interruption(activity: "stopping sync --watch")
-        defer { interruption.end() }
         let (events, sink) = AsyncStream.makeStream(of: WatchEvent.self)
         let activities = sync.activity()
         let forwarding = Task {
@@ -78,20 +136,7 @@ extension SyncCommand {
                 // A line per round, as it happens (someone watches it).
                 try context.output.flush()
             case .activity(.offline(let error, let next, let failures)):
-                let retryIn = max(0, next.timeIntervalSinceNow)
-                let at = ISO8601DateFormatter().string(from: next)
-                if json {
-                    var out = Array(#"{"state":"offline","error":{"code":"#.utf8) + JSONText.quoted(error.code.name)
-                    out += Array(#","message":"#.utf8) + JSONText.quoted(error.message) + Array("}".utf8)
-                    out += Array(#","failures":\#(failures),"nextAttempt":"#.utf8) + JSONText.quoted(at)
-                    out += Array(#","retryIn":\#(String(format: "%.3f", retryIn))}"#.utf8) + Array("\n".utf8)
-                    try context.output.write(out)
-                } else if !context.quiet {
-                    try context.output.write(
-                        "offline: \(error.code): \(error.message); attempt \(failures) failed, next attempt at \(at) "
-                            + "(in \(String(format: "%.1f", retryIn)) s)\n")
-                }
-                try context.output.flush()
+                try writeOffline(error, next: next, failures: failures, context: context)
             case .activity:
                 continue
             case .finished(let error):
@@ -101,11 +146,7 @@ extension SyncCommand {
                     }
                     throw error
                 }
-                if json {
-                    try context.output.write(Array(#"{"state":"stopped"}"#.utf8) + Array("\n".utf8))
-                } else if !context.quiet {
-                    try context.output.write("stopped\n")
-                }
+                try writeStopped(context)
                 return .ok
             }
         }

@@ -98,15 +98,26 @@ enum SyncCommand {
                             + "nothing was changed")
         }
 
+        let connect: @Sendable () async throws -> any RecordSyncServer = { [conninfo = request.conninfo, timeout] in
+            if let relay { return try await Self.connect(relay, timeout: timeout) }
+            return try await PostgresSyncServer.connect(conninfo, timeout: timeout, notices: { notice in
+                // The tool's own stderr line, never libpq's unprefixed one.
+                StandardError.writeLine("recordkeeper: server \(notice)")
+            })
+        }
+        let watching = arguments.has("watch") ? Interruption(activity: "stopping sync --watch") : nil
+        defer { watching?.end() }
         let server: any RecordSyncServer
         do {
-            if let relay {
-                server = try await connect(relay, timeout: timeout)
+            if let watching {
+                // Watching waits for a server that does not answer yet, as it does later on.
+                guard let connected = try await connectWatching(connect, context: context, interruption: watching) else {
+                    try writeStopped(context)
+                    return .ok
+                }
+                server = connected
             } else {
-                server = try await PostgresSyncServer.connect(request.conninfo, timeout: timeout, notices: { notice in
-                    // The tool's own stderr line, never libpq's unprefixed one.
-                    StandardError.writeLine("recordkeeper: server \(notice)")
-                })
+                server = try await connect()
             }
         } catch let error as SyncError {
             throw ToolError(error, pending: status?.pendingOperations, touched: false)
@@ -124,9 +135,10 @@ enum SyncCommand {
             throw ToolError(error, pending: status?.pendingOperations, touched: false)
         }
         if let recovery { lines.append(describe(recovery)) }
-        if arguments.has("watch") {
+        if let watching {
             return try await watch(
-                sync, context: context, request: request, opening: lines + startedLines(request), timeout: timeout)
+                sync, context: context, request: request, opening: lines + startedLines(request), timeout: timeout,
+                interruption: watching)
         }
         let report: SyncReport
         do {

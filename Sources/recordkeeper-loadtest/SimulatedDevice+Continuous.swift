@@ -6,9 +6,8 @@ extension SimulatedDevice {
     /// load test's own loops, until the task running it is cancelled; the conflicts its rounds
     /// report (``SyncActivity``) are recorded as the loops' are.
     ///
-    /// Ending it cancels the task, and with it a held pull in flight: on Linux that can
-    /// deadlock in `URLSession.data(for:)` (swiftlang/swift-corelibs-foundation#5412), which
-    /// the load test's own loops avoid. The run is bounded by its caller's timeout then.
+    /// Ending it cancels the task, and with it a held pull in flight (on Linux the library
+    /// abandons such a request rather than cancel it: swiftlang/swift-corelibs-foundation#5412).
     func continuousSync(pullWait: Duration) async {
         let activities = sync.activity()
         let watcher = Task {
@@ -20,8 +19,10 @@ extension SimulatedDevice {
                         state.reportedConflicts += report.newConflicts.map(\.key)
                     }
                 case .offline(let error, _, _):
+                    recordPartial(error)
                     note(error, "continuous sync (offline)")
                 case .stopped(let error?):
+                    if let error = error as? SyncError { recordPartial(error) }
                     note(error, "continuous sync stopped")
                 case .syncing, .stopped(nil):
                     break

@@ -110,7 +110,13 @@ final class SimulatedDevice: Sendable {
 
     /// One `sync()` by a caller that holds ``lock``; records its conflicts.
     func syncHoldingLock() async throws -> SyncReport {
-        let report = try await sync.sync()
+        let report: SyncReport
+        do {
+            report = try await sync.sync()
+        } catch let error as SyncError {
+            recordPartial(error)
+            throw error
+        }
         state.withLock { state in
             state.syncRounds += 1
             state.reportedConflicts += report.newConflicts.map(\.key)
@@ -179,6 +185,13 @@ final class SimulatedDevice: Sendable {
         stopped.withLock { $0 = true }
         wake.raise()
         roundDone.raise()
+    }
+
+    /// Records the conflicts a failed sync had recorded before it failed (its push's, when its
+    /// pull failed during a restart).
+    func recordPartial(_ error: SyncError) {
+        guard let conflicts = error.partialReport?.newConflicts, !conflicts.isEmpty else { return }
+        state.withLock { $0.reportedConflicts += conflicts.map(\.key) }
     }
 
     /// Unreachable is expected while a relay or database restarts; anything else is a finding.

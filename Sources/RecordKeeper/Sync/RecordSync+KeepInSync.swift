@@ -143,14 +143,20 @@ extension RecordSync {
         defer { releaseTurn() }
         let settings = try await boundSettings()
         var report = SyncReport(recovery: settings.recovery)
-        switch round {
-        case .full:
-            try await push(settings, into: &report)
-            try await pull(settings, into: &report)
-        case .live(let page):
-            try await pull(settings, into: &report, live: page)
-        case .wait:
-            report.cursor = try await storedCursor()
+        do {
+            switch round {
+            case .full:
+                try await push(settings, into: &report)
+                try await pull(settings, into: &report)
+            case .live(let page):
+                try await pull(settings, into: &report, live: page)
+            case .wait:
+                report.cursor = try await storedCursor()
+            }
+        } catch var error as SyncError {
+            // An offline or stopped activity still tells what the round did (its conflicts).
+            error.attach(report)
+            throw error
         }
         return report
     }

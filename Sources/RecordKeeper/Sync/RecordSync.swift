@@ -253,14 +253,21 @@ public actor RecordSync {
     ///   again later; what was answered before the failure stays applied;
     ///   ``SyncError/Code/forkedDevice``: call ``recover()``; ``SyncError/Code/serverFailure``:
     ///   the server failed or answered what cannot be true, see the message);
-    ///   ``RecordStoreError``.
+    ///   ``RecordStoreError``. A `SyncError` after part of the work was done carries what was
+    ///   done in ``SyncError/partialReport``: the push's new conflicts, say, when the pull
+    ///   after it failed.
     public func sync() async throws -> SyncReport {
         await takeTurn()
         defer { turns.release() }
         let settings = try await boundSettings()
         var report = SyncReport(recovery: settings.recovery)
-        try await push(settings, into: &report)
-        try await pull(settings, into: &report)
+        do {
+            try await push(settings, into: &report)
+            try await pull(settings, into: &report)
+        } catch var error as SyncError {
+            error.attach(report)
+            throw error
+        }
         return report
     }
 
@@ -286,7 +293,12 @@ public actor RecordSync {
         defer { turns.release() }
         let settings = try await boundSettings()
         var report = SyncReport(recovery: settings.recovery)
-        try await push(settings, into: &report)
+        do {
+            try await push(settings, into: &report)
+        } catch var error as SyncError {
+            error.attach(report)
+            throw error
+        }
         report.cursor = try await storedCursor()
         return report
     }
@@ -310,7 +322,12 @@ public actor RecordSync {
         defer { turns.release() }
         let settings = try await boundSettings()
         var report = SyncReport(recovery: settings.recovery)
-        try await pull(settings, into: &report)
+        do {
+            try await pull(settings, into: &report)
+        } catch var error as SyncError {
+            error.attach(report)
+            throw error
+        }
         return report
     }
 

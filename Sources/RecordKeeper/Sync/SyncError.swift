@@ -67,6 +67,11 @@ public struct SyncError: Error, Sendable, CustomStringConvertible {
     /// For ``Code/unreachable``: how long the server asked to be left alone (a relay's
     /// `Retry-After` on 429 or 503), when it said so.
     public let retryAfter: Duration?
+    /// What a ``RecordSync`` call that failed had done before it failed, and kept: operations
+    /// pushed and answered, conflicts recorded (``SyncReport/newConflicts``: a push's conflicts
+    /// are in the store even when the pull after it fails), pages applied. `nil` when the
+    /// failure came before anything was done, and for errors a server throws.
+    public internal(set) var partialReport: SyncReport?
 
     /// Creates an error.
     public init(
@@ -76,6 +81,7 @@ public struct SyncError: Error, Sendable, CustomStringConvertible {
         self.message = message
         self.underlying = underlying
         self.retryAfter = retryAfter
+        self.partialReport = nil
     }
 
     /// Whether the same request may succeed later, unchanged: the server could not be reached
@@ -89,5 +95,15 @@ public struct SyncError: Error, Sendable, CustomStringConvertible {
     public var description: String {
         if let underlying { return "\(code): \(message) (\(underlying))" }
         return "\(code): \(message)"
+    }
+}
+
+extension SyncError {
+    /// Keeps `report` as ``partialReport`` when it did anything.
+    mutating func attach(_ report: SyncReport) {
+        guard report.pushedOperations > 0 || report.pulledChanges > 0 || !report.newConflicts.isEmpty
+            || report.resynced || report.recovery != nil
+        else { return }
+        partialReport = report
     }
 }

@@ -126,16 +126,16 @@ extension SyncCommand {
                             try context.output.write(line + "\n")
                         }
                     }
-                    for conflict in report.newConflicts {
-                        try context.output.write(
-                            "conflict\t\(JSONText.displayName(conflict.collection))\t\(JSONText.displayName(conflict.key))\t"
-                                + "server version \(conflict.serverVersion.map(String.init(describing:)) ?? "-")\n")
-                    }
+                    for conflict in report.newConflicts { try context.output.write(conflictLine(conflict)) }
                 }
                 firstRound = false
                 // A line per round, as it happens (someone watches it).
                 try context.output.flush()
             case .activity(.offline(let error, let next, let failures)):
+                // A round that recorded conflicts before it failed (its pull, say) names them.
+                if !json {
+                    for conflict in error.partialReport?.newConflicts ?? [] { try context.output.write(conflictLine(conflict)) }
+                }
                 try writeOffline(error, next: next, failures: failures, context: context)
             case .activity:
                 continue

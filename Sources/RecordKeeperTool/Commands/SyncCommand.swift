@@ -147,6 +147,11 @@ enum SyncCommand {
             let pending = try await store.syncStatus()?.pendingOperations
             // What was already done (a new device id taken) is said first.
             if !context.quiet, let recovery { try context.output.write(describe(recovery) + "\n") }
+            // Conflicts its push recorded before the failure are in the store: say so, as a
+            // sync that succeeds does (not with --json, whose failures print nothing).
+            if !arguments.has("json") {
+                for conflict in error.partialReport?.newConflicts ?? [] { try context.output.write(conflictLine(conflict)) }
+            }
             throw ToolError(error, pending: pending, touched: true)
         }
         if let automatic = report.recovery { lines.append(describe(automatic)) }
@@ -171,12 +176,14 @@ enum SyncCommand {
             for line in lines { try context.output.write(line + "\n") }
         }
         // New conflicts are printed even with --quiet: a value was set aside.
-        for conflict in report.newConflicts {
-            try context.output.write(
-                "conflict\t\(JSONText.displayName(conflict.collection))\t\(JSONText.displayName(conflict.key))\t"
-                    + "server version \(conflict.serverVersion.map(String.init(describing:)) ?? "-")\n")
-        }
+        for conflict in report.newConflicts { try context.output.write(conflictLine(conflict)) }
         return .ok
+    }
+
+    /// The line of a new conflict: `conflict<TAB>collection<TAB>key<TAB>server version N`.
+    static func conflictLine(_ conflict: SyncRecordConflict) -> String {
+        "conflict\t\(JSONText.displayName(conflict.collection))\t\(JSONText.displayName(conflict.key))\t"
+            + "server version \(conflict.serverVersion.map(String.init(describing:)) ?? "-")\n"
     }
 
     /// The lines telling which collections started syncing and whose policy changed.

@@ -55,6 +55,8 @@ actor ScriptedServer: RecordSyncServer {
     private(set) var pushedOperations: [SyncOperation] = []
     var unreachable = false
     var loseAnswers = false
+    /// Pulls only fail (`unreachable`): a push goes through, the pull after it does not.
+    var failPulls = false
 
     init(_ inner: any RecordSyncServer = InMemorySyncServer()) {
         self.inner = inner
@@ -62,6 +64,7 @@ actor ScriptedServer: RecordSyncServer {
 
     func setUnreachable(_ value: Bool) { unreachable = value }
     func setLoseAnswers(_ value: Bool) { loseAnswers = value }
+    func setFailPulls(_ value: Bool) { failPulls = value }
 
     func push(space: String, operations: [SyncOperation]) async throws -> [SyncOutcome] {
         pushes += 1
@@ -84,7 +87,7 @@ actor ScriptedServer: RecordSyncServer {
     func pull(space: String, after cursor: SyncCursor, limit: Int, collections: Set<String>?) async throws -> SyncPage {
         pulls += 1
         pulledFilters.append(collections)
-        if unreachable { throw SyncError(.unreachable, "test: the server is unreachable") }
+        if unreachable || failPulls { throw SyncError(.unreachable, "test: the server is unreachable") }
         let page = try await inner.pull(space: space, after: cursor, limit: limit, collections: collections)
         pulledCollections += page.changes.map(\.collection)
         return page

@@ -6,6 +6,8 @@ import Testing
 
 /// `HTTPSyncServer`'s pipelined pulls: the next page is fetched ahead, from the cursor the
 /// relay names in `RecordKeeper-Next-Cursor`, and handed only to the pull that asks for it.
+/// The relay here answers one page per request (`maxPagesPerAnswer = 1`, as relays before
+/// `pages=` did); answers of several pages are `HTTPSyncServerPagesTests`.
 @Suite(
     .timeLimit(.minutes(10)),
     .disabled(if: underThreadSanitizer, "starved by the rest of the sanitized suite; run it alone under the sanitizer"))
@@ -17,6 +19,9 @@ struct HTTPSyncServerPipelineTests {
             _ = try await server.push(space: "alice", operations: [.writing(values, sequence: Int64(commit + 1))])
         }
     }
+
+    /// A relay that answers one page per request.
+    private let onePage: (inout SyncRelay.Configuration) -> Void = { $0.maxPagesPerAnswer = 1 }
 
     private func pages(_ server: any RecordSyncServer, limit: Int) async throws -> [SyncPage] {
         var pages: [SyncPage] = []
@@ -33,7 +38,7 @@ struct HTTPSyncServerPipelineTests {
         let inner = InMemorySyncServer()
         try await fill(inner)
         let direct = try await pages(inner, limit: 4)
-        try await withRelay(server: inner) { relay in
+        try await withRelay(server: inner, onePage) { relay in
             let client = HTTPSyncServer(url: URL(string: relay.base)!) { try RelayHarness.token(space: "alice") }
             let pulled = try await pages(client, limit: 4)
             #expect(pulled == direct)
@@ -46,7 +51,7 @@ struct HTTPSyncServerPipelineTests {
     {
         let watched = WatchedPullServer(InMemorySyncServer())
         try await fill(watched)
-        try await withRelay(server: watched) { relay in
+        try await withRelay(server: watched, onePage) { relay in
             let client = HTTPSyncServer(url: URL(string: relay.base)!) { try RelayHarness.token(space: "alice") }
             let first = try await client.pull(space: "alice", after: .start, limit: 4)
             #expect(first.hasMore)
@@ -77,7 +82,7 @@ struct HTTPSyncServerPipelineTests {
     @Test func `an error of the page fetched ahead is thrown to the pull that asks for it`() async throws {
         let watched = WatchedPullServer(InMemorySyncServer())
         try await fill(watched)
-        try await withRelay(server: watched) { relay in
+        try await withRelay(server: watched, onePage) { relay in
             let client = HTTPSyncServer(url: URL(string: relay.base)!) { try RelayHarness.token(space: "alice") }
             watched.failOnce(after: try await watched.inner.pull(space: "alice", after: .start, limit: 4).cursor)
             let first = try await client.pull(space: "alice", after: .start, limit: 4)
@@ -94,7 +99,7 @@ struct HTTPSyncServerPipelineTests {
     @Test func `cancelling the pull that waits for the page fetched ahead cancels it`() async throws {
         let watched = WatchedPullServer(InMemorySyncServer())
         try await fill(watched)
-        try await withRelay(server: watched) { relay in
+        try await withRelay(server: watched, onePage) { relay in
             let client = HTTPSyncServer(url: URL(string: relay.base)!) { try RelayHarness.token(space: "alice") }
             let gate = Gate()
             watched.hold(after: try await watched.inner.pull(space: "alice", after: .start, limit: 4).cursor, on: gate)

@@ -11,7 +11,13 @@ extension HTTPSyncServer {
     func fetchPage(_ request: PullPipeline.Request, id: UInt64) async throws -> SyncPage {
         var items = try RelayWire.pullQuery(
             after: request.cursor, limit: request.limit, space: request.space, collections: request.collections)
-        if request.wait > 0 { items.append(("wait", String(request.wait))) }
+        if request.wait > 0 {
+            items.append(("wait", String(request.wait)))
+        } else {
+            // A device catching up gets several pages per answer (a relay without `pages`
+            // answers one): fewer requests, each page what a pull of its cursor answers.
+            items.append(("pages", String(RelayWire.maximumPagesPerAnswer)))
+        }
         let (data, response) = try await exchange(
             "pull", path: RelayWire.pullPath, query: RelayWire.encodedQuery(items), token: request.token,
             heldFor: request.wait)
@@ -25,15 +31,61 @@ extension HTTPSyncServer {
             next = following
             await pipeline.answered(id, next: following, fetch: pageFetcher)
         }
-        let page: SyncPage
+        let pages: [SyncPage]
         do {
-            page = try decode("pull", response, data, decoder: SyncWireJSON.decodePage)
+            pages = try decode("pull", response, data) { data in try Self.decodePages(data, response) }
         } catch let tooLarge as BodyTooLarge {
             throw SyncError(.serverFailure, tooLarge.message)
         }
-        // The page itself is what counts: a header that does not match it fetched in vain.
-        if let next, !(page.hasMore && page.cursor == next.cursor) { await pipeline.drop(next) }
-        return page
+        // Each page starts where the one before it ended, and only the last may say there is
+        // no more: otherwise nothing of the answer is used.
+        for (earlier, later) in zip(pages, pages.dropFirst()) where !earlier.hasMore || !(later.cursor > earlier.cursor) {
+            throw SyncError(
+                .serverFailure,
+                "the relay at \(url.absoluteString) answered a pull with pages that do not follow each other")
+        }
+        guard let first = pages.first, let last = pages.last else {
+            throw SyncError(.serverFailure, "the relay at \(url.absoluteString) answered a pull with no page")
+        }
+        if pages.count > 1 {
+            var cursor = first.cursor
+            var following: [(PullPipeline.Request, SyncPage)] = []
+            for page in pages.dropFirst() {
+                following.append((request.at(cursor), page))
+                cursor = page.cursor
+            }
+            await pipeline.keep(following)
+        }
+        // The pages themselves are what counts: a header that does not match the last fetched in vain.
+        if let next, !(last.hasMore && last.cursor == next.cursor) { await pipeline.drop(next) }
+        return first
+    }
+
+    /// The pages of a pull answer: one page, or (``RelayWire/pagesHeader``) one per line.
+    static func decodePages(_ data: Data, _ response: HTTPURLResponse) throws -> [SyncPage] {
+        guard let header = response.value(forHTTPHeaderField: RelayWire.pagesHeader) else {
+            return [try SyncWireJSON.decodePage(data)]
+        }
+        guard let count = Int(header), (1...RelayWire.maximumPagesPerAnswer).contains(count) else {
+            throw SyncError(.serverFailure, "\(RelayWire.pagesHeader): \(header) is not a number of pages")
+        }
+        // The line ends, found by a plain scan (the generic `split` of `Data` cost more than
+        // decoding the pages).
+        let ends: [Int] = data.withUnsafeBytes { bytes in
+            var ends: [Int] = []
+            for index in bytes.indices where bytes[index] == UInt8(ascii: "\n") { ends.append(index) }
+            return ends
+        }
+        var pages: [SyncPage] = []
+        var start = 0
+        for end in ends where end > start {
+            pages.append(try SyncWireJSON.decodePage(data.subdata(in: data.startIndex + start..<data.startIndex + end)))
+            start = end + 1
+        }
+        guard pages.count == count, start == data.count else {
+            throw SyncError(.serverFailure, "\(RelayWire.pagesHeader) says \(count) pages, the body holds \(pages.count)")
+        }
+        return pages
     }
 
     /// Starts a fetch ahead, for the pipeline.
@@ -42,7 +94,8 @@ extension HTTPSyncServer {
     }
 }
 
-/// The page asked for ahead of the pull that will want it (docs/RELAY.md "Pipelined pulls").
+/// The page asked for ahead of the pull that will want it (docs/RELAY.md "Pipelined pulls"),
+/// and the later pages of an answer that held several.
 ///
 /// At most one fetch runs ahead. It is handed only to a pull asking exactly its request
 /// (space, cursor, limit, collections and token), so a pull gets what it would get asking then; a pull
@@ -60,13 +113,20 @@ actor PullPipeline {
         let token: String
         /// A live pull's wait, whole seconds (0: answer at once).
         var wait = 0
+
+        /// The same request from `cursor`.
+        func at(_ cursor: SyncCursor) -> Request {
+            Request(space: space, cursor: cursor, limit: limit, collections: collections, token: token, wait: wait)
+        }
     }
 
     /// Starts fetching `request` as fetch `id`.
     typealias Fetch = @Sendable (_ request: Request, _ id: UInt64) -> Task<SyncPage, any Error>
 
-    /// What a pull does: wait for the fetch ahead, or fetch with this id.
+    /// What a pull does: take a page kept from an earlier answer, wait for the fetch ahead,
+    /// or fetch with this id.
     enum Claim {
+        case kept(SyncPage)
         case ahead(Task<SyncPage, any Error>)
         case fetch(UInt64)
     }
@@ -80,6 +140,9 @@ actor PullPipeline {
     }
 
     private var ahead: Ahead?
+    /// Pages that came in one answer after the page asked for, each with the request it
+    /// answers (its cursor the one before it ended at), oldest first.
+    private var kept: [(request: Request, page: SyncPage)] = []
     /// The fetch a pull waits for: its answer may start the next fetch ahead.
     private var claimed: UInt64?
     private var lastID: UInt64 = 0
@@ -87,16 +150,28 @@ actor PullPipeline {
     /// For a pull of `request`: the fetch ahead when it fetches exactly that, or else a new
     /// fetch's id (and a fetch ahead of anything else is cancelled).
     func claim(_ request: Request, fetch: Fetch) -> Claim {
+        if let index = kept.firstIndex(where: { $0.request == request }) {
+            let page = kept[index].page
+            kept.removeSubrange(...index)
+            return .kept(page)
+        }
         if let current = ahead, current.request == request {
             ahead = nil
             claimed = current.id
             if let next = current.next { start(next, fetch: fetch) }
             return .ahead(current.task)
         }
+        // A pull of anything else: the caller moved on.
+        kept = []
         cancel()
         lastID += 1
         claimed = lastID
         return .fetch(lastID)
+    }
+
+    /// Keeps the later pages of an answer for the pulls that will ask for them.
+    func keep(_ pages: [(Request, SyncPage)]) {
+        kept += pages.map { (request: $0.0, page: $0.1) }
     }
 
     /// Fetch `id` was answered, and the relay named the next page: fetch it ahead when a pull

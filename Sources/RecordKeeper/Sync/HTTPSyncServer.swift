@@ -170,6 +170,8 @@ public struct HTTPSyncServer: RecordSyncServer {
         let pipeline = pipeline
         return try await withTaskCancellationHandler {
             switch await pipeline.claim(request, fetch: pageFetcher) {
+            case .kept(let page):
+                return page
             case .ahead(let task):
                 return try await withTaskCancellationHandler { try await task.value } onCancel: { task.cancel() }
             case .fetch(let id):

@@ -77,6 +77,16 @@ public enum RelayWire {
     /// ignores the header loses nothing (it was added within protocol version 1).
     public static let nextCursorHeader = "RecordKeeper-Next-Cursor"
 
+    /// The header of a pull answer holding several pages (a pull that asked `pages=N`, N > 1):
+    /// their number. The body is then the pages' JSON objects, each on a line of its own
+    /// (JSON text holds no raw line break), in order, each page starting at the cursor the one
+    /// before it ended at; ``nextCursorHeader`` names the last one's cursor. A relay that
+    /// answers one page (or predates `pages`) sends no such header and a plain page body.
+    public static let pagesHeader = "RecordKeeper-Pages"
+
+    /// The most pages one pull answer holds (a `pages=` above it is lowered to it).
+    public static let maximumPagesPerAnswer = 16
+
     /// The value of ``nextCursorHeader`` for `cursor`.
     public static func nextCursorValue(_ cursor: SyncCursor) -> String {
         encodedQuery(cursorQuery(cursor))

@@ -29,6 +29,23 @@ enum RelayResponses {
         }
     }
 
+    /// Several pages in one answer: each page's JSON on a line of its own, their number in
+    /// ``RecordKeeper/RelayWire/pagesHeader``.
+    static func pages(_ pages: [SyncPage]) -> HTTPResponse {
+        do {
+            var body = Data()
+            for page in pages {
+                body.append(try SyncWireJSON.encode(page))
+                body.append(UInt8(ascii: "\n"))
+            }
+            var response = HTTPResponse(status: 200, headers: HTTPHeaders([("Content-Type", "application/x-ndjson")]), body: body)
+            response.headers.set(RelayWire.pagesHeader, String(pages.count))
+            return response
+        } catch {
+            return ErrorBodies.response(500, "the relay could not encode its answer: \(error)")
+        }
+    }
+
     static func badRequest(_ message: String) -> RelayRefusal {
         RelayRefusal(response: ErrorBodies.response(400, message), reason: "bad_request")
     }

@@ -2,31 +2,79 @@ import Foundation
 import RecordKeeper
 
 extension SyncRelay {
-    /// `GET /v1/pull?after=COUNTER[&afterCollection=C&afterKey=K][&limit=N][&space=S][&collections=["C",…]][&wait=S]`.
+    /// `GET /v1/pull?after=COUNTER[&afterCollection=C&afterKey=K][&limit=N][&space=S][&collections=["C",…]][&wait=S][&pages=N]`.
     func pull(_ request: HTTPRequest) async -> HTTPResponse {
         await authorized(request) { access throws(RelayRefusal) in
-            let page = try await pull(request, access: access)
-            var response = RelayResponses.page(page)
-            if page.hasMore, response.status == 200 {
+            let pages = try await pull(request, access: access)
+            guard let last = pages.last else { return RelayResponses.page(SyncPage(changes: [], cursor: .start, hasMore: false)) }
+            var response = pages.count == 1 ? RelayResponses.page(last) : RelayResponses.pages(pages)
+            if last.hasMore, response.status == 200 {
                 // The next page's cursor, readable before the body: the client may ask for it at once.
-                response.headers.set(RelayWire.nextCursorHeader, RelayWire.nextCursorValue(page.cursor))
+                response.headers.set(RelayWire.nextCursorHeader, RelayWire.nextCursorValue(last.cursor))
             }
-            response.logFields = [("space", access.space), ("changes", String(page.changes.count))]
+            let changes = pages.reduce(0) { $0 + $1.changes.count }
+            response.logFields = [("space", access.space), ("changes", String(changes))]
+            if pages.count > 1 { response.logFields.append(("pages", String(pages.count))) }
             return response
         }
     }
 
-    private func pull(_ request: HTTPRequest, access: RelayAccess) async throws(RelayRefusal) -> SyncPage {
-        try requireSpace(request.query["space"], of: access)
-        let cursor = try Self.cursor(request.query)
+    /// The pages of one answer: one, or up to `pages=N` (not for a live pull) while each
+    /// says there is more and the answer stays within ``SyncRelay/Configuration/maxPullLimit``
+    /// changes in all: fewer requests for a device catching up, each page what a pull of its
+    /// cursor would have answered.
+    private func pull(_ request: HTTPRequest, access: RelayAccess) async throws(RelayRefusal) -> [SyncPage] {
+        let count = min(try Self.pages(request.query), max(1, configuration.maxPagesPerAnswer))
+        var pages = [try await page(request, access: access)]
+        guard count > 1, try Self.wait(request.query, maximum: configuration.maxPullWait) == .zero else { return pages }
+        let limit = try Self.limit(request.query, configuration)
+        let collections = try Self.collections(request.query, access: access)
+        var changes = pages[0].changes.count
+        while let last = pages.last, last.hasMore, pages.count < count, changes + limit <= configuration.maxPullLimit {
+            let next: SyncPage
+            do {
+                next = try await pull(space: access.space, after: last.cursor, limit: limit, collections: collections, wait: .zero)
+            } catch {
+                // The pages pulled so far are an answer of their own (each what a pull of its
+                // cursor answers); the client's pull of the next cursor meets the failure.
+                configuration.log(
+                    "recordkeeper-relay: pull: page \(pages.count + 1) of an answer of up to \(count) for space "
+                        + "\(access.space) failed, the \(pages.count) before it answered: \(error)")
+                break
+            }
+            metrics.recordPull(changes: next.changes.count)
+            changes += next.changes.count
+            pages.append(next)
+        }
+        return pages
+    }
+
+    /// `pages`: 1 unless given; a whole number from 1, lowered to
+    /// ``RecordKeeper/RelayWire/maximumPagesPerAnswer``.
+    static func pages(_ query: [String: String]) throws(RelayRefusal) -> Int {
+        guard let text = query["pages"] else { return 1 }
+        guard let value = Int(text), value >= 1 else {
+            throw RelayResponses.badRequest("pages must be a whole number, 1 or more")
+        }
+        return min(value, RelayWire.maximumPagesPerAnswer)
+    }
+
+    /// `limit`: the configured default unless given, within the relay's maximum.
+    static func limit(_ query: [String: String], _ configuration: Configuration) throws(RelayRefusal) -> Int {
         var limit = configuration.defaultPullLimit
-        if let text = request.query["limit"] {
+        if let text = query["limit"] {
             guard let value = Int(text), (1...SyncPage.maximumLimit).contains(value) else {
                 throw RelayResponses.badRequest("limit must be a whole number from 1 to \(SyncPage.maximumLimit)")
             }
             limit = value
         }
-        limit = min(limit, configuration.maxPullLimit)
+        return min(limit, configuration.maxPullLimit)
+    }
+
+    private func page(_ request: HTTPRequest, access: RelayAccess) async throws(RelayRefusal) -> SyncPage {
+        try requireSpace(request.query["space"], of: access)
+        let cursor = try Self.cursor(request.query)
+        let limit = try Self.limit(request.query, configuration)
         let collections = try Self.collections(request.query, access: access)
         let wait = try Self.wait(request.query, maximum: configuration.maxPullWait)
         let page: SyncPage

@@ -38,6 +38,11 @@ public final class SyncRelay: Sendable {
         public var defaultPullLimit: Int = 1000
         /// The largest page; a larger `limit` is lowered to it (the device pulls on: `hasMore`).
         public var maxPullLimit: Int = 10_000
+        /// The most pages one pull answer holds when the client asks for several (`pages=`),
+        /// at most ``RecordKeeper/RelayWire/maximumPagesPerAnswer``; 1 answers one page per
+        /// request, as relays before `pages` did. An answer also stops at ``maxPullLimit``
+        /// changes in all.
+        public var maxPagesPerAnswer: Int = RelayWire.maximumPagesPerAnswer
         /// The longest a live pull is held (`wait=` in the query); a longer wait is lowered to
         /// it. At most ``RecordKeeper/SyncPage/maximumWait``; 60 s unless set.
         public var maxPullWait: Duration = .seconds(60)

@@ -36,6 +36,8 @@ enum ServeCommand {
                 command: "serve")
         }
         relayConfiguration.maxPullWait = .seconds(maxPullWait)
+        relayConfiguration.maxPagesPerAnswer = try settings.integer(
+            "max-pages-per-answer", default: RelayWire.maximumPagesPerAnswer, in: 1...RelayWire.maximumPagesPerAnswer)
         let liveWake = try liveWake(settings)
         let wakeConninfo = settings.value("wake-database", environment: "RECORDKEEPER_RELAY_WAKE_DATABASE")
         raiseDescriptorLimit(toAtLeast: http.connectionLimit + (pool + 1) * database.shardCount + 64)

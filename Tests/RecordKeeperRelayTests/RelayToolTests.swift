@@ -50,6 +50,7 @@ import Testing
                 (["serve", "--database", "host=x", "--jwt-secret-file", secret.path, "--tls-cert", "c.pem"], 64, "--tls-cert and --tls-key go together"),
                 (["serve", "--database", "host=x", "--jwt-secret-file", secret.path, "--live-wake", "sometimes"], 64, "--live-wake takes listen, poll"),
                 (["serve", "--database", "host=x", "--jwt-secret-file", secret.path, "--max-pull-wait", "301"], 64, "--max-pull-wait takes at most 300"),
+                (["serve", "--database", "host=x", "--jwt-secret-file", secret.path, "--max-pages-per-answer", "17"], 64, "--max-pages-per-answer"),
                 (["launch"], 64, "unknown command 'launch'"),
             ]
             for (arguments, status, message) in cases {

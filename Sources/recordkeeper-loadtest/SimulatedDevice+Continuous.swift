@@ -11,7 +11,9 @@ extension SimulatedDevice {
     func continuousSync(pullWait: Duration) async {
         let activities = sync.activity()
         let watcher = Task {
-            for await activity in activities {
+            // The stream's first element is the activity before keepInSync (`.stopped(nil)`);
+            // every later one is this keepInSync's, the last `.stopped`.
+            for await activity in activities.dropFirst() {
                 switch activity {
                 case .upToDate(let report), .needsAttention(_, let report):
                     state.withLock { state in
@@ -21,10 +23,12 @@ extension SimulatedDevice {
                 case .offline(let error, _, _):
                     recordPartial(error)
                     note(error, "continuous sync (offline)")
-                case .stopped(let error?):
+                case .stopped(let error):
                     if let error = error as? SyncError { recordPartial(error) }
-                    note(error, "continuous sync stopped")
-                case .syncing, .stopped(nil):
+                    if let error { note(error, "continuous sync stopped") }
+                    // The last activity of this keepInSync: every one before it was read.
+                    return
+                case .syncing:
                     break
                 }
             }
@@ -36,6 +40,7 @@ extension SimulatedDevice {
         } catch {
             note(error, "keepInSync")
         }
-        watcher.cancel()
+        // keepInSync published `.stopped` before it returned: the watcher reads up to it.
+        await watcher.value
     }
 }

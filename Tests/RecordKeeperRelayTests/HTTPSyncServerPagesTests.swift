@@ -8,37 +8,18 @@ import Testing
 /// makes fewer requests, and gets exactly the pages sequential pulls would give.
 @Suite(.timeLimit(.minutes(10)))
 struct HTTPSyncServerPagesTests {
-    /// 25 records in 5 commits: pages of 4 are cut inside commits.
-    private func fill(_ server: any RecordSyncServer) async throws {
-        for commit in 0..<5 {
-            let values = Dictionary(uniqueKeysWithValues: (0..<5).map { ("key-\(commit)-\($0)", "v\(commit)") })
-            _ = try await server.push(space: "alice", operations: [.writing(values, sequence: Int64(commit + 1))])
-        }
-    }
-
-    private func pages(_ server: any RecordSyncServer, limit: Int) async throws -> [SyncPage] {
-        var pages: [SyncPage] = []
-        var cursor = SyncCursor.start
-        while true {
-            let page = try await server.pull(space: "alice", after: cursor, limit: limit)
-            pages.append(page)
-            cursor = page.cursor
-            if !page.hasMore { return pages }
-        }
-    }
-
     private func pullRequests(_ relay: RelayHarness) -> [String] {
         relay.lines.lines.filter { $0.contains("route=/v1/pull ") }
     }
 
     @Test func `an answer of several pages gives the pages of sequential pulls in fewer requests`() async throws {
         let inner = InMemorySyncServer()
-        try await fill(inner)
-        let direct = try await pages(inner, limit: 4)
+        try await fillAlice(inner)
+        let direct = try await sequentialPages(inner, limit: 4)
         #expect(direct.count > 4)
         try await withRelay(server: inner, { $0.maxPagesPerAnswer = 3 }) { relay in
             let client = HTTPSyncServer(url: URL(string: relay.base)!) { try RelayHarness.token(space: "alice") }
-            let pulled = try await pages(client, limit: 4)
+            let pulled = try await sequentialPages(client, limit: 4)
             #expect(pulled == direct)
             #expect(relay.server.calls.pulls == direct.count, "each page pulled once from the server")
             let requests = pullRequests(relay)
@@ -49,7 +30,7 @@ struct HTTPSyncServerPagesTests {
 
     @Test func `a page kept from an answer goes only to a pull of exactly its request`() async throws {
         let inner = InMemorySyncServer()
-        try await fill(inner)
+        try await fillAlice(inner)
         try await withRelay(server: inner) { relay in
             let client = HTTPSyncServer(url: URL(string: relay.base)!) { try RelayHarness.token(space: "alice") }
             let first = try await client.pull(space: "alice", after: .start, limit: 4)
@@ -72,12 +53,12 @@ struct HTTPSyncServerPagesTests {
 
     @Test func `a failure after some pages ends the answer there, and the rest is pulled again`() async throws {
         let watched = WatchedPullServer(InMemorySyncServer())
-        try await fill(watched)
-        let direct = try await pages(watched.inner, limit: 4)
+        try await fillAlice(watched)
+        let direct = try await sequentialPages(watched.inner, limit: 4)
         try await withRelay(server: watched) { relay in
             let client = HTTPSyncServer(url: URL(string: relay.base)!) { try RelayHarness.token(space: "alice") }
             watched.failOnce(after: direct[1].cursor)
-            let pulled = try await pages(client, limit: 4)
+            let pulled = try await sequentialPages(client, limit: 4)
             #expect(pulled == direct)
             #expect(pullRequests(relay).count == 2, "the first answer ended before the failing page")
             #expect(relay.lines.lines.contains { $0.contains("page 3 of an answer") }, "\(relay.lines.lines)")
@@ -89,10 +70,10 @@ struct HTTPSyncServerPagesTests {
         var values: [String: String] = [:]
         for n in 0..<10 { values["line\n\(n)\r\u{2028}"] = "payload\n\(n)" }
         _ = try await inner.push(space: "alice", operations: [.writing(values, sequence: 1)])
-        let direct = try await pages(inner, limit: 3)
+        let direct = try await sequentialPages(inner, limit: 3)
         try await withRelay(server: inner) { relay in
             let client = HTTPSyncServer(url: URL(string: relay.base)!) { try RelayHarness.token(space: "alice") }
-            let pulled = try await pages(client, limit: 3)
+            let pulled = try await sequentialPages(client, limit: 3)
             #expect(pulled == direct)
             #expect(pullRequests(relay).count == 1)
         }

@@ -12,35 +12,16 @@ import Testing
     .timeLimit(.minutes(10)),
     .disabled(if: underThreadSanitizer, "starved by the rest of the sanitized suite; run it alone under the sanitizer"))
 struct HTTPSyncServerPipelineTests {
-    /// 25 records in 5 commits: pages of 4 are cut inside commits.
-    private func fill(_ server: any RecordSyncServer) async throws {
-        for commit in 0..<5 {
-            let values = Dictionary(uniqueKeysWithValues: (0..<5).map { ("key-\(commit)-\($0)", "v\(commit)") })
-            _ = try await server.push(space: "alice", operations: [.writing(values, sequence: Int64(commit + 1))])
-        }
-    }
-
     /// A relay that answers one page per request.
     private let onePage: (inout SyncRelay.Configuration) -> Void = { $0.maxPagesPerAnswer = 1 }
 
-    private func pages(_ server: any RecordSyncServer, limit: Int) async throws -> [SyncPage] {
-        var pages: [SyncPage] = []
-        var cursor = SyncCursor.start
-        while true {
-            let page = try await server.pull(space: "alice", after: cursor, limit: limit)
-            pages.append(page)
-            cursor = page.cursor
-            if !page.hasMore { return pages }
-        }
-    }
-
     @Test func `pipelined pulls give the pages of sequential pulls, with no request more`() async throws {
         let inner = InMemorySyncServer()
-        try await fill(inner)
-        let direct = try await pages(inner, limit: 4)
+        try await fillAlice(inner)
+        let direct = try await sequentialPages(inner, limit: 4)
         try await withRelay(server: inner, onePage) { relay in
             let client = HTTPSyncServer(url: URL(string: relay.base)!) { try RelayHarness.token(space: "alice") }
-            let pulled = try await pages(client, limit: 4)
+            let pulled = try await sequentialPages(client, limit: 4)
             #expect(pulled == direct)
             #expect(relay.server.calls.pulls == direct.count, "the last page names no next one")
         }
@@ -50,7 +31,7 @@ struct HTTPSyncServerPipelineTests {
         async throws
     {
         let watched = WatchedPullServer(InMemorySyncServer())
-        try await fill(watched)
+        try await fillAlice(watched)
         try await withRelay(server: watched, onePage) { relay in
             let client = HTTPSyncServer(url: URL(string: relay.base)!) { try RelayHarness.token(space: "alice") }
             let first = try await client.pull(space: "alice", after: .start, limit: 4)
@@ -81,7 +62,7 @@ struct HTTPSyncServerPipelineTests {
 
     @Test func `an error of the page fetched ahead is thrown to the pull that asks for it`() async throws {
         let watched = WatchedPullServer(InMemorySyncServer())
-        try await fill(watched)
+        try await fillAlice(watched)
         try await withRelay(server: watched, onePage) { relay in
             let client = HTTPSyncServer(url: URL(string: relay.base)!) { try RelayHarness.token(space: "alice") }
             watched.failOnce(after: try await watched.inner.pull(space: "alice", after: .start, limit: 4).cursor)
@@ -98,7 +79,7 @@ struct HTTPSyncServerPipelineTests {
 
     @Test func `cancelling the pull that waits for the page fetched ahead cancels it`() async throws {
         let watched = WatchedPullServer(InMemorySyncServer())
-        try await fill(watched)
+        try await fillAlice(watched)
         try await withRelay(server: watched, onePage) { relay in
             let client = HTTPSyncServer(url: URL(string: relay.base)!) { try RelayHarness.token(space: "alice") }
             let gate = Gate()

@@ -9,32 +9,17 @@ import Testing
 /// (`SyncError.partialReport`). An in-process relay over an in-memory server: no PostgreSQL.
 @Suite(.timeLimit(.minutes(5)))
 struct SyncToolFailedPullTests {
-    private static let secret = Array("the failed pull test's secret, 32+ bytes".utf8)
-
     @Test func `a sync whose pull fails after its push names the conflict the push recorded`() async throws {
         try await withTemporaryDirectory { directory in
-            let executable = try #require(BuildProducts.executable(named: "recordkeeper", override: "RECORDKEEPER_BINARY"))
-            let token = try JWTSigner(key: .hs256(secret: Self.secret))
-                .sign(RelayAccess(space: "home").claims(expiresAt: Date().timeIntervalSince1970 + 3600))
-            let tokenFile = directory.appendingPathComponent("token")
-            try Data((token + "\n").utf8).write(to: tokenFile)
+            let tool = try ToolBesideRelay(space: "home", in: directory)
+            let executable = tool.executable
             let store = directory.appendingPathComponent("phone.sqlite")
 
             // Another device wrote "today" first: the phone's new "today" conflicts with it.
             let inner = InMemorySyncServer()
             _ = try await inner.push(space: "home", operations: [.writing(["today": "theirs"], device: "laptop", sequence: 1)])
-            var verifier = JWTVerifier.Configuration(key: try .hs256(secret: Self.secret))
-            verifier.now = { Date() }
-            var configuration = SyncRelay.Configuration(verifier: JWTVerifier(verifier))
-            configuration.log = { _ in }
-            var http = HTTPServer.Configuration(host: "127.0.0.1", port: 0)
-            http.log = { _ in }
-            http.relaxedForTests()
-            let relay = try SyncRelay(server: PullsFailAfterTokenCheck(inner), configuration: configuration).serve(http)
-
-            let environment: [String: String?] = [
-                "RECORDKEEPER_SYNC_SERVER": nil, "RECORDKEEPER_SYNC_TOKEN": nil, "RECORDKEEPER_STORE": nil,
-            ]
+            let relay = try tool.serve(PullsFailAfterTokenCheck(inner))
+            let environment = tool.environment
             let put = try await ChildProcess.run(
                 executable, ["--store", store.path, "put", "notes", "today", #""mine""#], in: directory,
                 environment: environment)
@@ -43,7 +28,7 @@ struct SyncToolFailedPullTests {
                 executable,
                 [
                     "--store", store.path, "sync", "--server", "http://127.0.0.1:\(relay.port)", "--token-file",
-                    tokenFile.path, "--collections", "notes",
+                    tool.tokenFile.path, "--collections", "notes",
                 ],
                 in: directory, environment: environment)
             #expect(sync.status == 69, "\(sync.stderr)")

@@ -14,8 +14,6 @@ import Testing
 /// PostgreSQL needed.
 @Suite(.timeLimit(.minutes(5)))
 struct SyncWatchStartsOfflineTests {
-    private static let secret = Array("the watch test's relay secret, 32+ bytes".utf8)
-
     private static func object(_ line: String) -> [String: Any]? {
         (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any]
     }
@@ -24,23 +22,19 @@ struct SyncWatchStartsOfflineTests {
         async throws
     {
         try await withTemporaryDirectory { directory in
-            let executable = try #require(BuildProducts.executable(named: "recordkeeper", override: "RECORDKEEPER_BINARY"))
-            let token = try JWTSigner(key: .hs256(secret: Self.secret))
-                .sign(RelayAccess(space: "home").claims(expiresAt: Date().timeIntervalSince1970 + 3600))
-            let tokenFile = directory.appendingPathComponent("token")
-            try Data((token + "\n").utf8).write(to: tokenFile)
+            let tool = try ToolBesideRelay(space: "home", in: directory)
             let store = directory.appendingPathComponent("watching.sqlite")
             // Nothing listens on the port (held bound, not listening) until the relay takes it.
             var closed: ClosedPort? = try ClosedPort()
             let port = try #require(closed?.port)
             let watch = try ChildProcess(
-                executable: executable,
+                executable: tool.executable,
                 arguments: [
                     "--store", store.path, "sync", "--watch", "--json", "--server", "http://127.0.0.1:\(port)",
-                    "--token-file", tokenFile.path, "--collections", "notes",
+                    "--token-file", tool.tokenFile.path, "--collections", "notes",
                 ],
                 in: directory,
-                environment: ["RECORDKEEPER_SYNC_SERVER": nil, "RECORDKEEPER_SYNC_TOKEN": nil, "RECORDKEEPER_STORE": nil])
+                environment: tool.environment)
             try watch.start()
             defer { watch.kill() }
 
@@ -55,21 +49,9 @@ struct SyncWatchStartsOfflineTests {
             // The relay comes up on that port, holding one record of another device.
             let server = InMemorySyncServer()
             _ = try await server.push(
-                space: "home",
-                operations: [
-                    SyncOperation(
-                        id: UUID(), device: "laptop", sequence: 1,
-                        changes: [SyncChange(collection: "notes", key: "hello", value: .payload(Data(#""world""#.utf8)), base: nil)])
-                ])
-            var verifier = JWTVerifier.Configuration(key: try .hs256(secret: Self.secret))
-            verifier.now = { Date() }
-            var configuration = SyncRelay.Configuration(verifier: JWTVerifier(verifier))
-            configuration.log = { _ in }
-            var http = HTTPServer.Configuration(host: "127.0.0.1", port: UInt16(port))
-            http.log = { _ in }
-            http.relaxedForTests()
+                space: "home", operations: [.writing(["hello": #""world""#], device: "laptop", sequence: 1)])
             closed = nil
-            let relay = try SyncRelay(server: server, configuration: configuration).serve(http)
+            let relay = try tool.serve(server, port: UInt16(port))
 
             let synced = try await watch.waitForLine(timeout: .seconds(120)) {
                 Self.object($0)?["state"] as? String == "upToDate"

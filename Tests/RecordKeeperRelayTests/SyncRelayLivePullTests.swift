@@ -28,6 +28,25 @@ import Testing
         }
     }
 
+    @Test func `a held pull whose client went away is released by the next push, and the gauge says so`()
+        async throws
+    {
+        try await withRelay { harness in
+            let token = try RelayHarness.token(space: "alice")
+            var connection: RawConnection? = try await RawConnection.open(port: harness.http.port)
+            try await connection?.send(
+                "GET /v1/pull?after=0&wait=300 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(token)\r\n\r\n")
+            try await untilHeld(harness.relay, 1)
+            connection = nil  // closed: a suspended connection is not watched, so it stays held
+            #expect(harness.relay.livePullsHeld == 1)
+            #expect(try await harness.push([.writing(["a": "1"], sequence: 1)], token: token).status == 200)
+            try await untilHeld(harness.relay, 0)
+            let metrics = try await request("GET", harness.base + "/metrics").text
+            #expect(metrics.contains("recordkeeper_relay_live_pulls_held 0"), "\(metrics)")
+            #expect(metrics.contains("recordkeeper_relay_live_pulls_total{result=\"woken\"} 1"), "\(metrics)")
+        }
+    }
+
     @Test(arguments: ["-1", "1.5", "", "abc", "+3", " 2", "0x10"])
     func `a wait that is not whole seconds is refused with the reason`(wait: String) async throws {
         try await withRelay { harness in

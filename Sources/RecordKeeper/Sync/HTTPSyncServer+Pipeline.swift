@@ -78,8 +78,10 @@ extension HTTPSyncServer {
         }
         var pages: [SyncPage] = []
         var start = 0
-        for end in ends where end > start {
-            pages.append(try SyncWireJSON.decodePage(data.subdata(in: data.startIndex + start..<data.startIndex + end)))
+        for end in ends {
+            if end > start {
+                pages.append(try SyncWireJSON.decodePage(data.subdata(in: data.startIndex + start..<data.startIndex + end)))
+            }
             start = end + 1
         }
         guard pages.count == count, start == data.count else {

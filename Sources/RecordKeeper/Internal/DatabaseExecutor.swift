@@ -1,18 +1,20 @@
 import Dispatch
 
-/// The serial executor every `RecordStore` runs on: one private dispatch queue per store.
+/// The serial executor of blocking database work: one private dispatch queue per store (every
+/// `RecordStore`) or per connection (every `PostgresConnection` of RecordKeeperPostgres).
 ///
-/// SQLite calls block (file I/O, `fsync` at commit, long scans). Running the store actor on its
-/// own serial queue keeps that blocking work off Swift's cooperative thread pool, which has
+/// SQLite calls block (file I/O, `fsync` at commit, long scans), and so do libpq's (a query
+/// waits for the server's answer, a push may wait on another's row lock). Running the actor on
+/// its own serial queue keeps that blocking work off Swift's cooperative thread pool, which has
 /// only as many threads as cores; dispatch queues run on threads of their own that may block.
-final class DatabaseExecutor: SerialExecutor {
+package final class DatabaseExecutor: SerialExecutor {
     private let queue: DispatchQueue
 
-    init(label: String) {
+    package init(label: String) {
         queue = DispatchQueue(label: label, qos: .userInitiated)
     }
 
-    func enqueue(_ job: consuming ExecutorJob) {
+    package func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
         let executor = asUnownedSerialExecutor()
         queue.async {
@@ -21,11 +23,11 @@ final class DatabaseExecutor: SerialExecutor {
     }
 
     /// Runs `work` on the queue, after the jobs already enqueued, serially with them.
-    func run(_ work: @escaping @Sendable () -> Void) {
+    package func run(_ work: @escaping @Sendable () -> Void) {
         queue.async(execute: work)
     }
 
-    func asUnownedSerialExecutor() -> UnownedSerialExecutor {
+    package func asUnownedSerialExecutor() -> UnownedSerialExecutor {
         UnownedSerialExecutor(ordinary: self)
     }
 }

@@ -1,5 +1,6 @@
 internal import CLibPQ
 import Foundation
+import RecordKeeper
 
 /// One connection to a PostgreSQL server, over libpq.
 ///
@@ -44,7 +45,7 @@ public actor PostgresConnection {
         case binary = 1
     }
 
-    private let executor: PostgresExecutor
+    private let executor: DatabaseExecutor
     private let owner: HandleOwner
     var handle: OpaquePointer? { owner.handle }
     private var inTransaction = false
@@ -94,7 +95,7 @@ public actor PostgresConnection {
     public init(
         conninfo: String, notices: (@Sendable (PostgresNotice) -> Void)? = nil
     ) async throws(PostgresError) {
-        executor = PostgresExecutor(label: "RecordKeeperPostgres.connection")
+        executor = DatabaseExecutor(label: "RecordKeeperPostgres.connection")
         owner = HandleOwner()
         running = RunningStatement(wake: try WakePipe())
         self.conninfo = conninfo

@@ -14,6 +14,13 @@ struct SQLiteFailure: Error {
     /// The primary result code (the low byte of the extended code).
     var primaryCode: Int32 { code & 0xFF }
 
+    /// `SQLITE_CONSTRAINT_UNIQUE`: a UNIQUE constraint or index refused the row. (SQLite's
+    /// extended codes are C macros Swift does not import: `SQLITE_CONSTRAINT | (8 << 8)`.)
+    static let constraintUnique = SQLITE_CONSTRAINT | (8 << 8)
+
+    /// Whether a UNIQUE constraint or index refused the row.
+    var isUniqueConstraint: Bool { code == Self.constraintUnique }
+
     /// What kind of failure this is, for layers above that must not depend on SQLite's codes.
     enum Kind: Equatable {
         case notADatabase, corrupt, cannotOpen, readOnly, full, busy, ioError, tooBig, interrupted

@@ -1,4 +1,3 @@
-import CSQLite
 import Foundation
 
 /// The change log (format 3, docs/FORMAT.md): one row `(seq, collection, key)` per record a
@@ -42,7 +41,7 @@ extension RecordEngine {
                 try statement.bind(key, at: 2)
                 try statement.run()
             }
-            return sqlite3_last_insert_rowid(connection.handle)
+            return connection.lastInsertRowID
         }
     }
 

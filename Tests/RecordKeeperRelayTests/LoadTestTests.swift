@@ -1,5 +1,4 @@
 import Foundation
-import HarnessSupport
 import RecordKeeperTestSupport
 import Testing
 
@@ -41,19 +40,12 @@ struct LoadTestTests {
         }
     }
 
-    /// Runs `executable` with `arguments` to its end: exit status, output and errors together.
+    /// Runs `executable` with `arguments` to its end (``ChildProcess/run(_:_:in:environment:input:)``,
+    /// its output files in a fresh directory): exit status, and output followed by errors.
     private func run(_ executable: URL, _ arguments: [String]) async throws -> (Int32, String) {
-        let process = SpawnedProcess()
-        process.executableURL = executable
-        process.arguments = arguments
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        return await onOwnThread {
-            let data = output.fileHandleForReading.readDataToEndOfFile()
-            process.waitUntilExit()
-            return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+        try await withTemporaryDirectory { directory in
+            let result = try await ChildProcess.run(executable, arguments, in: directory)
+            return (result.status, result.output + result.stderr)
         }
     }
 }

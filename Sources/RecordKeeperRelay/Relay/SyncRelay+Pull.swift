@@ -6,7 +6,7 @@ extension SyncRelay {
     func pull(_ request: HTTPRequest) async -> HTTPResponse {
         await authorized(request) { access throws(RelayRefusal) in
             let pages = try await pull(request, access: access)
-            guard let last = pages.last else { return RelayResponses.page(SyncPage(changes: [], cursor: .start, hasMore: false)) }
+            let last = pages[pages.count - 1]  // never empty: the first page is always there
             var response = pages.count == 1 ? RelayResponses.page(last) : RelayResponses.pages(pages)
             if last.hasMore, response.status == 200 {
                 // The next page's cursor, readable before the body: the client may ask for it at once.
@@ -25,10 +25,13 @@ extension SyncRelay {
     /// cursor would have answered.
     private func pull(_ request: HTTPRequest, access: RelayAccess) async throws(RelayRefusal) -> [SyncPage] {
         let count = min(try Self.pages(request.query), max(1, configuration.maxPagesPerAnswer))
-        var pages = [try await page(request, access: access)]
-        guard count > 1, try Self.wait(request.query, maximum: configuration.maxPullWait) == .zero else { return pages }
+        try requireSpace(request.query["space"], of: access)
+        let cursor = try Self.cursor(request.query)
         let limit = try Self.limit(request.query, configuration)
         let collections = try Self.collections(request.query, access: access)
+        let wait = try Self.wait(request.query, maximum: configuration.maxPullWait)
+        var pages = [try await firstPage(space: access.space, after: cursor, limit: limit, collections: collections, wait: wait)]
+        guard count > 1, wait == .zero else { return pages }
         var changes = pages[0].changes.count
         while let last = pages.last, last.hasMore, pages.count < count, changes + limit <= configuration.maxPullLimit {
             let next: SyncPage
@@ -71,21 +74,19 @@ extension SyncRelay {
         return min(limit, configuration.maxPullLimit)
     }
 
-    private func page(_ request: HTTPRequest, access: RelayAccess) async throws(RelayRefusal) -> SyncPage {
-        try requireSpace(request.query["space"], of: access)
-        let cursor = try Self.cursor(request.query)
-        let limit = try Self.limit(request.query, configuration)
-        let collections = try Self.collections(request.query, access: access)
-        let wait = try Self.wait(request.query, maximum: configuration.maxPullWait)
+    /// The page the request asks for: a live pull held when it waits; a failure is the answer.
+    private func firstPage(
+        space: String, after cursor: SyncCursor, limit: Int, collections: Set<String>?, wait: Duration
+    ) async throws(RelayRefusal) -> SyncPage {
         let page: SyncPage
         do {
             if wait > .zero {
-                page = try await held(space: access.space, after: cursor, limit: limit, collections: collections, wait: wait)
+                page = try await held(space: space, after: cursor, limit: limit, collections: collections, wait: wait)
             } else {
-                page = try await pull(space: access.space, after: cursor, limit: limit, collections: collections, wait: .zero)
+                page = try await pull(space: space, after: cursor, limit: limit, collections: collections, wait: .zero)
             }
         } catch {
-            throw RelayResponses.failure(error, operation: "pull", space: access.space, log: configuration.log)
+            throw RelayResponses.failure(error, operation: "pull", space: space, log: configuration.log)
         }
         metrics.recordPull(changes: page.changes.count)
         return page

@@ -26,12 +26,18 @@
         static func data(for request: URLRequest, through session: URLSession) async throws -> (Data, URLResponse) {
             try Task.checkCancellation()
             let handoff = Handoff()
-            // Never cancelled: see the type's documentation.
-            let running = Task.detached { try await session.data(for: request) }
+            // Never cancelled: see the type's documentation. An answer before the caller's
+            // continuation is installed is kept by the handoff.
+            Task.detached {
+                do {
+                    handoff.finish(.success(try await session.data(for: request)))
+                } catch {
+                    handoff.finish(.failure(error))
+                }
+            }
             return try await withTaskCancellationHandler {
                 try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<(Data, URLResponse), any Error>) in
                     handoff.install(continuation)
-                    Task.detached { handoff.finish(await running.result) }
                 }
             } onCancel: {
                 handoff.finish(.failure(CancellationError()))

@@ -19,7 +19,7 @@ import Testing
             let count = 30
             let hearing = Task { try await changes(of: stream, timeout: .seconds(120)) { $0.upserts.count >= count } }
             // The signal is made when a consumer waits: the child writes after it does.
-            try await waitUntil("the consumer waits") { store.core.watcher.waitingCount("shared") == 1 }
+            try await waitUntil("the consumer waits") { store.watcher.waitingCount("shared") == 1 }
             let writer = try Self.writer(count: count, store: url, in: directory)
             try writer.start()
             let heard = try await hearing.value
@@ -29,7 +29,7 @@ import Testing
             #expect(Set(heard.upserts.keys) == Set((0..<count).map { "child-\($0)" }))
             #if os(Linux)
                 // inotify on Linux; the poll alone when asked for.
-                #expect(store.core.watcher.stateForTesting().events == (signal == .platform))
+                #expect(store.watcher.stateForTesting().events == (signal == .platform))
             #endif
         }
     }

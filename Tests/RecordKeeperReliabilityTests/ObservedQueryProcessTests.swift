@@ -21,7 +21,7 @@ import Testing
                 while keys.count < count + 1, let page = try await iterator.next() { keys = page.elements.map(\.key) }
                 return keys
             }
-            try await waitUntil("the observer waits") { store.core.watcher.waitingCount("shared") == 1 }
+            try await waitUntil("the observer waits") { store.watcher.waitingCount("shared") == 1 }
             let helper = try #require(BuildProducts.crashHelper, "recordkeeper-crashtest not found next to the tests")
             let writer = try ChildProcess(
                 executable: helper,

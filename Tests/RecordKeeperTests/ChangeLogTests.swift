@@ -21,7 +21,7 @@ import Testing
                 #expect(try await changes(of: stream, until: { !$0.isEmpty }) == RecordChanges(upserts: ["observed": Data("1")]))
             }
             // The stream is gone; the watcher releases the lock on its queue: wait for that.
-            observer.core.watcher.waitUntilIdleForTesting()
+            observer.watcher.waitUntilIdleForTesting()
             try await writer.put("c", key: "later", data: Data("2"))
             #expect(try changeLog(at: url).map(\.key) == ["observed"], "no logging after the last stream ended")
         }

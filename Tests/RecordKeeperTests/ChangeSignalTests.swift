@@ -99,11 +99,11 @@ import Testing
                 let stream = await store.changes(in: "c")
                 let heard = Task { try await changes(of: stream, timeout: .seconds(30), until: { !$0.isEmpty }) }
                 // The signal is made when a consumer waits: the write comes after it does.
-                try await waitUntil("the consumer waits") { store.core.watcher.waitingCount("c") == 1 }
+                try await waitUntil("the consumer waits") { store.watcher.waitingCount("c") == 1 }
                 try await writer.put("c", key: "b", data: Data("1"))
                 #expect(try await heard.value.upserts["b"] == Data("1"))
                 // The signal was made when the consumer waited, for the store that exists.
-                let state = store.core.watcher.stateForTesting()
+                let state = store.watcher.stateForTesting()
                 #expect(state.signal && state.events)
             }
         }
@@ -119,10 +119,10 @@ import Testing
             try await writer.put("c", key: "a", data: Data("0"))
             let stream = await store.changes(in: "c")
             let heard = Task { try await changes(of: stream, timeout: .seconds(30), until: { !$0.isEmpty }) }
-            try await waitUntil("the consumer waits") { store.core.watcher.waitingCount("c") == 1 }
+            try await waitUntil("the consumer waits") { store.watcher.waitingCount("c") == 1 }
             try await writer.put("c", key: "b", data: Data("1"))
             #expect(try await heard.value.upserts["b"] == Data("1"))
-            let state = store.core.watcher.stateForTesting()
+            let state = store.watcher.stateForTesting()
             #expect(state.signal && !state.events)
         }
     }

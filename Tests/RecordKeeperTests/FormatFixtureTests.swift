@@ -258,7 +258,7 @@ import Testing
                 try await store.apply("progress", changes: RecordChanges(upserts: [:], removals: ["vocabulary/ballena"]))
                 withExtendedLifetime(stream) {}
             }
-            store.core.watcher.waitUntilIdleForTesting()  // its connection closed
+            store.watcher.waitUntilIdleForTesting()  // its connection closed
             await store.close()  // the last connection: the WAL is checkpointed into the file
             try FileManager.default.removeItem(atPath: scratch.path + "-observers")
             for suffix in ["-wal", "-shm"] { #expect(!FileManager.default.fileExists(atPath: scratch.path + suffix)) }

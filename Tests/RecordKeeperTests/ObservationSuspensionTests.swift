@@ -18,7 +18,7 @@ import Testing
             #expect(!probe.lockIfUnobserved(), "a store with a stream holds the observers' lock")
 
             store.suspendObservation()
-            #expect(store.core.watcher.stateForTesting().observerLock == false)
+            #expect(store.watcher.stateForTesting().observerLock == false)
             #expect(probe.lockIfUnobserved(), "a suspended store still holds the observers' lock")
             probe.release()
 
@@ -61,7 +61,7 @@ import Testing
             let waiter = Task { try await changes(of: stream, timeout: .seconds(30), until: { !$0.isEmpty }) }
             observer.suspendObservation()
             try await writer.put("c", key: "b", data: Data("1"))
-            #expect(observer.core.watcher.stateForTesting() == (false, false, false, true))
+            #expect(observer.watcher.stateForTesting() == (false, false, false, true))
             observer.resumeObservation()
             let served = try await waiter.value
             #expect(served.isFullState)

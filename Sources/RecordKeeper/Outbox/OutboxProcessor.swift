@@ -147,7 +147,7 @@ public actor OutboxProcessor {
     /// that moment is retried later).
     /// - Throws: `CancellationError` when cancelled, or the store's error.
     public func run() async throws {
-        let signal = store.core.outboxSignal
+        let signal = store.outboxSignal
         while true {
             try Task.checkCancellation()
             let seen = signal.generation

@@ -26,7 +26,7 @@ extension WriteContext {
     func enqueue(_ input: ValidatedMessages) throws {
         guard !input.messages.isEmpty else { return }
         try OutboxEngine(engine: engine).insert(input.messages, now: Date())
-        enqueuedOperations = true
+        observer(OutboxCommitObserver.self)?.noteEnqueued()
     }
 }
 
@@ -50,7 +50,7 @@ extension RecordStore {
         let input = try ValidatedChanges(collection, changes: changes, operation: .apply)
         let queued = try ValidatedMessages(messages, operation: .apply)
         let inline = mayWriteInline(input.upserts.count + input.removals.count + queued.messages.count)
-        _ = try await performWrite(.apply, collection: input.collection, inline: inline, teachesRepositories: true) {
+        _ = try await performWrite(.apply, collection: input.collection, inline: inline, origin: .recordAPI) {
             context in
             try context.apply(input.collection, upserts: input.upserts, removals: input.removals)
             try context.enqueue(queued)
@@ -110,7 +110,7 @@ public struct Outbox: Sendable {
         let found = try await store.performWrite(.outboxRequeue, collection: nil) { context in
             try OutboxEngine(engine: context.engine).requeue(id, now: Date())
         }
-        if found { store.core.outboxSignal.notify() } else { throw Self.notDead(id, .outboxRequeue) }
+        if found { store.outboxSignal.notify() } else { throw Self.notDead(id, .outboxRequeue) }
     }
 
     /// Removes one dead letter, explicitly and for good.

@@ -143,11 +143,11 @@ public actor RecordRepository<Item> where Item: Codable & Identifiable & Equatab
             steps: ItemMigrator.checkPlan(currentVersion: itemVersion, migrations: migrations),
             makeFinisher: Self.makeFinisher(collection: collection, coding: coding, strategies: strategies))
         self.learnedName = RecordNames.normalized(collection)
-        store.core.learned.register(inbox, for: learnedName)
+        store.learned.register(inbox, for: learnedName)
     }
 
     deinit {
-        store.core.learned.unregister(inbox, for: learnedName)
+        store.learned.unregister(inbox, for: learnedName)
     }
 
     // MARK: Reading
@@ -301,7 +301,7 @@ public actor RecordRepository<Item> where Item: Codable & Identifiable & Equatab
         try await prepareForWriting()
         learnStoreWrites()
         let known = versions
-        let written = try await store.write(teachesRepositories: false) { [values] transaction in
+        let written = try await store.write(origin: .library) { [values] transaction in
             try migrator.run(in: transaction)
             let stored = try transaction.read(collection) ?? [:]
             let removals = Set(stored.keys).subtracting(values.keys)

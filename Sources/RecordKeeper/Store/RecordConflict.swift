@@ -107,7 +107,7 @@ extension RecordStore {
         _ input: ValidatedChanges, expecting expected: [String: RecordVersion?]
     ) async throws -> [String: RecordVersion] {
         let inline = mayWriteInline(input.upserts.count + input.removals.count)
-        return try await performWrite(.apply, collection: input.collection, inline: inline, teachesRepositories: true) {
+        return try await performWrite(.apply, collection: input.collection, inline: inline, origin: .recordAPI) {
             context in
             try context.apply(
                 input.collection, upserts: input.upserts, removals: input.removals, expecting: expected)

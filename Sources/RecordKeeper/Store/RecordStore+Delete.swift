@@ -29,7 +29,7 @@ extension RecordStore {
                 if let version { throw WriteContext.goneConflict(name, key: key, expected: version) }
                 return false
             }
-            return try await performWrite(.delete, collection: name, inline: mayWriteInline(1), teachesRepositories: true) {
+            return try await performWrite(.delete, collection: name, inline: mayWriteInline(1), origin: .recordAPI) {
                 context in
                 try context.delete(name, key: key, ifVersion: version)
             }

@@ -48,7 +48,7 @@ extension RecordStore {
     public func changes(in collection: String) -> AsyncStream<RecordChanges> {
         guard !collection.isEmpty else { return AsyncStream { $0.finish() } }
         let name = RecordNames.normalized(collection)
-        let watcher = core.watcher
+        let watcher = watcher
         let id: UUID
         if path == nil {
             // In memory only this store writes, and logs only while a stream is registered:
@@ -104,7 +104,7 @@ extension RecordStore {
     /// progress). Calling it again while suspended does nothing; an in-memory store holds no
     /// lock and is not affected.
     public nonisolated func suspendObservation() {
-        core.watcher.suspend()
+        watcher.suspend()
     }
 
     /// Observes the store file again after ``suspendObservation()``: takes the observers'
@@ -113,18 +113,18 @@ extension RecordStore {
     /// file did not change while suspended, else one full state of its collection. Does nothing
     /// when not suspended.
     public nonisolated func resumeObservation() {
-        core.watcher.resume()
+        watcher.resume()
     }
 
     /// How many change streams observe `collection` (for tests).
     nonisolated func observerCount(_ collection: String) -> Int {
-        core.watcher.count(RecordNames.normalized(collection))
+        watcher.count(RecordNames.normalized(collection))
     }
 
     /// How many change streams of `collection` have a consumer waiting for a change (for tests:
     /// the handshake "the consumer is parked now").
     nonisolated func waitingConsumerCount(_ collection: String) -> Int {
-        core.watcher.waitingCount(RecordNames.normalized(collection))
+        watcher.waitingCount(RecordNames.normalized(collection))
     }
 }
 

@@ -153,17 +153,16 @@ extension RecordStore {
         }
     }
 
-    /// Runs one write transaction (see `StoreCore.performWrite`). `teachesRepositories`: a
-    /// write through the store's own record API, whose versions the repositories on this store
-    /// learn (see `LearnedVersions`).
+    /// Runs one write transaction (see `StoreCore.performWrite`) whose changes come from
+    /// `origin` (see `TransactionOrigin`).
     nonisolated(nonsending) func performWrite<T: Sendable>(
-        _ operation: StoreOperation, collection: String?, inline: Bool = false, teachesRepositories: Bool = false,
+        _ operation: StoreOperation, collection: String?, inline: Bool = false, origin: TransactionOrigin = .library,
         _ body: @Sendable (WriteContext) throws -> T
     ) async throws -> T {
         try await execute(inline: inline) { core, state, refuseWaiting in
             try core.performWrite(
                 state, operation, collection: collection, refuseWaiting: refuseWaiting,
-                teachesRepositories: teachesRepositories, body)
+                origin: origin, body)
         }
     }
 

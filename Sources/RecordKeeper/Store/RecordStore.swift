@@ -55,6 +55,12 @@ public actor RecordStore {
 
     /// The connections and the state requests share, behind locks (see `StoreCore`).
     nonisolated let core: StoreCore
+    /// Delivers the change log to this store's change streams.
+    nonisolated let watcher: ChangeWatcher
+    /// Wakes outbox processors after a commit that enqueued operations.
+    nonisolated let outboxSignal = OutboxSignal()
+    /// The repositories on this store that learn the versions its own record API writes.
+    nonisolated let learned = LearnedVersions()
     /// Where a file store's reads run when they do not run inline.
     nonisolated let reader: ReadRunner
     var opening: OpeningAttempt?
@@ -91,8 +97,17 @@ public actor RecordStore {
         let label = "RecordKeeper.RecordStore \(path ?? "in-memory")"
         let executor = DatabaseExecutor(label: label)
         self.executor = executor
-        self.core = StoreCore(path: path, options: options, executor: executor)
+        let watcher = ChangeWatcher(path: path, options: options)
+        self.watcher = watcher
+        self.core = StoreCore(
+            path: path, options: options, executor: executor,
+            observers: Self.transactionObservers(path: path, watcher: watcher, outbox: outboxSignal, learned: learned))
+        watcher.core = core
         self.reader = ReadRunner(label: label + " reads")
+    }
+
+    deinit {
+        watcher.storeReleased()
     }
 
     /// The file path of `url`, as `url.path` gives it. The first `URL.path` of a process costs
@@ -219,7 +234,7 @@ public actor RecordStore {
     public nonisolated(nonsending) func apply(_ collection: String, changes: RecordChanges) async throws -> AppliedChanges {
         let input = try ValidatedChanges(collection, changes: changes, operation: .apply)
         let inline = mayWriteInline(input.upserts.count + input.removals.count)
-        return try await performWrite(.apply, collection: input.collection, inline: inline, teachesRepositories: true) {
+        return try await performWrite(.apply, collection: input.collection, inline: inline, origin: .recordAPI) {
             context in
             try context.applyReporting(input.collection, upserts: input.upserts, removals: input.removals)
         }
@@ -227,7 +242,7 @@ public actor RecordStore {
 
     private nonisolated(nonsending) func apply(changes: ValidatedChanges, _ operation: StoreOperation) async throws {
         let inline = mayWriteInline(changes.upserts.count + changes.removals.count)
-        _ = try await performWrite(operation, collection: changes.collection, inline: inline, teachesRepositories: true) {
+        _ = try await performWrite(operation, collection: changes.collection, inline: inline, origin: .recordAPI) {
             context in
             try context.apply(changes.collection, upserts: changes.upserts, removals: changes.removals)
         }
@@ -243,7 +258,7 @@ public actor RecordStore {
         _ collection: String, values: [String: Data], onlyIfAbsent: Bool = false
     ) async throws -> [String: Data] {
         let input = try ValidatedChanges(collection, values: values, operation: .replace)
-        return try await performWrite(.replace, collection: input.collection, teachesRepositories: true) { context in
+        return try await performWrite(.replace, collection: input.collection, origin: .recordAPI) { context in
             if onlyIfAbsent, let existing = try context.engine.readAll(input.collection) {
                 return existing
             }
@@ -262,7 +277,7 @@ public actor RecordStore {
         let name = try RecordNames.collection(collection, operation: .removeCollection)
         let isStore = try await performRead(.removeCollection, collection: name) { $0.engine != nil }
         guard isStore else { return }
-        try await performWrite(.removeCollection, collection: name, teachesRepositories: true) { try $0.removeCollection(name) }
+        try await performWrite(.removeCollection, collection: name, origin: .recordAPI) { try $0.removeCollection(name) }
     }
 
     /// Makes the next write transaction fail at its commit and roll back, as a real commit
@@ -294,15 +309,16 @@ public actor RecordStore {
     /// }
     /// ```
     public nonisolated func write<T: Sendable>(_ body: @Sendable (RecordTransaction) throws -> T) async throws -> T {
-        try await write(teachesRepositories: true, body)
+        try await write(origin: .recordAPI, body)
     }
 
-    /// ``write(_:)``; repositories write with `teachesRepositories: false`, so that other
-    /// repositories on this store do not learn their versions (they stay conflicts).
+    /// ``write(_:)`` with its changes coming from `origin`; repositories write with `.library`,
+    /// so that other repositories on this store do not learn their versions (they stay
+    /// conflicts).
     nonisolated func write<T: Sendable>(
-        teachesRepositories: Bool, _ body: @Sendable (RecordTransaction) throws -> T
+        origin: TransactionOrigin, _ body: @Sendable (RecordTransaction) throws -> T
     ) async throws -> T {
-        try await performWrite(.write, collection: nil, teachesRepositories: teachesRepositories) { context in
+        try await performWrite(.write, collection: nil, origin: origin) { context in
             let transaction = RecordTransaction(context: context)
             defer { transaction.invalidate() }
             return try body(transaction)

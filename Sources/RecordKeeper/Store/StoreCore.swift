@@ -38,12 +38,8 @@ final class StoreCore: @unchecked Sendable {
     let executor: DatabaseExecutor
     private let lock = NSLock()
     private let state = CoreState()
-    /// Delivers the change log to this store's change streams.
-    let watcher: ChangeWatcher
-    /// Wakes outbox processors after a commit that enqueued operations.
-    let outboxSignal = OutboxSignal()
-    /// The repositories on this store that learn the versions its own record API writes.
-    let learned = LearnedVersions()
+    /// Makes the observers of the store's write transactions (see `TransactionObserver`).
+    private let makeObservers: @Sendable () -> [any TransactionObserver]
     private let readLock = NSLock()
     private let readState = ReadState()
     private let generationLock = NSLock()
@@ -59,16 +55,14 @@ final class StoreCore: @unchecked Sendable {
     /// automatic checkpoint uses the same figure).
     static let checkpointThreshold = 1000
 
-    init(path: String?, options: RecordStore.Options, executor: DatabaseExecutor) {
+    init(
+        path: String?, options: RecordStore.Options, executor: DatabaseExecutor,
+        observers makeObservers: @escaping @Sendable () -> [any TransactionObserver]
+    ) {
         self.path = path
         self.options = options
         self.executor = executor
-        watcher = ChangeWatcher(path: path, options: options)
-        watcher.core = self
-    }
-
-    deinit {
-        watcher.storeReleased()
+        self.makeObservers = makeObservers
     }
 
     /// Runs `body` with the writer's state, waiting for the lock.
@@ -129,9 +123,8 @@ final class CoreState {
     /// nothing watches it: every commit checks the path).
     var pathWatch: StorePathWatch?
     var failNextCommit = false
-    /// The observers' lock of a file store (see `ObserverLock`), opened by the first write.
-    var observerLock: ObserverLock?
-    var observerLockUnavailable = false
+    /// The observers of write transactions, made by the first write (see `StoreCore.observers`).
+    var observers: [any TransactionObserver]?
 
     /// The log size (frames) at which the next commit schedules a checkpoint.
     var nextCheckpointAt = StoreCore.checkpointThreshold
@@ -295,20 +288,19 @@ extension StoreCore {
     /// Call with the lock held.
     func performWrite<T>(
         _ state: CoreState, _ operation: StoreOperation, collection: String?, refuseWaiting: Bool = false,
-        teachesRepositories: Bool = false, _ body: (WriteContext) throws -> T
+        origin: TransactionOrigin = .library, _ body: (WriteContext) throws -> T
     ) throws -> T {
         do {
             let result = try perform(state, operation, collection: collection, refuseWaiting: refuseWaiting) {
                 engine -> T in
                 try engine.begin(immediate: true)
-                let unobserved = claimUnobserved(state)
-                defer { if unobserved { state.observerLock?.release() } }
-                let context = WriteContext(engine: engine, logsChanges: !unobserved, learned: learned)
-                context.teachesRepositories = teachesRepositories
+                let context = WriteContext(
+                    engine: engine, origin: origin, observers: observers(state), fileIdentity: state.fileIdentity)
                 do {
-                    try watcher.positionNewStreams(engine)
+                    for observer in context.observers { try observer.transactionDidBegin(context) }
                     let result = try body(context)
                     try context.finish()
+                    for observer in context.observers { try observer.transactionWillCommit(context) }
                     try Task.checkCancellation()
                     if state.failNextCommit {
                         state.failNextCommit = false
@@ -317,14 +309,10 @@ extension StoreCore {
                     }
                     try checkFileIdentity(state, operation, collection: collection)
                     try engine.commit()
-                    if context.enqueuedOperations { outboxSignal.notify() }
-                    context.teachRepositories()
-                    #if canImport(Darwin)
-                        // Other processes' streams wake on this (see `DarwinChangeSignal`).
-                        if context.loggedChanges, let identity = state.fileIdentity { CommitNotice.post(identity) }
-                    #endif
+                    for observer in context.observers { observer.transactionDidCommit(context) }
                     return result
                 } catch {
+                    defer { for observer in context.observers { observer.transactionDidRollBack(context) } }
                     do {
                         try engine.rollback(after: error)
                     } catch {
@@ -335,7 +323,6 @@ extension StoreCore {
                     throw error
                 }
             }
-            watcher.committed()
             scheduleCheckpointIfDue(state)
             return result
         } catch let error as RecordStoreError where error.code == .readOnly {
@@ -347,20 +334,13 @@ extension StoreCore {
         }
     }
 
-    /// True when no change stream of any connection observes the store, holding the observers'
-    /// lock exclusively until the transaction ends (see `ObserverLock`); false when the
-    /// transaction must log its changes. Call with the lock held, inside the write transaction.
-    private func claimUnobserved(_ state: CoreState) -> Bool {
-        guard let path else { return !watcher.hasSubscribers }  // in memory, only this store
-        if state.observerLock == nil, !state.observerLockUnavailable {
-            do {
-                state.observerLock = try ObserverLock(storePath: path)
-            } catch {
-                // Not a failure of the write: without the lock file it logs every change.
-                state.observerLockUnavailable = true
-            }
-        }
-        return state.observerLock?.lockIfUnobserved() ?? false
+    /// The store's transaction observers, made by the first write (so that a store only read
+    /// never builds them). Call with the lock held.
+    private func observers(_ state: CoreState) -> [any TransactionObserver] {
+        if let observers = state.observers { return observers }
+        let observers = makeObservers()
+        state.observers = observers
+        return observers
     }
 
     /// Throws `fileReplaced` (and drops the connection, so the next request opens the file now

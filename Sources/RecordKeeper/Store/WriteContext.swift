@@ -1,8 +1,9 @@
 import Foundation
 
-/// The state of one write transaction: the versions it gives the records it inserts, and
-/// what it actually changed, written to the change log (format 3, `ChangeLog`) for the
-/// change streams of every connection.
+/// The state of one write transaction: the versions it gives the records it inserts, what it
+/// removed, and where its changes come from. What it changes is told to the store's
+/// ``TransactionObserver``s (the change log, sync capture, the outbox's wake-up, the
+/// repositories' learned versions), which the core runs around it (`StoreCore.performWrite`).
 ///
 /// Versions (format 1, see docs/FORMAT.md): an update gives a record its previous version + 1;
 /// an insert gives it `floor + 1`, where the floor (`store_meta.last_version`) is at least every
@@ -11,44 +12,47 @@ import Foundation
 /// transaction that only updates writes nothing but the records themselves.
 final class WriteContext {
     let engine: RecordEngine
-    /// False when no change stream observes the store: nothing is logged (see `ObserverLock`).
-    private let logsChanges: Bool
-    /// The first and last change-log seq this transaction wrote.
-    private var firstLogged: Int64?
-    private var lastLogged: Int64 = 0
-    /// True once this transaction logged more rows than the log keeps (see `log`).
-    private var overflowed = false
+    /// Where the changes made now come from (see `withOrigin(_:_:)`).
+    private(set) var origin: TransactionOrigin
+    /// The store's observers, in their order of registration.
+    let observers: [any TransactionObserver]
+    /// The identity of the store file the transaction writes (nil in memory).
+    let fileIdentity: StoreFileIdentity?
     /// Collections this transaction already looked up (see `remember(_:for:)`).
     private var knownCollections: [String: CollectionRef] = [:]
     /// The stored floor, read on first need.
     private var storedFloor: Int64?
     /// The floor including the versions this transaction removed.
     private var floor: Int64?
-    /// True once this transaction wrote change-log rows (some stream observes the store).
-    var loggedChanges: Bool { firstLogged != nil }
-    /// True once the transaction queued outbox operations (see `RecordStore+Outbox.swift`).
-    var enqueuedOperations = false
-    /// False in transactions of sync itself (pulled changes, conflict bookkeeping): their
-    /// changes of synced collections are not captured as operations (no echo).
-    var capturesSync = true
-    /// The records of synced collections this transaction changed, in first-change order
-    /// (format 5): `finish()` writes them as one sync operation.
-    private var captured: [SyncRecordKey] = []
-    private var capturedSet: Set<SyncRecordKey> = []
     /// How many records this transaction removed (a delete reports whether it removed one).
     private(set) var removedRecords = 0
-    /// True for writes through the store's own record API: after the commit, the versions
-    /// they gave records are told to the repositories on this store (`WriteContext+Learning`).
-    var teachesRepositories = false
-    /// The repositories that learn versions, by collection.
-    let learned: LearnedVersions?
-    /// Per collection: whether a repository learns it, and the version changes seen so far.
-    var learning: [String: LearnedCollection] = [:]
 
-    init(engine: RecordEngine, logsChanges: Bool, learned: LearnedVersions? = nil) {
+    init(
+        engine: RecordEngine, origin: TransactionOrigin, observers: [any TransactionObserver],
+        fileIdentity: StoreFileIdentity? = nil
+    ) {
         self.engine = engine
-        self.logsChanges = logsChanges
-        self.learned = learned
+        self.origin = origin
+        self.observers = observers
+        self.fileIdentity = fileIdentity
+    }
+
+    /// Runs `body` with its changes coming from `origin` (a repository's migration rewriting
+    /// records inside a save, which sync must not capture), then restores the origin.
+    func withOrigin<T>(_ origin: TransactionOrigin, _ body: () throws -> T) rethrows -> T {
+        let saved = self.origin
+        self.origin = origin
+        defer { self.origin = saved }
+        return try body()
+    }
+
+    /// The registered observer of type `O`, for a feature to reach its own observer from inside
+    /// a transaction (the outbox notes that it enqueued).
+    func observer<O: TransactionObserver>(_ type: O.Type) -> O? {
+        for observer in observers {
+            if let match = observer as? O { return match }
+        }
+        return nil
     }
 
     /// The version a record inserted now gets.
@@ -70,19 +74,10 @@ final class WriteContext {
         if version > current { floor = version }
     }
 
-    /// Stores the raised floor, if removals raised it, and trims the change log when this
-    /// transaction's entries crossed a trimming point. Call before committing.
+    /// Stores the raised floor, if removals raised it. Call before committing (before the
+    /// observers' `transactionWillCommit`).
     func finish() throws {
-        if !captured.isEmpty { try engine.captureSyncOperation(captured) }
-        try finishLearning()
         if let floor, let storedFloor, floor > storedFloor { try engine.setLastVersion(floor) }
-        if overflowed {
-            // Keep only the newest row (a seq is never given out twice): every stream is now
-            // behind the log and resyncs from the records.
-            try engine.trimChangeLog(through: lastLogged - 1)
-        } else if let firstLogged, let bound = ChangeLog.trimBound(first: firstLogged, last: lastLogged) {
-            try engine.trimChangeLog(through: bound)
-        }
     }
 
     // MARK: Operations (names already validated and normalized)
@@ -110,7 +105,7 @@ final class WriteContext {
     ) throws -> [String: RecordVersion] {
         guard let expected else {
             let ref = try establish(collection)
-            try noteVersionsBefore(collection, id: ref.id, upserts: upserts, removals: removals)
+            try noteVersionsBefore(collection, ref: ref, upserts: upserts, removals: removals)
             try remove(removals, ref: ref, collection: collection)
             try upsertUnconditionally(upserts, ref: ref, collection: collection)
             return [:]
@@ -148,7 +143,7 @@ final class WriteContext {
     ) throws -> [RecordVersion?] {
         let ref = try establish(collection)
         let id = ref.id
-        try noteVersionsBefore(collection, id: id, upserts: upserts, removals: removals)
+        try noteVersionsBefore(collection, ref: ref, upserts: upserts, removals: removals)
         var conflicts: [String: RecordVersion?] = [:]
         var expectedVersions: [String: RecordVersion?] = [:]
         for (key, version) in checks {
@@ -259,7 +254,7 @@ final class WriteContext {
         let existing = try engine.collectionForWriting(collection)
         let ref = try existing ?? engine.establishForWriting(collection)
         let id = ref.id
-        try noteVersionsBefore(collection, id: id, upserts: upserts, removals: removals)
+        try noteVersionsBefore(collection, ref: ref, upserts: upserts, removals: removals)
         var applied = AppliedChanges()
         for key in removals {
             guard let removedVersion = try engine.remove(id, collection: collection, key: key) else {
@@ -304,30 +299,30 @@ final class WriteContext {
         knownCollections[collection] = nil
         guard let ref = try engine.collectionForWriting(collection) else { return }
         let id = ref.id
-        try noteVersionsBeforeRemoving(collection, id: id)
+        let observed = ObservedCollection(name: collection, ref: ref)
+        for observer in observers { try observer.collectionWillBeRemoved(observed, in: self) }
         // Every key, so that streams deliver the removal of each (and a synced collection's
-        // removal travels as a tombstone per record).
-        if (logsChanges && !overflowed) || (ref.synced && capturesSync) {
+        // removal travels as a tombstone per record), when an observer wants them.
+        if observers.contains(where: { $0.observesRemoval(of: observed, in: self) }) {
             for key in try engine.versions(id, collection: collection).keys { try log(collection, key, ref) }
         }
         if let highest = try engine.highestVersion(id, collection: collection) { try removed(version: highest) }
         try engine.removeCollection(id, name: collection)
     }
 
-    /// Logs that `key` of `collection` changed (inserted, updated or removed), and captures
-    /// it for sync when the collection is synced.
+    /// Tells the observers that `key` of `collection` changed (inserted, updated or removed).
     private func log(_ collection: String, _ key: String, _ ref: CollectionRef) throws {
-        if ref.synced, capturesSync {
-            let record = SyncRecordKey(collection: collection, key: key)
-            if capturedSet.insert(record).inserted { captured.append(record) }
+        let observed = ObservedCollection(name: collection, ref: ref)
+        for observer in observers { try observer.recordDidChange(observed, key: key, in: self) }
+    }
+
+    /// Tells the observers that the named keys of `collection` are about to change.
+    private func noteVersionsBefore(
+        _ collection: String, ref: CollectionRef, upserts: [(key: String, data: Data)], removals: [String]
+    ) throws {
+        let observed = ObservedCollection(name: collection, ref: ref)
+        for observer in observers {
+            try observer.recordsWillChange(observed, upserting: upserts, removing: removals, in: self)
         }
-        // A transaction that changes more records than the log keeps would push every stream
-        // behind the log anyway (each is positioned before it), so they all resync from the
-        // records: the rows past that point would only be trimmed again at commit.
-        guard logsChanges, !overflowed else { return }
-        let seq = try engine.logChange(collection, key: key)
-        if firstLogged == nil { firstLogged = seq }
-        lastLogged = seq
-        if seq - (firstLogged ?? seq) >= ChangeLog.retainedEntries { overflowed = true }
     }
 }

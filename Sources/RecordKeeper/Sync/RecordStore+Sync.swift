@@ -93,8 +93,10 @@ extension RecordStore {
             switch resolution {
             case .server:
                 if editedSince {
-                    context.capturesSync = false
-                    try RecordSync.write(conflict.server.map { .payload($0) } ?? .tombstone, to: record, in: context)
+                    // The server's value, written as sync writes pulled values: not captured.
+                    try context.withOrigin(.sync) {
+                        try RecordSync.write(conflict.server.map { .payload($0) } ?? .tombstone, to: record, in: context)
+                    }
                     try context.engine.setSyncItemVersion(record, conflict.serverItemVersion)
                     try context.engine.dropPendingSyncChanges(record, after: 0)
                 }

@@ -73,8 +73,7 @@ extension RecordSync {
             // A continuous sync pushes the reissued operations.
             localCommits.notify()
         }
-        return try await store.performWrite(.syncPush, collection: nil) { context in
-            context.capturesSync = false
+        return try await store.performWrite(.syncPush, collection: nil, origin: .sync) { context in
             let engine = context.engine
             guard try engine.hasSyncTables(), try engine.syncStateString("space") != nil else {
                 throw SyncError(.invalidRequest, "sync has not started for this store: nothing to recover")
@@ -100,8 +99,7 @@ extension RecordSync {
             throw SyncError(.invalidRequest, "sync has not started for this store: call start(space:collections:) first")
         }
         guard rebind else { return settings }
-        return try await store.performWrite(.syncPush, collection: nil) { context in
-            context.capturesSync = false
+        return try await store.performWrite(.syncPush, collection: nil, origin: .sync) { context in
             let engine = context.engine
             guard let space = try engine.syncStateString("space") else {
                 throw SyncError(.invalidRequest, "sync has not started for this store: call start(space:collections:) first")

@@ -99,7 +99,7 @@ extension RecordSync {
             }
             let result: SyncPullPageResult
             do {
-                result = try await store.performWrite(.syncPull, collection: nil) {
+                result = try await store.performWrite(.syncPull, collection: nil, origin: .sync) {
                     [page, pulledAfter, filter, resync] context in
                     try Self.apply(page, after: pulledAfter, filter: filter, space: space, resync: resync, in: context)
                 }
@@ -176,7 +176,6 @@ extension RecordSync {
         _ page: SyncPage, after pulledAfter: SyncCursor, filter: Set<String>?, space: String,
         resync: SyncResyncStep? = nil, in context: WriteContext
     ) throws -> SyncPullPageResult {
-        context.capturesSync = false
         let engine = context.engine
         var refused: [String] = []
         let synced = try engine.syncCollections()

@@ -156,7 +156,7 @@ extension RecordSync {
                 let store = self.store
                 let checked = chain
                 let current = Task {
-                    try await store.performWrite(.syncPush, collection: nil) { context in
+                    try await store.performWrite(.syncPush, collection: nil, origin: .sync) { context in
                         try Self.apply(outcomes, of: operations, batch, chain: checked, in: context)
                     }
                 }
@@ -268,7 +268,6 @@ extension RecordSync {
         _ outcomes: [SyncOutcome], of sent: [SyncOperation], _ batch: [PendingSyncOperation], chain: SyncChain,
         in context: WriteContext
     ) throws -> SyncPushBatchResult {
-        context.capturesSync = false
         let engine = context.engine
         try engine.advanceSyncChain(to: chain)
         let conflictsExist = try engine.hasSyncConflicts()

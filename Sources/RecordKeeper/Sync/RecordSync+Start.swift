@@ -5,7 +5,6 @@ extension RecordSync {
     static func start(
         space: String, collections names: [String], policy: SyncConflictPolicy, in context: WriteContext
     ) throws {
-        context.capturesSync = false
         let engine = context.engine
         // Spaces are compared and stored in NFC, like collection names and keys: the server
         // compares bytes. A space an older version stored as given is kept as it is (the server

@@ -239,7 +239,7 @@ public actor RecordSync {
             }
             if !names.contains(name) { names.append(name) }
         }
-        try await store.performWrite(.syncStart, collection: nil) { [names] context in
+        try await store.performWrite(.syncStart, collection: nil, origin: .sync) { [names] context in
             try Self.start(space: space, collections: names, policy: policy, in: context)
         }
         // A continuous sync pushes the records it captured, and follows the new collections.

@@ -165,7 +165,7 @@ import Testing
             #expect(transport.attempts.map(\.id) == [first.id, second.id])
             // A write without an enqueue does not wake it: the store's signal, run()'s only
             // wake-up besides its sleep (which the test holds), does not move.
-            let signal = store.core.outboxSignal
+            let signal = store.outboxSignal
             let generation = signal.generation
             let rounds = sleeper.requested.withLock { $0.count }
             try await store.put("c", key: "other", data: Data())

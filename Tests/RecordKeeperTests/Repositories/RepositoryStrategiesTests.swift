@@ -83,7 +83,7 @@ import Testing
     @Test func `strategies a newer library recorded are refused, not guessed`() async throws {
         try await withStore(.onDisk) { store, _ in
             try await RecordRepository<Event>(store: store, collection: "events", strategies: Self.iso).save(Self.event)
-            try await store.write(teachesRepositories: false) { tx in
+            try await store.write(origin: .library) { tx in
                 try tx.setItemVersion(1, coding: "dates=formatted;keys=snakeCase", of: "events")
             }
             let error = await #expect(throws: RepositoryError.self) {

@@ -1,0 +1,105 @@
+import Foundation
+
+/// Writes the change log (`ChangeLog`) for the change streams of every connection, as a
+/// ``TransactionObserver`` of one store's write transactions, and serves this store's streams
+/// after a commit.
+///
+/// Only transactions that some stream observes log (`ObserverLock`): a transaction that finds
+/// no stream holds the observers' lock exclusively until it ends and logs nothing. In memory
+/// only this store's streams can observe.
+final class ChangeLogObserver: TransactionObserver {
+    /// The store file (nil in memory).
+    private let path: String?
+    /// Delivers the change log to this store's streams.
+    private let watcher: ChangeWatcher
+    /// The observers' lock of a file store, opened by the first write.
+    private var observerLock: ObserverLock?
+    private var observerLockUnavailable = false
+
+    // The transaction running now:
+    /// True when some stream observes it: it logs its changes.
+    private var logs = false
+    /// True while it holds the observers' lock exclusively (nothing observes, nothing logged).
+    private var holdsLock = false
+    /// The first and last change-log seq it wrote.
+    private var firstLogged: Int64?
+    private var lastLogged: Int64 = 0
+    /// True once it logged more rows than the log keeps (see `recordDidChange`).
+    private var overflowed = false
+
+    init(path: String?, watcher: ChangeWatcher) {
+        self.path = path
+        self.watcher = watcher
+    }
+
+    func transactionDidBegin(_ transaction: WriteContext) throws {
+        firstLogged = nil
+        lastLogged = 0
+        overflowed = false
+        let unobserved = claimUnobserved()
+        holdsLock = unobserved && path != nil
+        logs = !unobserved
+        try watcher.positionNewStreams(transaction.engine)
+    }
+
+    func recordDidChange(_ collection: ObservedCollection, key: String, in transaction: WriteContext) throws {
+        // A transaction that changes more records than the log keeps would push every stream
+        // behind the log anyway (each is positioned before it), so they all resync from the
+        // records: the rows past that point would only be trimmed again at commit.
+        guard logs, !overflowed else { return }
+        let seq = try transaction.engine.logChange(collection.name, key: key)
+        if firstLogged == nil { firstLogged = seq }
+        lastLogged = seq
+        if seq - (firstLogged ?? seq) >= ChangeLog.retainedEntries { overflowed = true }
+    }
+
+    func observesRemoval(of collection: ObservedCollection, in transaction: WriteContext) -> Bool {
+        logs && !overflowed
+    }
+
+    /// Trims the log when this transaction's entries crossed a trimming point.
+    func transactionWillCommit(_ transaction: WriteContext) throws {
+        if overflowed {
+            // Keep only the newest row (a seq is never given out twice): every stream is now
+            // behind the log and resyncs from the records.
+            try transaction.engine.trimChangeLog(through: lastLogged - 1)
+        } else if let firstLogged, let bound = ChangeLog.trimBound(first: firstLogged, last: lastLogged) {
+            try transaction.engine.trimChangeLog(through: bound)
+        }
+    }
+
+    func transactionDidCommit(_ transaction: WriteContext) {
+        #if canImport(Darwin)
+            // Other processes' streams wake on this (see `DarwinChangeSignal`).
+            if firstLogged != nil, let identity = transaction.fileIdentity { CommitNotice.post(identity) }
+        #endif
+        end()
+        watcher.committed()
+    }
+
+    func transactionDidRollBack(_ transaction: WriteContext) {
+        end()
+    }
+
+    private func end() {
+        if holdsLock { observerLock?.release() }
+        holdsLock = false
+        logs = false
+    }
+
+    /// True when no change stream of any connection observes the store, holding the observers'
+    /// lock exclusively until the transaction ends (see `ObserverLock`); false when the
+    /// transaction must log its changes.
+    private func claimUnobserved() -> Bool {
+        guard let path else { return !watcher.hasSubscribers }  // in memory, only this store
+        if observerLock == nil, !observerLockUnavailable {
+            do {
+                observerLock = try ObserverLock(storePath: path)
+            } catch {
+                // Not a failure of the write: without the lock file it logs every change.
+                observerLockUnavailable = true
+            }
+        }
+        return observerLock?.lockIfUnobserved() ?? false
+    }
+}

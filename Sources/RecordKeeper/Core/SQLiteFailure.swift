@@ -3,47 +3,26 @@ import CSQLite
 /// A failure reported by SQLite, before the store adds which operation, collection and key it
 /// belonged to (`RecordStoreError+SQLite.swift` in `Store/` maps it).
 struct SQLiteFailure: Error {
-    /// The extended result code.
-    let code: Int32
+    /// The extended result code (match it with ``ResultCode``'s names: a primary code as a
+    /// pattern matches its extended codes).
+    let code: ResultCode
     /// `sqlite3_errmsg`, read at once after the failing call.
     let message: String
     /// The operating system's error number behind an I/O or open failure
     /// (`sqlite3_system_errno`), 0 when none or unknown.
     let systemErrno: Int32
 
-    /// The primary result code (the low byte of the extended code).
-    var primaryCode: Int32 { code & 0xFF }
-
-    /// `SQLITE_CONSTRAINT_UNIQUE`: a UNIQUE constraint or index refused the row. (SQLite's
-    /// extended codes are C macros Swift does not import: `SQLITE_CONSTRAINT | (8 << 8)`.)
-    static let constraintUnique = SQLITE_CONSTRAINT | (8 << 8)
-
-    /// Whether a UNIQUE constraint or index refused the row.
-    var isUniqueConstraint: Bool { code == Self.constraintUnique }
-
-    /// What kind of failure this is, for layers above that must not depend on SQLite's codes.
-    enum Kind: Equatable {
-        case notADatabase, corrupt, cannotOpen, readOnly, full, busy, ioError, tooBig, interrupted
-        case other
-    }
-
-    var kind: Kind {
-        switch primaryCode {
-        case SQLITE_NOTADB: .notADatabase
-        case SQLITE_CORRUPT: .corrupt
-        case SQLITE_CANTOPEN: .cannotOpen
-        case SQLITE_READONLY: .readOnly
-        case SQLITE_FULL: .full
-        case SQLITE_BUSY, SQLITE_LOCKED: .busy
-        case SQLITE_IOERR: .ioError
-        case SQLITE_TOOBIG: .tooBig
-        case SQLITE_INTERRUPT: .interrupted
-        default: .other
+    /// Whether another connection holds a lock this call needed (`SQLITE_BUSY`, or
+    /// `SQLITE_LOCKED` within one shared cache).
+    var isBusy: Bool {
+        switch code {
+        case .busy, .locked: true
+        default: false
         }
     }
 
     init(code: Int32, message: String, systemErrno: Int32 = 0) {
-        self.code = code
+        self.code = ResultCode(rawValue: code)
         self.message = message
         self.systemErrno = systemErrno
     }

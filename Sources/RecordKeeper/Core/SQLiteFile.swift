@@ -18,13 +18,15 @@ import CSQLite
 /// else sees (SQLite's "How To Corrupt", §2.2). SQLite's unix VFS knows this: a file it closes
 /// while the process still holds locks on it is kept open until they are released.
 enum SQLiteFile {
-    /// `SQLITE_IOERR_SHORT_READ`, a macro Swift does not import: the file ended first.
-    private static let shortRead = SQLITE_IOERR | (2 << 8)
-
     /// Why the file could not be opened for reading.
     struct OpenFailure: Error {
-        /// The SQLite result code of the failed open.
-        let code: Int32
+        /// The SQLite result code of the failed open or read.
+        let code: ResultCode
+
+        init(code: Int32, systemError: Int32) {
+            self.code = ResultCode(rawValue: code)
+            self.systemError = systemError
+        }
         /// The system's error number (`EACCES`, …); 0 when unknown.
         let systemError: Int32
     }
@@ -52,7 +54,7 @@ enum SQLiteFile {
             }
             var bytes = [UInt8](repeating: 0, count: count)
             let code = bytes.withUnsafeMutableBytes { read(file, $0.baseAddress, Int32(count), 0) }
-            guard code == SQLITE_OK || code == Self.shortRead else {
+            guard code == SQLITE_OK || code == ResultCode.ioErrorShortRead.rawValue else {
                 return .failure(OpenFailure(code: code, systemError: errno))
             }
             return .success((bytes, code == SQLITE_OK))

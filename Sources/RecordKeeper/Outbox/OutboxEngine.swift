@@ -58,7 +58,7 @@ struct OutboxEngine {
                     try statement.bind(time, at: 5)
                     try statement.run()
                 }
-            } catch let failure as SQLiteFailure where failure.isUniqueConstraint {
+            } catch let failure as SQLiteFailure where failure.code == .constraintUnique {
                 // The unique index on `id` answers a duplicate; the statement wrote nothing and
                 // the caller's transaction rolls back.
                 let id = message.id.uuidString

@@ -15,20 +15,20 @@ extension RecordStoreError {
             code = .protectedDataUnavailable
         } else {
             code =
-                switch failure.kind {
+                switch failure.code {
                 case .notADatabase: .notADatabase
                 case .corrupt: .corruptStore
                 case .cannotOpen: .cannotOpen
                 case .readOnly: .readOnly
                 case .full: .storageFull
-                case .busy: .busy
+                case .busy, .locked: .busy
                 case .ioError: .ioError
                 case .tooBig: .tooBig
-                case .interrupted, .other: .sqlite
+                default: .sqlite
                 }
         }
         self.init(
             code: code, operation: operation, collection: collection, key: key, path: path,
-            sqliteCode: failure.code, sqliteMessage: failure.message)
+            sqliteCode: failure.code.rawValue, sqliteMessage: failure.message)
     }
 }

@@ -1,4 +1,3 @@
-import CSQLite
 import Foundation
 
 #if canImport(Glibc)
@@ -69,7 +68,7 @@ extension StoreOpener {
                 do {
                     let connection = try storeReader(path: path, options: options)
                     if try format(connection) != 0 { return .store(connection) }
-                } catch let failure as SQLiteFailure where failure.kind == .readOnly || failure.kind == .cannotOpen {
+                } catch let failure as SQLiteFailure where failure.code ~= .readOnly || failure.code ~= .cannotOpen {
                     return try snapshot(path: path, options: options, after: failure, format: format)
                 }
                 return .notAStore(try glance(path: path, header: header, options: options))
@@ -94,7 +93,7 @@ extension StoreOpener {
         if stat(path + "-wal", &info) == 0, info.st_size > 0 {
             let directory = (path as NSString).deletingLastPathComponent
             throw RecordStoreError(
-                code: .readOnly, operation: .open, path: path, sqliteCode: failure.code, sqliteMessage: failure.message,
+                code: .readOnly, operation: .open, path: path, sqliteCode: failure.code.rawValue, sqliteMessage: failure.message,
                 detail: "its write-ahead log \(path)-wal holds commits that can only be read with the log's index "
                     + "(-shm), which cannot be opened or created in \((directory as NSString).length == 0 ? "." : directory)")
         }
@@ -181,7 +180,7 @@ extension StoreOpener {
                     code: .cannotRead, operation: .open, path: path, detail: reason)
             }
             throw RecordStoreError(
-                code: error.code & 0xFF == SQLITE_IOERR ? .ioError : .cannotOpen,
+                code: error.code ~= .ioError ? .ioError : .cannotOpen,
                 operation: .open, path: path, detail: "could not read the file: \(reason)")
         }
         let magic = Array("SQLite format 3\0".utf8)

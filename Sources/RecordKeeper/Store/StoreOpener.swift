@@ -36,7 +36,7 @@ enum StoreOpener {
             try connection.setDurability(full: options.durability == .full)
         } catch let failure as SQLiteFailure {
             var error = RecordStoreError(failure, operation: .open, path: path)
-            if let path, error.code != .protectedDataUnavailable, failure.kind == .cannotOpen || failure.kind == .readOnly,
+            if let path, error.code != .protectedDataUnavailable, failure.code ~= .cannotOpen || failure.code ~= .readOnly,
                 let reason = unwritableDirectory(of: path)
             {
                 // SQLite says "unable to open database file" when it cannot create the -shm.
@@ -122,7 +122,7 @@ enum StoreOpener {
             do throws(SQLiteFailure) {
                 _ = try connection.enableWriteAheadLog()
                 return
-            } catch let failure where failure.kind == .busy && ContinuousClock.now < deadline {
+            } catch let failure where failure.isBusy && ContinuousClock.now < deadline {
                 usleep(2_000)
             }
         }

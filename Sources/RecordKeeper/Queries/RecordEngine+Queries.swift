@@ -7,19 +7,14 @@ extension RecordEngine {
     func query<T>(
         _ name: String, _ query: RecordQuery, _ body: (RecordEngine, RecordQuery, Int64) throws -> T
     ) throws -> (StoredItemVersion, T?) {
-        try begin(immediate: false)
-        do {
+        return try readTransaction {
             let state = try itemVersion(name)
             var result: T?
             if state != .absent, let id = try collectionID(name) {
                 let resolved = try Self.resolvingDates(query, state: state, collection: name)
                 result = try body(self, resolved, id)
             }
-            try commit()
             return (state, result)
-        } catch {
-            try rollback(after: error)
-            throw error
         }
     }
 

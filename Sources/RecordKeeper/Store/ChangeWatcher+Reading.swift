@@ -6,14 +6,9 @@ extension ChangeWatcher {
     /// Reads the next element of `subscriber` in one read transaction; returns it with the
     /// subscriber's new position.
     static func read(_ subscriber: Subscriber, _ engine: RecordEngine) throws -> (RecordChanges, Subscriber) {
-        try engine.begin(immediate: false)
-        do {
+        return try engine.readTransaction {
             let result = try readInTransaction(subscriber, engine)
-            try engine.commit()
             return result
-        } catch {
-            try engine.rollback(after: error)
-            throw error
         }
     }
 

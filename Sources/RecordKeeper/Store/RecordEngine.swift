@@ -445,8 +445,24 @@ struct RecordEngine {
 
     // MARK: Transactions
 
-    func begin(immediate: Bool) throws {
-        try run { immediate ? try connection.beginImmediate() : try connection.beginDeferred() }
+    /// Begins a write transaction (`StoreCore.performWrite` ends it).
+    func beginWrite() throws {
+        try run { try connection.beginImmediate() }
+    }
+
+    /// Runs `body` in one read transaction, so that everything it reads comes from one
+    /// snapshot of the store, even while other connections write: commits when it returns,
+    /// rolls back when it throws. Every read transaction is this one.
+    func readTransaction<T>(_ body: () throws -> T) throws -> T {
+        try run { try connection.beginDeferred() }
+        do {
+            let result = try body()
+            try commit()
+            return result
+        } catch {
+            try rollback(after: error)
+            throw error
+        }
     }
 
     func commit() throws {

@@ -45,15 +45,10 @@ extension RecordStore {
         let name = try RecordNames.collection(collection, operation: operation)
         return try await performRead(operation, collection: name, inline: inline) { source in
             guard let engine = source.engine else { return (StoredItemVersion.absent, nil) }
-            try engine.begin(immediate: false)
-            do {
+            return try engine.readTransaction {
                 let state = try engine.itemVersion(name)
                 let result = state == .absent ? nil : try body(engine, name, state)
-                try engine.commit()
                 return (state, result)
-            } catch {
-                try engine.rollback(after: error)
-                throw error
             }
         }
     }

@@ -336,17 +336,10 @@ public actor RecordStore {
                 defer { snapshot.invalidate() }
                 return try body(snapshot)
             }
-            try engine.begin(immediate: false)
-            let snapshot = RecordSnapshot(engine: engine)
-            do {
-                let result = try body(snapshot)
-                snapshot.invalidate()
-                try engine.commit()
-                return result
-            } catch {
-                snapshot.invalidate()
-                try engine.rollback(after: error)
-                throw error
+            return try engine.readTransaction {
+                let snapshot = RecordSnapshot(engine: engine)
+                defer { snapshot.invalidate() }
+                return try body(snapshot)
             }
         }
     }

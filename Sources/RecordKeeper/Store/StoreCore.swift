@@ -293,7 +293,7 @@ extension StoreCore {
         do {
             let result = try perform(state, operation, collection: collection, refuseWaiting: refuseWaiting) {
                 engine -> T in
-                try engine.begin(immediate: true)
+                try engine.beginWrite()
                 let context = WriteContext(
                     engine: engine, origin: origin, observers: observers(state), fileIdentity: state.fileIdentity)
                 do {

@@ -13,8 +13,7 @@ extension RecordStore {
     public nonisolated(nonsending) func syncStatus() async throws -> SyncStatus? {
         try await performRead(.syncStatus, collection: nil) { source in
             guard let engine = source.engine, try engine.hasSyncTables() else { return nil }
-            try engine.begin(immediate: false)
-            do {
+            return try engine.readTransaction {
                 var status: SyncStatus?
                 if let space = try engine.syncStateString("space"), let device = try engine.syncStateString("device") {
                     status = SyncStatus(
@@ -22,11 +21,7 @@ extension RecordStore {
                         cursor: try engine.syncCursor(), pendingOperations: try engine.pendingSyncOperationCount(),
                         conflicts: try engine.syncConflictCount())
                 }
-                try engine.commit()
                 return status
-            } catch {
-                try engine.rollback(after: error)
-                throw error
             }
         }
     }

@@ -34,17 +34,12 @@ extension RecordSync {
     ) {
         try await store.performRead(.syncPull, collection: nil) { source in
             guard let engine = source.engine, try engine.hasSyncTables() else { return (SyncCursor.start, 0, [], false) }
-            try engine.begin(immediate: false)
-            do {
+            return try engine.readTransaction {
                 let state = (
                     try engine.syncCursor(), try engine.syncChain().seen, Set(try engine.syncCollections().keys),
                     try engine.syncStateInteger("pull.resync") != nil
                 )
-                try engine.commit()
                 return state
-            } catch {
-                try engine.rollback(after: error)
-                throw error
             }
         }
     }
@@ -237,8 +232,7 @@ extension RecordSync {
             guard let engine = source.engine, try engine.hasSyncTables() else {
                 return ([], SyncChain(lastOperation: nil, lastSequence: 0, seen: 0))
             }
-            try engine.begin(immediate: false)
-            do {
+            return try engine.readTransaction {
                 let chain = try engine.syncChain()
                 var batch: [PendingSyncOperation] = []
                 var changeCount = 0
@@ -252,11 +246,7 @@ extension RecordSync {
                     batch.append(PendingSyncOperation(sequence: sequence, id: id, changes: changes))
                     changeCount += changes.count
                 }
-                try engine.commit()
                 return (batch, chain)
-            } catch {
-                try engine.rollback(after: error)
-                throw error
             }
         }
     }

@@ -131,26 +131,19 @@ extension OutboxProcessor {
 /// The deliveries of one ``OutboxProcessor/deliverDue()`` call that ended and are not yet
 /// recorded, filled by its child tasks and taken by the call, which thus records every
 /// delivery that ended meanwhile in one transaction, not only the one it woke up for.
-///
-/// `@unchecked Sendable`: `ended` is only touched under `lock`.
-/// (Synchronization's `Mutex` would need macOS 15 / iOS 18; the package supports earlier.)
-final class FinishedDeliveries: @unchecked Sendable {
-    private let lock = NSLock()
-    private var ended: [(OutboxOperation, (any Error)?)] = []
+final class FinishedDeliveries: Sendable {
+    private let ended = Protected<[(OutboxOperation, (any Error)?)]>([])
 
     /// Adds a delivery that ended; `failure` nil when the transport returned.
     func add(_ operation: OutboxOperation, failure: (any Error)?) {
-        lock.lock()
-        defer { lock.unlock() }
-        ended.append((operation, failure))
+        ended.withLock { $0.append((operation, failure)) }
     }
 
     /// The deliveries that ended since the last call, in the order they ended.
     func take() -> [(OutboxOperation, (any Error)?)] {
-        lock.lock()
-        defer { lock.unlock() }
-        let taken = ended
-        ended = []
-        return taken
+        ended.withLock { ended in
+            defer { ended = [] }
+            return ended
+        }
     }
 }

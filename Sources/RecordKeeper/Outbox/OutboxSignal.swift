@@ -5,10 +5,7 @@ import Foundation
 /// `StoreCore.performWrite` calls ``notify()`` after the commit of every write transaction
 /// that enqueued something. A processor reads ``generation`` before it looks for work and then
 /// waits for a newer generation, so a commit between the two is never missed.
-///
-/// `@unchecked Sendable`: `state` is only touched inside `withLock`, under `lock`.
-/// (Synchronization's `Mutex` would need macOS 15 / iOS 18; the package supports earlier.)
-final class OutboxSignal: @unchecked Sendable {
+final class OutboxSignal: Sendable {
     private struct Waiter {
         let id: UInt64
         let continuation: CheckedContinuation<Void, Never>
@@ -29,13 +26,10 @@ final class OutboxSignal: @unchecked Sendable {
         }
     }
 
-    private let lock = NSLock()
-    private var state = State()
+    private let state = Protected(State())
 
     private func withLock<T>(_ body: (inout State) -> T) -> T {
-        lock.lock()
-        defer { lock.unlock() }
-        return body(&state)
+        state.withLock(body)
     }
 
     /// The number of enqueue commits so far.

@@ -20,20 +20,18 @@ struct VersionChange: Sendable, Equatable {
 /// A transaction looks up the versions of the keys it names only for collections that have
 /// a repository registered here (one lock and one dictionary lookup per collection otherwise).
 ///
-/// `@unchecked Sendable`: `inboxes` is only reached with `lock` held. Lock order: after the
-/// store's writer lock (delivery runs inside a commit), before no other.
-final class LearnedVersions: @unchecked Sendable {
-    private let lock = NSLock()
+/// Lock order: after the store's writer lock (delivery runs inside a commit), before no other.
+final class LearnedVersions: Sendable {
     /// `Dictionary()`, not `[:]` (see `SQLiteConnection.queryStatements`): built with every store.
-    private var inboxes: [String: [ObjectIdentifier: VersionInbox]] = Dictionary()
+    private let inboxes = Protected<[String: [ObjectIdentifier: VersionInbox]]>(Dictionary())
 
     /// Starts telling `inbox` about writes to `collection` (a normalized name).
     func register(_ inbox: VersionInbox, for collection: String) {
-        lock.withLock { inboxes[collection, default: [:]][ObjectIdentifier(inbox)] = inbox }
+        inboxes.withLock { $0[collection, default: [:]][ObjectIdentifier(inbox)] = inbox }
     }
 
     func unregister(_ inbox: VersionInbox, for collection: String) {
-        lock.withLock {
+        inboxes.withLock { inboxes in
             inboxes[collection]?[ObjectIdentifier(inbox)] = nil
             if inboxes[collection]?.isEmpty == true { inboxes[collection] = nil }
         }
@@ -41,13 +39,15 @@ final class LearnedVersions: @unchecked Sendable {
 
     /// Whether some repository learns the versions of `collection`.
     func isLearned(_ collection: String) -> Bool {
-        lock.withLock { inboxes[collection] != nil }
+        inboxes.withLock { $0[collection] != nil }
     }
 
     /// Tells every repository of each collection what a committed transaction did. Called
     /// right after the commit, before the write returns to its caller, in commit order.
     func deliver(_ changes: [String: [String: VersionChange]]) {
-        let targets = lock.withLock { changes.keys.map { (collection: $0, inboxes: inboxes[$0].map { Array($0.values) } ?? []) } }
+        let targets = inboxes.withLock { inboxes in
+            changes.keys.map { (collection: $0, inboxes: inboxes[$0].map { Array($0.values) } ?? []) }
+        }
         for target in targets {
             guard let changed = changes[target.collection] else { continue }
             for inbox in target.inboxes { inbox.append(changed) }
@@ -58,14 +58,11 @@ final class LearnedVersions: @unchecked Sendable {
 /// The changes one repository has not taken yet, one per key: a change that continues the
 /// previous one (its `before` is the previous `after`) extends it, any other replaces it (the
 /// chain is broken by a writer in between, so nothing older can be taken any more).
-///
-/// `@unchecked Sendable`: `pending` is only reached with `lock` held.
-final class VersionInbox: @unchecked Sendable {
-    private let lock = NSLock()
-    private var pending: [String: VersionChange] = [:]
+final class VersionInbox: Sendable {
+    private let pending = Protected<[String: VersionChange]>([:])
 
     func append(_ changes: [String: VersionChange]) {
-        lock.withLock {
+        pending.withLock { pending in
             for (key, change) in changes {
                 if let previous = pending[key], previous.after == change.before {
                     pending[key] = VersionChange(before: previous.before, after: change.after)
@@ -78,7 +75,7 @@ final class VersionInbox: @unchecked Sendable {
 
     /// Everything not taken yet, emptying the inbox.
     func drain() -> [String: VersionChange] {
-        lock.withLock {
+        pending.withLock { pending in
             defer { pending = [:] }
             return pending
         }

@@ -5,9 +5,9 @@ import Foundation
 ///
 /// Two connections serve requests, each behind its own lock, held for the whole request (a
 /// third, `checkpointer`, only runs scheduled checkpoints):
-/// - the **writer** (`lock`, `CoreState`): opened by the first write, which creates the file
+/// - the **writer** (`writer`, `CoreState`): opened by the first write, which creates the file
 ///   and migrates the format. Writes, transactions, and every request of an in-memory store.
-/// - the **reader** (`readLock`, `ReadState`) of a file store: a read-write connection in
+/// - the **reader** (`reader`, `ReadState`) of a file store: a read-write connection in
 ///   `query_only` mode (see `StoreOpener.openForReading`) for every read outside a write
 ///   transaction. In WAL mode it sees the last committed state at once, even while the writer
 ///   (or another process) is in the middle of a write transaction.
@@ -26,30 +26,26 @@ import Foundation
 ///   every other request of an in-memory store;
 /// - on the reader's serial executor (`ReadRunner`): the other reads of a file store.
 ///
-/// `@unchecked Sendable`: `state` is only reached with `lock` held, `readState` with
-/// `readLock` held and `checkpointer` with `checkpointLock` held, so no two threads ever use one
-/// of them, or the SQLite connection in it, at the same time. Connections are opened in SQLite's
-/// multi-thread mode, where any thread may use a connection, one at a time. Lock order: `lock`
-/// before `readLock` and `checkpointLock`, never the other way; `generationLock` last.
-final class StoreCore: @unchecked Sendable {
+/// Each connection, with the state that goes with it, is `Protected`: no two threads ever use
+/// one of them at the same time. Connections are opened in SQLite's multi-thread mode, where any
+/// thread may use a connection, one at a time. Lock order: the writer before the reader and
+/// the checkpointer, never the other way; the file generation last.
+final class StoreCore: Sendable {
     let path: String?
     let options: RecordStore.Options
     /// The store's executor, for checkpoints scheduled after a commit.
     let executor: DatabaseExecutor
-    private let lock = NSLock()
-    private let state = CoreState()
+    /// The writer and what goes with it.
+    private let writer = Protected(CoreState())
     /// Makes the observers of the store's write transactions (see `TransactionObserver`).
     private let makeObservers: @Sendable () -> [any TransactionObserver]
-    private let readLock = NSLock()
-    private let readState = ReadState()
-    private let generationLock = NSLock()
-    /// Guarded by `generationLock`; see `fileWasReplaced()`.
-    private var fileGeneration = 0
-    private let checkpointLock = NSLock()
+    /// The reader and the file generation it opened.
+    private let reader = Protected(ReadState())
+    /// See `fileWasReplaced()`.
+    private let fileGeneration = Protected(0)
     /// The connection scheduled checkpoints run on, so that they never hold the writer: a
-    /// save arriving meanwhile runs at once. Guarded by `checkpointLock`, with the file
-    /// generation it opened.
-    private var checkpointer: (connection: SQLiteConnection, generation: Int)?
+    /// save arriving meanwhile runs at once. With the file generation it opened.
+    private let checkpointer = Protected<(connection: SQLiteConnection, generation: Int)?>(nil)
 
     /// Frames in the log after which a commit schedules a passive checkpoint (SQLite's own
     /// automatic checkpoint uses the same figure).
@@ -67,31 +63,23 @@ final class StoreCore: @unchecked Sendable {
 
     /// Runs `body` with the writer's state, waiting for the lock.
     func locked<T>(_ body: (CoreState) throws -> T) rethrows -> T {
-        lock.lock()
-        defer { lock.unlock() }
-        return try body(state)
+        try writer.withLock { try body($0) }
     }
 
     /// Runs `body` with the writer's state if the lock is free now; nil (without running it)
     /// otherwise.
     func lockedIfFree<T>(_ body: (CoreState) throws -> T) rethrows -> T? {
-        guard lock.try() else { return nil }
-        defer { lock.unlock() }
-        return try body(state)
+        try writer.withLockIfAvailable { try body($0) }
     }
 
     /// Runs `body` with the reader's state, waiting for the lock.
     func readLocked<T>(_ body: (ReadState) throws -> T) rethrows -> T {
-        readLock.lock()
-        defer { readLock.unlock() }
-        return try body(readState)
+        try reader.withLock { try body($0) }
     }
 
     /// Runs `body` with the reader's state if the lock is free now; nil otherwise.
     func readLockedIfFree<T>(_ body: (ReadState) throws -> T) rethrows -> T? {
-        guard readLock.try() else { return nil }
-        defer { readLock.unlock() }
-        return try body(readState)
+        try reader.withLockIfAvailable { try body($0) }
     }
 
     /// Closes both connections after a truncating checkpoint, so the main file holds every
@@ -101,7 +89,7 @@ final class StoreCore: @unchecked Sendable {
     func close() {
         locked { state in
             readLocked { $0.connection = nil }
-            checkpointLock.withLock { checkpointer = nil }
+            checkpointer.withLock { $0 = nil }
             if let connection = state.connection {
                 do throws(SQLiteFailure) {
                     try connection.checkpoint(.truncate)
@@ -274,12 +262,12 @@ extension StoreCore {
     /// Counts the times the writer found the store file replaced (under a lock of its own:
     /// the reader must not wait for the writer's lock, which a running write holds).
     private func currentFileGeneration() -> Int {
-        generationLock.withLock { fileGeneration }
+        fileGeneration.withLock { $0 }
     }
 
     /// Makes the reader open the file now at the path before its next read.
     func fileWasReplaced() {
-        generationLock.withLock { fileGeneration += 1 }
+        fileGeneration.withLock { $0 += 1 }
     }
 
     /// Runs `body` in one immediate write transaction: commit on success; on any error,
@@ -381,7 +369,7 @@ extension StoreCore {
     /// what it can without waiting for any lock and without holding the writer's.
     private func runPassiveCheckpoint() {
         guard let path else { return }
-        checkpointLock.withLock {
+        checkpointer.withLock { checkpointer in
             let generation = currentFileGeneration()
             do throws(SQLiteFailure) {
                 if checkpointer?.generation != generation {

@@ -1,0 +1,40 @@
+import Foundation
+
+/// A value behind a lock, reached only inside ``withLock(_:)``: the library's one wrapper for
+/// state that several threads share (Synchronization's `Mutex` is the model; it needs
+/// macOS 15 / iOS 18, and the package supports earlier systems).
+///
+/// The value may be a class that is not `Sendable` (a store's connections): the rule is that
+/// nothing reached through the value leaves the closure, so no two threads ever use it at once.
+/// Results that leave are values (`Sendable` ones in practice).
+///
+/// ```swift
+/// let waiters = Protected([Waiter]())
+/// waiters.withLock { $0.append(waiter) }
+/// ```
+///
+/// `@unchecked Sendable`: `value` is only reached inside `withLock` and `withLockIfAvailable`,
+/// with `lock` held. This is the one place the library's lock-guarded state says so.
+final class Protected<Value>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: Value
+
+    init(_ value: sending Value) {
+        self.value = value
+    }
+
+    /// Runs `body` with the value, waiting for the lock.
+    func withLock<T>(_ body: (inout Value) throws -> T) rethrows -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body(&value)
+    }
+
+    /// Runs `body` with the value if the lock is free now; nil (without running it) otherwise.
+    /// For requests that must never wait on the caller's thread.
+    func withLockIfAvailable<T>(_ body: (inout Value) throws -> T) rethrows -> T? {
+        guard lock.try() else { return nil }
+        defer { lock.unlock() }
+        return try body(&value)
+    }
+}

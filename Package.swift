@@ -25,6 +25,7 @@ let package = Package(
     platforms: [.macOS(.v14), .iOS(.v17), .tvOS(.v17), .watchOS(.v10), .visionOS(.v1)],
     products: [
         .library(name: "RecordKeeper", targets: ["RecordKeeper"]),
+        .library(name: "RecordKeeperCoding", targets: ["RecordKeeperCoding"]),
         .library(name: "RecordKeeperFeatures", targets: ["RecordKeeperFeatures"]),
         .executable(name: "learner", targets: ["learner"]),
         .library(name: "RecordKeeperPostgres", targets: ["RecordKeeperPostgres"]),
@@ -38,9 +39,15 @@ let package = Package(
             name: "CSQLite",
             providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]
         ),
+        // The payload codec on its own: RecordJSONEncoder/RecordJSONDecoder and RecordCoding,
+        // Foundation only. RecordKeeper re-exports it.
+        .target(
+            name: "RecordKeeperCoding",
+            swiftSettings: swiftSettings
+        ),
         .target(
             name: "RecordKeeper",
-            dependencies: ["CSQLite"],
+            dependencies: ["CSQLite", "RecordKeeperCoding"],
             swiftSettings: swiftSettings
         ),
         // What features build on: LoadState and the observable model over a loading function.
@@ -144,7 +151,7 @@ let package = Package(
         ),
         .testTarget(
             name: "RecordKeeperTests",
-            dependencies: ["RecordKeeper", "CSQLite", "RecordKeeperTestSupport", "HarnessSupport"],
+            dependencies: ["RecordKeeper", "RecordKeeperCoding", "CSQLite", "RecordKeeperTestSupport", "HarnessSupport"],
             resources: [.copy("Fixtures")],
             swiftSettings: swiftSettings
         ),

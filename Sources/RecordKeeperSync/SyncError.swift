@@ -85,7 +85,7 @@ public struct SyncError: Error, Sendable, CustomStringConvertible {
 
     /// Whether the same request may succeed later, unchanged: the server could not be reached
     /// or failed (``Code/unreachable``, ``Code/serverFailure``). Continuous sync
-    /// (``RecordSync/keepInSync(_:)``) tries these again after a backoff and stops on every
+    /// (`RecordSync.keepInSync(_:)`) tries these again after a backoff and stops on every
     /// other code, which needs something mended first (a token, the settings, `recover()`).
     public var isTransient: Bool {
         code == .unreachable || code == .serverFailure

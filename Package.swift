@@ -10,21 +10,26 @@ let swiftSettings: [SwiftSetting] = [
 ]
 
 // Where each target builds. SwiftPM's platform list applies to every target, so:
-// - device side, for every platform below: CSQLite, RecordKeeper, RecordKeeperFeatures,
-//   LearnerKit, HarnessSupport, RecordKeeperTestSupport and the test targets RecordKeeperTests,
-//   RecordKeeperFeaturesTests and LearnerTests (their subprocess tests are `#if os(macOS) ||
-//   os(Linux)`);
-// - server side and tools, macOS and Linux only: CLibPQ, RecordKeeperPostgres,
-//   RecordKeeperTool and every executable (recordkeeper, recordkeeper-bench, learner,
-//   recordkeeper-crashtest), and the test targets that use them. Nothing on the device side
-//   depends on them; for iOS, tvOS, watchOS and visionOS build the device-side schemes only
-//   (`RecordKeeper`, `RecordKeeperFeatures`, or the shared scheme `RecordKeeperDevice`, which
-//   holds the device-side tests), as `.github/workflows/apple.yml` does.
+// - device side, for every platform below: CSQLite, RecordKeeperCoding (Foundation only),
+//   RecordKeeperSync (Foundation and the codec), RecordKeeper (SQLite besides),
+//   RecordKeeperFeatures, LearnerKit, HarnessSupport, RecordKeeperTestSupport and the test
+//   targets RecordKeeperTests, RecordKeeperSyncTests, RecordKeeperFeaturesTests and LearnerTests
+//   (their subprocess tests are `#if os(macOS) || os(Linux)`);
+// - server side and tools, macOS and Linux only: CLibPQ, CMicroHTTPD, CCrypto,
+//   RecordKeeperPostgres, RecordKeeperRelay, RecordKeeperRelayTool, RecordKeeperTool and every
+//   executable (recordkeeper, recordkeeper-relay, recordkeeper-bench, learner,
+//   recordkeeper-crashtest, recordkeeper-loadtest), and the test targets that use them. Nothing on
+//   the device side depends on them; for iOS, tvOS, watchOS and visionOS build the device-side
+//   schemes only (`RecordKeeper`, `RecordKeeperSync`, `RecordKeeperCoding`,
+//   `RecordKeeperFeatures`, or the shared scheme `RecordKeeperDevice`, which holds the
+//   device-side tests), as `.github/workflows/apple.yml` does.
 let package = Package(
     name: "RecordKeeper",
     platforms: [.macOS(.v14), .iOS(.v17), .tvOS(.v17), .watchOS(.v10), .visionOS(.v1)],
     products: [
         .library(name: "RecordKeeper", targets: ["RecordKeeper"]),
+        .library(name: "RecordKeeperCoding", targets: ["RecordKeeperCoding"]),
+        .library(name: "RecordKeeperSync", targets: ["RecordKeeperSync"]),
         .library(name: "RecordKeeperFeatures", targets: ["RecordKeeperFeatures"]),
         .executable(name: "learner", targets: ["learner"]),
         .library(name: "RecordKeeperPostgres", targets: ["RecordKeeperPostgres"]),
@@ -38,9 +43,26 @@ let package = Package(
             name: "CSQLite",
             providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]
         ),
+        // The payload codec on its own: RecordJSONEncoder/RecordJSONDecoder and RecordCoding,
+        // Foundation only. RecordKeeper re-exports it.
+        .target(
+            name: "RecordKeeperCoding",
+            swiftSettings: swiftSettings
+        ),
+        // The sync layer the device and the servers share: the wire types, the RecordSyncServer
+        // protocol, the push planner, request validation, live-pull waiters, the compaction
+        // horizon, the relay's wire JSON, InMemorySyncServer, and the executor of blocking
+        // database work. Foundation and the codec only; RecordKeeper re-exports it.
+        .target(
+            name: "RecordKeeperSync",
+            dependencies: ["RecordKeeperCoding"],
+            swiftSettings: swiftSettings
+        ),
+        // The store, RecordSync (the device side of sync) and HTTPSyncServer. Re-exports
+        // RecordKeeperCoding and RecordKeeperSync, so apps import RecordKeeper alone.
         .target(
             name: "RecordKeeper",
-            dependencies: ["CSQLite"],
+            dependencies: ["CSQLite", "RecordKeeperCoding", "RecordKeeperSync"],
             swiftSettings: swiftSettings
         ),
         // What features build on: LoadState and the observable model over a loading function.
@@ -71,7 +93,7 @@ let package = Package(
         // migrations, and PostgresSyncServer (RecordSyncServer over PostgreSQL).
         .target(
             name: "RecordKeeperPostgres",
-            dependencies: ["RecordKeeper", "CLibPQ"],
+            dependencies: ["RecordKeeperSync", "CLibPQ"],
             swiftSettings: swiftSettings
         ),
         // The small argument parser the command-line tools share (`recordkeeper`,
@@ -102,13 +124,13 @@ let package = Package(
         // SyncRelay, which serves any RecordSyncServer to devices over HTTP (docs/RELAY.md).
         .target(
             name: "RecordKeeperRelay",
-            dependencies: ["RecordKeeper", "CMicroHTTPD", "CCrypto"],
+            dependencies: ["RecordKeeperSync", "RecordKeeperCoding", "CMicroHTTPD", "CCrypto"],
             swiftSettings: swiftSettings
         ),
         // The `recordkeeper-relay` command line (migrate, serve, token), as a library for tests.
         .target(
             name: "RecordKeeperRelayTool",
-            dependencies: ["RecordKeeperRelay", "RecordKeeper", "RecordKeeperPostgres", "RecordKeeperCommandLine"],
+            dependencies: ["RecordKeeperRelay", "RecordKeeperSync", "RecordKeeperPostgres", "RecordKeeperCommandLine"],
             swiftSettings: swiftSettings
         ),
         .executableTarget(
@@ -144,8 +166,14 @@ let package = Package(
         ),
         .testTarget(
             name: "RecordKeeperTests",
-            dependencies: ["RecordKeeper", "CSQLite", "RecordKeeperTestSupport", "HarnessSupport"],
+            dependencies: ["RecordKeeper", "RecordKeeperCoding", "RecordKeeperSync", "CSQLite", "RecordKeeperTestSupport", "HarnessSupport"],
             resources: [.copy("Fixtures")],
+            swiftSettings: swiftSettings
+        ),
+        // The sync layer alone (no store): the relay's wire JSON and live pulls held by a server.
+        .testTarget(
+            name: "RecordKeeperSyncTests",
+            dependencies: ["RecordKeeperSync", "RecordKeeperCoding"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -197,7 +225,7 @@ let package = Package(
         .testTarget(
             name: "RecordKeeperRelayTests",
             dependencies: [
-                "RecordKeeperRelay", "RecordKeeperRelayTool", "RecordKeeper", "RecordKeeperPostgres", "CCrypto",
+                "RecordKeeperRelay", "RecordKeeperRelayTool", "RecordKeeper", "RecordKeeperSync", "RecordKeeperPostgres", "CCrypto",
                 "recordkeeper-relay", "recordkeeper", "recordkeeper-loadtest", "RecordKeeperTestSupport", "HarnessSupport",
             ],
             swiftSettings: swiftSettings

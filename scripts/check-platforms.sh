@@ -5,8 +5,8 @@
 #
 #   1. `import Glibc` (or Musl) outside an `#if canImport(Glibc)` / `#if os(Linux)` branch;
 #   2. a "/proc" path outside an `#if os(Linux)` branch (Apple platforms have no /proc);
-#   3. a fixed-rate timer in the device-side library (RecordKeeper, RecordKeeperFeatures,
-#      LearnerKit): `schedule(... repeating: <anything but .never>)`, `Timer.scheduledTimer`,
+#   3. a fixed-rate timer in the device-side library (RecordKeeperCoding, RecordKeeperSync,
+#      RecordKeeper, RecordKeeperFeatures, LearnerKit): `schedule(... repeating: <anything but .never>)`, `Timer.scheduledTimer`,
 #      `Timer(timeInterval:...)`, `Timer.publish`: waking at a fixed rate drains a phone's
 #      battery (the change watcher's poll is a one-shot timer that backs off);
 #   4. `st_dev` / `st_ino` converted with a plain integer initializer (`UInt64(info.st_dev)`):
@@ -25,7 +25,8 @@ python3 - "$1" <<'PY'
 import os, re, sys
 
 root = sys.argv[1]
-library = ("Sources/RecordKeeper/", "Sources/RecordKeeperFeatures/", "Sources/LearnerKit/")
+library = ("Sources/RecordKeeper/", "Sources/RecordKeeperCoding/", "Sources/RecordKeeperSync/",
+           "Sources/RecordKeeperFeatures/", "Sources/LearnerKit/")
 problems = []
 
 def strip_comment(line):

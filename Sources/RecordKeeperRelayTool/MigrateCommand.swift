@@ -1,4 +1,4 @@
-import RecordKeeper
+import RecordKeeperSync
 import RecordKeeperPostgres
 import RecordKeeperCommandLine
 

@@ -1,5 +1,5 @@
 import Foundation
-import RecordKeeper
+import RecordKeeperSync
 import RecordKeeperCommandLine
 import RecordKeeperPostgres
 

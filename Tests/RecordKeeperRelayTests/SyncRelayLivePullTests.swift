@@ -1,6 +1,7 @@
 import Foundation
 import RecordKeeper
 import RecordKeeperRelay
+import RecordKeeperSync
 import RecordKeeperTestSupport
 import Testing
 

@@ -2,6 +2,7 @@ import RecordKeeperTestSupport
 import Foundation
 import Testing
 @testable import RecordKeeper
+import RecordKeeperSync
 
 /// Stores already in people's hands must keep opening and reading in every later version.
 @Suite struct FormatFixtureTests {

@@ -1,6 +1,6 @@
 internal import CLibPQ
 import Foundation
-import RecordKeeper
+import RecordKeeperSync
 
 /// One connection to a PostgreSQL server, over libpq.
 ///

@@ -1,4 +1,4 @@
-import RecordKeeper
+import RecordKeeperSync
 
 /// The sync server's tables in PostgreSQL, created and migrated forward by the library in
 /// numbered steps (docs/SYNC.md describes each table).

@@ -1,5 +1,5 @@
 import Foundation
-public import RecordKeeper
+public import RecordKeeperSync
 
 extension PostgresSyncServer {
     /// How many rows one deletion batch of a compaction removes unless told otherwise.

@@ -1,4 +1,4 @@
-public import RecordKeeper
+public import RecordKeeperSync
 
 extension PostgresSyncServer {
     /// How a server's held live pulls hear of pushes that other processes commit (another

@@ -1,4 +1,4 @@
-import RecordKeeper
+import RecordKeeperSync
 
 extension PostgresSyncServer {
     /// One pull, inside its REPEATABLE READ transaction: the counter and the rows come from one

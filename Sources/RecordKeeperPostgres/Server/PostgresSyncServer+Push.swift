@@ -1,5 +1,5 @@
 import Foundation
-package import RecordKeeper
+package import RecordKeeperSync
 
 extension PostgresSyncServer {
     /// One push, inside its READ COMMITTED transaction. The first statement locks the space's

@@ -1,4 +1,4 @@
-import RecordKeeper
+import RecordKeeperSync
 
 extension PostgresSyncServer {
     /// The spaces this database holds (those with a row in `recordkeeper_sync_spaces`: every

@@ -1,4 +1,4 @@
-public import RecordKeeper
+public import RecordKeeperSync
 package import Foundation
 
 /// A ``RecordKeeper/RecordSyncServer`` over PostgreSQL: applies pushes and answers pulls in

@@ -1,5 +1,5 @@
 import Foundation
-import RecordKeeper
+import RecordKeeperSync
 
 /// The session through which a ``PostgresSyncServer`` hears of pushes committed by other
 /// processes (another relay, the tool in direct mode), to wake its held live pulls: one

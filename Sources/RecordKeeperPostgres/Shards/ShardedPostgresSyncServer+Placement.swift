@@ -1,4 +1,4 @@
-import RecordKeeper
+import RecordKeeperSync
 
 /// A space whose data sits on a shard the map does not route it to: the map changed (a shard
 /// added or removed, an override dropped) without pinning the space where it was.

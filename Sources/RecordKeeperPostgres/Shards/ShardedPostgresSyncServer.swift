@@ -1,4 +1,4 @@
-public import RecordKeeper
+public import RecordKeeperSync
 
 /// A ``RecordKeeper/RecordSyncServer`` over several PostgreSQL databases: each request goes to
 /// the ``PostgresSyncServer`` of the shard its space belongs to (``SyncShardMap``). Spaces are

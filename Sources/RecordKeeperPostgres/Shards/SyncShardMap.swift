@@ -1,5 +1,5 @@
 public import Foundation
-import RecordKeeper
+import RecordKeeperSync
 
 /// Which PostgreSQL database holds each space: a list of shards and an override list, read
 /// from a JSON file every relay shares (docs/SCALING.md "The shard map").

@@ -1,5 +1,6 @@
 import Foundation
-import RecordKeeper
+import RecordKeeperCoding
+import RecordKeeperSync
 
 /// The body of every error response, from the server itself or from the relay:
 /// `{"error":{"code":"payloadTooLarge","message":"…","maxBodyBytes":8388608}}` (the protocol's

@@ -1,5 +1,5 @@
 import Foundation
-import RecordKeeper
+import RecordKeeperCoding
 
 /// A JSON value of a token's header or claims.
 ///

@@ -1,5 +1,5 @@
 package import Foundation
-import RecordKeeper
+import RecordKeeperCoding
 
 /// Mints tokens: for `recordkeeper-relay token`, for tests, and for an operator's own issuer.
 ///

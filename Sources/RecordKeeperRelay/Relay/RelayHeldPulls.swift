@@ -1,5 +1,5 @@
 import Foundation
-import RecordKeeper
+import RecordKeeperSync
 
 /// The live pulls a relay holds now (`GET /v1/pull?wait=S`), so that a graceful shutdown can
 /// answer them at once instead of waiting up to their wait: each runs in a task of its own,

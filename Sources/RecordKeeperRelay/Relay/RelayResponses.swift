@@ -1,5 +1,6 @@
 import Foundation
-import RecordKeeper
+import RecordKeeperCoding
+import RecordKeeperSync
 
 /// A request the relay refuses, with the response that says why.
 struct RelayRefusal: Error {

@@ -1,5 +1,5 @@
 import Foundation
-import RecordKeeper
+import RecordKeeperSync
 
 extension SyncRelay {
     /// `GET /v1/pull?after=COUNTER[&afterCollection=C&afterKey=K][&limit=N][&space=S][&collections=["C",…]][&wait=S][&pages=N]`.

@@ -1,5 +1,5 @@
 import Foundation
-import RecordKeeper
+import RecordKeeperSync
 
 extension SyncRelay {
     /// `POST /v1/push`.

@@ -1,4 +1,4 @@
-public import RecordKeeper
+public import RecordKeeperSync
 import Foundation
 
 /// Serves a ``RecordKeeper/RecordSyncServer`` to devices over HTTP, with bearer tokens instead

@@ -2,6 +2,7 @@ import Foundation
 import HarnessSupport
 import Testing
 @testable import RecordKeeper
+@testable import RecordKeeperCoding
 
 /// The fast coders' date and key strategies against Foundation's `JSONEncoder`/`JSONDecoder`
 /// with the same strategies: the same bytes out, and each decodes the other's output alike.

@@ -2,6 +2,7 @@ import RecordKeeperTestSupport
 import Foundation
 import Testing
 @testable import RecordKeeper
+import RecordKeeperSync
 
 /// Capture: every committed change of a synced collection becomes part of one operation per
 /// local transaction, in that transaction, through any store on the file; the records present

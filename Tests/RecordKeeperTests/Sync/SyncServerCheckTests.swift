@@ -2,6 +2,7 @@ import RecordKeeperTestSupport
 import Foundation
 import Testing
 @testable import RecordKeeper
+import RecordKeeperSync
 
 /// The client checks what the server answers against what it knows: outcomes of other
 /// operations, counters and versions at or below what it has seen, numbers out of range,

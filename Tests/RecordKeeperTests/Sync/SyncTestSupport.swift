@@ -2,6 +2,7 @@ import RecordKeeperTestSupport
 import Foundation
 import Testing
 @testable import RecordKeeper
+import RecordKeeperSync
 
 /// Runs `body` with `count` fresh stores of one kind (separate files on disk, or separate
 /// in-memory stores), as separate devices.

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
-@testable import RecordKeeper
+@testable import RecordKeeperCoding
+@testable import RecordKeeperSync
 
 /// The relay's fast JSON of operations and pages writes exactly the bytes of the library's
 /// encoder, so the relay's wire format does not depend on which one wrote a body.

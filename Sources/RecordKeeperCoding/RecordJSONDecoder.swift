@@ -63,7 +63,7 @@ public final class RecordJSONDecoder {
 
     /// The value of type `T` in `raw` (borrowed for the call; no copy is made), as
     /// ``decode(_:from:)``. `data` is the same bytes when the caller has them as `Data`.
-    func decode<T: Decodable>(_ type: T.Type, fromBytes raw: UnsafeRawBufferPointer, data: Data? = nil) throws -> T {
+    package func decode<T: Decodable>(_ type: T.Type, fromBytes raw: UnsafeRawBufferPointer, data: Data? = nil) throws -> T {
         if state.isBusy {
             return try RecordJSONDecoder(userInfo: userInfo, strategies: strategies).decode(type, fromBytes: raw, data: data)
         }

@@ -1,4 +1,5 @@
 package import Foundation
+import RecordKeeperCoding
 
 extension SyncWireJSON {
     /// `RecordJSONDecoder().decode(SyncPage.self, from: data)`, faster for the bytes

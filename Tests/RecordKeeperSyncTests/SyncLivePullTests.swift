@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import RecordKeeper
+import RecordKeeperSync
 
 /// Live pulls held by a server (``InMemorySyncServer`` over ``SyncChangeWaiters``): a held
 /// pull answers the push that commits while it waits, a notification that comes between the
@@ -12,7 +12,7 @@ import Testing
             operations: [
                 SyncOperation(
                     device: "d", sequence: sequence,
-                    changes: [SyncChange(collection: collection, key: key, value: .payload(Data("v")), base: nil)])
+                    changes: [SyncChange(collection: collection, key: key, value: .payload(Data("v".utf8)), base: nil)])
             ])
     }
 

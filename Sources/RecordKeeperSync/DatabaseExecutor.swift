@@ -1,7 +1,9 @@
 import Dispatch
 
 /// The serial executor of blocking database work: one private dispatch queue per store (every
-/// `RecordStore`) or per connection (every `PostgresConnection` of RecordKeeperPostgres).
+/// `RecordStore` of RecordKeeper) or per connection (every `PostgresConnection` of
+/// RecordKeeperPostgres). It lives in this module, the one both sides import, so that there is
+/// one executor type and the server side needs nothing of the store.
 ///
 /// SQLite calls block (file I/O, `fsync` at commit, long scans), and so do libpq's (a query
 /// waits for the server's answer, a push may wait on another's row lock). Running the actor on

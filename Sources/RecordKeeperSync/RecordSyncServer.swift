@@ -3,9 +3,9 @@
 /// A space (one person's or one tenant's data) scopes everything: a server answers a request
 /// of one space from that space's records, operations and counter only. `PostgresSyncServer`
 /// (module `RecordKeeperPostgres`) implements it over PostgreSQL for servers and trusted
-/// networks; ``HTTPSyncServer`` reaches it through a sync relay (`recordkeeper-relay`) over
-/// HTTPS with a token, so that devices on the internet never hold database credentials;
-/// ``InMemorySyncServer`` implements the same rules in memory, for tests.
+/// networks; `HTTPSyncServer` (module `RecordKeeper`) reaches it through a sync relay
+/// (`recordkeeper-relay`) over HTTPS with a token, so that devices on the internet never hold
+/// database credentials; ``InMemorySyncServer`` implements the same rules in memory, for tests.
 ///
 /// ```swift
 /// let outcomes = try await server.push(space: "alice", operations: pending)
@@ -66,8 +66,8 @@ public protocol RecordSyncServer: Sendable {
     /// The cursor stays the space's: a complete page ends at the space's counter, however many
     /// changes of other collections it passed, and a page cut short ends at its last change.
     /// Pull with the same collections from a cursor a filtered pull returned; a device that
-    /// syncs a collection more must pull it from the start (``RecordSync`` does: see
-    /// ``RecordSync/start(space:collections:policy:)``). An empty set asks for no collection:
+    /// syncs a collection more must pull it from the start (`RecordSync` does: see
+    /// `RecordSync.start(space:collections:policy:)`). An empty set asks for no collection:
     /// no changes, the cursor at the space's counter.
     ///
     /// ```swift

@@ -1,7 +1,8 @@
 package import Foundation
+package import RecordKeeperCoding
 
 /// The JSON of sync changes written straight into bytes, for the relay's bodies: the same
-/// bytes as ``RecordJSONEncoder`` writes for ``SyncChange`` and ``SyncPulledChange`` (keys
+/// bytes as `RecordJSONEncoder` writes for ``SyncChange`` and ``SyncPulledChange`` (keys
 /// sorted, `value` as `{"payload":{"_0":"<base64>"}}` or `{"tombstone":{}}`), without going
 /// through `Encodable` for each of the thousands of changes a push or a page holds. The
 /// envelope around them (an operation's id and device, a page's cursor) still goes through

@@ -83,8 +83,8 @@ public struct SyncCursor: Sendable, Hashable, Comparable, Codable, CustomStringC
 
 /// The order of changes within one counter value: collection, then key, comparing UTF-8 bytes
 /// (PostgreSQL's "C" collation), so every implementation pages identically.
-package enum SyncOrdering {
-    package static func precedes(_ c1: String, _ k1: String, _ c2: String, _ k2: String) -> Bool {
+enum SyncOrdering {
+    static func precedes(_ c1: String, _ k1: String, _ c2: String, _ k2: String) -> Bool {
         if c1 != c2 { return c1.utf8.lexicographicallyPrecedes(c2.utf8) }
         return k1.utf8.lexicographicallyPrecedes(k2.utf8)
     }

@@ -38,7 +38,7 @@ public enum SyncPullFilter {
 
     /// `page` with the changes of `collections` only; a page cut short ends at its last change
     /// kept (or keeps its cursor when it keeps none).
-    package static func trimmed(_ page: SyncPage, to collections: Set<String>) -> SyncPage {
+    static func trimmed(_ page: SyncPage, to collections: Set<String>) -> SyncPage {
         guard page.changes.contains(where: { !collections.contains($0.collection) }) else { return page }
         let kept = page.changes.filter { collections.contains($0.collection) }
         guard page.hasMore, let last = kept.last else {

@@ -7,15 +7,15 @@ import Foundation
 /// trailing `.0` removed (`1e+16`, `-0`, `5e-324`, `0.1`); `Decimal` as its `description`.
 /// Strings: `"` and `\` escaped, `\b \f \n \r \t` for those controls, other controls below
 /// 0x20 as `\u00xx` (lower-case hex); everything else, `/` included, as UTF-8.
-enum JSONWriter {
+package enum JSONWriter {
     static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
 
     @inline(__always)
-    static func appendASCII(_ text: StaticString, to out: inout [UInt8]) {
+    package static func appendASCII(_ text: StaticString, to out: inout [UInt8]) {
         out.append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
     }
 
-    static func appendInt64(_ value: Int64, to out: inout [UInt8]) {
+    package static func appendInt64(_ value: Int64, to out: inout [UInt8]) {
         if value < 0 { out.append(UInt8(ascii: "-")) }
         appendUInt64(value.magnitude, to: &out)
     }
@@ -72,7 +72,7 @@ enum JSONWriter {
         }
     }
 
-    static func appendString(_ string: String, to out: inout [UInt8]) {
+    package static func appendString(_ string: String, to out: inout [UInt8]) {
         let done: Void? = string.utf8.withContiguousStorageIfAvailable { appendString(utf8: $0, to: &out) }
         if done == nil {
             let copy = Array(string.utf8)

@@ -46,34 +46,6 @@ extension RecordCoding {
 
         /// "dates iso8601, keys snakeCase".
         public var description: String { "dates \(dates.rawValue), keys \(keys.rawValue)" }
-
-        /// The form stored in `collections.payload_coding`: nil for the defaults (so stores
-        /// written before format 6 and repositories with the defaults agree), else
-        /// `dates=<strategy>;keys=<strategy>`.
-        var recorded: String? {
-            self == .default ? nil : "dates=\(dates.rawValue);keys=\(keys.rawValue)"
-        }
-
-        /// The strategies a stored `payload_coding` names; nil for a text this library does
-        /// not know (written by a newer version).
-        init?(recorded: String?) {
-            guard let recorded else {
-                self = .default
-                return
-            }
-            var dates: DateStrategy?, keys: KeyStrategy?
-            for part in recorded.split(separator: ";") {
-                let pair = part.split(separator: "=", maxSplits: 1).map(String.init)
-                guard pair.count == 2 else { return nil }
-                switch pair[0] {
-                case "dates": dates = DateStrategy(rawValue: pair[1])
-                case "keys": keys = KeyStrategy(rawValue: pair[1])
-                default: return nil
-                }
-            }
-            guard let dates, let keys else { return nil }
-            self.init(dates: dates, keys: keys)
-        }
     }
 
     static func foundationStrategy(_ dates: DateStrategy) -> JSONEncoder.DateEncodingStrategy {
@@ -105,14 +77,16 @@ extension Dictionary: StringKeyedDictionary where Key == String {}
 /// algorithm, cached per coder: a record type has few keys, converted once each.
 /// `Tests/RecordKeeperTests/Coding/RecordJSONStrategyTests.swift` compares them with
 /// Foundation's on many keys.
-final class SnakeCaseKeys {
+package final class SnakeCaseKeys {
     private var snake: [String: String] = [:]
     private var camel: [String: String] = [:]
     /// The caches are cleared when they grow past this (keys of untrusted payloads).
     private static let limit = 4_096
 
+    package init() {}
+
     /// `myURLValue` → `my_url_value`.
-    func snakeCased(_ key: String) -> String {
+    package func snakeCased(_ key: String) -> String {
         // ASCII without capitals is one lower-case word: unchanged.
         if key.utf8.allSatisfy({ $0 < 0x80 && !(0x41...0x5A).contains($0) }) { return key }
         if let known = snake[key] { return known }

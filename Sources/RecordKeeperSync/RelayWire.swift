@@ -1,10 +1,11 @@
 import Foundation
+import RecordKeeperCoding
 
 /// The sync relay's protocol, version 1 (the `/v1/` in every path; docs/RELAY.md "Protocol"
 /// describes it): its paths, query names and JSON bodies, shared by the relay
-/// (`RecordKeeperRelay`) and the device's ``HTTPSyncServer``. Operations, outcomes and pages
+/// (`RecordKeeperRelay`) and the device's `HTTPSyncServer`. Operations, outcomes and pages
 /// travel in the sync types' own `Codable` form (the one PostgreSQL stores outcomes in),
-/// written and read with ``RecordJSONEncoder`` and ``RecordJSONDecoder``.
+/// written and read with `RecordJSONEncoder` and `RecordJSONDecoder`.
 public enum RelayWire {
     /// The protocol version the relay speaks (the `/v1/` of its paths).
     public static let version = 1
@@ -73,7 +74,7 @@ public enum RelayWire {
     /// The header of a pull answer whose page is not the last (`hasMore`): the page's
     /// `cursor` in the pull query's form (`after=…[&afterCollection=…&afterKey=…]`,
     /// percent-encoded), so that a client may ask for the next page before it has read this
-    /// one (``HTTPSyncServer`` does). The page's own `cursor` is what counts; a client that
+    /// one (`HTTPSyncServer` does). The page's own `cursor` is what counts; a client that
     /// ignores the header loses nothing (it was added within protocol version 1).
     public static let nextCursorHeader = "RecordKeeper-Next-Cursor"
 
@@ -93,7 +94,7 @@ public enum RelayWire {
     }
 
     /// The cursor a ``nextCursorHeader`` value names, or `nil` when it names none.
-    static func cursor(nextCursorValue value: String) -> SyncCursor? {
+    package static func cursor(nextCursorValue value: String) -> SyncCursor? {
         var fields: [String: String] = [:]
         for pair in value.split(separator: "&") {
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
@@ -171,7 +172,7 @@ public enum RelayWire {
         public var maxPullLimit: Int
         /// `true` when the relay carries the item versions of changes (``SyncChange/itemVersion``,
         /// ``SyncPulledChange/itemVersion``; added within protocol version 1). A relay that does
-        /// not say so (an older one, `nil`) would drop them: ``HTTPSyncServer`` refuses to push
+        /// not say so (an older one, `nil`) would drop them: `HTTPSyncServer` refuses to push
         /// a change with an item version through it.
         public var itemVersions: Bool?
         /// The longest the relay holds a live pull, in seconds (`wait=` in a pull's query,

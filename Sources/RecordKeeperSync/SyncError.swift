@@ -3,7 +3,7 @@
 /// ``code`` says what kind of failure it is: only ``Code/unreachable`` means "try again later";
 /// ``Code/configuration`` and ``Code/authentication`` need the settings corrected,
 /// ``Code/unauthorized`` a new token, ``Code/forbidden`` a token for what was asked,
-/// ``Code/forkedDevice`` needs ``RecordSync/recover()``. An unreachable server may say when to
+/// ``Code/forkedDevice`` needs `RecordSync.recover()`. An unreachable server may say when to
 /// try again (``retryAfter``). ``message`` says what happened in
 /// words, naming the space, record or operation; ``underlying`` keeps the implementation's own
 /// error (for PostgreSQL, a `PostgresError` with its SQLSTATE).
@@ -13,7 +13,7 @@ public struct SyncError: Error, Sendable, CustomStringConvertible {
         /// A stable name, such as `"unreachable"`.
         public let name: String
 
-        package init(_ name: String) { self.name = name }
+        init(_ name: String) { self.name = name }
 
         public var description: String { name }
 
@@ -39,7 +39,7 @@ public struct SyncError: Error, Sendable, CustomStringConvertible {
         /// The server refused this store's operations because another store synced as the
         /// same device (a backup, a copied file, or this store before it was restored wrote
         /// operations this store never made). Nothing of them was applied and they stay
-        /// pending; ``RecordSync/recover()`` (`recordkeeper sync --recover`) makes the store
+        /// pending; `RecordSync.recover()` (`recordkeeper sync --recover`) makes the store
         /// sync as a new device.
         public static let forkedDevice = Code("forkedDevice")
         /// A relay refused the request's token (HTTP 401): none was given, or it is expired,
@@ -53,7 +53,7 @@ public struct SyncError: Error, Sendable, CustomStringConvertible {
         /// The pull's cursor is behind the space's compaction horizon: the server deleted
         /// tombstones the device has not pulled (it was away longer than the horizon's age), so
         /// pulling on from it could miss deletions. Nothing was read; the device resyncs:
-        /// ``RecordSync`` pulls the space's current state from the start, keeps its pending
+        /// `RecordSync` pulls the space's current state from the start, keeps its pending
         /// changes and removes the records deleted meanwhile (docs/SYNC.md "Resync").
         public static let behindHorizon = Code("behindHorizon")
     }
@@ -67,11 +67,10 @@ public struct SyncError: Error, Sendable, CustomStringConvertible {
     /// For ``Code/unreachable``: how long the server asked to be left alone (a relay's
     /// `Retry-After` on 429 or 503), when it said so.
     public let retryAfter: Duration?
-    /// What a ``RecordSync`` call that failed had done before it failed, and kept: operations
-    /// pushed and answered, conflicts recorded (``SyncReport/newConflicts``: a push's conflicts
-    /// are in the store even when the pull after it fails), pages applied. `nil` when the
-    /// failure came before anything was done, and for errors a server throws.
-    public internal(set) var partialReport: SyncReport?
+    /// What the device side had done before it failed: a `SyncReport` of module `RecordKeeper`,
+    /// which reads it as `partialReport`. This layer does not know the device's report type
+    /// (servers never set it), so it holds the value as it is given. `nil` when nothing was done.
+    package var partialResult: (any Sendable)?
 
     /// Creates an error.
     public init(
@@ -81,12 +80,12 @@ public struct SyncError: Error, Sendable, CustomStringConvertible {
         self.message = message
         self.underlying = underlying
         self.retryAfter = retryAfter
-        self.partialReport = nil
+        self.partialResult = nil
     }
 
     /// Whether the same request may succeed later, unchanged: the server could not be reached
     /// or failed (``Code/unreachable``, ``Code/serverFailure``). Continuous sync
-    /// (``RecordSync/keepInSync(_:)``) tries these again after a backoff and stops on every
+    /// (`RecordSync.keepInSync(_:)`) tries these again after a backoff and stops on every
     /// other code, which needs something mended first (a token, the settings, `recover()`).
     public var isTransient: Bool {
         code == .unreachable || code == .serverFailure
@@ -95,15 +94,5 @@ public struct SyncError: Error, Sendable, CustomStringConvertible {
     public var description: String {
         if let underlying { return "\(code): \(message) (\(underlying))" }
         return "\(code): \(message)"
-    }
-}
-
-extension SyncError {
-    /// Keeps `report` as ``partialReport`` when it did anything.
-    mutating func attach(_ report: SyncReport) {
-        guard report.pushedOperations > 0 || report.pulledChanges > 0 || !report.newConflicts.isEmpty
-            || report.resynced || report.recovery != nil
-        else { return }
-        partialReport = report
     }
 }

@@ -4,7 +4,9 @@ import CSQLite
 /// (GRDB's `ResultCode` is the model), so that no layer above `Core/` compares numbers or
 /// imports SQLite to read a failure.
 ///
-/// A primary code as a pattern matches each of its extended codes:
+/// A primary code as a pattern matches each of its extended codes; outside a `switch`, say
+/// it with ``matches(_:)`` (`failure.code.matches(.readOnly)`), never with `~=` written by
+/// hand, whose operands are easy to swap:
 /// ```swift
 /// switch failure.code {
 /// case .busy, .locked: …            // also SQLITE_BUSY_SNAPSHOT, SQLITE_LOCKED_SHAREDCACHE
@@ -31,6 +33,11 @@ struct ResultCode: RawRepresentable, Hashable, Sendable, CustomStringConvertible
     /// A primary pattern matches its extended codes; an extended pattern only itself.
     static func ~= (pattern: ResultCode, code: ResultCode) -> Bool {
         pattern.isPrimary ? pattern.rawValue == code.rawValue & 0xFF : pattern.rawValue == code.rawValue
+    }
+
+    /// Whether this code is `pattern` or, for a primary `pattern`, one of its extended codes.
+    func matches(_ pattern: ResultCode) -> Bool {
+        pattern ~= self
     }
 
     // Primary codes.

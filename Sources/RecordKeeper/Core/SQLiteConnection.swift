@@ -296,7 +296,7 @@ final class SQLiteConnection {
         let code = sqlite3_wal_checkpoint_v2(
             handle, nil, mode == .passive ? SQLITE_CHECKPOINT_PASSIVE : SQLITE_CHECKPOINT_TRUNCATE,
             &logFrames, &copied)
-        if ResultCode(rawValue: code) ~= .busy { return false }
+        if ResultCode(rawValue: code).matches(.busy) { return false }
         guard code == SQLITE_OK else { throw SQLiteFailure(code: code, handle: handle) }
         if mode == .truncate { walFrames = 0 }
         return logFrames == copied

@@ -23,14 +23,14 @@ struct RecordEngine {
     /// was cancelled, otherwise the store error with its context.
     func error(_ failure: any Error, collection: String? = nil, key: String? = nil) -> any Error {
         guard let failure = failure as? SQLiteFailure else { return failure }
-        if failure.code ~= .interrupt, Task.isCancelled { return CancellationError() }
+        if failure.code.matches(.interrupt), Task.isCancelled { return CancellationError() }
         var error = RecordStoreError(failure, operation: operation, collection: collection, key: key, path: path)
-        if failure.code ~= .error, failure.message == "malformed JSON", key == nil, operation == .query || operation == .count {
+        if failure.code.matches(.error), failure.message == "malformed JSON", key == nil, operation == .query || operation == .count {
             // A query reads fields of every payload it considers: one that is not JSON is
             // in the store legitimately (payloads are any bytes), but cannot be queried.
             error.code = .invalidArgument
             error.detail = "a payload of the collection is not JSON, so its fields cannot be queried"
-        } else if failure.code ~= .error, failure.message == "malformed JSON", key != nil {
+        } else if failure.code.matches(.error), failure.message == "malformed JSON", key != nil {
             // Only a declared index (format 7) reads a payload's JSON while a record is
             // written: its expression fails on a payload that is not JSON. That is the
             // caller's input, refused whole, not a failure of the store.

@@ -68,7 +68,7 @@ extension StoreOpener {
                 do {
                     let connection = try storeReader(path: path, options: options)
                     if try format(connection) != 0 { return .store(connection) }
-                } catch let failure as SQLiteFailure where failure.code ~= .readOnly || failure.code ~= .cannotOpen {
+                } catch let failure as SQLiteFailure where failure.code.matches(.readOnly) || failure.code.matches(.cannotOpen) {
                     return try snapshot(path: path, options: options, after: failure, format: format)
                 }
                 return .notAStore(try glance(path: path, header: header, options: options))
@@ -180,7 +180,7 @@ extension StoreOpener {
                     code: .cannotRead, operation: .open, path: path, detail: reason)
             }
             throw RecordStoreError(
-                code: error.code ~= .ioError ? .ioError : .cannotOpen,
+                code: error.code.matches(.ioError) ? .ioError : .cannotOpen,
                 operation: .open, path: path, detail: "could not read the file: \(reason)")
         }
         let magic = Array("SQLite format 3\0".utf8)

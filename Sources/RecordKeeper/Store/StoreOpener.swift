@@ -36,7 +36,7 @@ enum StoreOpener {
             try connection.setDurability(full: options.durability == .full)
         } catch let failure as SQLiteFailure {
             var error = RecordStoreError(failure, operation: .open, path: path)
-            if let path, error.code != .protectedDataUnavailable, failure.code ~= .cannotOpen || failure.code ~= .readOnly,
+            if let path, error.code != .protectedDataUnavailable, failure.code.matches(.cannotOpen) || failure.code.matches(.readOnly),
                 let reason = unwritableDirectory(of: path)
             {
                 // SQLite says "unable to open database file" when it cannot create the -shm.

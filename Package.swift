@@ -11,9 +11,9 @@ let swiftSettings: [SwiftSetting] = [
 
 // Where each target builds. SwiftPM's platform list applies to every target, so:
 // - device side, for every platform below: CSQLite, RecordKeeper, RecordKeeperFeatures,
-//   LearnerKit, HarnessSupport, RecordKeeperTestSupport and the test targets RecordKeeperTests,
-//   RecordKeeperFeaturesTests and LearnerTests (their subprocess tests are `#if os(macOS) ||
-//   os(Linux)`);
+//   RecordKeeperTestSupport, LearnerKit, HarnessSupport, TestHelpers and the test targets
+//   RecordKeeperTests, RecordKeeperFeaturesTests and LearnerTests (their subprocess tests are
+//   `#if os(macOS) || os(Linux)`);
 // - server side and tools, macOS and Linux only: CLibPQ, RecordKeeperPostgres,
 //   RecordKeeperTool and every executable (recordkeeper, recordkeeper-bench, learner,
 //   recordkeeper-crashtest), and the test targets that use them. Nothing on the device side
@@ -27,6 +27,9 @@ let package = Package(
         .library(name: "RecordKeeper", targets: ["RecordKeeper"]),
         .library(name: "RecordKeeperFeatures", targets: ["RecordKeeperFeatures"]),
         .executable(name: "learner", targets: ["learner"]),
+        // For apps' tests: `failNextCommitForTesting()` and whatever else tests need that the
+        // production API should not offer (sqlite-data's SQLiteDataTestSupport is the model).
+        .library(name: "RecordKeeperTestSupport", targets: ["RecordKeeperTestSupport"]),
         .library(name: "RecordKeeperPostgres", targets: ["RecordKeeperPostgres"]),
         .executable(name: "recordkeeper", targets: ["recordkeeper"]),
         .executable(name: "recordkeeper-bench", targets: ["recordkeeper-bench"]),
@@ -41,6 +44,13 @@ let package = Package(
         .target(
             name: "RecordKeeper",
             dependencies: ["CSQLite"],
+            swiftSettings: swiftSettings
+        ),
+        // The test seams apps' tests use, over RecordKeeper's `package` API; SQLite alone, like
+        // RecordKeeper (it builds wherever RecordKeeper does, iOS included).
+        .target(
+            name: "RecordKeeperTestSupport",
+            dependencies: ["RecordKeeper"],
             swiftSettings: swiftSettings
         ),
         // What features build on: LoadState and the observable model over a loading function.
@@ -134,29 +144,30 @@ let package = Package(
             name: "HarnessSupport",
             swiftSettings: swiftSettings
         ),
-        // What the test targets share: temporary directories, gates, locked test state, store
-        // kinds, the PostgreSQL test server, subprocesses, raw SQLite connections.
+        // What this package's test targets share (not a product): temporary directories, gates,
+        // locked test state, store kinds, the PostgreSQL test server, subprocesses, raw SQLite
+        // connections. It builds on the public test seams of RecordKeeperTestSupport.
         .target(
-            name: "RecordKeeperTestSupport",
-            dependencies: ["RecordKeeper", "RecordKeeperPostgres", "CSQLite", "HarnessSupport"],
-            path: "Tests/RecordKeeperTestSupport",
+            name: "TestHelpers",
+            dependencies: ["RecordKeeper", "RecordKeeperTestSupport", "RecordKeeperPostgres", "CSQLite", "HarnessSupport"],
+            path: "Tests/TestHelpers",
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "RecordKeeperTests",
-            dependencies: ["RecordKeeper", "CSQLite", "RecordKeeperTestSupport", "HarnessSupport"],
+            dependencies: ["RecordKeeper", "CSQLite", "RecordKeeperTestSupport", "TestHelpers", "HarnessSupport"],
             resources: [.copy("Fixtures")],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "RecordKeeperFeaturesTests",
-            dependencies: ["RecordKeeperFeatures", "RecordKeeper", "RecordKeeperTestSupport"],
+            dependencies: ["RecordKeeperFeatures", "RecordKeeper", "RecordKeeperTestSupport", "TestHelpers"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "LearnerTests",
             dependencies: [
-                "LearnerKit", "RecordKeeperFeatures", "RecordKeeper", "CSQLite", "RecordKeeperTestSupport",
+                "LearnerKit", "RecordKeeperFeatures", "RecordKeeper", "CSQLite", "TestHelpers",
                 // The built app, run as a subprocess where there are subprocesses.
                 .target(name: "learner", condition: .when(platforms: [.macOS, .linux])),
             ],
@@ -166,7 +177,7 @@ let package = Package(
             name: "RecordKeeperToolTests",
             dependencies: [
                 "RecordKeeperTool", "RecordKeeperCommandLine", "RecordKeeper", "RecordKeeperPostgres", "recordkeeper",
-                "RecordKeeperTestSupport", "HarnessSupport",
+                "TestHelpers", "HarnessSupport",
             ],
             swiftSettings: swiftSettings
         ),
@@ -191,14 +202,14 @@ let package = Package(
         // RECORDKEEPER_TEST_POSTGRES (see docs/SYNC.md).
         .testTarget(
             name: "RecordKeeperPostgresTests",
-            dependencies: ["RecordKeeperPostgres", "RecordKeeper", "CLibPQ", "RecordKeeperTestSupport"],
+            dependencies: ["RecordKeeperPostgres", "RecordKeeper", "CLibPQ", "TestHelpers"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "RecordKeeperRelayTests",
             dependencies: [
                 "RecordKeeperRelay", "RecordKeeperRelayTool", "RecordKeeper", "RecordKeeperPostgres", "CCrypto",
-                "recordkeeper-relay", "recordkeeper", "recordkeeper-loadtest", "RecordKeeperTestSupport", "HarnessSupport",
+                "recordkeeper-relay", "recordkeeper", "recordkeeper-loadtest", "TestHelpers", "HarnessSupport",
             ],
             swiftSettings: swiftSettings
         ),
@@ -206,7 +217,7 @@ let package = Package(
             name: "RecordKeeperReliabilityTests",
             dependencies: [
                 "RecordKeeper", "RecordKeeperPostgres", "CSQLite", "recordkeeper-crashtest", "RecordKeeperTestSupport",
-                "HarnessSupport",
+                "TestHelpers", "HarnessSupport",
             ],
             swiftSettings: swiftSettings
         ),

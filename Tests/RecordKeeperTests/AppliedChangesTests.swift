@@ -1,7 +1,8 @@
-import RecordKeeperTestSupport
+import TestHelpers
 import Foundation
 import Testing
 import RecordKeeper
+import RecordKeeperTestSupport
 
 /// `RecordStore.apply(_:changes:)` reports what it did, not what it was asked.
 @Suite struct AppliedChangesTests {

@@ -265,20 +265,10 @@ public actor RecordStore {
         try await performWrite(.removeCollection, collection: name, teachesRepositories: true) { try $0.removeCollection(name) }
     }
 
-    /// Makes the next write transaction fail at its commit and roll back, as a real commit
-    /// failure (a full disk, an I/O error) would.
-    ///
-    /// A tool for apps to test their own failure handling: that a screen shows the error, that
-    /// nothing half-saved appears, that a retry works. The failing write throws
-    /// ``RecordStoreError`` with code ``RecordStoreError/Code/injectedFailure``, nothing of it is
-    /// stored, and the store works normally afterwards.
-    ///
-    /// ```swift
-    /// try await store.failNextCommitForTesting()
-    /// await model.save(draft)            // must surface the error and keep the draft
-    /// #expect(model.errorMessage != nil)
-    /// ```
-    public nonisolated func failNextCommitForTesting() async throws {
+    /// Makes the next write transaction fail at its commit and roll back: the seam behind
+    /// `RecordKeeperTestSupport`'s public `failNextCommitForTesting()`, which is test API and
+    /// not part of this module's.
+    package nonisolated func failNextCommit() {
         core.locked { $0.failNextCommit = true }
     }
 

@@ -134,13 +134,6 @@ public actor RecordStore {
         return try await performRead(.read, collection: name) { try $0.engine?.readAll(name) }
     }
 
-    /// The same as ``read(_:)``, which never creates anything either: when there is no store
-    /// file it returns nil and creates no file and no directory.
-    public nonisolated func readIfPresent(_ collection: String) async throws -> [String: Data]? {
-        let name = try RecordNames.collection(collection, operation: .readIfPresent)
-        return try await performRead(.readIfPresent, collection: name) { try $0.engine?.readAll(name) }
-    }
-
     /// The payload of one record, or nil when there is none.
     ///
     /// Point reads are short: when the reader is open and idle they run at once on the

@@ -28,8 +28,6 @@ public struct StoreOperation: Hashable, Sendable, CustomStringConvertible {
     public static let open = StoreOperation("open", .open)
     /// ``RecordStore/read(_:)``.
     public static let read = StoreOperation("read", .read)
-    /// ``RecordStore/readIfPresent(_:)``.
-    public static let readIfPresent = StoreOperation("readIfPresent", .read)
     /// ``RecordStore/value(_:key:)``.
     public static let value = StoreOperation("value", .read)
     /// ``RecordStore/record(_:key:)``.

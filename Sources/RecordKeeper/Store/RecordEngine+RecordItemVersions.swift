@@ -130,6 +130,6 @@ extension RecordTransaction {
         let captures = context.capturesSync
         context.capturesSync = false
         defer { context.capturesSync = captures }
-        try apply(collection, changes: changes)
+        try applyWithoutReport(collection, changes: changes)
     }
 }

@@ -240,18 +240,22 @@ struct RecordEngine {
         }
     }
 
-    /// Whether the stored payload of one record equals `data` byte for byte; nil when the
-    /// record does not exist. (Tells an insert from an overwrite and skips unchanged payloads
-    /// in one lookup, for `WriteContext.applyReporting`.)
-    func storedPayloadEquals(_ id: Int64, collection: String, key: String, data: Data) throws -> Bool? {
+    /// Whether the stored payload of one record equals `data` byte for byte, and the record's
+    /// version; nil when the record does not exist. (Tells an insert from an overwrite, skips
+    /// unchanged payloads and gives the version after the write, in one lookup, for
+    /// `WriteContext.applyReporting`.)
+    func storedPayload(
+        _ id: Int64, collection: String, key: String, comparedTo data: Data
+    ) throws -> (equal: Bool, version: Int64)? {
         try run(collection: collection, key: key) {
             try connection.withStatement(
-                "SELECT payload = ?3 FROM records WHERE collection_id = ?1 AND key = ?2"
+                "SELECT payload = ?3, version FROM records WHERE collection_id = ?1 AND key = ?2"
             ) { statement in
                 try statement.bind(id, at: 1)
                 try statement.bind(key, at: 2)
                 try statement.bind(data, at: 3)
-                return try statement.step() ? statement.int64(at: 0) != 0 : nil
+                guard try statement.step() else { return nil }
+                return (statement.int64(at: 0) != 0, statement.int64(at: 1))
             }
         }
     }

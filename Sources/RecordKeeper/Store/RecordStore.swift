@@ -9,7 +9,7 @@ public import Foundation
 /// cannot read is refused and left as it is: the store never resets, moves or replaces data,
 /// and never falls back to an empty or in-memory database.
 ///
-/// Saves are record-level: ``apply(_:changes:)`` writes only the records it names, in one
+/// Saves are record-level: ``apply(_:changes:expecting:enqueue:)`` writes only the records it names, in one
 /// transaction, so a narrow save never erases unrelated records. Replacing a whole collection
 /// is the separate, explicit ``replace(_:values:onlyIfAbsent:)``.
 ///
@@ -227,17 +227,53 @@ public actor RecordStore {
     /// only the given payloads (skipping those already stored byte-for-byte), and touches no
     /// other record. Establishes the collection, even when the change is empty.
     ///
+    /// With `expected`, the change is conditional: it is applied only if every key named there
+    /// still has the stated version, where nil means "must not exist"; otherwise nothing is
+    /// written and it throws ``RecordConflict`` naming every conflicting key. Keys changed but
+    /// not named in `expected` are written unconditionally. `messages` are queued in the
+    /// outbox in the same transaction: the change and the messages commit together, or
+    /// neither does.
+    ///
+    /// ```swift
+    /// var changes = RecordChanges()
+    /// changes["today"] = Data("Buy milk".utf8)
+    /// let applied = try await store.apply("notes", changes: changes)
+    /// // Later, only if nobody changed it meanwhile:
+    /// changes["today"] = Data("Buy oat milk".utf8)
+    /// try await store.apply("notes", changes: changes, expecting: ["today": applied.versions["today"]])
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - collection: The collection to change.
+    ///   - changes: The records to upsert and the keys to remove.
+    ///   - expected: Per key, the version it must still have (nil: must not exist); nil (the
+    ///     default) writes unconditionally.
+    ///   - messages: Outbox messages to queue with the change (see <doc:Outbox>).
     /// - Returns: what became of each named key (added, changed, unchanged, removed, or not
-    ///   found for removal), counted inside the transaction.
-    /// - Throws: ``RecordStoreError``; on any failure the transaction is rolled back and
-    ///   nothing of the change is stored. A bad key anywhere means nothing is written.
+    ///   found for removal) and the version of every upserted key afterwards, counted inside the
+    ///   transaction. Every upserted key costs one point lookup for this (a key not named in
+    ///   `expected` costs it in a conditional apply too); ``put(_:key:data:)`` costs none.
+    /// - Throws: ``RecordConflict`` when an expectation does not hold; ``RecordStoreError``
+    ///   otherwise (a bad key anywhere, an empty message kind, a duplicate message id, a failed
+    ///   commit, cancellation). On any failure the transaction is rolled back: nothing of the
+    ///   change and none of the messages is stored.
     @discardableResult
-    public nonisolated(nonsending) func apply(_ collection: String, changes: RecordChanges) async throws -> AppliedChanges {
+    public nonisolated(nonsending) func apply(
+        _ collection: String, changes: RecordChanges, expecting expected: [String: RecordVersion?]? = nil,
+        enqueue messages: [OutboxMessage] = []
+    ) async throws -> AppliedChanges {
         let input = try ValidatedChanges(collection, changes: changes, operation: .apply)
-        let inline = mayWriteInline(input.upserts.count + input.removals.count)
+        let expected = try expected.map {
+            try ValidatedChanges.normalizedVersions($0, collection: input.collection, operation: .apply)
+        }
+        let queued = try ValidatedMessages(messages, operation: .apply)
+        let inline = mayWriteInline(input.upserts.count + input.removals.count + queued.messages.count)
         return try await performWrite(.apply, collection: input.collection, inline: inline, teachesRepositories: true) {
             context in
-            try context.applyReporting(input.collection, upserts: input.upserts, removals: input.removals)
+            let applied = try context.applyReporting(
+                input.collection, upserts: input.upserts, removals: input.removals, expecting: expected)
+            try context.enqueue(queued)
+            return applied
         }
     }
 

@@ -52,7 +52,7 @@ public struct StoreOperation: Hashable, Sendable, CustomStringConvertible {
     public static let collections = StoreOperation("collections", .list)
     /// ``RecordStore/put(_:key:data:)``.
     public static let put = StoreOperation("put", .save)
-    /// ``RecordStore/apply(_:changes:)``.
+    /// ``RecordStore/apply(_:changes:expecting:enqueue:)``.
     public static let apply = StoreOperation("apply", .save)
     /// ``RecordStore/write(_:)``.
     public static let write = StoreOperation("write", .save)

@@ -249,12 +249,23 @@ final class WriteContext {
         }
     }
 
-    /// Removes and upserts like `apply`, and reports what became of each key. Costs one point
-    /// lookup per upserted key (to tell an insert from an overwrite; an unchanged payload then
-    /// needs no upsert), so only the public `RecordStore.apply(_:changes:)` uses it.
+    /// Removes and upserts like `apply`, and reports what became of each key and the version of
+    /// each upserted key afterwards. Costs one point lookup per upserted key (to tell an insert
+    /// from an overwrite; it reads the version too, and an unchanged payload then needs no
+    /// upsert), so only the public `apply` of the store and of a transaction uses it.
+    ///
+    /// With `expected`, it is the conditional write of `apply(_:upserts:expectations:removals:checks:)`
+    /// (a `RecordConflict` naming every conflicting key, nothing written): named keys cost what
+    /// they cost there; a key it does not name costs one version lookup first, which becomes
+    /// its expectation (inside the transaction it always holds, so the key is written as
+    /// unconditionally as before, and the outcome tells what became of it).
     func applyReporting(
-        _ collection: String, upserts: [(key: String, data: Data)], removals: [String]
+        _ collection: String, upserts: [(key: String, data: Data)], removals: [String],
+        expecting expected: [String: RecordVersion?]? = nil
     ) throws -> AppliedChanges {
+        if let expected {
+            return try applyReporting(collection, upserts: upserts, removals: removals, expected: expected)
+        }
         // A collection established only now holds nothing: every upsert is an insert.
         let existing = try engine.collectionForWriting(collection)
         let ref = try existing ?? engine.establishForWriting(collection)
@@ -273,15 +284,82 @@ final class WriteContext {
         }
         guard !upserts.isEmpty else { return applied }
         let insertVersion = try insertVersion()
+        applied.versions.reserveCapacity(upserts.count)
         for (key, data) in upserts {
             let stored = existing == nil
-                ? nil : try engine.storedPayloadEquals(id, collection: collection, key: key, data: data)
-            if stored != true,
+                ? nil : try engine.storedPayload(id, collection: collection, key: key, comparedTo: data)
+            if stored?.equal != true,
                try engine.upsert(id, collection: collection, key: key, data: data, insertVersion: insertVersion) {
                 try log(collection, key, ref)
-                if stored == nil { applied.added.append(key) } else { applied.changed.append(key) }
+                // The upsert gives an insert `insertVersion` and an overwrite the stored version + 1.
+                if let stored {
+                    applied.changed.append(key)
+                    applied.versions[key] = RecordVersion(stored.version + 1)
+                } else {
+                    applied.added.append(key)
+                    applied.versions[key] = RecordVersion(insertVersion)
+                }
             } else {
                 applied.unchanged.append(key)
+                applied.versions[key] = try stored.map { RecordVersion($0.version) }
+                    ?? engine.version(id, collection: collection, key: key)
+            }
+        }
+        return applied
+    }
+
+    /// `applyReporting` with expectations: every upsert gets one (the stated one, or the
+    /// version found now), so each outcome says whether it was added, changed or unchanged.
+    private func applyReporting(
+        _ collection: String, upserts: [(key: String, data: Data)], removals: [String],
+        expected: [String: RecordVersion?]
+    ) throws -> AppliedChanges {
+        let ref = try establish(collection)
+        remember(ref, for: collection)
+        let id = ref.id
+        // A key is never both upserted and removed (`RecordChanges` keeps it on one side).
+        var expectations: [RecordVersion??] = []
+        expectations.reserveCapacity(upserts.count)
+        var matched = 0
+        for (key, _) in upserts {
+            if let expectation = expected[key] {
+                matched += 1
+                expectations.append(expectation)
+            } else {
+                expectations.append(.some(try engine.version(id, collection: collection, key: key)))
+            }
+        }
+        // Expectations about keys not upserted here (removals, or keys only checked), checked
+        // by the conditional write; a removal without one is looked up, to report it.
+        var checks: [String: RecordVersion?] = [:]
+        if matched < expected.count {
+            var written = Set<String>(minimumCapacity: upserts.count)
+            for (key, _) in upserts { written.insert(key) }
+            for (key, version) in expected where !written.contains(key) { checks[key] = .some(version) }
+        }
+        var stored: [Bool] = []
+        stored.reserveCapacity(removals.count)
+        for key in removals {
+            if let expectation = checks[key] {
+                stored.append(expectation != nil)  // holds once the write did not conflict
+            } else {
+                stored.append(try engine.version(id, collection: collection, key: key) != nil)
+            }
+        }
+        let written = try apply(
+            collection, upserts: upserts, expectations: expectations, removals: removals, checks: checks)
+        var applied = AppliedChanges()
+        for (key, wasStored) in zip(removals, stored) {
+            if wasStored { applied.removed.append(key) } else { applied.notFound.append(key) }
+        }
+        applied.versions.reserveCapacity(upserts.count)
+        for (((key, _), expectation), version) in zip(zip(upserts, expectations), written) {
+            guard let version else { continue }  // only after a conflict, which threw
+            applied.versions[key] = version
+            switch expectation {
+            case .some(nil): applied.added.append(key)
+            case .some(let before?) where before == version: applied.unchanged.append(key)
+            default: applied.changed.append(key)
             }
         }
         return applied

@@ -282,27 +282,26 @@ final class WriteContext {
             try log(collection, key, ref)
             applied.removed.append(key)
         }
-        guard !upserts.isEmpty else { return applied }
-        let insertVersion = try insertVersion()
         applied.versions.reserveCapacity(upserts.count)
         for (key, data) in upserts {
             let stored = existing == nil
                 ? nil : try engine.storedPayload(id, collection: collection, key: key, comparedTo: data)
-            if stored?.equal != true,
-               try engine.upsert(id, collection: collection, key: key, data: data, insertVersion: insertVersion) {
-                try log(collection, key, ref)
-                // The upsert gives an insert `insertVersion` and an overwrite the stored version + 1.
-                if let stored {
-                    applied.changed.append(key)
-                    applied.versions[key] = RecordVersion(stored.version + 1)
-                } else {
-                    applied.added.append(key)
-                    applied.versions[key] = RecordVersion(insertVersion)
-                }
-            } else {
+            if let stored, stored.equal {
                 applied.unchanged.append(key)
-                applied.versions[key] = try stored.map { RecordVersion($0.version) }
-                    ?? engine.version(id, collection: collection, key: key)
+                applied.versions[key] = RecordVersion(stored.version)
+                continue
+            }
+            // The upsert gives an overwrite the stored version + 1 and an insert the version
+            // given here: the floor is read only when an insert needs it (an overwrite leaves
+            // the value unused, so it gets the version the overwrite gives).
+            let version = try stored.map { $0.version + 1 } ?? insertVersion()
+            if try engine.upsert(id, collection: collection, key: key, data: data, insertVersion: version) {
+                try log(collection, key, ref)
+                if stored == nil { applied.added.append(key) } else { applied.changed.append(key) }
+                applied.versions[key] = RecordVersion(version)
+            } else {
+                applied.unchanged.append(key)  // not reached: the lookup said it would write
+                applied.versions[key] = try engine.version(id, collection: collection, key: key)
             }
         }
         return applied

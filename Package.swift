@@ -23,16 +23,18 @@ let swiftSettings: [SwiftSetting] = [
 let package = Package(
     name: "RecordKeeper",
     platforms: [.macOS(.v14), .iOS(.v17), .tvOS(.v17), .watchOS(.v10), .visionOS(.v1)],
+    // What users install. The example app (`learner`), the benchmark (`recordkeeper-bench`), the
+    // load test and the crash helper are executable targets, not products: in this package
+    // `swift run learner` and `swift build --product recordkeeper-bench` find them all the same
+    // (SwiftPM gives a root package's executable targets products of their own).
     products: [
         .library(name: "RecordKeeper", targets: ["RecordKeeper"]),
         .library(name: "RecordKeeperFeatures", targets: ["RecordKeeperFeatures"]),
-        .executable(name: "learner", targets: ["learner"]),
         // For apps' tests: `failNextCommitForTesting()` and whatever else tests need that the
         // production API should not offer (sqlite-data's SQLiteDataTestSupport is the model).
         .library(name: "RecordKeeperTestSupport", targets: ["RecordKeeperTestSupport"]),
         .library(name: "RecordKeeperPostgres", targets: ["RecordKeeperPostgres"]),
         .executable(name: "recordkeeper", targets: ["recordkeeper"]),
-        .executable(name: "recordkeeper-bench", targets: ["recordkeeper-bench"]),
         .library(name: "RecordKeeperRelay", targets: ["RecordKeeperRelay"]),
         .executable(name: "recordkeeper-relay", targets: ["recordkeeper-relay"]),
     ],

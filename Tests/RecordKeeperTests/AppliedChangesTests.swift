@@ -91,6 +91,43 @@ import RecordKeeperTestSupport
     }
 
     @Test(arguments: StoreKind.allCases)
+    func `a single-record apply reports like a larger one, and gives the versions a put would`(kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ in
+            for round in 1...3 {
+                try await store.put("c", key: "a", data: Data("a\(round)"))
+                try await store.put("c", key: "b", data: Data("b\(round)"))
+            }
+            var removal = RecordChanges()
+            removal["b"] = nil
+            try await store.apply("c", changes: removal)  // the floor is 3 now
+
+            let added = try await store.apply("c", changes: RecordChanges(upserts: ["new": Data("n")]))
+            #expect(added.added == ["new"] && added.versions == ["new": RecordVersion(4)])
+            let changed = try await store.apply("c", changes: RecordChanges(upserts: ["a": Data("a4")]))
+            #expect(changed.changed == ["a"] && changed.versions == ["a": RecordVersion(4)])
+            let unchanged = try await store.apply("c", changes: RecordChanges(upserts: ["a": Data("a4")]))
+            #expect(unchanged.unchanged == ["a"] && unchanged.versions == ["a": RecordVersion(4)])
+            #expect(unchanged.writtenCount == 0)
+            let fresh = try await store.apply("other", changes: RecordChanges(upserts: ["x": Data("x")]))
+            #expect(fresh.added == ["x"] && fresh.versions == ["x": RecordVersion(4)])
+
+            // In a transaction whose removal already read and raised the floor.
+            let (afterRemoval, back) = try await store.write { tx in
+                var removal = RecordChanges()
+                removal["new"] = nil
+                try tx.apply("c", changes: removal)
+                let afterRemoval = try tx.apply("c", changes: RecordChanges(upserts: ["later": Data("l")]))
+                let back = try tx.apply("c", changes: RecordChanges(upserts: ["new": Data("n")]))
+                return (afterRemoval, back)
+            }
+            #expect(afterRemoval.added == ["later"] && afterRemoval.versions == ["later": RecordVersion(5)])
+            #expect(back.added == ["new"] && back.versions == ["new": RecordVersion(5)])
+            let stored = try #require(try await store.versionedRecords("c")).mapValues(\.version)
+            #expect(stored == ["a": RecordVersion(4), "later": RecordVersion(5), "new": RecordVersion(5)])
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
     func `a conditional apply reports what became of every key, named in the expectations or not`(kind: StoreKind) async throws {
         try await withStore(kind) { store, _ in
             for key in ["named-change", "named-same", "free-change", "free-same", "named-remove", "free-remove"] {

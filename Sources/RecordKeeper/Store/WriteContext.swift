@@ -252,7 +252,8 @@ final class WriteContext {
     /// Removes and upserts like `apply`, and reports what became of each key and the version of
     /// each upserted key afterwards. Costs one point lookup per upserted key (to tell an insert
     /// from an overwrite; it reads the version too, and an unchanged payload then needs no
-    /// upsert), so only the public `apply` of the store and of a transaction uses it.
+    /// upsert), so only the public `apply` of the store and of a transaction uses it; for a
+    /// single upsert that lookup is part of the collection's, so it costs what `apply` does.
     ///
     /// With `expected`, it is the conditional write of `apply(_:upserts:expectations:removals:checks:)`
     /// (a `RecordConflict` naming every conflicting key, nothing written): named keys cost what
@@ -265,6 +266,9 @@ final class WriteContext {
     ) throws -> AppliedChanges {
         if let expected {
             return try applyReporting(collection, upserts: upserts, removals: removals, expected: expected)
+        }
+        if upserts.count == 1, removals.isEmpty, let (key, data) = upserts.first {
+            return try applyReporting(collection, key: key, data: data)
         }
         // A collection established only now holds nothing: every upsert is an insert.
         let existing = try engine.collectionForWriting(collection)
@@ -304,6 +308,45 @@ final class WriteContext {
                 applied.versions[key] = try engine.version(id, collection: collection, key: key)
             }
         }
+        return applied
+    }
+
+    /// `applyReporting` of a single upsert, in as many statements as `apply` makes for it (one
+    /// to find the collection, one to write): the lookup of the record is part of the
+    /// collection's, and an insert into a transaction that has not read the version floor lets
+    /// the statement read it.
+    private func applyReporting(_ collection: String, key: String, data: Data) throws -> AppliedChanges {
+        let found = try engine.collectionForWriting(collection, record: key, comparedTo: data)
+        let ref = try found?.ref ?? engine.establishForWriting(collection)
+        let stored = found?.stored
+        try noteVersionsBefore(collection, id: ref.id, upserts: [(key, data)], removals: [])
+        var applied = AppliedChanges()
+        if let stored, stored.equal {
+            applied.unchanged.append(key)
+            applied.versions[key] = RecordVersion(stored.version)
+            return applied
+        }
+        let written: Int64?
+        if let stored {
+            // An overwrite: the statement's insert version goes unused.
+            let version = stored.version + 1
+            written = try engine.upsert(ref.id, collection: collection, key: key, data: data, insertVersion: version)
+                ? version : nil
+        } else if floor == nil {
+            written = try engine.upsertAtStoredFloorReturningVersion(ref.id, collection: collection, key: key, data: data)
+        } else {
+            let version = try insertVersion()
+            written = try engine.upsert(ref.id, collection: collection, key: key, data: data, insertVersion: version)
+                ? version : nil
+        }
+        guard let written else {
+            applied.unchanged.append(key)  // not reached: the lookup said it would write
+            applied.versions[key] = try engine.version(ref.id, collection: collection, key: key)
+            return applied
+        }
+        try log(collection, key, ref)
+        if stored == nil { applied.added.append(key) } else { applied.changed.append(key) }
+        applied.versions[key] = RecordVersion(written)
         return applied
     }
 

@@ -252,7 +252,8 @@ public actor RecordStore {
     /// - Returns: what became of each named key (added, changed, unchanged, removed, or not
     ///   found for removal) and the version of every upserted key afterwards, counted inside the
     ///   transaction. Every upserted key costs one point lookup for this (a key not named in
-    ///   `expected` costs it in a conditional apply too); ``put(_:key:data:)`` costs none.
+    ///   `expected` costs it in a conditional apply too), except a change of a single record,
+    ///   which looks it up with its collection, in as many statements as ``put(_:key:data:)``.
     /// - Throws: ``RecordConflict`` when an expectation does not hold; ``RecordStoreError``
     ///   otherwise (a bad key anywhere, an empty message kind, a duplicate message id, a failed
     ///   commit, cancellation). On any failure the transaction is rolled back: nothing of the

@@ -61,7 +61,8 @@ public final class RecordTransaction {
     ///     default) writes unconditionally.
     ///   - messages: Outbox messages to queue; they commit with the rest of this transaction.
     /// - Returns: what became of each named key and the version of every upserted key
-    ///   afterwards (one point lookup per upserted key; ``put(_:key:data:)`` costs none).
+    ///   afterwards (one point lookup per upserted key, except for a change of a single record;
+    ///   ``put(_:key:data:)`` makes none).
     /// - Throws: ``RecordConflict`` when an expectation does not hold (nothing of this change
     ///   was kept once the body rethrows it); ``RecordStoreError`` otherwise. Like every error
     ///   thrown in the body, it rolls back the whole transaction when rethrown.

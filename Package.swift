@@ -18,8 +18,9 @@ let swiftSettings: [SwiftSetting] = [
 //   RecordKeeperTool and every executable (recordkeeper, recordkeeper-bench, learner,
 //   recordkeeper-crashtest), and the test targets that use them. Nothing on the device side
 //   depends on them; for iOS, tvOS, watchOS and visionOS build the device-side schemes only
-//   (`RecordKeeper`, `RecordKeeperFeatures`, or the shared scheme `RecordKeeperDevice`, which
-//   holds the device-side tests), as `.github/workflows/apple.yml` does.
+//   (`RecordKeeper`, `RecordKeeperFeatures`, `RecordKeeperTestSupport`, or the shared scheme
+//   `RecordKeeperDevice`, which holds the device-side tests), as `.github/workflows/apple.yml`
+//   does.
 let package = Package(
     name: "RecordKeeper",
     platforms: [.macOS(.v14), .iOS(.v17), .tvOS(.v17), .watchOS(.v10), .visionOS(.v1)],

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Writes the shared Xcode scheme `RecordKeeperDevice` into .swiftpm/xcode/xcshareddata/xcschemes
 # (ignored by git: this script is its source). It builds the device-side targets only
-# (RecordKeeper, RecordKeeperFeatures, LearnerKit) and holds the device-side test targets
+# (RecordKeeper, RecordKeeperFeatures, RecordKeeperTestSupport, LearnerKit) and holds the device-side test targets
 # (RecordKeeperTests, RecordKeeperFeaturesTests, LearnerTests), so that xcodebuild can build and
 # run them for iOS, tvOS, watchOS and visionOS, where the package's server-side targets (libpq)
 # and executables cannot build. See Package.swift and .github/workflows/apple.yml.
@@ -11,7 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-libraries=(RecordKeeper RecordKeeperFeatures LearnerKit)
+libraries=(RecordKeeper RecordKeeperFeatures RecordKeeperTestSupport LearnerKit)
 tests=(RecordKeeperTests RecordKeeperFeaturesTests LearnerTests)
 
 reference() {

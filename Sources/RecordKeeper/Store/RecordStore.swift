@@ -9,9 +9,9 @@ public import Foundation
 /// cannot read is refused and left as it is: the store never resets, moves or replaces data,
 /// and never falls back to an empty or in-memory database.
 ///
-/// Saves are record-level: ``apply(_:changes:expecting:enqueue:)`` writes only the records it names, in one
-/// transaction, so a narrow save never erases unrelated records. Replacing a whole collection
-/// is the separate, explicit ``replace(_:values:onlyIfAbsent:)``.
+/// Saves are record-level: ``apply(_:changes:expecting:enqueue:)`` writes only the records it
+/// names, in one transaction, so a narrow save never erases unrelated records. Replacing a
+/// whole collection is the separate, explicit ``replace(_:values:onlyIfAbsent:)``.
 ///
 /// ```swift
 /// let store = RecordStore(url: appSupport.appending(path: "records.sqlite"))

@@ -63,9 +63,10 @@ public final class RecordTransaction {
     /// - Returns: what became of each named key and the version of every upserted key
     ///   afterwards (one point lookup per upserted key, except for a change of a single record;
     ///   ``put(_:key:data:)`` makes none).
-    /// - Throws: ``RecordConflict`` when an expectation does not hold (nothing of this change
-    ///   was kept once the body rethrows it); ``RecordStoreError`` otherwise. Like every error
-    ///   thrown in the body, it rolls back the whole transaction when rethrown.
+    /// - Throws: ``RecordConflict`` when an expectation does not hold; ``RecordStoreError``
+    ///   otherwise. Rethrown from the body, like every error, it rolls back the whole
+    ///   transaction, so nothing of the change is stored; a body that catches it and returns
+    ///   commits what the transaction wrote, which may include part of this change.
     @discardableResult
     public func apply(
         _ collection: String, changes: RecordChanges, expecting expected: [String: RecordVersion?]? = nil,

@@ -12,29 +12,35 @@ let swiftSettings: [SwiftSetting] = [
 // Where each target builds. SwiftPM's platform list applies to every target, so:
 // - device side, for every platform below: CSQLite, RecordKeeperCoding (Foundation only),
 //   RecordKeeperSync (Foundation and the codec), RecordKeeper (SQLite besides),
-//   RecordKeeperFeatures, LearnerKit, HarnessSupport, RecordKeeperTestSupport and the test
-//   targets RecordKeeperTests, RecordKeeperSyncTests, RecordKeeperFeaturesTests and LearnerTests
-//   (their subprocess tests are `#if os(macOS) || os(Linux)`);
+//   RecordKeeperFeatures, RecordKeeperTestSupport, LearnerKit, HarnessSupport, TestHelpers and
+//   the test targets RecordKeeperTests, RecordKeeperSyncTests, RecordKeeperFeaturesTests and
+//   LearnerTests (their subprocess tests are `#if os(macOS) || os(Linux)`);
 // - server side and tools, macOS and Linux only: CLibPQ, CMicroHTTPD, CCrypto,
 //   RecordKeeperPostgres, RecordKeeperRelay, RecordKeeperRelayTool, RecordKeeperTool and every
 //   executable (recordkeeper, recordkeeper-relay, recordkeeper-bench, learner,
 //   recordkeeper-crashtest, recordkeeper-loadtest), and the test targets that use them. Nothing on
 //   the device side depends on them; for iOS, tvOS, watchOS and visionOS build the device-side
 //   schemes only (`RecordKeeper`, `RecordKeeperSync`, `RecordKeeperCoding`,
-//   `RecordKeeperFeatures`, or the shared scheme `RecordKeeperDevice`, which holds the
-//   device-side tests), as `.github/workflows/apple.yml` does.
+//   `RecordKeeperFeatures`, `RecordKeeperTestSupport`, or the shared scheme
+//   `RecordKeeperDevice`, which holds the device-side tests), as `.github/workflows/apple.yml`
+//   does.
 let package = Package(
     name: "RecordKeeper",
     platforms: [.macOS(.v14), .iOS(.v17), .tvOS(.v17), .watchOS(.v10), .visionOS(.v1)],
+    // What users install. The example app (`learner`), the benchmark (`recordkeeper-bench`), the
+    // load test and the crash helper are executable targets, not products: in this package
+    // `swift run learner` and `swift build --product recordkeeper-bench` find them all the same
+    // (SwiftPM gives a root package's executable targets products of their own).
     products: [
         .library(name: "RecordKeeper", targets: ["RecordKeeper"]),
         .library(name: "RecordKeeperCoding", targets: ["RecordKeeperCoding"]),
         .library(name: "RecordKeeperSync", targets: ["RecordKeeperSync"]),
         .library(name: "RecordKeeperFeatures", targets: ["RecordKeeperFeatures"]),
-        .executable(name: "learner", targets: ["learner"]),
+        // For apps' tests: `failNextCommitForTesting()` and whatever else tests need that the
+        // production API should not offer (sqlite-data's SQLiteDataTestSupport is the model).
+        .library(name: "RecordKeeperTestSupport", targets: ["RecordKeeperTestSupport"]),
         .library(name: "RecordKeeperPostgres", targets: ["RecordKeeperPostgres"]),
         .executable(name: "recordkeeper", targets: ["recordkeeper"]),
-        .executable(name: "recordkeeper-bench", targets: ["recordkeeper-bench"]),
         .library(name: "RecordKeeperRelay", targets: ["RecordKeeperRelay"]),
         .executable(name: "recordkeeper-relay", targets: ["recordkeeper-relay"]),
     ],
@@ -63,6 +69,13 @@ let package = Package(
         .target(
             name: "RecordKeeper",
             dependencies: ["CSQLite", "RecordKeeperCoding", "RecordKeeperSync"],
+            swiftSettings: swiftSettings
+        ),
+        // The test seams apps' tests use, over RecordKeeper's `package` API; SQLite alone, like
+        // RecordKeeper (it builds wherever RecordKeeper does, iOS included).
+        .target(
+            name: "RecordKeeperTestSupport",
+            dependencies: ["RecordKeeper"],
             swiftSettings: swiftSettings
         ),
         // What features build on: LoadState and the observable model over a loading function.
@@ -156,17 +169,21 @@ let package = Package(
             name: "HarnessSupport",
             swiftSettings: swiftSettings
         ),
-        // What the test targets share: temporary directories, gates, locked test state, store
-        // kinds, the PostgreSQL test server, subprocesses, raw SQLite connections.
+        // What this package's test targets share (not a product): temporary directories, gates,
+        // locked test state, store kinds, the PostgreSQL test server, subprocesses, raw SQLite
+        // connections. It builds on the public test seams of RecordKeeperTestSupport.
         .target(
-            name: "RecordKeeperTestSupport",
-            dependencies: ["RecordKeeper", "RecordKeeperPostgres", "CSQLite", "HarnessSupport"],
-            path: "Tests/RecordKeeperTestSupport",
+            name: "TestHelpers",
+            dependencies: ["RecordKeeper", "RecordKeeperTestSupport", "RecordKeeperPostgres", "CSQLite", "HarnessSupport"],
+            path: "Tests/TestHelpers",
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "RecordKeeperTests",
-            dependencies: ["RecordKeeper", "RecordKeeperCoding", "RecordKeeperSync", "CSQLite", "RecordKeeperTestSupport", "HarnessSupport"],
+            dependencies: [
+                "RecordKeeper", "RecordKeeperCoding", "RecordKeeperSync", "CSQLite", "RecordKeeperTestSupport", "TestHelpers",
+                "HarnessSupport",
+            ],
             resources: [.copy("Fixtures")],
             swiftSettings: swiftSettings
         ),
@@ -178,13 +195,13 @@ let package = Package(
         ),
         .testTarget(
             name: "RecordKeeperFeaturesTests",
-            dependencies: ["RecordKeeperFeatures", "RecordKeeper", "RecordKeeperTestSupport"],
+            dependencies: ["RecordKeeperFeatures", "RecordKeeper", "RecordKeeperTestSupport", "TestHelpers"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "LearnerTests",
             dependencies: [
-                "LearnerKit", "RecordKeeperFeatures", "RecordKeeper", "CSQLite", "RecordKeeperTestSupport",
+                "LearnerKit", "RecordKeeperFeatures", "RecordKeeper", "CSQLite", "TestHelpers",
                 // The built app, run as a subprocess where there are subprocesses.
                 .target(name: "learner", condition: .when(platforms: [.macOS, .linux])),
             ],
@@ -194,7 +211,7 @@ let package = Package(
             name: "RecordKeeperToolTests",
             dependencies: [
                 "RecordKeeperTool", "RecordKeeperCommandLine", "RecordKeeper", "RecordKeeperPostgres", "recordkeeper",
-                "RecordKeeperTestSupport", "HarnessSupport",
+                "TestHelpers", "HarnessSupport",
             ],
             swiftSettings: swiftSettings
         ),
@@ -219,14 +236,14 @@ let package = Package(
         // RECORDKEEPER_TEST_POSTGRES (see docs/SYNC.md).
         .testTarget(
             name: "RecordKeeperPostgresTests",
-            dependencies: ["RecordKeeperPostgres", "RecordKeeper", "CLibPQ", "RecordKeeperTestSupport"],
+            dependencies: ["RecordKeeperPostgres", "RecordKeeper", "CLibPQ", "TestHelpers"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "RecordKeeperRelayTests",
             dependencies: [
                 "RecordKeeperRelay", "RecordKeeperRelayTool", "RecordKeeper", "RecordKeeperSync", "RecordKeeperPostgres", "CCrypto",
-                "recordkeeper-relay", "recordkeeper", "recordkeeper-loadtest", "RecordKeeperTestSupport", "HarnessSupport",
+                "recordkeeper-relay", "recordkeeper", "recordkeeper-loadtest", "TestHelpers", "HarnessSupport",
             ],
             swiftSettings: swiftSettings
         ),
@@ -234,7 +251,7 @@ let package = Package(
             name: "RecordKeeperReliabilityTests",
             dependencies: [
                 "RecordKeeper", "RecordKeeperPostgres", "CSQLite", "recordkeeper-crashtest", "RecordKeeperTestSupport",
-                "HarnessSupport",
+                "TestHelpers", "HarnessSupport",
             ],
             swiftSettings: swiftSettings
         ),

@@ -16,7 +16,7 @@ fi
 
 scratch="${RECORDKEEPER_TSAN_SCRATCH:-.build/tsan}"
 export TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=1}"
-# Tests that cannot run under the sanitizer's runtime (see RecordKeeperTestSupport's
+# Tests that cannot run under the sanitizer's runtime (see TestHelpers'
 # `underThreadSanitizer`) skip themselves, saying why.
 export RECORDKEEPER_SANITIZER=thread
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Writes the shared Xcode scheme `RecordKeeperDevice` into .swiftpm/xcode/xcshareddata/xcschemes
 # (ignored by git: this script is its source). It builds the device-side targets only
-# (RecordKeeperCoding, RecordKeeperSync, RecordKeeper, RecordKeeperFeatures, LearnerKit) and holds
-# the device-side test targets (RecordKeeperTests, RecordKeeperSyncTests,
+# (RecordKeeperCoding, RecordKeeperSync, RecordKeeper, RecordKeeperFeatures, RecordKeeperTestSupport,
+# LearnerKit) and holds the device-side test targets (RecordKeeperTests, RecordKeeperSyncTests,
 # RecordKeeperFeaturesTests, LearnerTests), so that xcodebuild can build and
 # run them for iOS, tvOS, watchOS and visionOS, where the package's server-side targets (libpq)
 # and executables cannot build. See Package.swift and .github/workflows/apple.yml.
@@ -12,7 +12,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-libraries=(RecordKeeperCoding RecordKeeperSync RecordKeeper RecordKeeperFeatures LearnerKit)
+libraries=(RecordKeeperCoding RecordKeeperSync RecordKeeper RecordKeeperFeatures RecordKeeperTestSupport LearnerKit)
 tests=(RecordKeeperTests RecordKeeperSyncTests RecordKeeperFeaturesTests LearnerTests)
 
 reference() {

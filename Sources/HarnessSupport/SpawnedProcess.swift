@@ -1,4 +1,4 @@
-// Subprocesses exist on macOS and Linux only (Tests/RecordKeeperTestSupport/ChildProcess.swift).
+// Subprocesses exist on macOS and Linux only (Tests/TestHelpers/ChildProcess.swift).
 #if os(macOS) || os(Linux)
 
 public import Foundation

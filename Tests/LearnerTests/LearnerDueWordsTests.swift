@@ -1,5 +1,5 @@
 import Foundation
-import RecordKeeperTestSupport
+import TestHelpers
 import Testing
 @testable import LearnerKit
 @testable import RecordKeeper

@@ -3,7 +3,7 @@
 #if os(macOS) || os(Linux)
 
 import Foundation
-import RecordKeeperTestSupport
+import TestHelpers
 import Testing
 
 /// The built `learner` binary, run end to end in subprocesses.

@@ -3,7 +3,7 @@ import Observation
 import Testing
 @testable import RecordKeeper
 @testable import RecordKeeperFeatures
-import RecordKeeperTestSupport
+import TestHelpers
 
 /// How a model follows a repository: committed changes applied to the content (no reload of
 /// the collection), conflicts kept, and stopping is not a failure.

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import RecordKeeper
 @testable import RecordKeeperFeatures
-import RecordKeeperTestSupport
+import TestHelpers
 
 /// A model whose content is a query of its repository: a live list that every writer's commit
 /// to the collection brings up to date.

@@ -3,7 +3,7 @@ import Observation
 import Testing
 import RecordKeeper
 @testable import RecordKeeperFeatures
-import RecordKeeperTestSupport
+import TestHelpers
 
 /// A screen's model follows what continuous sync pulls: another device's change shows up in
 /// its content with no refresh asked for.

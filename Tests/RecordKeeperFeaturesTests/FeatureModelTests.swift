@@ -2,8 +2,9 @@ import Foundation
 import Observation
 import Testing
 @testable import RecordKeeper
-@testable import RecordKeeperFeatures
 import RecordKeeperTestSupport
+@testable import RecordKeeperFeatures
+import TestHelpers
 
 @Suite(.timeLimit(.minutes(3)))
 struct FeatureModelTests {

@@ -1,6 +1,6 @@
 import Foundation
 import RecordKeeper
-import RecordKeeperTestSupport
+import TestHelpers
 import Testing
 
 /// Issue 26's first "Done when": two devices and item versions 1 → 2 → 3, one device updating

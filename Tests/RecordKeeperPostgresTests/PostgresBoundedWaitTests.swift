@@ -1,7 +1,7 @@
 import Foundation
 import RecordKeeper
 import RecordKeeperPostgres
-import RecordKeeperTestSupport
+import TestHelpers
 import Testing
 
 #if canImport(Glibc)

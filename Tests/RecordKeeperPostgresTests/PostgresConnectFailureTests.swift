@@ -1,7 +1,7 @@
 import Foundation
 import RecordKeeper
 @testable import RecordKeeperPostgres
-import RecordKeeperTestSupport
+import TestHelpers
 import Testing
 
 /// A connection the settings or the credentials make impossible is a configuration or an

@@ -1,6 +1,6 @@
 import Foundation
 @testable import RecordKeeperPostgres
-import RecordKeeperTestSupport
+import TestHelpers
 import Testing
 
 /// Connecting gives up after a bounded time unless the connection string says otherwise, so an

@@ -1,6 +1,6 @@
 import Foundation
 import RecordKeeperPostgres
-import RecordKeeperTestSupport
+import TestHelpers
 import Testing
 
 /// The libpq connection: parameters travel apart from the SQL, results decode by type, errors

@@ -1,7 +1,7 @@
 import Foundation
 import RecordKeeper
 @testable import RecordKeeperPostgres
-import RecordKeeperTestSupport
+import TestHelpers
 import Testing
 
 /// A push looks its records up by the primary key whatever the statistics say: a new space

@@ -1,7 +1,7 @@
 import Foundation
 import RecordKeeper
 import RecordKeeperPostgres
-import RecordKeeperTestSupport
+import TestHelpers
 import Testing
 
 /// Pushes and pulls running at once against a real PostgreSQL, interleaved by gates inside the

@@ -1,7 +1,7 @@
 import Foundation
 import RecordKeeper
 @testable import RecordKeeperPostgres
-import RecordKeeperTestSupport
+import TestHelpers
 import Testing
 
 /// Connections that cannot be made fail clearly: libpq's words for a conninfo it cannot read

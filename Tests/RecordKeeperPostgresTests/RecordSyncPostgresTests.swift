@@ -1,7 +1,7 @@
 import Foundation
 import RecordKeeper
 import RecordKeeperPostgres
-import RecordKeeperTestSupport
+import TestHelpers
 import Testing
 
 /// The device side of sync against a real PostgreSQL (`RECORDKEEPER_TEST_POSTGRES`, see

@@ -1,7 +1,7 @@
 import Foundation
 import RecordKeeper
 @testable import RecordKeeperPostgres
-import RecordKeeperTestSupport
+import TestHelpers
 import Testing
 
 /// Spaces over two PostgreSQL servers (`RECORDKEEPER_TEST_POSTGRES` and

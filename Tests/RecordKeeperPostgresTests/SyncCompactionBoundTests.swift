@@ -1,7 +1,7 @@
 import Foundation
 import RecordKeeper
 import RecordKeeperPostgres
-import RecordKeeperTestSupport
+import TestHelpers
 import Testing
 
 /// Issue 26's measure of compaction against a real PostgreSQL: 1,000 records edited 100 times

@@ -1,6 +1,6 @@
 import Foundation
 import RecordKeeper
-import RecordKeeperTestSupport
+import TestHelpers
 import Testing
 
 /// Compaction with a horizon, against every server implementation: what is older than the age

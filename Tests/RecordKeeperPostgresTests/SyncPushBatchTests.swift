@@ -1,6 +1,6 @@
 import Foundation
 import RecordKeeper
-import RecordKeeperTestSupport
+import TestHelpers
 import Testing
 
 /// Pushes of many operations, whose writes the PostgreSQL server makes in one set-based

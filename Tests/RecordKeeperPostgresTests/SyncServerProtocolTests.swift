@@ -1,6 +1,6 @@
 import Foundation
 import RecordKeeper
-import RecordKeeperTestSupport
+import TestHelpers
 import Testing
 
 /// The protocol's rules, against every server implementation (in memory, and PostgreSQL when a

@@ -1,7 +1,7 @@
 import Foundation
 import RecordKeeper
 @testable import RecordKeeperPostgres
-import RecordKeeperTestSupport
+import TestHelpers
 import Testing
 
 /// A server whose rows were edited behind its back (through SQL in the test's PostgreSQL, as a

@@ -1,4 +1,4 @@
-import RecordKeeperTestSupport
+import TestHelpers
 import Testing
 
 /// How the tests decide whether PostgreSQL tests run: CI counts as CI for every usual

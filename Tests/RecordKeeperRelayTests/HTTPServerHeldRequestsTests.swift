@@ -1,6 +1,6 @@
 import Foundation
 import RecordKeeperRelay
-import RecordKeeperTestSupport
+import TestHelpers
 import Testing
 
 /// Requests whose handlers wait hold a suspended connection, not a thread.

@@ -1,6 +1,6 @@
 import Foundation
 import RecordKeeperRelay
-import RecordKeeperTestSupport
+import TestHelpers
 import Testing
 
 /// What the server refuses to take: bodies over the limit (413), headers that trickle in

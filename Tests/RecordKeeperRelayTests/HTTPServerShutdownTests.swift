@@ -1,6 +1,6 @@
 import Foundation
 import RecordKeeperRelay
-import RecordKeeperTestSupport
+import TestHelpers
 import Testing
 
 /// A graceful shutdown: requests being handled finish, new ones get 503, handlers past the

@@ -1,7 +1,7 @@
 import Foundation
 import HarnessSupport
 import RecordKeeperRelay
-import RecordKeeperTestSupport
+import TestHelpers
 import Testing
 
 /// TLS terminated by the server itself (libmicrohttpd with GnuTLS), with a certificate the test

@@ -1,6 +1,6 @@
 import Foundation
 import RecordKeeperRelay
-import RecordKeeperTestSupport
+import TestHelpers
 import Testing
 
 /// The HTTP server over libmicrohttpd, over real loopback connections: routes, query

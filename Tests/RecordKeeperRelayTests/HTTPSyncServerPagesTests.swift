@@ -1,7 +1,7 @@
 import Foundation
 import RecordKeeper
 import RecordKeeperRelay
-import RecordKeeperTestSupport
+import TestHelpers
 import Testing
 
 /// Pull answers holding several pages (`pages=N`, `RecordKeeper-Pages`): a device catching up

@@ -1,7 +1,7 @@
 import Foundation
 import RecordKeeper
 import RecordKeeperRelay
-import RecordKeeperTestSupport
+import TestHelpers
 import Testing
 
 /// `HTTPSyncServer`'s pipelined pulls: the next page is fetched ahead, from the cursor the

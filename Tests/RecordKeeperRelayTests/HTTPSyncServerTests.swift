@@ -1,7 +1,7 @@
 import Foundation
 import RecordKeeper
 import RecordKeeperRelay
-import RecordKeeperTestSupport
+import TestHelpers
 import Testing
 
 /// The device side of the relay: `HTTPSyncServer` under `RecordSync`, against a relay served on

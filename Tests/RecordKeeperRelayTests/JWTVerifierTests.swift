@@ -1,6 +1,6 @@
 import Foundation
 import RecordKeeperRelay
-import RecordKeeperTestSupport
+import TestHelpers
 import Testing
 
 /// JWT verification (RFC 7515/7519/8725) against the RFCs' own examples and against every way

@@ -1,5 +1,5 @@
 import Foundation
-import RecordKeeperTestSupport
+import TestHelpers
 import Testing
 
 /// `recordkeeper-loadtest --quick` over both test PostgreSQL servers (a shard map over a private

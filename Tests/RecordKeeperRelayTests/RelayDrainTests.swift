@@ -2,7 +2,7 @@ import Foundation
 import RecordKeeper
 import RecordKeeperPostgres
 import RecordKeeperRelay
-import RecordKeeperTestSupport
+import TestHelpers
 import Testing
 
 /// `recordkeeper-relay serve` on SIGTERM, as a process against PostgreSQL: a push in flight

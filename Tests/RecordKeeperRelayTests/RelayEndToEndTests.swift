@@ -2,7 +2,7 @@ import Foundation
 import RecordKeeper
 import RecordKeeperPostgres
 import RecordKeeperRelay
-import RecordKeeperTestSupport
+import TestHelpers
 import Testing
 
 /// Devices syncing through real `recordkeeper-relay` processes on loopback, against the test

@@ -2,7 +2,7 @@ import Foundation
 import RecordKeeper
 import RecordKeeperPostgres
 import RecordKeeperRelay
-import RecordKeeperTestSupport
+import TestHelpers
 import Testing
 
 /// Two relays, each over its own `PostgresSyncServer` on one database (as two relay

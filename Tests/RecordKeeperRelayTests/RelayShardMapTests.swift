@@ -2,7 +2,7 @@ import Foundation
 import RecordKeeper
 import RecordKeeperPostgres
 import RecordKeeperRelay
-import RecordKeeperTestSupport
+import TestHelpers
 import Testing
 
 /// `recordkeeper-relay` over a shard map of two PostgreSQL servers, as processes: `migrate`

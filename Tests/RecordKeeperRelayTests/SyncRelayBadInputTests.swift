@@ -1,7 +1,7 @@
 import Foundation
 import RecordKeeper
 import RecordKeeperRelay
-import RecordKeeperTestSupport
+import TestHelpers
 import Testing
 
 /// Bad input is 400 with the reason and nothing written; a body over the limit is 413; the

@@ -1,7 +1,7 @@
 import Foundation
 import RecordKeeper
 import RecordKeeperRelay
-import RecordKeeperTestSupport
+import TestHelpers
 import Testing
 
 /// `GET /v1/pull?…&collections=[…]`: names checked (400 for bad ones, nothing read), the

@@ -2,7 +2,7 @@ import Foundation
 import RecordKeeper
 import RecordKeeperRelay
 import RecordKeeperSync
-import RecordKeeperTestSupport
+import TestHelpers
 import Testing
 
 /// `GET /v1/pull?wait=S` on a relay over an in-memory server: held until a push commits,

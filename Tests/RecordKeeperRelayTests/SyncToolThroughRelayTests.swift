@@ -1,6 +1,6 @@
 import Foundation
 import RecordKeeper
-import RecordKeeperTestSupport
+import TestHelpers
 import Testing
 
 /// `recordkeeper sync --server http://… --token-file F` against a relay process: stores

@@ -1,9 +1,10 @@
-import RecordKeeperTestSupport
+import TestHelpers
 import HarnessSupport
 import CSQLite
 import Foundation
 import Testing
 @testable import RecordKeeper
+import RecordKeeperTestSupport
 
 /// Faults from outside the process: a full disk, an unwritable directory or store file, the
 /// store file deleted or replaced while open, a failing commit. Each gives a clear

@@ -1,4 +1,4 @@
-import RecordKeeperTestSupport
+import TestHelpers
 import HarnessSupport
 import Foundation
 import Testing

@@ -1,8 +1,9 @@
-import RecordKeeperTestSupport
+import TestHelpers
 import HarnessSupport
 import Foundation
 import Testing
 @testable import RecordKeeper
+import RecordKeeperTestSupport
 
 /// Model-based fuzzing: random sequences of writes and reads, with awkward keys and payloads
 /// and injected failures, run against a store and against a plain dictionary that says what

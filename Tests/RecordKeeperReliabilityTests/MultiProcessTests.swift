@@ -1,4 +1,4 @@
-import RecordKeeperTestSupport
+import TestHelpers
 import Foundation
 import RecordKeeper
 import Testing
@@ -30,7 +30,7 @@ import Testing
             var reads = 0
             while writers.contains(where: { $0.process.isRunning }) {
                 if FileManager.default.fileExists(atPath: url.path) {
-                    _ = try await reader.readIfPresent("shared")
+                    _ = try await reader.read("shared")
                     reads += 1
                 }
                 try await Task.sleep(for: .milliseconds(10))

@@ -2,7 +2,7 @@ import Foundation
 import HarnessSupport
 import RecordKeeper
 import RecordKeeperPostgres
-import RecordKeeperTestSupport
+import TestHelpers
 import Testing
 
 /// Sync across process deaths, against a real PostgreSQL (scripts/with-postgres.sh): the helper

@@ -1,7 +1,8 @@
 import Foundation
-import RecordKeeperTestSupport
+import TestHelpers
 import Testing
 @testable import RecordKeeper
+import RecordKeeperTestSupport
 
 @Suite struct ConflictAndChangeStreamTests {
     @Test(arguments: StoreKind.allCases)
@@ -45,7 +46,8 @@ import Testing
 
             let versions = try await store.apply(
                 "c", changes: mine,
-                expecting: ["a": loaded["a"], "b": stored["b"]?.version, "c": loaded["c"], "d": stored["d"]?.version, "e": nil])
+                expecting: ["a": loaded["a"], "b": stored["b"]?.version, "c": loaded["c"], "d": stored["d"]?.version, "e": nil]
+            ).versions
             #expect(versions["a"] == loaded["a"])  // written unchanged: not rewritten
             let after = try #require(try await store.versionedRecords("c"))
             #expect(after.mapValues(\.version) == versions)
@@ -61,7 +63,8 @@ import Testing
             let loaded = try #require(try await store.record("c", key: "k")).version
             let versions = try await store.apply(
                 "c", changes: RecordChanges(upserts: ["k": Data("2"), "new": Data("n")]),
-                expecting: ["k": loaded, "new": nil])
+                expecting: ["k": loaded, "new": nil]
+            ).versions
             let stored = try #require(try await store.versionedRecords("c"))
             #expect(versions["k"] == stored["k"]?.version)
             #expect(versions["new"] == stored["new"]?.version)

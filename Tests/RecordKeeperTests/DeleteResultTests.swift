@@ -1,4 +1,4 @@
-import RecordKeeperTestSupport
+import TestHelpers
 import Foundation
 import Testing
 @testable import RecordKeeper

@@ -1,4 +1,4 @@
-import RecordKeeperTestSupport
+import TestHelpers
 import CSQLite
 import Foundation
 import Testing
@@ -141,7 +141,6 @@ func directoryFingerprint(_ directory: URL) throws -> [String: Data] {
     /// Runs every reading request and checks its answer: `finds` is the content of "notes"
     /// (nil: no store, so no records anywhere).
     private func expectEveryRead(_ store: RecordStore, finds expected: [String: Data]?) async throws {
-        #expect(try await store.readIfPresent("notes") == expected)
         #expect(try await store.read("notes") == expected)
         #expect(try await store.value("notes", key: "a") == expected?["a"])
         #expect(try await store.record("notes", key: "a")?.data == expected?["a"])
@@ -168,7 +167,6 @@ func directoryFingerprint(_ directory: URL) throws -> [String: Data] {
 
     private func expectEveryReadRefused(_ store: RecordStore, code: RecordStoreError.Code) async throws {
         let reads: [@Sendable () async throws -> Void] = [
-            { _ = try await store.readIfPresent("notes") },
             { _ = try await store.read("notes") },
             { _ = try await store.value("notes", key: "a") },
             { _ = try await store.records("notes") },

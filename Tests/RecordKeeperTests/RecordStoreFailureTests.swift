@@ -1,8 +1,9 @@
-import RecordKeeperTestSupport
+import TestHelpers
 import CSQLite
 import Foundation
 import Testing
 @testable import RecordKeeper
+import RecordKeeperTestSupport
 
 @Suite struct RecordStoreFailureTests {
     @Test(arguments: StoreKind.allCases)

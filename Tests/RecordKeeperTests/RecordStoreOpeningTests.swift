@@ -1,4 +1,4 @@
-import RecordKeeperTestSupport
+import TestHelpers
 import CSQLite
 import Foundation
 import Testing
@@ -13,23 +13,23 @@ import Testing
         }
     }
 
-    @Test func `readIfPresent and removeCollection on a missing file create nothing`() async throws {
+    @Test func `read and removeCollection on a missing file create nothing`() async throws {
         try await withTemporaryDirectory { directory in
             let url = directory.appendingPathComponent("deeper/records.sqlite")
             let store = RecordStore(url: url)
-            #expect(try await store.readIfPresent("notes") == nil)
+            #expect(try await store.read("notes") == nil)
             try await store.removeCollection("notes")
             #expect(!FileManager.default.fileExists(atPath: url.deletingLastPathComponent().path))
             try await store.put("notes", key: "a", data: Data("1"))
-            #expect(try await store.readIfPresent("notes") == ["a": Data("1")])
+            #expect(try await store.read("notes") == ["a": Data("1")])
         }
     }
 
-    @Test func `readIfPresent on a fresh in-memory store is nil`() async throws {
+    @Test func `read on a fresh in-memory store is nil`() async throws {
         let store = RecordStore.inMemory()
-        #expect(try await store.readIfPresent("notes") == nil)
+        #expect(try await store.read("notes") == nil)
         try await store.put("notes", key: "a", data: Data("1"))
-        #expect(try await store.readIfPresent("notes") == ["a": Data("1")])
+        #expect(try await store.read("notes") == ["a": Data("1")])
     }
 
     @Test func `opening a fresh directory creates it owner-only and the file 0600`() async throws {

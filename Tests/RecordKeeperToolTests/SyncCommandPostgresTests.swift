@@ -1,7 +1,7 @@
 import Foundation
 import RecordKeeper
 import RecordKeeperPostgres
-import RecordKeeperTestSupport
+import TestHelpers
 import Testing
 
 /// The sync commands against a real PostgreSQL (scripts/with-postgres.sh), each test in a

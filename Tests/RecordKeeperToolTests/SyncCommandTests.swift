@@ -1,6 +1,6 @@
 import Foundation
 import RecordKeeper
-import RecordKeeperTestSupport
+import TestHelpers
 import Testing
 
 /// `sync`, `conflicts` and `resolve` without a server: bad input exits 64 or 65 and changes

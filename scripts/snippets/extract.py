@@ -288,7 +288,7 @@ def main():
     identity = root.name
     products = ", ".join(
         f'.product(name: "{p}", package: "{identity}")'
-        for p in ["RecordKeeper", "RecordKeeperCoding", "RecordKeeperSync", "RecordKeeperFeatures", "RecordKeeperPostgres"])
+        for p in ["RecordKeeper", "RecordKeeperCoding", "RecordKeeperSync", "RecordKeeperFeatures", "RecordKeeperTestSupport", "RecordKeeperPostgres"])
     targets = [f'        .target(name: "SnippetContext", dependencies: [{products}]),']
     for name in names:
         targets.append(f'        .target(name: "{name}", dependencies: ["SnippetContext", {products}]),')

@@ -4,7 +4,7 @@ public import Foundation
 /// change it describes.
 ///
 /// Enqueue it inside the write that makes the change (``RecordTransaction/enqueue(_:)`` or
-/// ``RecordStore/apply(_:changes:enqueue:)``): the records and the operation commit together or
+/// ``RecordStore/apply(_:changes:expecting:enqueue:)``): the records and the operation commit together or
 /// not at all, so a crash can neither lose the operation nor send one for a change that never
 /// happened.
 ///

@@ -31,32 +31,6 @@ extension WriteContext {
 }
 
 extension RecordStore {
-    /// Applies a record-level change and queues `messages` in the outbox, in one transaction:
-    /// both commit, or neither (a failed commit, a bad key, an empty kind, a duplicate message
-    /// id, cancellation).
-    ///
-    /// ```swift
-    /// var changes = RecordChanges()
-    /// changes[owner] = try JSONEncoder().encode(cart)
-    /// try await store.apply("carts", changes: changes, enqueue: [
-    ///     OutboxMessage(kind: "cart.add-item", payload: body, orderingKey: owner),
-    /// ])
-    /// ```
-    /// - Throws: ``RecordStoreError``; nothing of the change and none of the messages is
-    ///   stored then.
-    public nonisolated(nonsending) func apply(
-        _ collection: String, changes: RecordChanges, enqueue messages: [OutboxMessage]
-    ) async throws {
-        let input = try ValidatedChanges(collection, changes: changes, operation: .apply)
-        let queued = try ValidatedMessages(messages, operation: .apply)
-        let inline = mayWriteInline(input.upserts.count + input.removals.count + queued.messages.count)
-        _ = try await performWrite(.apply, collection: input.collection, inline: inline, origin: .recordAPI) {
-            context in
-            try context.apply(input.collection, upserts: input.upserts, removals: input.removals)
-            try context.enqueue(queued)
-        }
-    }
-
     /// Queues `messages` in the outbox in one transaction, without changing any record.
     /// - Throws: ``RecordStoreError`` (an empty kind, a duplicate id): nothing is queued then.
     public nonisolated(nonsending) func enqueue(_ messages: [OutboxMessage]) async throws {
@@ -74,7 +48,7 @@ extension RecordStore {
 /// The operations a store holds for a server: pending ones and dead letters.
 ///
 /// Operations are added with the writes that make the local change
-/// (``RecordTransaction/enqueue(_:)``, ``RecordStore/apply(_:changes:enqueue:)``) and
+/// (``RecordTransaction/enqueue(_:)``, ``RecordStore/apply(_:changes:expecting:enqueue:)``) and
 /// delivered by an ``OutboxProcessor``. Dead letters stay until ``requeue(_:)`` or
 /// ``discard(_:)``: the outbox never drops an operation by itself.
 public struct Outbox: Sendable {

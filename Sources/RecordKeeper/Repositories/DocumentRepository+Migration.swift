@@ -117,6 +117,6 @@ extension DocumentRepository {
         encoded[schemaKey] = try RecordCoding.encode(target)
         let migrated = records.merging(encoded) { _, own in own }
         stored[schemaKey] = record.data
-        try transaction.apply(collection, changes: RecordChanges.difference(from: stored, to: migrated))
+        try transaction.applyWithoutReport(collection, changes: RecordChanges.difference(from: stored, to: migrated))
     }
 }

@@ -144,11 +144,11 @@ public actor DocumentRepository<Document: RecordDocument> {
                     // A new collection: seed it with an explicit replacement. Applying the same
                     // payloads again writes nothing and returns their versions.
                     try transaction.replace(collection, values: payloads)
-                    return try transaction.apply(collection, changes: RecordChanges(upserts: payloads), expecting: [:])
+                    return try transaction.applyReturningVersions(collection, changes: RecordChanges(upserts: payloads), expecting: [:])
                 }
                 // Others' records exist: add the document's records beside them, none of
                 // which may exist unless this repository saw it.
-                return try transaction.apply(collection, changes: RecordChanges(upserts: payloads), expecting: expected)
+                return try transaction.applyReturningVersions(collection, changes: RecordChanges(upserts: payloads), expecting: expected)
             }
             confirmed = .present(payloads: payloads, versions: versions.merging(written) { _, new in new })
 
@@ -166,7 +166,7 @@ public actor DocumentRepository<Document: RecordDocument> {
             let written = try await store.write(origin: .library) { [expected] transaction in
                 try Self.checkStoredSchema(transaction.record(collection, key: schemaKey), collection: collection)
                 try transaction.context.enqueue(queued)
-                return try transaction.apply(collection, changes: changes, expecting: expected)
+                return try transaction.applyReturningVersions(collection, changes: changes, expecting: expected)
             }
             for key in changes.removals { versions[key] = nil }
             versions.merge(written) { _, new in new }

@@ -67,7 +67,7 @@ extension RecordRepository {
     }
 
     /// Like ``load()``, but nil when the collection was never established (or was removed), and
-    /// then creates nothing: no store file and no directory, like ``RecordStore/readIfPresent(_:)``.
+    /// then creates nothing: no store file and no directory, like ``RecordStore/read(_:)``.
     /// An established collection without items gives `[]`.
     /// - Throws: as ``load()``.
     public func loadIfPresent() async throws -> [Item]? {

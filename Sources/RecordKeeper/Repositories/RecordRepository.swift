@@ -205,7 +205,7 @@ public actor RecordRepository<Item> where Item: Codable & Identifiable & Equatab
     /// encoding is unchanged are not rewritten. If an ID appears twice, the later item wins.
     ///
     /// `messages` are queued in the store's outbox in the same transaction: they commit with
-    /// the items, or not at all (see ``RecordStore/apply(_:changes:enqueue:)``).
+    /// the items, or not at all (see ``RecordStore/apply(_:changes:expecting:enqueue:)``).
     ///
     /// ```swift
     /// try await books.save(book, enqueue: [
@@ -240,7 +240,7 @@ public actor RecordRepository<Item> where Item: Codable & Identifiable & Equatab
             case .overwrite: Array(repeating: nil, count: input.upserts.count)
             }
         try await prepareForWriting()
-        let written = try await store.apply(
+        let written = try await store.applyReturningVersions(
             input, expectations: expectations, checking: { [migrator] in try migrator.run(in: $0) },
             unlessItemVersion: (itemVersion, strategies.recorded), enqueue: queued)
         for ((key, _), version) in zip(input.upserts, written) { versions[key] = version }
@@ -312,7 +312,7 @@ public actor RecordRepository<Item> where Item: Codable & Identifiable & Equatab
                     expected[key] = .some(known[key])
                 }
             }
-            let written = try transaction.apply(
+            let written = try transaction.applyReturningVersions(
                 collection, changes: RecordChanges(upserts: values, removals: removals), expecting: expected)
             try transaction.context.enqueue(queued)
             return written

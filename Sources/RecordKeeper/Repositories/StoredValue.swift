@@ -82,7 +82,7 @@ public actor StoredValue<Value: Codable & Sendable> {
         }
         var changes = RecordChanges()
         changes[key] = data
-        let written = try await store.apply(collection, changes: changes, expecting: expectation(policy))
+        let written = try await store.applyReturningVersions(collection, changes: changes, expecting: expectation(policy))
         version = written.first?.value
     }
 
@@ -94,7 +94,7 @@ public actor StoredValue<Value: Codable & Sendable> {
         defer { turns.release() }
         var changes = RecordChanges()
         changes[key] = nil
-        try await store.apply(collection, changes: changes, expecting: expectation(policy))
+        _ = try await store.applyReturningVersions(collection, changes: changes, expecting: expectation(policy))
         version = nil
     }
 

@@ -25,7 +25,8 @@ public struct RecordChanges: Sendable, Equatable {
     public private(set) var removals: Set<String>
     /// True when ``upserts`` is the whole collection: every record not in it was removed, named
     /// or not. Only a change stream that fell behind the change log yields one; writes
-    /// (``RecordStore/apply(_:changes:)`` and its variants) refuse it with
+    /// (``RecordStore/apply(_:changes:expecting:enqueue:)``,
+    /// ``RecordTransaction/apply(_:changes:expecting:enqueue:)``) refuse it with
     /// ``RecordStoreError/Code-swift.struct/invalidArgument``: replacing a collection is
     /// ``RecordStore/replace(_:values:)``.
     public private(set) var isFullState = false

@@ -127,6 +127,6 @@ extension RecordTransaction {
     /// Applies `changes` without capturing them for sync: a migration's rewrites, which every
     /// device makes on its own (docs/SYNC.md "Item versions").
     func applyWithoutSyncCapture(_ collection: String, changes: RecordChanges) throws {
-        try context.withOrigin(.migration) { try apply(collection, changes: changes) }
+        try context.withOrigin(.migration) { try applyWithoutReport(collection, changes: changes) }
     }
 }

@@ -240,18 +240,47 @@ struct RecordEngine {
         }
     }
 
-    /// Whether the stored payload of one record equals `data` byte for byte; nil when the
-    /// record does not exist. (Tells an insert from an overwrite and skips unchanged payloads
-    /// in one lookup, for `WriteContext.applyReporting`.)
-    func storedPayloadEquals(_ id: Int64, collection: String, key: String, data: Data) throws -> Bool? {
+    /// Whether the stored payload of one record equals `data` byte for byte, and the record's
+    /// version; nil when the record does not exist. (Tells an insert from an overwrite, skips
+    /// unchanged payloads and gives the version after the write, in one lookup, for
+    /// `WriteContext.applyReporting`.)
+    func storedPayload(
+        _ id: Int64, collection: String, key: String, comparedTo data: Data
+    ) throws -> (equal: Bool, version: Int64)? {
         try run(collection: collection, key: key) {
             try connection.withStatement(
-                "SELECT payload = ?3 FROM records WHERE collection_id = ?1 AND key = ?2"
+                "SELECT payload = ?3, version FROM records WHERE collection_id = ?1 AND key = ?2"
             ) { statement in
                 try statement.bind(id, at: 1)
                 try statement.bind(key, at: 2)
                 try statement.bind(data, at: 3)
-                return try statement.step() ? statement.int64(at: 0) != 0 : nil
+                guard try statement.step() else { return nil }
+                return (statement.int64(at: 0) != 0, statement.int64(at: 1))
+            }
+        }
+    }
+
+    /// `collectionForWriting` and `storedPayload(_:collection:key:comparedTo:)` of one record
+    /// in one statement, for a write of a single record that reports what it did
+    /// (`WriteContext.applyReporting`): nil when the collection is not established.
+    func collectionForWriting(
+        _ name: String, record key: String, comparedTo data: Data
+    ) throws -> (ref: CollectionRef, stored: (equal: Bool, version: Int64)?)? {
+        try run(collection: name, key: key) {
+            try connection.withStatement(
+                """
+                SELECT c.id, c.synced, r.version IS NOT NULL, r.payload = ?3, r.version
+                FROM collections c LEFT JOIN records r ON r.collection_id = c.id AND r.key = ?2
+                WHERE c.name = ?1
+                """
+            ) { statement in
+                try statement.bind(name, at: 1)
+                try statement.bind(key, at: 2)
+                try statement.bind(data, at: 3)
+                guard try statement.step() else { return nil }
+                let ref = CollectionRef(id: statement.int64(at: 0), synced: statement.int64(at: 1) != 0)
+                guard statement.int64(at: 2) != 0 else { return (ref, nil) }
+                return (ref, (statement.int64(at: 3) != 0, statement.int64(at: 4)))
             }
         }
     }
@@ -327,6 +356,31 @@ struct RecordEngine {
                 try statement.bind(data, at: 3)
                 try statement.run()
                 return connection.changes > 0
+            }
+        }
+    }
+
+    /// Like `upsertAtStoredFloor`, returning the record's new version, or nil when nothing was
+    /// written: for a write that reports the versions it gave.
+    func upsertAtStoredFloorReturningVersion(_ id: Int64, collection: String, key: String, data: Data) throws -> Int64? {
+        try run(collection: collection, key: key) {
+            try connection.withStatement(
+                """
+                INSERT INTO records (collection_id, key, payload, version)
+                VALUES (?1, ?2, ?3, (SELECT value FROM store_meta WHERE name = 'last_version') + 1)
+                ON CONFLICT (collection_id, key) DO UPDATE
+                SET payload = excluded.payload, version = records.version + 1
+                WHERE records.payload IS NOT excluded.payload
+                RETURNING version
+                """
+            ) { statement in
+                try statement.bind(id, at: 1)
+                try statement.bind(key, at: 2)
+                try statement.bind(data, at: 3)
+                guard try statement.step() else { return nil }
+                let version = statement.int64(at: 0)
+                while try statement.step() {}
+                return version
             }
         }
     }

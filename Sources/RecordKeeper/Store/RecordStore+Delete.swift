@@ -9,7 +9,7 @@ extension RecordStore {
     /// and throws ``RecordConflict`` (``RecordConflict/Action/delete``).
     ///
     /// When there is no store yet, or the collection is not established, it creates nothing.
-    /// ``apply(_:changes:)`` removes many keys at once and reports each (``AppliedChanges/notFound``).
+    /// ``apply(_:changes:expecting:enqueue:)`` removes many keys at once and reports each (``AppliedChanges/notFound``).
     ///
     /// ```swift
     /// if try await store.delete("notes", key: "today") == false {

@@ -9,9 +9,9 @@ public import Foundation
 /// cannot read is refused and left as it is: the store never resets, moves or replaces data,
 /// and never falls back to an empty or in-memory database.
 ///
-/// Saves are record-level: ``apply(_:changes:)`` writes only the records it names, in one
-/// transaction, so a narrow save never erases unrelated records. Replacing a whole collection
-/// is the separate, explicit ``replace(_:values:onlyIfAbsent:)``.
+/// Saves are record-level: ``apply(_:changes:expecting:enqueue:)`` writes only the records it
+/// names, in one transaction, so a narrow save never erases unrelated records. Replacing a
+/// whole collection is the separate, explicit ``replace(_:values:onlyIfAbsent:)``.
 ///
 /// ```swift
 /// let store = RecordStore(url: appSupport.appending(path: "records.sqlite"))
@@ -149,13 +149,6 @@ public actor RecordStore {
         return try await performRead(.read, collection: name) { try $0.engine?.readAll(name) }
     }
 
-    /// The same as ``read(_:)``, which never creates anything either: when there is no store
-    /// file it returns nil and creates no file and no directory.
-    public nonisolated func readIfPresent(_ collection: String) async throws -> [String: Data]? {
-        let name = try RecordNames.collection(collection, operation: .readIfPresent)
-        return try await performRead(.readIfPresent, collection: name) { try $0.engine?.readAll(name) }
-    }
-
     /// The payload of one record, or nil when there is none.
     ///
     /// Point reads are short: when the reader is open and idle they run at once on the
@@ -202,6 +195,29 @@ public actor RecordStore {
         return try await performRead(.records, collection: name) { try $0.engine?.page(name, after: after, limit: limit) }
     }
 
+    /// Every record of `collection` with its version, in key order (UTF-8 bytes), or nil when
+    /// the collection is not established.
+    public nonisolated func allRecords(_ collection: String) async throws -> [StoredRecord]? {
+        let name = try RecordNames.collection(collection, operation: .allRecords)
+        return try await performRead(.allRecords, collection: name) { source in
+            guard let engine = source.engine else { return nil }
+            var records: [StoredRecord] = []
+            let exists = try engine.forEachRecord(name) { records.append($0) }
+            return exists ? records : nil
+        }
+    }
+
+    /// Every record of `collection` with its version, by key, or nil when not established.
+    public nonisolated func versionedRecords(_ collection: String) async throws -> [String: StoredRecord]? {
+        let name = try RecordNames.collection(collection, operation: .versionedRecords)
+        return try await performRead(.versionedRecords, collection: name) { source in
+            guard let engine = source.engine else { return nil }
+            var records: [String: StoredRecord] = [:]
+            let exists = try engine.forEachRecord(name) { records[$0.key] = $0 }
+            return exists ? records : nil
+        }
+    }
+
     // MARK: Writing
 
     /// Inserts or overwrites one record, establishing the collection if needed.
@@ -226,17 +242,54 @@ public actor RecordStore {
     /// only the given payloads (skipping those already stored byte-for-byte), and touches no
     /// other record. Establishes the collection, even when the change is empty.
     ///
+    /// With `expected`, the change is conditional: it is applied only if every key named there
+    /// still has the stated version, where nil means "must not exist"; otherwise nothing is
+    /// written and it throws ``RecordConflict`` naming every conflicting key. Keys changed but
+    /// not named in `expected` are written unconditionally. `messages` are queued in the
+    /// outbox in the same transaction: the change and the messages commit together, or
+    /// neither does.
+    ///
+    /// ```swift
+    /// var changes = RecordChanges()
+    /// changes["today"] = Data("Buy milk".utf8)
+    /// let applied = try await store.apply("notes", changes: changes)
+    /// // Later, only if nobody changed it meanwhile:
+    /// changes["today"] = Data("Buy oat milk".utf8)
+    /// try await store.apply("notes", changes: changes, expecting: ["today": applied.versions["today"]])
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - collection: The collection to change.
+    ///   - changes: The records to upsert and the keys to remove.
+    ///   - expected: Per key, the version it must still have (nil: must not exist); nil (the
+    ///     default) writes unconditionally.
+    ///   - messages: Outbox messages to queue with the change (see <doc:Outbox>).
     /// - Returns: what became of each named key (added, changed, unchanged, removed, or not
-    ///   found for removal), counted inside the transaction.
-    /// - Throws: ``RecordStoreError``; on any failure the transaction is rolled back and
-    ///   nothing of the change is stored. A bad key anywhere means nothing is written.
+    ///   found for removal) and the version of every upserted key afterwards, counted inside the
+    ///   transaction. Every upserted key costs one point lookup for this (a key not named in
+    ///   `expected` costs it in a conditional apply too), except a change of a single record,
+    ///   which looks it up with its collection, in as many statements as ``put(_:key:data:)``.
+    /// - Throws: ``RecordConflict`` when an expectation does not hold; ``RecordStoreError``
+    ///   otherwise (a bad key anywhere, an empty message kind, a duplicate message id, a failed
+    ///   commit, cancellation). On any failure the transaction is rolled back: nothing of the
+    ///   change and none of the messages is stored.
     @discardableResult
-    public nonisolated(nonsending) func apply(_ collection: String, changes: RecordChanges) async throws -> AppliedChanges {
+    public nonisolated(nonsending) func apply(
+        _ collection: String, changes: RecordChanges, expecting expected: [String: RecordVersion?]? = nil,
+        enqueue messages: [OutboxMessage] = []
+    ) async throws -> AppliedChanges {
         let input = try ValidatedChanges(collection, changes: changes, operation: .apply)
-        let inline = mayWriteInline(input.upserts.count + input.removals.count)
+        let expected = try expected.map {
+            try ValidatedChanges.normalizedVersions($0, collection: input.collection, operation: .apply)
+        }
+        let queued = try ValidatedMessages(messages, operation: .apply)
+        let inline = mayWriteInline(input.upserts.count + input.removals.count + queued.messages.count)
         return try await performWrite(.apply, collection: input.collection, inline: inline, origin: .recordAPI) {
             context in
-            try context.applyReporting(input.collection, upserts: input.upserts, removals: input.removals)
+            let applied = try context.applyReporting(
+                input.collection, upserts: input.upserts, removals: input.removals, expecting: expected)
+            try context.enqueue(queued)
+            return applied
         }
     }
 
@@ -280,20 +333,10 @@ public actor RecordStore {
         try await performWrite(.removeCollection, collection: name, origin: .recordAPI) { try $0.removeCollection(name) }
     }
 
-    /// Makes the next write transaction fail at its commit and roll back, as a real commit
-    /// failure (a full disk, an I/O error) would.
-    ///
-    /// A tool for apps to test their own failure handling: that a screen shows the error, that
-    /// nothing half-saved appears, that a retry works. The failing write throws
-    /// ``RecordStoreError`` with code ``RecordStoreError/Code/injectedFailure``, nothing of it is
-    /// stored, and the store works normally afterwards.
-    ///
-    /// ```swift
-    /// try await store.failNextCommitForTesting()
-    /// await model.save(draft)            // must surface the error and keep the draft
-    /// #expect(model.errorMessage != nil)
-    /// ```
-    public nonisolated func failNextCommitForTesting() async throws {
+    /// Makes the next write transaction fail at its commit and roll back: the seam behind
+    /// `RecordKeeperTestSupport`'s public `failNextCommitForTesting()`, which is test API and
+    /// not part of this module's.
+    package nonisolated func failNextCommit() {
         core.locked { $0.failNextCommit = true }
     }
 

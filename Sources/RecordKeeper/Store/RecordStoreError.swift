@@ -66,7 +66,7 @@ public struct RecordStoreError: Error, Sendable, Equatable, CustomStringConverti
         /// The store file was deleted, moved or replaced while the store had it open; the
         /// write was not committed. The next request opens whatever file is at the path then.
         public static let fileReplaced = Code("fileReplaced")
-        /// A commit failed on purpose, after `failNextCommitForTesting()`.
+        /// A commit failed on purpose, after `failNextCommitForTesting()` (`RecordKeeperTestSupport`).
         public static let injectedFailure = Code("injectedFailure")
         /// A transaction or snapshot object was used after its body returned.
         public static let misuse = Code("misuse")

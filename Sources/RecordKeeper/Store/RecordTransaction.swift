@@ -48,11 +48,45 @@ public final class RecordTransaction {
     public func put(_ collection: String, key: String, data: Data) throws {
         var changes = RecordChanges()
         changes[key] = data
-        try apply(collection, changes: changes)
+        try applyWithoutReport(collection, changes: changes)
     }
 
-    /// Applies a record-level change (see ``RecordStore/apply(_:changes:)``).
-    public func apply(_ collection: String, changes: RecordChanges) throws {
+    /// Applies a record-level change, optionally conditional on versions, and queues outbox
+    /// messages, as part of this transaction (see ``RecordStore/apply(_:changes:expecting:enqueue:)``).
+    ///
+    /// - Parameters:
+    ///   - collection: The collection to change.
+    ///   - changes: The records to upsert and the keys to remove.
+    ///   - expected: Per key, the version it must still have (nil: must not exist); nil (the
+    ///     default) writes unconditionally.
+    ///   - messages: Outbox messages to queue; they commit with the rest of this transaction.
+    /// - Returns: what became of each named key and the version of every upserted key
+    ///   afterwards (one point lookup per upserted key, except for a change of a single record;
+    ///   ``put(_:key:data:)`` makes none).
+    /// - Throws: ``RecordConflict`` when an expectation does not hold; ``RecordStoreError``
+    ///   otherwise. Rethrown from the body, like every error, it rolls back the whole
+    ///   transaction, so nothing of the change is stored; a body that catches it and returns
+    ///   commits what the transaction wrote, which may include part of this change.
+    @discardableResult
+    public func apply(
+        _ collection: String, changes: RecordChanges, expecting expected: [String: RecordVersion?]? = nil,
+        enqueue messages: [OutboxMessage] = []
+    ) throws -> AppliedChanges {
+        _ = try reads.checked(collection, .apply)
+        let input = try ValidatedChanges(collection, changes: changes, operation: .apply)
+        let expected = try expected.map {
+            try ValidatedChanges.normalizedVersions($0, collection: input.collection, operation: .apply)
+        }
+        let queued = try ValidatedMessages(messages, operation: .apply)
+        let applied = try context.applyReporting(
+            input.collection, upserts: input.upserts, removals: input.removals, expecting: expected)
+        try context.enqueue(queued)
+        return applied
+    }
+
+    /// ``apply(_:changes:expecting:enqueue:)`` without its report: one statement per record,
+    /// no lookup (for ``put(_:key:data:)``, migrations and the tool's bulk import).
+    package func applyWithoutReport(_ collection: String, changes: RecordChanges) throws {
         _ = try reads.checked(collection, .apply)
         let input = try ValidatedChanges(collection, changes: changes, operation: .apply)
         try context.apply(input.collection, upserts: input.upserts, removals: input.removals)

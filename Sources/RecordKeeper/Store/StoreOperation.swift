@@ -28,8 +28,6 @@ public struct StoreOperation: Hashable, Sendable, CustomStringConvertible {
     public static let open = StoreOperation("open", .open)
     /// ``RecordStore/read(_:)``.
     public static let read = StoreOperation("read", .read)
-    /// ``RecordStore/readIfPresent(_:)``.
-    public static let readIfPresent = StoreOperation("readIfPresent", .read)
     /// ``RecordStore/value(_:key:)``.
     public static let value = StoreOperation("value", .read)
     /// ``RecordStore/record(_:key:)``.
@@ -54,7 +52,7 @@ public struct StoreOperation: Hashable, Sendable, CustomStringConvertible {
     public static let collections = StoreOperation("collections", .list)
     /// ``RecordStore/put(_:key:data:)``.
     public static let put = StoreOperation("put", .save)
-    /// ``RecordStore/apply(_:changes:)``.
+    /// ``RecordStore/apply(_:changes:expecting:enqueue:)``.
     public static let apply = StoreOperation("apply", .save)
     /// ``RecordStore/write(_:)``.
     public static let write = StoreOperation("write", .save)

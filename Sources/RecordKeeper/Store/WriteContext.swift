@@ -244,12 +244,27 @@ final class WriteContext {
         }
     }
 
-    /// Removes and upserts like `apply`, and reports what became of each key. Costs one point
-    /// lookup per upserted key (to tell an insert from an overwrite; an unchanged payload then
-    /// needs no upsert), so only the public `RecordStore.apply(_:changes:)` uses it.
+    /// Removes and upserts like `apply`, and reports what became of each key and the version of
+    /// each upserted key afterwards. Costs one point lookup per upserted key (to tell an insert
+    /// from an overwrite; it reads the version too, and an unchanged payload then needs no
+    /// upsert), so only the public `apply` of the store and of a transaction uses it; for a
+    /// single upsert that lookup is part of the collection's, so it costs what `apply` does.
+    ///
+    /// With `expected`, it is the conditional write of `apply(_:upserts:expectations:removals:checks:)`
+    /// (a `RecordConflict` naming every conflicting key, nothing written): named keys cost what
+    /// they cost there; a key it does not name costs one version lookup first, which becomes
+    /// its expectation (inside the transaction it always holds, so the key is written as
+    /// unconditionally as before, and the outcome tells what became of it).
     func applyReporting(
-        _ collection: String, upserts: [(key: String, data: Data)], removals: [String]
+        _ collection: String, upserts: [(key: String, data: Data)], removals: [String],
+        expecting expected: [String: RecordVersion?]? = nil
     ) throws -> AppliedChanges {
+        if let expected {
+            return try applyReporting(collection, upserts: upserts, removals: removals, expected: expected)
+        }
+        if upserts.count == 1, removals.isEmpty, let (key, data) = upserts.first {
+            return try applyReporting(collection, key: key, data: data)
+        }
         // A collection established only now holds nothing: every upsert is an insert.
         let existing = try engine.collectionForWriting(collection)
         let ref = try existing ?? engine.establishForWriting(collection)
@@ -266,17 +281,122 @@ final class WriteContext {
             try log(collection, key, ref)
             applied.removed.append(key)
         }
-        guard !upserts.isEmpty else { return applied }
-        let insertVersion = try insertVersion()
+        applied.versions.reserveCapacity(upserts.count)
         for (key, data) in upserts {
             let stored = existing == nil
-                ? nil : try engine.storedPayloadEquals(id, collection: collection, key: key, data: data)
-            if stored != true,
-               try engine.upsert(id, collection: collection, key: key, data: data, insertVersion: insertVersion) {
+                ? nil : try engine.storedPayload(id, collection: collection, key: key, comparedTo: data)
+            if let stored, stored.equal {
+                applied.unchanged.append(key)
+                applied.versions[key] = RecordVersion(stored.version)
+                continue
+            }
+            // The upsert gives an overwrite the stored version + 1 and an insert the version
+            // given here: the floor is read only when an insert needs it (an overwrite leaves
+            // the value unused, so it gets the version the overwrite gives).
+            let version = try stored.map { $0.version + 1 } ?? insertVersion()
+            if try engine.upsert(id, collection: collection, key: key, data: data, insertVersion: version) {
                 try log(collection, key, ref)
                 if stored == nil { applied.added.append(key) } else { applied.changed.append(key) }
+                applied.versions[key] = RecordVersion(version)
             } else {
-                applied.unchanged.append(key)
+                applied.unchanged.append(key)  // not reached: the lookup said it would write
+                applied.versions[key] = try engine.version(id, collection: collection, key: key)
+            }
+        }
+        return applied
+    }
+
+    /// `applyReporting` of a single upsert, in as many statements as `apply` makes for it (one
+    /// to find the collection, one to write): the lookup of the record is part of the
+    /// collection's, and an insert into a transaction that has not read the version floor lets
+    /// the statement read it.
+    private func applyReporting(_ collection: String, key: String, data: Data) throws -> AppliedChanges {
+        let found = try engine.collectionForWriting(collection, record: key, comparedTo: data)
+        let ref = try found?.ref ?? engine.establishForWriting(collection)
+        let stored = found?.stored
+        try noteVersionsBefore(collection, ref: ref, upserts: [(key, data)], removals: [])
+        var applied = AppliedChanges()
+        if let stored, stored.equal {
+            applied.unchanged.append(key)
+            applied.versions[key] = RecordVersion(stored.version)
+            return applied
+        }
+        let written: Int64?
+        if let stored {
+            // An overwrite: the statement's insert version goes unused.
+            let version = stored.version + 1
+            written = try engine.upsert(ref.id, collection: collection, key: key, data: data, insertVersion: version)
+                ? version : nil
+        } else if floor == nil {
+            written = try engine.upsertAtStoredFloorReturningVersion(ref.id, collection: collection, key: key, data: data)
+        } else {
+            let version = try insertVersion()
+            written = try engine.upsert(ref.id, collection: collection, key: key, data: data, insertVersion: version)
+                ? version : nil
+        }
+        guard let written else {
+            applied.unchanged.append(key)  // not reached: the lookup said it would write
+            applied.versions[key] = try engine.version(ref.id, collection: collection, key: key)
+            return applied
+        }
+        try log(collection, key, ref)
+        if stored == nil { applied.added.append(key) } else { applied.changed.append(key) }
+        applied.versions[key] = RecordVersion(written)
+        return applied
+    }
+
+    /// `applyReporting` with expectations: every upsert gets one (the stated one, or the
+    /// version found now), so each outcome says whether it was added, changed or unchanged.
+    private func applyReporting(
+        _ collection: String, upserts: [(key: String, data: Data)], removals: [String],
+        expected: [String: RecordVersion?]
+    ) throws -> AppliedChanges {
+        let ref = try establish(collection)
+        remember(ref, for: collection)
+        let id = ref.id
+        // A key is never both upserted and removed (`RecordChanges` keeps it on one side).
+        var expectations: [RecordVersion??] = []
+        expectations.reserveCapacity(upserts.count)
+        var matched = 0
+        for (key, _) in upserts {
+            if let expectation = expected[key] {
+                matched += 1
+                expectations.append(expectation)
+            } else {
+                expectations.append(.some(try engine.version(id, collection: collection, key: key)))
+            }
+        }
+        // Expectations about keys not upserted here (removals, or keys only checked), checked
+        // by the conditional write; a removal without one is looked up, to report it.
+        var checks: [String: RecordVersion?] = [:]
+        if matched < expected.count {
+            var written = Set<String>(minimumCapacity: upserts.count)
+            for (key, _) in upserts { written.insert(key) }
+            for (key, version) in expected where !written.contains(key) { checks[key] = .some(version) }
+        }
+        var stored: [Bool] = []
+        stored.reserveCapacity(removals.count)
+        for key in removals {
+            if let expectation = checks[key] {
+                stored.append(expectation != nil)  // holds once the write did not conflict
+            } else {
+                stored.append(try engine.version(id, collection: collection, key: key) != nil)
+            }
+        }
+        let written = try apply(
+            collection, upserts: upserts, expectations: expectations, removals: removals, checks: checks)
+        var applied = AppliedChanges()
+        for (key, wasStored) in zip(removals, stored) {
+            if wasStored { applied.removed.append(key) } else { applied.notFound.append(key) }
+        }
+        applied.versions.reserveCapacity(upserts.count)
+        for (((key, _), expectation), version) in zip(zip(upserts, expectations), written) {
+            guard let version else { continue }  // only after a conflict, which threw
+            applied.versions[key] = version
+            switch expectation {
+            case .some(nil): applied.added.append(key)
+            case .some(let before?) where before == version: applied.unchanged.append(key)
+            default: applied.changed.append(key)
             }
         }
         return applied

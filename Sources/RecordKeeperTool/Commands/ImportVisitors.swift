@@ -113,14 +113,15 @@ final class ImportApplier: ImportVisitor {
         try flush()
         // A collection named without records is established too, as it was in the export.
         for name in seen.subtracting(withRecords).sorted() where !replace {
-            try transaction.apply(name, changes: RecordChanges())
+            try transaction.applyWithoutReport(name, changes: RecordChanges())
         }
         return counts
     }
 
     private func flush() throws {
         guard let collection = batchCollection, !batch.isEmpty else { return }
-        try transaction.apply(collection, changes: batch)
+        // Not `apply`: the counts are kept here, and its report would cost a lookup per record.
+        try transaction.applyWithoutReport(collection, changes: batch)
         batch = RecordChanges()
         batchCount = 0
     }

@@ -3,7 +3,7 @@ import RecordKeeper
 import RecordKeeperCommandLine
 
 /// `put` and `delete`. With `--if-version` both are conditional writes
-/// (`RecordStore.apply(_:changes:expecting:)`): a record changed meanwhile is a conflict, exit 75.
+/// (`RecordStore.apply(_:changes:expecting:enqueue:)`): a record changed meanwhile is a conflict, exit 75.
 enum WriteCommands {
     /// Stores VALUE (or standard input for `-`) exactly; `--json` stores the compact form of a
     /// JSON value, `--base64` the decoded bytes. Creates the store if needed.

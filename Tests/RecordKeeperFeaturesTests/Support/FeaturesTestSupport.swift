@@ -2,7 +2,7 @@ import Foundation
 import Observation
 import Testing
 @testable import RecordKeeper
-import RecordKeeperTestSupport
+import TestHelpers
 
 struct Book: Codable, Identifiable, Equatable, Sendable {
     var id: String

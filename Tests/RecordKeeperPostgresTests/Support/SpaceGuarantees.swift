@@ -1,7 +1,7 @@
 import Foundation
 import RecordKeeper
 import RecordKeeperPostgres
-import RecordKeeperTestSupport
+import TestHelpers
 import Testing
 
 /// One pass over a space's guarantees through any server: exactly once (a re-delivery gets its

@@ -1,7 +1,7 @@
 import Foundation
 import RecordKeeper
 import RecordKeeperPostgres
-import RecordKeeperTestSupport
+import TestHelpers
 import Testing
 
 /// What the PostgreSQL tests add to ``TestPostgres`` (its detection, connection and private
@@ -26,7 +26,7 @@ extension TestPostgres {
     /// Returns once the backend `pid` waits for a lock (`waiting`), or once it waits for none
     /// (`!waiting`), as `monitor` sees it in `pg_locks`; fails after `waitUntil`'s limit.
     static func waitUntil(backend pid: Int32, waitsForLock waiting: Bool, monitor: PostgresConnection) async throws {
-        try await RecordKeeperTestSupport.waitUntil("backend \(pid) \(waiting ? "waits" : "waits for no lock")") {
+        try await TestHelpers.waitUntil("backend \(pid) \(waiting ? "waits" : "waits for no lock")") {
             (try await monitor.transaction(operation: "watch locks") { connection in
                 try connection.execute(
                     "SELECT count(*) FROM pg_locks WHERE pid = $1 AND NOT granted", [.int64(Int64(pid))]

@@ -2,7 +2,7 @@ import Foundation
 import RecordKeeper
 import RecordKeeperPostgres
 import RecordKeeperRelay
-import RecordKeeperTestSupport
+import TestHelpers
 import Testing
 
 /// A `recordkeeper-relay serve` process on loopback over a private schema of the test

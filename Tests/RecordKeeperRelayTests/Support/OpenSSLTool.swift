@@ -1,6 +1,6 @@
 import Foundation
 import HarnessSupport
-import RecordKeeperTestSupport
+import TestHelpers
 
 /// The `openssl` command (Debian package `openssl`), for keys and certificates tests make.
 enum OpenSSLTool {

@@ -1,6 +1,6 @@
 import Foundation
 import HarnessSupport
-import RecordKeeperTestSupport
+import TestHelpers
 import Testing
 
 #if canImport(Glibc)

@@ -1,7 +1,7 @@
 import Foundation
 import RecordKeeper
 import RecordKeeperRelay
-import RecordKeeperTestSupport
+import TestHelpers
 import Testing
 
 /// The `recordkeeper` tool beside an in-process relay that checks tokens against the real

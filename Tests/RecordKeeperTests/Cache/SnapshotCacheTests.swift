@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 @testable import RecordKeeper
-import RecordKeeperTestSupport
+import TestHelpers
 
 private struct Feed: Codable, Equatable, Sendable {
     var title: String

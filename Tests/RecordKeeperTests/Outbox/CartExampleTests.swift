@@ -1,7 +1,8 @@
-import RecordKeeperTestSupport
+import TestHelpers
 import Foundation
 import Testing
 @testable import RecordKeeper
+import RecordKeeperTestSupport
 
 // The cart example of docs/OUTBOX.md, verbatim between the markers.
 // BEGIN EXAMPLE

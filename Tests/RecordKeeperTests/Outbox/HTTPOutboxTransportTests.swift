@@ -2,7 +2,7 @@
 // tests are not built for iOS, tvOS, watchOS or visionOS.
 #if os(macOS) || os(Linux)
 
-import RecordKeeperTestSupport
+import TestHelpers
 import Foundation
 #if canImport(FoundationNetworking)
     import FoundationNetworking

@@ -1,4 +1,4 @@
-import RecordKeeperTestSupport
+import TestHelpers
 import Foundation
 #if canImport(FoundationNetworking)
     import FoundationNetworking

@@ -1,7 +1,8 @@
-import RecordKeeperTestSupport
+import TestHelpers
 import Foundation
 import Testing
 @testable import RecordKeeper
+import RecordKeeperTestSupport
 
 /// The outbox is stored with the records: operations commit with the change they describe,
 /// or not at all.

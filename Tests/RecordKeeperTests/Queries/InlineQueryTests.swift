@@ -1,6 +1,6 @@
 import Dispatch
 import Foundation
-import RecordKeeperTestSupport
+import TestHelpers
 import Testing
 @testable import RecordKeeper
 

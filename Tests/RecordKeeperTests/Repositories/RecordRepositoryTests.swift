@@ -1,7 +1,8 @@
 import Foundation
-import RecordKeeperTestSupport
+import TestHelpers
 import Testing
 @testable import RecordKeeper
+import RecordKeeperTestSupport
 
 @Suite struct RecordRepositoryTests {
     @Test(arguments: StoreKind.allCases)

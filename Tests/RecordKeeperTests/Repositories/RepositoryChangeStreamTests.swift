@@ -1,7 +1,8 @@
-import RecordKeeperTestSupport
+import TestHelpers
 import Foundation
 import Testing
 @testable import RecordKeeper
+import RecordKeeperTestSupport
 
 @Suite struct RepositoryChangeStreamTests {
     @Test(arguments: StoreKind.allCases)

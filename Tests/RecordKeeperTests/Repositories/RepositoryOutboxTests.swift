@@ -1,7 +1,8 @@
-import RecordKeeperTestSupport
+import TestHelpers
 import Foundation
 import Testing
 @testable import RecordKeeper
+import RecordKeeperTestSupport
 
 /// Repositories and documents enqueue outbox operations in the transaction of their write.
 @Suite struct RepositoryOutboxTests {

@@ -1,5 +1,5 @@
 import Foundation
-import RecordKeeperTestSupport
+import TestHelpers
 @testable import RecordKeeper
 
 /// What `format-8.sqlite` holds: `books` of the reading app at item version 2 on this device,

@@ -1,4 +1,4 @@
-import RecordKeeperTestSupport
+import TestHelpers
 import Testing
 import Foundation
 @testable import RecordKeeper

@@ -1,8 +1,9 @@
-import RecordKeeperTestSupport
+import TestHelpers
 import Foundation
 import Testing
 @testable import RecordKeeper
 import RecordKeeperSync
+import RecordKeeperTestSupport
 
 /// Capture: every committed change of a synced collection becomes part of one operation per
 /// local transaction, in that transaction, through any store on the file; the records present

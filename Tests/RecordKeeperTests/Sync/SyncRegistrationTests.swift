@@ -1,4 +1,4 @@
-import RecordKeeperTestSupport
+import TestHelpers
 import Foundation
 import Testing
 @testable import RecordKeeper
@@ -35,7 +35,7 @@ import Testing
             #expect(try await store.syncStatus() == status, "no operation was captured, no cursor or conflict changed")
             // No commit reached the collection's stream: the next element is the next write.
             try await store.put("notes", key: "marker", data: Data("m"))
-            let next = try await RecordKeeperTestSupport.changes(of: changes) { !$0.upserts.isEmpty || !$0.removals.isEmpty }
+            let next = try await TestHelpers.changes(of: changes) { !$0.upserts.isEmpty || !$0.removals.isEmpty }
             #expect(next == RecordChanges(upserts: ["marker": Data("m")]))
         }
     }

@@ -1,4 +1,4 @@
-import RecordKeeperTestSupport
+import TestHelpers
 
 /// What the tool's sync tests add to ``TestPostgres`` (the server, its detection and private
 /// schemas are shared by every test target).

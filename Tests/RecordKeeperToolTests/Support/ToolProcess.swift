@@ -1,4 +1,4 @@
-import RecordKeeperTestSupport
+import TestHelpers
 import HarnessSupport
 import Foundation
 import Testing
@@ -41,7 +41,7 @@ final class ToolProcess {
     static func waitUntil(
         _ what: String, timeout: Duration = .seconds(120), _ condition: () throws -> Bool
     ) async throws {
-        try await RecordKeeperTestSupport.waitUntil(what, timeout: timeout, polling: .milliseconds(2)) { try condition() }
+        try await TestHelpers.waitUntil(what, timeout: timeout, polling: .milliseconds(2)) { try condition() }
     }
 
     #if os(Linux)

@@ -2,7 +2,7 @@ import Foundation
 
 /// Tells waiting outbox processors that an enqueue committed on this store.
 ///
-/// `StoreCore.performWrite` calls ``notify()`` after the commit of every write transaction
+/// `OutboxCommitObserver` calls ``notify()`` after the commit of every write transaction
 /// that enqueued something. A processor reads ``generation`` before it looks for work and then
 /// waits for a newer generation, so a commit between the two is never missed.
 final class OutboxSignal: Sendable {

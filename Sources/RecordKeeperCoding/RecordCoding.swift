@@ -9,7 +9,7 @@ public import Foundation
 /// the sub-second part, seconds or milliseconds since 1970; snake-case keys). Data is Base64;
 /// non-finite floating-point values throw rather than being stored as something else.
 ///
-/// Two implementations write these same bytes (see ``Engine``): ``RecordJSONEncoder`` and
+/// Two implementations write these same bytes (see ``Implementation``): ``RecordJSONEncoder`` and
 /// ``RecordJSONDecoder``, built for many small payloads and used by default, and Foundation's
 /// `JSONEncoder`/`JSONDecoder` (``makeEncoder(_:)`` and ``makeDecoder(_:)``), the reference.
 ///
@@ -19,7 +19,7 @@ public import Foundation
 /// arrays and string-keyed dictionaries in stored types.
 public enum RecordCoding {
     /// Which implementation encodes and decodes payloads. Both write the same bytes.
-    public enum Engine: Sendable, Hashable {
+    public enum Implementation: Sendable, Hashable {
         /// ``RecordJSONEncoder`` and ``RecordJSONDecoder``: the default, several times faster.
         case recordJSON
         /// Foundation's `JSONEncoder` and `JSONDecoder` with the settings above. Choose it for

@@ -72,7 +72,7 @@ extension BenchRunner {
         let limit = 20
         log("Q1 the \(limit) newest entries by indexed at, N=\(n)")
         let (raw, repository) = try await queryStores(n: n)
-        // The repository's codec (`RecordCoding.Engine.recordJSON`, its default), one instance
+        // The repository's codec (`RecordCoding.Implementation.recordJSON`, its default), one instance
         // reused as the repository reuses its own, so both sides decode alike.
         let decoder = RecordJSONDecoder()
         func rawNewest() throws -> [Entry] {

@@ -37,7 +37,7 @@ extension OutboxProcessor {
         let write: @Sendable () async throws -> ([OutboxOperation], Int) = {
             try await store.performWrite(operation, collection: nil, inline: store.mayWriteInline(outcomes.count + limit)) {
                 context -> ([OutboxOperation], Int) in
-                let outbox = OutboxEngine(engine: context.engine)
+                let outbox = OutboxTable(engine: context.engine)
                 for outcome in outcomes {
                     if let failure = outcome.failure {
                         try outbox.release(outcome.id, processor: identity, error: failure.error, next: failure.next)
@@ -72,7 +72,7 @@ extension OutboxProcessor {
     /// Claims up to `limit` deliverable operations for `processor` inside a write transaction;
     /// returns them (as read before the claim) and how many it moved to the dead letters.
     private static func claim(
-        in outbox: OutboxEngine, due: Date, now: Date, until: Date, limit: Int, excluding attempted: Set<UUID>,
+        in outbox: OutboxTable, due: Date, now: Date, until: Date, limit: Int, excluding attempted: Set<UUID>,
         processor: String, maximumAttempts: Int
     ) throws -> ([OutboxOperation], Int) {
         var claimed: [OutboxOperation] = []

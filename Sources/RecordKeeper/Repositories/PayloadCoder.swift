@@ -1,6 +1,6 @@
 import Foundation
 
-/// The encoder and decoder of one ``RecordCoding/Engine``, for a repository or a bulk
+/// The encoder and decoder of one ``RecordCoding/Implementation``, for a repository or a bulk
 /// operation: one instance reuses its buffers for every record. Not thread-safe.
 struct PayloadCoder {
     private let fastEncoder: RecordJSONEncoder?
@@ -8,7 +8,7 @@ struct PayloadCoder {
     private let foundationEncoder: JSONEncoder?
     private let foundationDecoder: JSONDecoder?
 
-    init(_ engine: RecordCoding.Engine, strategies: RecordCoding.Strategies = .default) {
+    init(_ engine: RecordCoding.Implementation, strategies: RecordCoding.Strategies = .default) {
         switch engine {
         case .recordJSON:
             fastEncoder = RecordJSONEncoder(strategies: strategies)

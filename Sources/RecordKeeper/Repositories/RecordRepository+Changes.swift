@@ -166,7 +166,7 @@ where Item: Codable & Identifiable & Equatable & Sendable, Item.ID: Codable & Se
 
     let records: AsyncStream<RecordChanges>
     let collection: String
-    let coding: RecordCoding.Engine
+    let coding: RecordCoding.Implementation
     let strategies: RecordCoding.Strategies
 
     public func makeAsyncIterator() -> AsyncIterator {

@@ -123,7 +123,7 @@ extension RecordRepository {
 
     /// The function that turns a migrated payload into the item's stored form.
     static func makeFinisher(
-        collection: String, coding: RecordCoding.Engine, strategies: RecordCoding.Strategies
+        collection: String, coding: RecordCoding.Implementation, strategies: RecordCoding.Strategies
     ) -> @Sendable (RecordCoding.Strategies) -> (Data, String) throws -> Data {
         { stored in
             let reader = PayloadCoder(coding, strategies: stored)

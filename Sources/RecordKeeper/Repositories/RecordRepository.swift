@@ -53,7 +53,7 @@ public actor RecordRepository<Item> where Item: Codable & Identifiable & Equatab
     var versions = KnownVersions()
     var turns = OperationTurns()
     /// Which coders read and write the payloads (both write the same bytes).
-    public nonisolated let coding: RecordCoding.Engine
+    public nonisolated let coding: RecordCoding.Implementation
     /// How payloads write dates and keys; recorded with the collection.
     public nonisolated let strategies: RecordCoding.Strategies
     /// One encoder and decoder for the repository's life, reusing their buffers across
@@ -74,8 +74,8 @@ public actor RecordRepository<Item> where Item: Codable & Identifiable & Equatab
 
     /// Creates a repository for `collection` in `store`, for items of version 1. Does no I/O.
     ///
-    /// `coding` chooses the payload coders: ``RecordCoding/Engine/recordJSON`` (the default,
-    /// fast) or ``RecordCoding/Engine/foundation`` (Foundation's, for types whose `Codable`
+    /// `coding` chooses the payload coders: ``RecordCoding/Implementation/recordJSON`` (the default,
+    /// fast) or ``RecordCoding/Implementation/foundation`` (Foundation's, for types whose `Codable`
     /// code needs it). Both read and write the same bytes, so a collection can switch freely.
     ///
     /// `strategies` chooses how payloads write dates and keys (Foundation's defaults unless
@@ -90,7 +90,7 @@ public actor RecordRepository<Item> where Item: Codable & Identifiable & Equatab
     ///     store: store, collection: "events", strategies: .init(dates: .iso8601, keys: .snakeCase))
     /// ```
     public init(
-        store: RecordStore, collection: String, coding: RecordCoding.Engine = .recordJSON,
+        store: RecordStore, collection: String, coding: RecordCoding.Implementation = .recordJSON,
         strategies: RecordCoding.Strategies = .default
     ) {
         self.init(store: store, collection: collection, itemVersion: 1, migrations: [], coding: coding, strategies: strategies)
@@ -130,7 +130,7 @@ public actor RecordRepository<Item> where Item: Codable & Identifiable & Equatab
     ///   `itemVersion`, and no two steps start at the same version.
     public init(
         store: RecordStore, collection: String, itemVersion: Int, migrations: [ItemMigrationStep],
-        coding: RecordCoding.Engine = .recordJSON, strategies: RecordCoding.Strategies = .default
+        coding: RecordCoding.Implementation = .recordJSON, strategies: RecordCoding.Strategies = .default
     ) {
         self.store = store
         self.collection = collection

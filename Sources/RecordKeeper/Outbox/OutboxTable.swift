@@ -1,6 +1,6 @@
 import Foundation
 
-/// The outbox operations of format 2 (the `outbox` table, see docs/FORMAT.md), as SQL on the
+/// The gateway of the outbox table (format 2, see docs/FORMAT.md): its SQL, on the
 /// connection of one request. Every SQLite failure leaves as a `RecordStoreError` naming the
 /// operation and, where there is one, the message id (as its key).
 ///
@@ -11,7 +11,7 @@ import Foundation
 /// what is queued, which delivery keeps small. Rows with `dead = 0` are pending, `dead = 1`
 /// are dead letters. A pending row with `claimed_until` in the future is being delivered by
 /// the processor `claimed_by`.
-struct OutboxEngine {
+struct OutboxTable {
     let engine: RecordEngine
 
     private var connection: SQLiteConnection { engine.connection }

@@ -174,7 +174,12 @@ let package = Package(
         // connections. It builds on the public test seams of RecordKeeperTestSupport.
         .target(
             name: "TestHelpers",
-            dependencies: ["RecordKeeper", "RecordKeeperTestSupport", "RecordKeeperPostgres", "CSQLite", "HarnessSupport"],
+            dependencies: [
+                "RecordKeeper", "RecordKeeperTestSupport", "CSQLite", "HarnessSupport",
+                // The PostgreSQL test server (`TestPostgres`), for the server-side test targets only:
+                // the device-side ones build for iOS, where libpq does not.
+                .target(name: "RecordKeeperPostgres", condition: .when(platforms: [.macOS, .linux])),
+            ],
             path: "Tests/TestHelpers",
             swiftSettings: swiftSettings
         ),

@@ -1,3 +1,4 @@
+#if canImport(RecordKeeperPostgres)  // as TestPostgres.swift
 import Foundation
 public import Testing
 
@@ -52,3 +53,4 @@ extension TestPostgres {
         return value?.isEmpty == false ? value : nil
     }
 }
+#endif

@@ -1,3 +1,6 @@
+// The PostgreSQL test server exists where RecordKeeperPostgres builds (macOS and Linux): the
+// device-side test targets, which also build for iOS, never use it.
+#if canImport(RecordKeeperPostgres)
 import Foundation
 public import RecordKeeperPostgres
 public import Testing
@@ -94,3 +97,4 @@ public enum TestPostgres {
         return result
     }
 }
+#endif

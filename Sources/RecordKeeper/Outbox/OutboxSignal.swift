@@ -28,16 +28,12 @@ final class OutboxSignal: Sendable {
 
     private let state = Protected(State())
 
-    private func withLock<T>(_ body: (inout State) -> T) -> T {
-        state.withLock(body)
-    }
-
     /// The number of enqueue commits so far.
-    var generation: UInt64 { withLock { $0.generation } }
+    var generation: UInt64 { state.withLock { $0.generation } }
 
     /// Records one enqueue commit and wakes every waiter.
     func notify() {
-        let woken = withLock { state -> [CheckedContinuation<Void, Never>] in
+        let woken = state.withLock { state -> [CheckedContinuation<Void, Never>] in
             state.generation &+= 1
             let waiters = state.waiters.map(\.continuation)
             state.waiters.removeAll()
@@ -48,13 +44,13 @@ final class OutboxSignal: Sendable {
 
     /// Returns once the generation is past `generation`, or when the task is cancelled.
     func wait(after generation: UInt64) async {
-        let id = withLock { state -> UInt64 in
+        let id = state.withLock { state -> UInt64 in
             state.nextID &+= 1
             return state.nextID
         }
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let resumeNow = withLock { state -> Bool in
+                let resumeNow = state.withLock { state -> Bool in
                     if state.generation != generation || Task.isCancelled { return true }
                     state.waiters.append(Waiter(id: id, continuation: continuation))
                     return false
@@ -62,7 +58,7 @@ final class OutboxSignal: Sendable {
                 if resumeNow { continuation.resume() }
             }
         } onCancel: {
-            let waiter = withLock { $0.remove(id) }
+            let waiter = state.withLock { $0.remove(id) }
             waiter?.continuation.resume()
         }
     }

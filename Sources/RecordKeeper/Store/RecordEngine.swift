@@ -329,10 +329,7 @@ struct RecordEngine {
                 """
             ) { statement in
                 try bindUpsert(statement, id, key, data, insertVersion)
-                guard try statement.step() else { return nil }
-                let version = statement.int64(at: 0)
-                while try statement.step() {}
-                return version
+                return try returnedVersion(statement)
             }
         }
     }
@@ -351,9 +348,7 @@ struct RecordEngine {
                 WHERE records.payload IS NOT excluded.payload
                 """
             ) { statement in
-                try statement.bind(id, at: 1)
-                try statement.bind(key, at: 2)
-                try statement.bind(data, at: 3)
+                try bindUpsert(statement, id, key, data)
                 try statement.run()
                 return connection.changes > 0
             }
@@ -374,13 +369,8 @@ struct RecordEngine {
                 RETURNING version
                 """
             ) { statement in
-                try statement.bind(id, at: 1)
-                try statement.bind(key, at: 2)
-                try statement.bind(data, at: 3)
-                guard try statement.step() else { return nil }
-                let version = statement.int64(at: 0)
-                while try statement.step() {}
-                return version
+                try bindUpsert(statement, id, key, data)
+                return try returnedVersion(statement)
             }
         }
     }
@@ -415,19 +405,27 @@ struct RecordEngine {
                 """
             ) { statement in
                 try bindUpsert(statement, id, key, data, expected)
-                guard try statement.step() else { return nil }
-                let version = statement.int64(at: 0)
-                while try statement.step() {}
-                return version
+                return try returnedVersion(statement)
             }
         }
     }
 
-    private func bindUpsert(_ statement: Statement, _ id: Int64, _ key: String, _ data: Data, _ version: Int64) throws {
+    /// Binds an upsert's collection id, key and payload (?1–?3) and, when given, its version
+    /// (?4; the `AtStoredFloor` statements read the insert version themselves).
+    private func bindUpsert(_ statement: Statement, _ id: Int64, _ key: String, _ data: Data, _ version: Int64? = nil) throws {
         try statement.bind(id, at: 1)
         try statement.bind(key, at: 2)
         try statement.bind(data, at: 3)
-        try statement.bind(version, at: 4)
+        if let version { try statement.bind(version, at: 4) }
+    }
+
+    /// The version a statement `RETURNING version` gave, or nil when it touched no row,
+    /// stepping the statement to its end.
+    private func returnedVersion(_ statement: Statement) throws -> Int64? {
+        guard try statement.step() else { return nil }
+        let version = statement.int64(at: 0)
+        while try statement.step() {}
+        return version
     }
 
     /// Removes one record; returns the version it had, or nil when it did not exist.
@@ -438,10 +436,7 @@ struct RecordEngine {
             ) { statement in
                 try statement.bind(id, at: 1)
                 try statement.bind(key, at: 2)
-                guard try statement.step() else { return nil }
-                let version = statement.int64(at: 0)
-                while try statement.step() {}
-                return version
+                return try returnedVersion(statement)
             }
         }
     }

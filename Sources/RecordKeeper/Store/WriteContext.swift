@@ -105,7 +105,7 @@ final class WriteContext {
     ) throws -> [String: RecordVersion] {
         guard let expected else {
             let ref = try establish(collection)
-            try noteVersionsBefore(collection, ref: ref, upserts: upserts, removals: removals)
+            try tellRecordsWillChange(collection, ref: ref, upserts: upserts, removals: removals)
             try remove(removals, ref: ref, collection: collection)
             try upsertUnconditionally(upserts, ref: ref, collection: collection)
             return [:]
@@ -143,7 +143,7 @@ final class WriteContext {
     ) throws -> [RecordVersion?] {
         let ref = try establish(collection)
         let id = ref.id
-        try noteVersionsBefore(collection, ref: ref, upserts: upserts, removals: removals)
+        try tellRecordsWillChange(collection, ref: ref, upserts: upserts, removals: removals)
         var conflicts: [String: RecordVersion?] = [:]
         var expectedVersions: [String: RecordVersion?] = [:]
         for (key, version) in checks {
@@ -269,7 +269,7 @@ final class WriteContext {
         let existing = try engine.collectionForWriting(collection)
         let ref = try existing ?? engine.establishForWriting(collection)
         let id = ref.id
-        try noteVersionsBefore(collection, ref: ref, upserts: upserts, removals: removals)
+        try tellRecordsWillChange(collection, ref: ref, upserts: upserts, removals: removals)
         var applied = AppliedChanges()
         for key in removals {
             guard let removedVersion = try engine.remove(id, collection: collection, key: key) else {
@@ -314,7 +314,7 @@ final class WriteContext {
         let found = try engine.collectionForWriting(collection, record: key, comparedTo: data)
         let ref = try found?.ref ?? engine.establishForWriting(collection)
         let stored = found?.stored
-        try noteVersionsBefore(collection, ref: ref, upserts: [(key, data)], removals: [])
+        try tellRecordsWillChange(collection, ref: ref, upserts: [(key, data)], removals: [])
         var applied = AppliedChanges()
         if let stored, stored.equal {
             applied.unchanged.append(key)
@@ -437,7 +437,7 @@ final class WriteContext {
     }
 
     /// Tells the observers that the named keys of `collection` are about to change.
-    private func noteVersionsBefore(
+    private func tellRecordsWillChange(
         _ collection: String, ref: CollectionRef, upserts: [(key: String, data: Data)], removals: [String]
     ) throws {
         let observed = ObservedCollection(name: collection, ref: ref)

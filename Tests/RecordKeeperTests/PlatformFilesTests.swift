@@ -21,7 +21,7 @@ import Testing
     func `every connection of a store asks for F_FULLFSYNC exactly on Apple platforms`(durability: Durability) async throws {
         try await withStore(.onDisk, options: .init(durability: durability)) { store, _ in
             try await store.put("c", key: "k", data: Data("v"))
-            let writer = try store.core.locked { state in try state.connection?.fullFsyncFlags() }
+            let writer = try store.core.writer.withLock { state in try state.connection?.fullFsyncFlags() }
             let reader = try await store.info()
             // full: every sync is F_FULLFSYNC there; normal: the checkpoints' syncs.
             #expect(writer?.fullfsync == (Self.darwin && durability == .full))

@@ -234,7 +234,7 @@ import Testing
             // transaction and keeps while SQLite's busy handler waits for the other lock
             // (a put that failed at once would have finished instead).
             try await waitUntil("the put holds the writer or has finished") {
-                finished.withLock { $0 } || store.core.lockedIfFree({ _ in true }) == nil
+                finished.withLock { $0 } || store.core.writer.withLockIfAvailable({ _ in true }) == nil
             }
             #expect(!finished.withLock { $0 }, "the put ended while another connection held the write lock")
             lock.release()

@@ -37,7 +37,7 @@ extension RecordEngine {
     ///
     /// In an inline attempt (on the caller's thread, `SQLiteConnection.refusesToWait`) it runs
     /// only a short walk of a declared index (`QuerySQL.isShortIndexWalk`); any other query is
-    /// refused before a row is read (`InlineAttemptRefused`) and goes to the reader's executor.
+    /// refused before a row is read (`InlineAttemptRefused`) and goes to a reader's queue.
     func queryRecords(_ query: RecordQuery, collectionID id: Int64, collection: String) throws -> QueryPage<StoredRecord> {
         let sql = try querySQL(query, collectionID: id, collection: collection, shape: .rows)
         if connection.refusesToWait, !sql.isShortIndexWalk(query) { throw InlineAttemptRefused() }

@@ -21,7 +21,7 @@ extension RecordStore {
         let name = try RecordNames.collection(collection, operation: .query)
         try Self.check(query, collection: name)
         // Inline on the caller's thread when it is a short walk of a declared index (see
-        // `RecordEngine.queryRecords`), like a point read; on the reader's executor otherwise.
+        // `RecordEngine.queryRecords`), like a point read; on a reader's queue otherwise.
         return try await performRead(.query, collection: name, inline: true) { source in
             guard let engine = source.engine else { return QueryPage(elements: [], next: nil) }
             return try engine.query(name, query) { engine, query, id in

@@ -80,7 +80,7 @@ extension ChangeWatcher {
     func withEngine<T>(_ body: (RecordEngine) throws -> T) throws -> T? {
         guard let path else {
             guard let core else { return nil }
-            return try core.locked { state in
+            return try core.writer.withLock { state in
                 guard let connection = state.connection else { return nil }
                 return try body(RecordEngine(connection: connection, path: nil, operation: .changes))
             }

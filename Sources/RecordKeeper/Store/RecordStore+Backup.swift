@@ -69,7 +69,7 @@ extension RecordStore {
 
     /// True when the store has data to copy: it is open or opening, or its file exists.
     private func isPresentForBackup() -> Bool {
-        if opening != nil || core.locked({ $0.connection != nil }) { return true }
+        if opening != nil || core.isOpen { return true }
         guard let path else { return true }
         return FileManager.default.fileExists(atPath: path)
     }

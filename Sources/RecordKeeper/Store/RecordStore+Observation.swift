@@ -54,7 +54,7 @@ extension RecordStore {
             // In memory only this store writes, and logs only while a stream is registered:
             // register under the store's lock, at the end of the log as its connection sees
             // it, or, not open yet, to be positioned by its first write.
-            id = core.locked { state -> UUID in
+            id = core.writer.withLock { state -> UUID in
                 guard let connection = state.connection else { return watcher.register(name, cursor: nil) }
                 let engine = RecordEngine(connection: connection, path: nil, operation: .changes)
                 do {

@@ -14,7 +14,7 @@ extension RecordStore {
     /// attempt: a waiter resuming late can never clear a newer attempt. After a failure, the
     /// next request starts a new attempt.
     func openIfNeeded() async throws {
-        if core.locked({ $0.connection != nil }) { return }
+        if core.isOpen { return }
         let attempt: OpeningAttempt
         if let current = opening {
             attempt = current
@@ -38,7 +38,7 @@ extension RecordStore {
             let watch = path.flatMap(StorePathWatch.make(path:))
             let identity: StoreFileIdentity? =
                 if let path, case .file(let identity) = StoreFileIdentity.lookup(path) { identity } else { nil }
-            core.locked { state in
+            core.writer.withLock { state in
                 state.connection = connection
                 state.fileIdentity = identity
                 state.pathWatch = identity == nil ? nil : watch
@@ -64,29 +64,26 @@ extension RecordStore {
 
     /// Runs a request on the writer: inline on the caller's executor when `inline` allows it,
     /// the writer is open and its lock free, and no other connection holds a lock it needs
-    /// (the attempt never waits: see `StoreCore`); otherwise on the store's executor, after
-    /// opening the store if needed, where it may wait up to the busy timeout.
+    /// (`SerializedConnection.attemptInline`: it never waits); otherwise on the writer's queue
+    /// (the store's executor), after opening the store if needed, where it may wait up to the
+    /// busy timeout.
     nonisolated(nonsending) func execute<T: Sendable>(
         inline: Bool, _ body: @Sendable (StoreCore, CoreState, _ refuseWaiting: Bool) throws -> T
     ) async throws -> T {
         try Task.checkCancellation()
         if inline {
             let core = core
-            let result = core.lockedIfFree { state -> Result<T, any Error>? in
+            let attempt = core.writer.attemptInline { state -> T? in
                 guard state.connection != nil else { return nil }
-                do {
-                    return .success(try body(core, state, true))
-                } catch is InlineAttemptRefused {
-                    return nil
-                } catch {
-                    return .failure(error)
-                }
+                return try body(core, state, true)
             }
-            if let result = result ?? nil { return try result.get() }
+            if let result = attempt.result { return try result.get() }
         }
         return try await executeOnExecutor(body)
     }
 
+    /// On the store's executor, which is the writer's queue: the writer's lock is only ever
+    /// held briefly by others (inline attempts never wait), so taking it here is the queue's turn.
     private func executeOnExecutor<T: Sendable>(
         _ body: @Sendable (StoreCore, CoreState, _ refuseWaiting: Bool) throws -> T
     ) async throws -> T {
@@ -94,7 +91,7 @@ extension RecordStore {
             try await openIfNeeded()
             try Task.checkCancellation()
             // Normally open now; if the store was closed meanwhile, open it again.
-            let result = core.locked { state -> Result<T, any Error>? in
+            let result = core.writer.withLock { state -> Result<T, any Error>? in
                 guard state.connection != nil else { return nil }
                 return Result { try body(core, state, false) }
             }
@@ -115,41 +112,31 @@ extension RecordStore {
 
     /// Runs one read request outside any write transaction.
     ///
-    /// A file store reads on its reader connection, beside the writer: inline when `inline`
-    /// allows it, the reader is open and free and needs no lock another connection holds;
-    /// otherwise on the reader's executor. It never opens the writer, so it never creates or
-    /// migrates anything. An in-memory store reads on its one connection (see `perform`).
+    /// A file store reads on one of its readers (`ReaderPool`), beside the writer: inline when
+    /// `inline` allows it and a reader is open and free and needs no lock another connection
+    /// holds; otherwise on a reader's queue. It never opens the writer, so it never creates or
+    /// migrates anything. An in-memory store has no readers: it reads on its writer (see
+    /// `perform`).
     nonisolated(nonsending) func performRead<T: Sendable>(
         _ operation: StoreOperation, collection: String?, inline: Bool = false,
         _ body: @Sendable (ReadSource) throws -> T
     ) async throws -> T {
-        guard path != nil else {
+        let core = core
+        guard let readers = core.readers else {
             return try await perform(operation, collection: collection, inline: inline) { try body(.store($0)) }
         }
         try Task.checkCancellation()
-        let core = core
-        if inline {
-            let result = core.readLockedIfFree { state -> Result<T, any Error>? in
-                do {
-                    return try core.performRead(
-                        state, operation, collection: collection, refuseWaiting: true, body
-                    ).map { .success($0) }
-                } catch is InlineAttemptRefused {
-                    return nil
-                } catch {
-                    return .failure(error)
-                }
-            }
-            if let result = result ?? nil { return try result.get() }
+        if inline, let result = readers.attemptInline({ state in
+            try core.performRead(state, operation, collection: collection, refuseWaiting: true, body)
+        }) {
+            return try result.get()
         }
-        return try await reader.run {
-            try core.readLocked { state in
-                // Not inline, so it opens the reader when needed and always answers.
-                guard let result = try core.performRead(state, operation, collection: collection, body) else {
-                    throw RecordStoreError(code: .misuse, operation: operation, collection: collection, path: core.path)
-                }
-                return result
+        return try await readers.run { state in
+            // Not inline, so it opens the reader when needed and always answers.
+            guard let result = try core.performRead(state, operation, collection: collection, body) else {
+                throw RecordStoreError(code: .misuse, operation: operation, collection: collection, path: core.path)
             }
+            return result
         }
     }
 
@@ -169,29 +156,9 @@ extension RecordStore {
     /// Whether a write of `count` records may run inline: only when its commit does not
     /// `fsync` (``Durability/normal``, or in memory) and it is small.
     nonisolated func mayWriteInline(_ count: Int) -> Bool {
-        count <= Self.inlineWriteLimit && (path == nil || options.durability == .normal)
+        count <= Self.inlineWriteLimit && core.commitsWithoutSync
     }
 
     /// The largest write (in records) that may run inline on a caller's thread.
     static let inlineWriteLimit = 32
-}
-
-/// The executor of a file store's reads that do not run inline: a serial queue of its own,
-/// so reads never wait behind a write transaction running on the store's executor.
-actor ReadRunner {
-    private nonisolated let executor: DatabaseExecutor
-
-    nonisolated var unownedExecutor: UnownedSerialExecutor {
-        executor.asUnownedSerialExecutor()
-    }
-
-    init(label: String) {
-        executor = DatabaseExecutor(label: label)
-    }
-
-    /// Runs `body` on this executor, in the calling task (so cancellation reaches SQLite's
-    /// progress handler).
-    func run<T: Sendable>(_ body: @Sendable () throws -> T) throws -> T {
-        try body()
-    }
 }

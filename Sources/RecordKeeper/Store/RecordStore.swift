@@ -29,10 +29,11 @@ public import Foundation
 ///   inline on the caller's executor instead, only when the connection is free and no other
 ///   connection holds the write lock: such an attempt never waits for a lock there, it goes to
 ///   the store's executor instead.
-/// - Reads outside a write transaction use a connection of their own, beside the writer, and
-///   see the last committed state without waiting for a running write transaction. Point reads
-///   (``value(_:key:)``, ``record(_:key:)``) run inline when that connection is free; other
-///   reads run on a second private serial queue.
+/// - Reads outside a write transaction use connections of their own (two at most), beside
+///   the writer, and see the last committed state without waiting for a running write
+///   transaction or for each other. Point reads (``value(_:key:)``, ``record(_:key:)``) run
+///   inline when such a connection is free; other reads run on that connection's own private
+///   serial queue.
 /// - An in-memory store has one connection: its reads run where its writes run, and wait
 ///   for a running write transaction.
 ///
@@ -49,7 +50,8 @@ public actor RecordStore {
     /// The options the store was created with.
     public nonisolated let options: Options
 
-    nonisolated let executor: DatabaseExecutor
+    /// The store's serial executor: its writer's queue.
+    nonisolated var executor: DatabaseExecutor { core.executor }
     /// Test seam: runs at the start of every opening attempt (may suspend or throw).
     let openingHook: (@Sendable () async throws -> Void)?
 
@@ -61,8 +63,6 @@ public actor RecordStore {
     nonisolated let outboxSignal = OutboxSignal()
     /// The repositories on this store that learn the versions its own record API writes.
     nonisolated let learned = LearnedVersions()
-    /// Where a file store's reads run when they do not run inline.
-    nonisolated let reader: ReadRunner
     var opening: OpeningAttempt?
     var nextAttemptID: UInt64 = 0
     /// How many requests have waited on an opening attempt (for tests: "all have joined").
@@ -95,15 +95,12 @@ public actor RecordStore {
         self.openingHook = openingHook
         let path = location.map(Self.filePath(of:))
         let label = "RecordKeeper.RecordStore \(path ?? "in-memory")"
-        let executor = DatabaseExecutor(label: label)
-        self.executor = executor
         let watcher = ChangeWatcher(path: path, options: options)
         self.watcher = watcher
         self.core = StoreCore(
-            path: path, options: options, executor: executor,
+            path: path, options: options, label: label,
             observers: Self.transactionObservers(path: path, watcher: watcher, outbox: outboxSignal, learned: learned))
         watcher.core = core
-        self.reader = ReadRunner(label: label + " reads")
     }
 
     deinit {
@@ -337,7 +334,7 @@ public actor RecordStore {
     /// `RecordKeeperTestSupport`'s public `failNextCommitForTesting()`, which is test API and
     /// not part of this module's.
     package nonisolated func failNextCommit() {
-        core.locked { $0.failNextCommit = true }
+        core.writer.withLock { $0.failNextCommit = true }
     }
 
     /// Runs `body` as one write transaction, which may change any number of collections.
@@ -401,7 +398,7 @@ public actor RecordStore {
 
     /// True when the store may hold data: it is open or opening, or its file exists.
     func isPresent() -> Bool {
-        if opening != nil || core.locked({ $0.connection != nil }) { return true }
+        if opening != nil || core.isOpen { return true }
         guard let path else { return false }
         return FileManager.default.fileExists(atPath: path)
     }

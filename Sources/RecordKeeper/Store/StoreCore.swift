@@ -3,44 +3,45 @@ import Foundation
 /// The store's connections and the state its requests share, and the synchronous request
 /// bodies that run with them.
 ///
-/// Two connections serve requests, each behind its own lock, held for the whole request (a
-/// third, `checkpointer`, only runs scheduled checkpoints):
+/// Each connection is a `SerializedConnection`: its state, its lock and its serial queue as
+/// one type. A third connection, `checkpointer`, only runs scheduled checkpoints.
 /// - the **writer** (`writer`, `CoreState`): opened by the first write, which creates the file
 ///   and migrates the format. Writes, transactions, and every request of an in-memory store.
-/// - the **reader** (`reader`, `ReadState`) of a file store: a read-write connection in
-///   `query_only` mode (see `StoreOpener.openForReading`) for every read outside a write
-///   transaction. In WAL mode it sees the last committed state at once, even while the writer
-///   (or another process) is in the middle of a write transaction.
+///   Its queue is the store's executor (`RecordStore` runs there too).
+/// - the **readers** (`readers`, a `ReaderPool` of `ReadState`s) of a file store: every read
+///   outside a write transaction, beside the writer. An in-memory store has none: its reads
+///   run on the writer.
 ///
 /// Where requests run (see `RecordStore.execute` and `Concurrency.md`):
 /// - inline, on the caller's executor (`nonisolated(nonsending)`), for short requests only:
-///   point reads on the reader (opening it first if that is quick), and small writes when
+///   point reads on a reader (opening it first if that is quick), and small writes when
 ///   commits do not `fsync` (never opening the writer). Only when the
 ///   connection's lock is free at that moment, and with SQLite's busy handler off: a lock held
 ///   by another connection fails the attempt at once (SQLITE_BUSY; a write rolls back, having
-///   written nothing) and the request goes to an executor, where waiting is fine. Automatic
-///   checkpoints are off, so no commit ever copies the log into the main file or `fsync`s there.
-/// - on the store's serial executor: writes that may wait, transactions, opening, checkpoints
-///   (passive, scheduled when the log grows past `checkpointThreshold` frames, on a third
-///   connection so they never hold the writer; truncating, on the writer, on `close()`), and
+///   written nothing) and the request goes to the connection's queue, where waiting is fine
+///   (`SerializedConnection.attemptInline`). Automatic checkpoints are off, so no commit ever
+///   copies the log into the main file or `fsync`s there.
+/// - on the writer's queue: writes that may wait, transactions, opening, checkpoints
+///   (passive, scheduled when the log grows past `checkpointThreshold` frames, on the
+///   checkpointer so they never hold the writer; truncating, on the writer, on `close()`), and
 ///   every other request of an in-memory store;
-/// - on the reader's serial executor (`ReadRunner`): the other reads of a file store.
+/// - on a reader's queue: the other reads of a file store.
 ///
-/// Each connection, with the state that goes with it, is `Protected`: no two threads ever use
-/// one of them at the same time. Connections are opened in SQLite's multi-thread mode, where any
-/// thread may use a connection, one at a time. Lock order: the writer before the reader and
-/// the checkpointer, never the other way; the file generation last.
+/// Connections are opened in SQLite's multi-thread mode, where any thread may use a
+/// connection, one at a time. Lock order: the writer before the readers and the checkpointer,
+/// never the other way; the file generation last.
 final class StoreCore: Sendable {
     let path: String?
     let options: RecordStore.Options
-    /// The store's executor, for checkpoints scheduled after a commit.
-    let executor: DatabaseExecutor
-    /// The writer and what goes with it.
-    private let writer = Protected(CoreState())
+    /// The writer and what goes with it; its queue is the store's executor.
+    let writer: SerializedConnection<CoreState>
+    /// The readers of a file store; nil for an in-memory store, whose reads run on the writer.
+    let readers: ReaderPool?
+    /// Whether no commit `fsync`s (``Durability/normal``, or in memory): only then may a small
+    /// write run inline on a caller's thread.
+    let commitsWithoutSync: Bool
     /// Makes the observers of the store's write transactions (see `TransactionObserver`).
     private let makeObservers: @Sendable () -> [any TransactionObserver]
-    /// The reader and the file generation it opened.
-    private let reader = Protected(ReadState())
     /// See `fileWasReplaced()`.
     private let fileGeneration = Protected(0)
     /// The connection scheduled checkpoints run on, so that they never hold the writer: a
@@ -52,43 +53,30 @@ final class StoreCore: Sendable {
     static let checkpointThreshold = 1000
 
     init(
-        path: String?, options: RecordStore.Options, executor: DatabaseExecutor,
+        path: String?, options: RecordStore.Options, label: String,
         observers makeObservers: @escaping @Sendable () -> [any TransactionObserver]
     ) {
         self.path = path
         self.options = options
-        self.executor = executor
+        self.writer = SerializedConnection(CoreState(), label: label)
+        self.readers = path == nil ? nil : ReaderPool(label: label)
+        self.commitsWithoutSync = path == nil || options.durability == .normal
         self.makeObservers = makeObservers
     }
 
-    /// Runs `body` with the writer's state, waiting for the lock.
-    func locked<T>(_ body: (CoreState) throws -> T) rethrows -> T {
-        try writer.withLock { try body($0) }
-    }
+    /// The store's executor: the writer's queue.
+    var executor: DatabaseExecutor { writer.executor }
 
-    /// Runs `body` with the writer's state if the lock is free now; nil (without running it)
-    /// otherwise.
-    func lockedIfFree<T>(_ body: (CoreState) throws -> T) rethrows -> T? {
-        try writer.withLockIfAvailable { try body($0) }
-    }
+    /// Whether the writer is open.
+    var isOpen: Bool { writer.withLock { $0.connection != nil } }
 
-    /// Runs `body` with the reader's state, waiting for the lock.
-    func readLocked<T>(_ body: (ReadState) throws -> T) rethrows -> T {
-        try reader.withLock { try body($0) }
-    }
-
-    /// Runs `body` with the reader's state if the lock is free now; nil otherwise.
-    func readLockedIfFree<T>(_ body: (ReadState) throws -> T) rethrows -> T? {
-        try reader.withLockIfAvailable { try body($0) }
-    }
-
-    /// Closes both connections after a truncating checkpoint, so the main file holds every
+    /// Closes every connection after a truncating checkpoint, so the main file holds every
     /// commit and the log is empty. The next request opens them again. A checkpoint that finds
     /// another connection busy for longer than the busy timeout is skipped (nothing is lost);
     /// any other failure is reported to the event handler.
     func close() {
-        locked { state in
-            readLocked { $0.connection = nil }
+        writer.withLock { state in
+            readers?.closeAll()
             checkpointer.withLock { $0 = nil }
             if let connection = state.connection {
                 do throws(SQLiteFailure) {
@@ -146,10 +134,6 @@ enum ReadSource {
         if case .store(let engine) = self { engine } else { nil }
     }
 }
-
-/// A refused inline attempt: the lock it needed was held by another connection. Nothing was
-/// written; the request goes to an executor instead.
-struct InlineAttemptRefused: Error {}
 
 extension StoreCore {
     /// Runs one request on the writer, with tracing. Call with the lock held.
@@ -360,7 +344,7 @@ extension StoreCore {
         state.nextCheckpointAt = frames + Self.checkpointThreshold
         state.checkpointScheduled = true
         executor.run { [self] in
-            locked { $0.checkpointScheduled = false }
+            writer.withLock { $0.checkpointScheduled = false }
             runPassiveCheckpoint()
         }
     }

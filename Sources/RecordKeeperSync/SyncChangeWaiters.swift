@@ -16,9 +16,7 @@ import Foundation
 ///
 /// Waiting holds no thread: a waiter is a continuation, and its deadline a sleeping task.
 ///
-/// `@unchecked Sendable`: every stored property is a constant, and the state is read and
-/// written only under `lock`.
-package final class SyncChangeWaiters: @unchecked Sendable {
+package final class SyncChangeWaiters: Sendable {
     /// One registration: pass it to ``wait(_:until:)`` or ``cancel(_:)``.
     package struct Registration: Sendable, Hashable {
         fileprivate let id: Int
@@ -37,22 +35,43 @@ package final class SyncChangeWaiters: @unchecked Sendable {
         var next = 0
         var slots: [Int: Slot] = [:]
         var bySpace: [String: Set<Int>] = [:]
+
+        /// Marks a pending waiter notified, or takes a waiting one out and returns its
+        /// continuation.
+        mutating func wake(_ id: Int, of space: String) -> CheckedContinuation<Void, any Error>? {
+            switch slots[id] {
+            case .pending:
+                slots[id] = .notified
+                return nil
+            case .waiting(let continuation, let timer):
+                timer?.cancel()
+                remove(Registration(id: id, space: space))
+                return continuation
+            case .notified, nil:
+                return nil
+            }
+        }
+
+        mutating func remove(_ registration: Registration) {
+            slots[registration.id] = nil
+            bySpace[registration.space]?.remove(registration.id)
+            if bySpace[registration.space]?.isEmpty == true { bySpace[registration.space] = nil }
+        }
     }
 
-    private let lock = NSLock()
-    private var state = State()
+    private let state = Protected(State())
 
     package init() {}
 
     /// Registers a waiter of `space`; call before the pull whose emptiness it waits on.
     package func register(space: String) -> Registration {
-        lock.lock()
-        defer { lock.unlock() }
-        state.next += 1
-        let id = state.next
-        state.slots[id] = .pending
-        state.bySpace[space, default: []].insert(id)
-        return Registration(id: id, space: space)
+        state.withLock { state in
+            state.next += 1
+            let id = state.next
+            state.slots[id] = .pending
+            state.bySpace[space, default: []].insert(id)
+            return Registration(id: id, space: space)
+        }
     }
 
     /// Waits until the space is notified (after ``register(space:)``), `deadline` passes, or
@@ -62,22 +81,22 @@ package final class SyncChangeWaiters: @unchecked Sendable {
     package func wait(_ registration: Registration, until deadline: ContinuousClock.Instant) async throws {
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                lock.lock()
-                guard let slot = state.slots[registration.id], case .pending = slot else {
-                    // Notified, cancelled or expired before it could wait.
-                    let cancelled = state.slots[registration.id] == nil
-                    remove(registration)
-                    lock.unlock()
-                    if cancelled { continuation.resume(throwing: CancellationError()) } else { continuation.resume() }
-                    return
+                let answer = state.withLock { state -> Result<Void, any Error>? in
+                    guard let slot = state.slots[registration.id], case .pending = slot else {
+                        // Notified, cancelled or expired before it could wait.
+                        let cancelled = state.slots[registration.id] == nil
+                        state.remove(registration)
+                        return cancelled ? .failure(CancellationError()) : .success(())
+                    }
+                    let timer = Task { [weak self] in
+                        // A cancelled sleep means the waiter was woken first: nothing to do.
+                        do { try await Task.sleep(until: deadline, clock: .continuous) } catch { return }
+                        self?.finish(registration, with: nil)
+                    }
+                    state.slots[registration.id] = .waiting(continuation, timer: timer)
+                    return nil
                 }
-                let timer = Task { [weak self] in
-                    // A cancelled sleep means the waiter was woken first: nothing to do.
-                    do { try await Task.sleep(until: deadline, clock: .continuous) } catch { return }
-                    self?.finish(registration, with: nil)
-                }
-                state.slots[registration.id] = .waiting(continuation, timer: timer)
-                lock.unlock()
+                if let answer { continuation.resume(with: answer) }
             }
         } onCancel: {
             finish(registration, with: CancellationError())
@@ -125,61 +144,34 @@ package final class SyncChangeWaiters: @unchecked Sendable {
     /// Wakes every waiter of `space` (a change of it committed); marks those registered and
     /// not yet waiting, so their wait returns at once.
     package func notify(space: String) {
-        let woken: [CheckedContinuation<Void, any Error>] = {
-            lock.lock()
-            defer { lock.unlock() }
+        let woken = state.withLock { state -> [CheckedContinuation<Void, any Error>] in
             guard let ids = state.bySpace[space] else { return [] }
-            return ids.compactMap { wake($0, of: space) }
-        }()
+            return ids.compactMap { state.wake($0, of: space) }
+        }
         for continuation in woken { continuation.resume() }
     }
 
     /// Wakes every waiter of every space: after a notification may have been lost (a
     /// listening connection dropped), each pulls again and sees for itself.
     package func notifyAll() {
-        let woken: [CheckedContinuation<Void, any Error>] = {
-            lock.lock()
-            defer { lock.unlock() }
-            return state.bySpace.flatMap { space, ids in ids.compactMap { wake($0, of: space) } }
-        }()
+        let woken = state.withLock { state -> [CheckedContinuation<Void, any Error>] in
+            var woken: [CheckedContinuation<Void, any Error>] = []
+            for (space, ids) in state.bySpace {
+                for id in ids { if let continuation = state.wake(id, of: space) { woken.append(continuation) } }
+            }
+            return woken
+        }
         for continuation in woken { continuation.resume() }
     }
 
     /// The spaces with a waiter registered now (for a server that polls their counters).
     package var spaces: [String] {
-        lock.lock()
-        defer { lock.unlock() }
-        return Array(state.bySpace.keys)
+        state.withLock { Array($0.bySpace.keys) }
     }
 
     /// How many waiters are registered now.
     package var count: Int {
-        lock.lock()
-        defer { lock.unlock() }
-        return state.slots.count
-    }
-
-    // MARK: Under the lock
-
-    /// Marks a pending waiter notified, or takes a waiting one out and returns its continuation.
-    private func wake(_ id: Int, of space: String) -> CheckedContinuation<Void, any Error>? {
-        switch state.slots[id] {
-        case .pending:
-            state.slots[id] = .notified
-            return nil
-        case .waiting(let continuation, let timer):
-            timer?.cancel()
-            remove(Registration(id: id, space: space))
-            return continuation
-        case .notified, nil:
-            return nil
-        }
-    }
-
-    private func remove(_ registration: Registration) {
-        state.slots[registration.id] = nil
-        state.bySpace[registration.space]?.remove(registration.id)
-        if state.bySpace[registration.space]?.isEmpty == true { state.bySpace[registration.space] = nil }
+        state.withLock { $0.slots.count }
     }
 
     // MARK: Ending a wait
@@ -187,10 +179,11 @@ package final class SyncChangeWaiters: @unchecked Sendable {
     /// Ends the registration: a waiting continuation resumes (normally for `nil`: the
     /// deadline passed; throwing `error` otherwise); a pending one is dropped.
     private func finish(_ registration: Registration, with error: (any Error)?) {
-        lock.lock()
-        let slot = state.slots[registration.id]
-        remove(registration)
-        lock.unlock()
+        let slot = state.withLock { state in
+            let slot = state.slots[registration.id]
+            state.remove(registration)
+            return slot
+        }
         guard case .waiting(let continuation, let timer)? = slot else { return }
         timer?.cancel()
         if let error { continuation.resume(throwing: error) } else { continuation.resume() }

@@ -114,22 +114,19 @@ public struct KeepInSyncOptions: Sendable {
 
 /// The subscribers of one ``RecordSync``'s activity: each gets the current activity first,
 /// then every later one, in order.
-///
-/// `@unchecked Sendable`: `state` is read and written only under `lock`.
-final class SyncActivityHub: @unchecked Sendable {
+final class SyncActivityHub: Sendable {
     private struct State {
         var current: SyncActivity = .stopped(nil)
         var next = 0
         var subscribers: [Int: AsyncStream<SyncActivity>.Continuation] = [:]
     }
 
-    private let lock = NSLock()
-    private var state = State()
+    private let state = Protected(State())
 
-    var current: SyncActivity { lock.withLock { state.current } }
+    var current: SyncActivity { state.withLock { $0.current } }
 
     func publish(_ activity: SyncActivity) {
-        lock.withLock {
+        state.withLock { state in
             state.current = activity
             for subscriber in state.subscribers.values { subscriber.yield(activity) }
         }
@@ -139,7 +136,7 @@ final class SyncActivityHub: @unchecked Sendable {
         // Unbounded: activities are small and come at most one per round; a tool printing a
         // line per round must not lose one.
         let (stream, continuation) = AsyncStream.makeStream(of: SyncActivity.self, bufferingPolicy: .unbounded)
-        let id = lock.withLock { () -> Int in
+        let id = state.withLock { state -> Int in
             state.next += 1
             state.subscribers[state.next] = continuation
             continuation.yield(state.current)
@@ -147,12 +144,14 @@ final class SyncActivityHub: @unchecked Sendable {
         }
         continuation.onTermination = { [weak self] _ in
             guard let self else { return }
-            lock.withLock { _ = state.subscribers.removeValue(forKey: id) }
+            state.withLock { _ = $0.subscribers.removeValue(forKey: id) }
         }
         return stream
     }
 
     deinit {
-        for subscriber in state.subscribers.values { subscriber.finish() }
+        state.withLock { state in
+            for subscriber in state.subscribers.values { subscriber.finish() }
+        }
     }
 }

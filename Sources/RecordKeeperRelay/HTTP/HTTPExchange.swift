@@ -1,4 +1,5 @@
 import Foundation
+import RecordKeeperSync
 
 /// One request on its way through the server, from its request line to libmicrohttpd's
 /// completion callback.
@@ -45,7 +46,7 @@ final class HTTPExchange {
 
 /// The handler task's answer, handed to the polling thread.
 final class ResponseSlot: Sendable {
-    private let response = Locked<HTTPResponse?>(nil)
+    private let response = Protected<HTTPResponse?>(nil)
 
     func store(_ value: HTTPResponse) {
         response.withLock { $0 = value }

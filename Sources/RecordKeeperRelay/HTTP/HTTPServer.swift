@@ -1,4 +1,5 @@
 import Foundation
+import RecordKeeperSync
 
 /// A small HTTP/1.1 server over GNU libmicrohttpd: exact routes to `async` handlers, bodies
 /// read within a limit, timeouts that cut off slow clients, TLS, and a graceful shutdown.
@@ -53,7 +54,7 @@ public final class HTTPServer: Sendable {
     public let address: String
     /// Whether libmicrohttpd polls with epoll (Linux); otherwise with poll.
     public let usesEpoll: Bool
-    private let shutdownTask = Locked<Task<Void, Never>?>(nil)
+    private let shutdownTask = Protected<Task<Void, Never>?>(nil)
     private let onDrain: (@Sendable () -> Void)?
 
     /// Whether this build of libmicrohttpd supports TLS (`MHD_FEATURE_TLS`). Debian's and

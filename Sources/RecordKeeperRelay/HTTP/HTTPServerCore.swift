@@ -1,4 +1,5 @@
 import Foundation
+import RecordKeeperSync
 
 /// What an ``HTTPServer`` does with each request, called from libmicrohttpd's callbacks
 /// (``MicroHTTPDCallbacks``), and the state its shutdown waits on.
@@ -36,7 +37,7 @@ final class HTTPServerCore: Sendable {
     let router: HTTPRouter
     let observer: (@Sendable (HTTPRequestSummary) -> Void)?
     let deadlines: ReceiveDeadlines
-    let state = Locked(State())
+    let state = Protected(State())
 
     init(
         configuration: HTTPServer.Configuration, routes: [HTTPRoute],

@@ -1,4 +1,5 @@
 import Foundation
+import RecordKeeperSync
 
 #if canImport(Glibc)
     import Glibc
@@ -33,8 +34,8 @@ final class ReceiveDeadlines: Sendable {
     private let bodyTimeout: Duration
     private let idleTimeout: Duration
     private let log: @Sendable (String) -> Void
-    private let entries = Locked<[Int: Entry]>([:])
-    private let watchdog = Locked<Task<Void, Never>?>(nil)
+    private let entries = Protected<[Int: Entry]>([:])
+    private let watchdog = Protected<Task<Void, Never>?>(nil)
 
     init(headerTimeout: Duration, bodyTimeout: Duration, idleTimeout: Duration, log: @escaping @Sendable (String) -> Void) {
         self.headerTimeout = headerTimeout

@@ -14,7 +14,7 @@ final class RelayHeldPulls: Sendable {
         var tasks: [Int: Task<SyncPage, any Error>] = [:]
     }
 
-    private let state = Locked(State())
+    private let state = Protected(State())
 
     /// Live pulls held now.
     var count: Int { state.withLock { $0.tasks.count } }

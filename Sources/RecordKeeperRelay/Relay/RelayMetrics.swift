@@ -1,4 +1,5 @@
 import Foundation
+import RecordKeeperSync
 
 /// The relay's counters, exposed at `GET /metrics` in Prometheus' text format (0.0.4).
 ///
@@ -34,7 +35,7 @@ final class RelayMetrics: Sendable {
         case drained
     }
 
-    private let state = Locked(State())
+    private let state = Protected(State())
 
     func record(_ summary: HTTPRequestSummary) {
         let route = summary.route ?? "unmatched"

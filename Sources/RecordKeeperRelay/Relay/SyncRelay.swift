@@ -64,7 +64,7 @@ public final class SyncRelay: Sendable {
     let configuration: Configuration
     let metrics = RelayMetrics()
     let heldPulls = RelayHeldPulls()
-    private let http = Locked<HTTPServer?>(nil)
+    private let http = Protected<HTTPServer?>(nil)
 
     /// Creates a relay in front of `server`.
     public init(server: any RecordSyncServer, configuration: Configuration) {

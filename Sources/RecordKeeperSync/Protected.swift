@@ -1,8 +1,9 @@
 import Foundation
 
-/// A value behind a lock, reached only inside ``withLock(_:)``: the library's one wrapper for
-/// state that several threads share (Synchronization's `Mutex` is the model; it needs
-/// macOS 15 / iOS 18, and the package supports earlier systems).
+/// A value behind a lock, reached only inside ``withLock(_:)``: the package's one wrapper for
+/// state that several threads share. The store, sync, the PostgreSQL server and the relay all
+/// use it (it lives in this module because all of them import it). Synchronization's `Mutex`
+/// is the model; it needs macOS 15 / iOS 18, and the package supports earlier systems.
 ///
 /// The value may be a class that is not `Sendable` (a store's connections): the rule is that
 /// nothing reached through the value leaves the closure, so no two threads ever use it at once.
@@ -14,17 +15,17 @@ import Foundation
 /// ```
 ///
 /// `@unchecked Sendable`: `value` is only reached inside `withLock` and `withLockIfAvailable`,
-/// with `lock` held. This is the one place the library's lock-guarded state says so.
-final class Protected<Value>: @unchecked Sendable {
+/// with `lock` held. This is the one place the package's lock-guarded state says so.
+package final class Protected<Value>: @unchecked Sendable {
     private let lock = NSLock()
     private var value: Value
 
-    init(_ value: sending Value) {
+    package init(_ value: sending Value) {
         self.value = value
     }
 
     /// Runs `body` with the value, waiting for the lock.
-    func withLock<T>(_ body: (inout Value) throws -> T) rethrows -> T {
+    package func withLock<T>(_ body: (inout Value) throws -> T) rethrows -> T {
         lock.lock()
         defer { lock.unlock() }
         return try body(&value)
@@ -32,7 +33,7 @@ final class Protected<Value>: @unchecked Sendable {
 
     /// Runs `body` with the value if the lock is free now; nil (without running it) otherwise.
     /// For requests that must never wait on the caller's thread.
-    func withLockIfAvailable<T>(_ body: (inout Value) throws -> T) rethrows -> T? {
+    package func withLockIfAvailable<T>(_ body: (inout Value) throws -> T) rethrows -> T? {
         guard lock.try() else { return nil }
         defer { lock.unlock() }
         return try body(&value)

@@ -18,7 +18,7 @@ extension RecordStore {
                 if let space = try engine.syncState.string("space"), let device = try engine.syncState.string("device") {
                     status = SyncStatus(
                         space: space, device: device, collections: try engine.syncState.collections(),
-                        cursor: try engine.syncState.cursor(), pendingOperations: try engine.syncQueue.pendingSyncOperationCount(),
+                        cursor: try engine.syncState.cursor(), pendingOperations: try engine.syncQueue.count(),
                         conflicts: try engine.conflicts.count())
                 }
                 return status
@@ -84,7 +84,7 @@ extension RecordStore {
             guard let conflict = try context.engine.conflicts.conflict(record) else { throw noConflict }
             // A change of the record pending now was written after the conflict appeared (the
             // conflict dropped the older ones): the device's latest value.
-            let editedSince = try context.engine.syncQueue.hasPendingSyncChange(record, besides: 0)
+            let editedSince = try context.engine.syncQueue.hasChange(record, besides: 0)
             switch resolution {
             case .server:
                 if editedSince {
@@ -92,8 +92,8 @@ extension RecordStore {
                     try context.withOrigin(.sync) {
                         try RecordSync.write(conflict.server.map { .payload($0) } ?? .tombstone, to: record, in: context)
                     }
-                    try context.engine.syncRecords.setSyncItemVersion(record, conflict.serverItemVersion)
-                    try context.engine.syncQueue.dropPendingSyncChanges(record, after: 0)
+                    try context.engine.syncRecords.setItemVersion(record, conflict.serverItemVersion)
+                    try context.engine.syncQueue.dropChanges(record, after: 0)
                 }
             case .local:
                 if !editedSince {

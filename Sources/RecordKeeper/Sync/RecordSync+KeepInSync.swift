@@ -211,7 +211,7 @@ extension RecordSync {
             seen = signal.generation
             let changed = try await store.performRead(.syncPush, collection: nil) { source in
                 guard let engine = source.engine, try engine.syncState.exists() else { return false }
-                return try engine.syncQueue.hasPendingSyncChanges() || Set(try engine.syncState.collections().keys) != synced
+                return try engine.syncQueue.hasChanges() || Set(try engine.syncState.collections().keys) != synced
             }
             if changed { return }
         }

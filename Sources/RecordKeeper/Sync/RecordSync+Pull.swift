@@ -182,7 +182,7 @@ extension RecordSync {
         let conflictsExist = try engine.conflicts.any()
         // Nothing pending (the common case of a catching-up device): one statement a change
         // both checks the version and records it.
-        let pendingExist = try engine.syncQueue.hasPendingSyncChanges()
+        let pendingExist = try engine.syncQueue.hasChanges()
         var upserts: [String: [(key: String, data: Data)]] = [:]
         var removals: [String: [String]] = [:]
         var applied = 0
@@ -202,7 +202,7 @@ extension RecordSync {
                 // This store has it already (own write coming back, a page pulled again) when
                 // nothing changed; a version below the one it has means the server went back.
                 guard try engine.syncRecords.advanceServerVersion(record, to: version, itemVersion: itemVersion) else {
-                    if let known = try engine.syncRecords.syncRecordState(record).serverVersion, version < known {
+                    if let known = try engine.syncRecords.state(record).serverVersion, version < known {
                         throw Self.wentBack(name, version: version, known: known, space: space)
                     }
                     continue
@@ -218,7 +218,7 @@ extension RecordSync {
                 applied += 1
                 continue
             }
-            let state = try engine.syncRecords.syncRecordState(record)
+            let state = try engine.syncRecords.state(record)
             // This store has it already: its own write coming back, or a page pulled again.
             if let known = state.serverVersion, version <= known {
                 if version < known { throw Self.wentBack(name, version: version, known: known, space: space) }
@@ -237,7 +237,7 @@ extension RecordSync {
             case .tombstone: removals[record.collection, default: []].append(key)
             }
             try engine.syncRecords.setServerVersion(record, version, clearingAside: true)
-            try engine.syncRecords.setSyncItemVersion(record, itemVersion)
+            try engine.syncRecords.setItemVersion(record, itemVersion)
             if conflictsExist {
                 try engine.conflicts.updateServerSide(
                     record, value: change.value, version: version, itemVersion: itemVersion)
@@ -291,9 +291,9 @@ extension RecordSync {
         let engine = context.engine
         var removals: [String: [String]] = [:]
         var count = 0
-        for record in try engine.syncRecords.settledSyncRecords(atOrBelow: horizon)
+        for record in try engine.syncRecords.settled(atOrBelow: horizon)
         where synced[record.collection] != nil && !present.contains(record) {
-            try engine.syncRecords.forgetSyncRecord(record)
+            try engine.syncRecords.forget(record)
             removals[record.collection, default: []].append(record.key)
         }
         for (collection, keys) in removals.sorted(by: { $0.key < $1.key }) {

@@ -236,11 +236,11 @@ extension RecordSync {
                 let chain = try engine.syncState.chain()
                 var batch: [PendingSyncOperation] = []
                 var changeCount = 0
-                for (sequence, id) in try engine.syncQueue.pendingSyncOperations(after: after, limit: Self.pushOperationLimit) {
+                for (sequence, id) in try engine.syncQueue.operations(after: after, limit: Self.pushOperationLimit) {
                     // The first operation goes whatever its size; of a later one, no more is
                     // read than tells whether it still fits (one past the room left).
                     let room = batch.isEmpty ? Int.max : Self.pushChangeLimit - changeCount
-                    let changes = try engine.syncQueue.pendingSyncChanges(sequence, limit: room == Int.max ? room : room + 1)
+                    let changes = try engine.syncQueue.changes(sequence, limit: room == Int.max ? room : room + 1)
                     if changes.isEmpty { continue }
                     if changes.count > room { break }
                     batch.append(PendingSyncOperation(sequence: sequence, id: id, changes: changes))
@@ -264,7 +264,7 @@ extension RecordSync {
         var result = SyncPushBatchResult()
         for (index, (operation, outcome)) in zip(batch, outcomes).enumerated() {
             // Another process (or a push that lost its answer and ran again) handled it.
-            guard try engine.syncQueue.isSyncOperationPending(operation.sequence) else { continue }
+            guard try engine.syncQueue.isPending(operation.sequence) else { continue }
             switch outcome.result {
             case .applied(let version):
                 result.answered += 1
@@ -272,7 +272,7 @@ extension RecordSync {
                 // Set-wise: a newer server value kept aside wins over the acknowledged change
                 // (read first, written last); every other record takes the version.
                 let asides = try engine.syncQueue.newerAsides(of: operation.sequence, than: version.rawValue)
-                try engine.syncQueue.acknowledgeSyncChanges(of: operation.sequence, version: version.rawValue)
+                try engine.syncQueue.acknowledgeChanges(of: operation.sequence, version: version.rawValue)
                 // A conflict of a record this device wrote again since (its write was made
                 // after the conflict appeared, on the conflict's server version) is settled by
                 // that write: resolving it later must never put the older value back.
@@ -280,9 +280,9 @@ extension RecordSync {
                 for aside in asides {
                     try write(aside.value, to: aside.record, in: context)
                     try engine.syncRecords.setServerVersion(aside.record, aside.version, clearingAside: true)
-                    try engine.syncRecords.setSyncItemVersion(aside.record, aside.value.payload == nil ? nil : aside.itemVersion)
+                    try engine.syncRecords.setItemVersion(aside.record, aside.value.payload == nil ? nil : aside.itemVersion)
                 }
-                try engine.syncQueue.deleteSyncOperation(operation.sequence)
+                try engine.syncQueue.delete(operation.sequence)
             case .conflict(let conflicts), .compacted(let conflicts):
                 // A compacted outcome (received before, its outcome forgotten: it applied or
                 // conflicted then, and is never applied again) names every record of the
@@ -291,9 +291,9 @@ extension RecordSync {
                 // reported conflict with both values kept.
                 result.answered += 1
                 result.changes += operation.changes.count
-                let carried = try engine.syncQueue.pendingSyncRecords(operation.sequence)
+                let carried = try engine.syncQueue.records(operation.sequence)
                 let carriedSet = Set(carried)
-                try engine.syncQueue.deleteSyncOperation(operation.sequence)
+                try engine.syncQueue.delete(operation.sequence)
                 var conflicting = Set<SyncRecordKey>()
                 for conflict in conflicts {
                     let record = SyncRecordKey(collection: conflict.collection, key: conflict.key)
@@ -321,19 +321,19 @@ extension RecordSync {
                         try write(server, to: record, in: context)
                     }
                     try engine.syncRecords.setServerVersion(record, serverVersion?.rawValue, clearingAside: true)
-                    try engine.syncRecords.setSyncItemVersion(record, server.payload == nil ? nil : serverItemVersion)
+                    try engine.syncRecords.setItemVersion(record, server.payload == nil ? nil : serverItemVersion)
                     // The conflict holds the record's latest local value: later pending
                     // changes of it are superseded.
-                    try engine.syncQueue.dropPendingSyncChanges(record, after: operation.sequence)
+                    try engine.syncQueue.dropChanges(record, after: operation.sequence)
                 }
                 // The server applied none of the operation (whole or nothing): its other
                 // changes go again, with their current values, unless a later operation
                 // carries the record anyway.
                 var again: [SyncRecordKey] = []
                 for record in carried where !conflicting.contains(record) {
-                    if try !engine.syncQueue.hasPendingSyncChange(record, besides: operation.sequence) { again.append(record) }
+                    if try !engine.syncQueue.hasChange(record, besides: operation.sequence) { again.append(record) }
                 }
-                if !again.isEmpty { try engine.syncQueue.captureSyncOperation(again) }
+                if !again.isEmpty { try engine.syncQueue.capture(again) }
             case .outOfOrder(let last):
                 result.refusal = SyncRefusal(
                     operation: operation.id, sequence: operation.sequence, last: last,

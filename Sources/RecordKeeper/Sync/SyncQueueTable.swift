@@ -32,7 +32,7 @@ struct SyncQueueTable {
     /// Writes one operation whose changes are `records`' current values (absent: tombstone).
     /// Returns its sequence.
     @discardableResult
-    func captureSyncOperation(_ records: [SyncRecordKey]) throws -> Int64 {
+    func capture(_ records: [SyncRecordKey]) throws -> Int64 {
         // A key the server cannot store would be refused with the whole push, again at every
         // push, blocking every later operation: the local write is refused instead.
         for record in records where record.key.utf8.contains(0) {
@@ -127,7 +127,7 @@ struct SyncQueueTable {
             }
             guard let captured else {
                 // Nothing left: the operation just created stays empty, so it goes.
-                try deleteSyncOperation(sequence)
+                try delete(sequence)
                 return operations
             }
             operations += 1
@@ -147,7 +147,7 @@ struct SyncQueueTable {
     // MARK: Pending operations
 
     /// Up to `limit` pending operations after `sequence`, in order, without their changes.
-    func pendingSyncOperations(after sequence: Int64, limit: Int) throws -> [(sequence: Int64, id: UUID)] {
+    func operations(after sequence: Int64, limit: Int) throws -> [(sequence: Int64, id: UUID)] {
         try runner.all(
             "SELECT sequence, id FROM sync_operations WHERE sequence > ?1 ORDER BY sequence LIMIT ?2", sequence, limit
         ) { statement in
@@ -161,7 +161,7 @@ struct SyncQueueTable {
 
     /// The changes of one pending operation (at most `limit` of them), each with its base (the
     /// record's server version now) and its collection's policy.
-    func pendingSyncChanges(_ sequence: Int64, limit: Int = Int.max) throws -> [PendingSyncChange] {
+    func changes(_ sequence: Int64, limit: Int = Int.max) throws -> [PendingSyncChange] {
         try runner.all(
             """
             SELECT c.collection, c.key, c.payload, s.server_version, p.policy, c.item_version
@@ -217,7 +217,7 @@ struct SyncQueueTable {
     /// pending operation also changes keeps its value aside; any other forgets it, except the
     /// records whose value aside is newer than `version` (see ``newerAsides(of:than:)``), which
     /// are left alone.
-    func acknowledgeSyncChanges(of sequence: Int64, version: Int64) throws {
+    func acknowledgeChanges(of sequence: Int64, version: Int64) throws {
         try runner.execute(
             """
             INSERT INTO sync_records (collection, key, server_version)
@@ -243,36 +243,36 @@ struct SyncQueueTable {
 
     /// The records an operation still changes (conflicts of earlier operations may have
     /// dropped some); empty when the operation is no longer pending.
-    func pendingSyncRecords(_ sequence: Int64) throws -> [SyncRecordKey] {
+    func records(_ sequence: Int64) throws -> [SyncRecordKey] {
         try runner.all(
             "SELECT collection, key FROM sync_operation_changes WHERE sequence = ?1", sequence) { SyncRecordKey($0) }
     }
 
-    func isSyncOperationPending(_ sequence: Int64) throws -> Bool {
+    func isPending(_ sequence: Int64) throws -> Bool {
         try runner.exists("SELECT 1 FROM sync_operations WHERE sequence = ?1", sequence)
     }
 
     /// Removes an answered operation and its changes.
-    func deleteSyncOperation(_ sequence: Int64) throws {
+    func delete(_ sequence: Int64) throws {
         try runner.execute("DELETE FROM sync_operation_changes WHERE sequence = ?1", sequence)
         try runner.execute("DELETE FROM sync_operations WHERE sequence = ?1", sequence)
     }
 
     /// Whether a pending operation other than `sequence` changes the record.
-    func hasPendingSyncChange(_ record: SyncRecordKey, besides sequence: Int64) throws -> Bool {
+    func hasChange(_ record: SyncRecordKey, besides sequence: Int64) throws -> Bool {
         try runner.exists(
             "SELECT 1 FROM sync_operation_changes WHERE collection = ?1 AND key = ?2 AND sequence != ?3 LIMIT 1",
             record.collection, record.key, sequence, collection: record.collection, key: record.key)
     }
 
     /// Whether any local change is pending (any record).
-    func hasPendingSyncChanges() throws -> Bool {
+    func hasChanges() throws -> Bool {
         try runner.exists("SELECT 1 FROM sync_operation_changes LIMIT 1")
     }
 
     /// Drops the record's changes from pending operations after `sequence` (its conflict
     /// superseded them), and removes operations left empty.
-    func dropPendingSyncChanges(_ record: SyncRecordKey, after sequence: Int64) throws {
+    func dropChanges(_ record: SyncRecordKey, after sequence: Int64) throws {
         let emptied = try runner.all(
             "DELETE FROM sync_operation_changes WHERE collection = ?1 AND key = ?2 AND sequence > ?3 RETURNING sequence",
             record.collection, record.key, sequence, collection: record.collection, key: record.key
@@ -286,7 +286,7 @@ struct SyncQueueTable {
         }
     }
 
-    func pendingSyncOperationCount() throws -> Int {
+    func count() throws -> Int {
         try runner.one("SELECT count(*) FROM sync_operations") { Int($0.int64(at: 0)) } ?? 0
     }
 }

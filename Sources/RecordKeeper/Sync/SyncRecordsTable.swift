@@ -42,7 +42,7 @@ struct SyncRecordsTable {
     // MARK: Server versions and values kept aside
 
     /// One record's sync state, in one statement.
-    func syncRecordState(_ record: SyncRecordKey) throws -> LocalSyncRecordState {
+    func state(_ record: SyncRecordKey) throws -> LocalSyncRecordState {
         try runner.one(
             """
             SELECT s.server_version, s.aside_version,
@@ -93,7 +93,7 @@ struct SyncRecordsTable {
 
     /// Records the item version of the record's local value when it is a server value (pulled,
     /// kept aside and then taken, a conflict's server side); nil: the collection's.
-    func setSyncItemVersion(_ record: SyncRecordKey, _ itemVersion: Int?) throws {
+    func setItemVersion(_ record: SyncRecordKey, _ itemVersion: Int?) throws {
         try runner.execute(
             """
             INSERT INTO sync_records (collection, key, item_version) VALUES (?1, ?2, ?3)
@@ -130,7 +130,7 @@ struct SyncRecordsTable {
     /// Records whose known server version is at or below `horizon`, with no pending local
     /// change and no unresolved conflict: the ones a resync removes when the server no longer
     /// has them.
-    func settledSyncRecords(atOrBelow horizon: Int64) throws -> [SyncRecordKey] {
+    func settled(atOrBelow horizon: Int64) throws -> [SyncRecordKey] {
         try runner.all(
             """
             SELECT s.collection, s.key FROM sync_records s
@@ -143,7 +143,7 @@ struct SyncRecordsTable {
 
     /// Forgets what the store knows of the record on the server (it is gone there): a later
     /// write of it is based on nothing.
-    func forgetSyncRecord(_ record: SyncRecordKey) throws {
+    func forget(_ record: SyncRecordKey) throws {
         try runner.execute(
             "DELETE FROM sync_records WHERE collection = ?1 AND key = ?2", record.collection, record.key,
             collection: record.collection, key: record.key)

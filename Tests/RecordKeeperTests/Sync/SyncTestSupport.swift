@@ -111,9 +111,9 @@ struct OfflineServer: RecordSyncServer {
 func pendingOperations(_ store: RecordStore) async throws -> [[SyncRecordKey: Data?]] {
     try await store.performRead(.syncPush, collection: nil) { source in
         guard let engine = source.engine, try engine.syncState.exists() else { return [] }
-        return try engine.syncQueue.pendingSyncOperations(after: 0, limit: 1_000_000).map { operation in
+        return try engine.syncQueue.operations(after: 0, limit: 1_000_000).map { operation in
             var changes: [SyncRecordKey: Data?] = [:]
-            for change in try engine.syncQueue.pendingSyncChanges(operation.sequence) {
+            for change in try engine.syncQueue.changes(operation.sequence) {
                 changes[SyncRecordKey(collection: change.collection, key: change.key)] = .some(change.value.payload)
             }
             return changes

@@ -222,7 +222,7 @@ struct FeatureModelTests {
                 try transaction.apply(
                     "books", changes: RecordChanges(upserts: ["b": RecordCoding.encode(Book(id: "b", title: "B"))], removals: ["gone"]))
                 let engine = transaction.context.engine
-                try engine.trimChangeLog(through: try engine.changeLogBounds().last - 1)
+                try engine.changeLog.trim(through: try engine.changeLog.bounds().last - 1)
             }
             await waitUntilObserved { model.state.content?.count == 2 && model.state.content?.contains { $0.id == "b" } == true }
             #expect(model.state.content == [Book(id: "a", title: "A"), Book(id: "b", title: "B")])

@@ -68,7 +68,7 @@ import Testing
     private static func loggedRows(_ url: URL) async throws -> Int {
         let reader = RecordStore(url: url)
         return try await reader.perform(.read, collection: nil) { engine in
-            let bounds = try engine.changeLogBounds()
+            let bounds = try engine.changeLog.bounds()
             return bounds.first.map { Int(bounds.last - $0 + 1) } ?? 0
         }
     }

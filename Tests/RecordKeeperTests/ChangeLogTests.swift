@@ -48,7 +48,7 @@ import Testing
             // Trim every entry but the newest, as the writers' trimming would after 100,000 more.
             try await store.write { transaction in
                 let engine = transaction.context.engine
-                try engine.trimChangeLog(through: try engine.changeLogBounds().last - 1)
+                try engine.changeLog.trim(through: try engine.changeLog.bounds().last - 1)
             }
             // A complete resync: every record, as a full state, which conveys that `gone` is gone.
             let resync = try #require(await iterator.next())
@@ -91,7 +91,7 @@ import Testing
             try await store.apply("c", changes: RecordChanges(upserts: [:], removals: ["gone", "briefly"]))
             try await store.write { transaction in
                 let engine = transaction.context.engine
-                try engine.trimChangeLog(through: try engine.changeLogBounds().last - 1)
+                try engine.changeLog.trim(through: try engine.changeLog.bounds().last - 1)
             }
             let resync = try #require(await iterator.next())
             #expect(resync == RecordChanges(fullState: [:]))
@@ -109,7 +109,7 @@ import Testing
             try await books.delete("gone")
             try await store.write { transaction in
                 let engine = transaction.context.engine
-                try engine.trimChangeLog(through: try engine.changeLogBounds().last - 1)
+                try engine.changeLog.trim(through: try engine.changeLog.bounds().last - 1)
             }
             #expect(try await changes.next() == RepositoryChange(upserted: [Book(id: "a", title: "A"), Book(id: "b", title: "B")], isFullState: true))
         }

@@ -146,7 +146,7 @@ import RecordKeeperSync
             try await store.put("notes", key: "new", data: Data("n"))
             #expect(try await store.syncStatus()?.pendingOperations == 3)
             let aside = try await store.performRead(.syncPull, collection: nil) { source in
-                try source.engine?.aside(SyncRecordKey(collection: "notes", key: "today"))
+                try source.engine?.syncRecords.aside(SyncRecordKey(collection: "notes", key: "today"))
             }
             #expect(aside?.value == .payload(Data("v2 theirs")))
             try await store.resolveSyncConflict("notes", key: "shared", keeping: .local)

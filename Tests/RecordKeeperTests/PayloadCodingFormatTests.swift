@@ -20,7 +20,7 @@ import Testing
             let status = try await store.syncStatus()
             #expect(status?.space == statusBefore?.space && status?.collections == statusBefore?.collections)
             #expect(status?.conflicts == statusBefore?.conflicts)
-            let notes = try await store.performRead(.itemVersions, collection: nil) { try $0.engine?.itemVersion("notes") }
+            let notes = try await store.performRead(.itemVersions, collection: nil) { try $0.engine?.itemVersions.itemVersion("notes") }
             #expect(notes == .unrecorded)
             let snake = RecordRepository<Note>(store: store, collection: "later", strategies: .init(keys: .snakeCase))
             let error = await #expect(throws: RepositoryError.self) { try await snake.load() }

@@ -95,7 +95,7 @@ import RecordKeeperTestSupport
                     while !Task.isCancelled {}
                     // Cancellation arrived while the body ran. Go straight to SQLite (past the
                     // request-level checks): its progress handler stops the long statement.
-                    return try tx.context.engine.readAll("c")?.count ?? 0
+                    return try tx.context.engine.records.readAll("c")?.count ?? 0
                 }
             }
             await running.arrival()

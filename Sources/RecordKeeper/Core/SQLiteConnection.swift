@@ -31,13 +31,13 @@ final class SQLiteConnection {
     /// per screen; the bound keeps memory flat when a caller builds many.
     static let queryStatementLimit = 32
     /// The declared indexes of each collection (by id), as read under schema cookie
-    /// `schemaVersion` (see `RecordEngine.declaredIndexes`).
+    /// `schemaVersion` (see `IndexesTable.declaredIndexes`).
     var declaredIndexCache: (schemaVersion: Int64, fields: [Int64: [FieldPath]]) = (-1, Dictionary()) {
         // The SQL built for the declared indexes of before may name one that is gone.
         didSet { if declaredIndexCache.schemaVersion != oldValue.schemaVersion { querySQLCache = Dictionary() } }
     }
     /// The SQL text (and bound-value layout) built for each query shape, kept as long as
-    /// `declaredIndexCache` is (see `RecordEngine.querySQL`); at most `querySQLLimit` shapes.
+    /// `declaredIndexCache` is (see `RecordQueries.querySQL`); at most `querySQLLimit` shapes.
     var querySQLCache: [QueryShapeKey: QuerySQL] = Dictionary()
     static let querySQLLimit = 64
 
@@ -259,7 +259,7 @@ final class SQLiteConnection {
     }
 
     /// True while `refusingToWait` runs: the request is an inline attempt on its caller's
-    /// thread, which must stay short (see `RecordEngine.queryRecords`).
+    /// thread, which must stay short (see `RecordQueries.queryRecords`).
     private(set) var refusesToWait = false
 
     // MARK: Write-ahead log

@@ -37,7 +37,7 @@ extension OutboxProcessor {
         let write: @Sendable () async throws -> ([OutboxOperation], Int) = {
             try await store.performWrite(operation, collection: nil, inline: store.mayWriteInline(outcomes.count + limit)) {
                 context -> ([OutboxOperation], Int) in
-                let outbox = OutboxTable(engine: context.engine)
+                let outbox = context.engine.outbox
                 for outcome in outcomes {
                     if let failure = outcome.failure {
                         try outbox.release(outcome.id, processor: identity, error: failure.error, next: failure.next)

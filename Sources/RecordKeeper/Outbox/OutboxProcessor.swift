@@ -153,7 +153,7 @@ public actor OutboxProcessor {
             let seen = signal.generation
             try await deliverDue()
             let earliest = try await store.perform(.outboxSchedule, collection: nil) {
-                try OutboxTable(engine: $0).earliestDue()
+                try $0.outbox.earliestDue()
             }
             var wait = Self.idleInterval
             if let earliest {

@@ -12,17 +12,11 @@ import Foundation
 /// are dead letters. A pending row with `claimed_until` in the future is being delivered by
 /// the processor `claimed_by`.
 struct OutboxTable {
-    let engine: RecordEngine
-
-    private var connection: SQLiteConnection { engine.connection }
+    let runner: StatementRunner
 
     /// Whether the store has an outbox: a store of format 1 read without migrating has none.
     func hasOutbox() throws -> Bool {
-        try engine.run {
-            try connection.withStatement("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'outbox'") {
-                try $0.step()
-            }
-        }
+        try runner.exists("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'outbox'")
     }
 
     static func milliseconds(_ date: Date) -> Int64 {
@@ -45,7 +39,7 @@ struct OutboxTable {
         let time = Self.milliseconds(now)
         for message in messages {
             do {
-                try connection.withStatement(
+                try runner.connection.withStatement(
                     """
                     INSERT INTO outbox (id, kind, payload, ordering_key, created_at, next_attempt_at)
                     VALUES (?1, ?2, ?3, ?4, ?5, ?5)
@@ -62,12 +56,12 @@ struct OutboxTable {
                 // The unique index on `id` answers a duplicate; the statement wrote nothing and
                 // the caller's transaction rolls back.
                 let id = message.id.uuidString
-                var error = RecordStoreError(failure, operation: engine.operation, key: id, path: engine.path)
+                var error = RecordStoreError(failure, operation: runner.operation, key: id, path: runner.path)
                 error.code = .invalidArgument
                 error.detail = "an outbox operation with id \(id) is already queued"
                 throw error
             } catch {
-                throw engine.error(error, key: message.id.uuidString)
+                throw runner.error(error, key: message.id.uuidString)
             }
         }
     }
@@ -76,38 +70,26 @@ struct OutboxTable {
 
     /// Pending (`dead: false`) or dead operations, in enqueue order.
     func operations(dead: Bool) throws -> [OutboxOperation] {
-        try engine.run {
-            try connection.withStatement(
-                """
-                SELECT id, kind, payload, ordering_key, attempts, created_at, next_attempt_at, last_error
-                FROM outbox WHERE dead = ?1 ORDER BY sequence
-                """
-            ) { statement in
-                try statement.bind(dead ? 1 : 0, at: 1)
-                var result: [OutboxOperation] = []
-                while try statement.step() { result.append(try operation(statement)) }
-                return result
-            }
-        }
+        try runner.all(
+            """
+            SELECT id, kind, payload, ordering_key, attempts, created_at, next_attempt_at, last_error
+            FROM outbox WHERE dead = ?1 ORDER BY sequence
+            """, dead ? 1 : 0
+        ) { try operation($0) }
     }
 
     /// The earliest time a pending operation may become deliverable (its due time, or the end
     /// of a claim on it), or nil when nothing is pending. Only the first pending operation of
     /// each ordering key counts: the ones behind it wait for it, however overdue they are.
     func earliestDue() throws -> Date? {
-        try engine.run {
-            try connection.withStatement(
-                """
-                SELECT min(max(next_attempt_at, coalesce(claimed_until, 0))) FROM outbox
-                WHERE dead = 0 AND (ordering_key IS NULL OR sequence IN (
-                    SELECT min(sequence) FROM outbox
-                    WHERE dead = 0 AND ordering_key IS NOT NULL GROUP BY ordering_key))
-                """
-            ) { statement in
-                guard try statement.step(), !statement.isNull(at: 0) else { return nil }
-                return Self.date(statement.int64(at: 0))
-            }
-        }
+        try runner.one(
+            """
+            SELECT min(max(next_attempt_at, coalesce(claimed_until, 0))) FROM outbox
+            WHERE dead = 0 AND (ordering_key IS NULL OR sequence IN (
+                SELECT min(sequence) FROM outbox
+                WHERE dead = 0 AND ordering_key IS NOT NULL GROUP BY ordering_key))
+            """
+        ) { $0.isNull(at: 0) ? nil : Self.date($0.int64(at: 0)) }
     }
 
     /// Decodes the columns id, kind, payload, ordering_key, attempts, created_at,
@@ -115,9 +97,7 @@ struct OutboxTable {
     private func operation(_ statement: Statement) throws -> OutboxOperation {
         guard let id = statement.uuid(at: 0) else {
             let stored = statement.data(at: 0).map { String(format: "%02X", $0) }.joined()
-            throw RecordStoreError(
-                code: .malformedRecord, operation: engine.operation, key: stored, path: engine.path,
-                detail: "an outbox row's id is not 16 bytes (a UUID); its bytes are shown in hex")
+            throw runner.malformed(key: stored, "an outbox row's id is not 16 bytes (a UUID); its bytes are shown in hex")
         }
         return OutboxOperation(
             id: id, kind: statement.string(at: 1), payload: statement.data(at: 2),
@@ -132,31 +112,17 @@ struct OutboxTable {
     /// Makes a dead letter pending again, due at `now`, with no attempts. False when `id` is
     /// not a dead letter.
     func requeue(_ id: UUID, now: Date) throws -> Bool {
-        try engine.run(key: id.uuidString) {
-            try connection.withStatement(
-                """
-                UPDATE outbox SET dead = 0, attempts = 0, next_attempt_at = ?2,
-                    claimed_by = NULL, claimed_until = NULL
-                WHERE id = ?1 AND dead = 1
-                """
-            ) { statement in
-                try statement.bind(id, at: 1)
-                try statement.bind(Self.milliseconds(now), at: 2)
-                try statement.run()
-                return connection.changes > 0
-            }
-        }
+        try runner.execute(
+            """
+            UPDATE outbox SET dead = 0, attempts = 0, next_attempt_at = ?2,
+                claimed_by = NULL, claimed_until = NULL
+            WHERE id = ?1 AND dead = 1
+            """, id, Self.milliseconds(now), key: id.uuidString)
     }
 
     /// Removes one dead letter. False when `id` is not a dead letter.
     func discard(_ id: UUID) throws -> Bool {
-        try engine.run(key: id.uuidString) {
-            try connection.withStatement("DELETE FROM outbox WHERE id = ?1 AND dead = 1") { statement in
-                try statement.bind(id, at: 1)
-                try statement.run()
-                return connection.changes > 0
-            }
-        }
+        try runner.execute("DELETE FROM outbox WHERE id = ?1 AND dead = 1", id, key: id.uuidString)
     }
 
     // MARK: Delivery
@@ -177,92 +143,61 @@ struct OutboxTable {
         guard limit > 0 else { return [] }
         let dueTime = Self.milliseconds(due)
         let nowTime = Self.milliseconds(now)
-        return try engine.run {
-            try connection.withStatement(
-                """
-                SELECT id, kind, payload, ordering_key, attempts, created_at, next_attempt_at, last_error,
-                    claimed_until
-                FROM outbox WHERE dead = 0 ORDER BY sequence
-                """
-            ) { statement in
-                var result: [OutboxOperation] = []
-                var seenKeys = Set<String>()
-                while result.count < limit, try statement.step() {
-                    if !statement.isNull(at: 3), !seenKeys.insert(statement.string(at: 3)).inserted { continue }
-                    guard statement.int64(at: 6) <= dueTime,
-                        statement.isNull(at: 8) || statement.int64(at: 8) <= nowTime
-                    else { continue }
-                    let next = try operation(statement)
-                    if !skip(next.id) { result.append(next) }
-                }
-                return result
+        return try runner.withStatement(
+            """
+            SELECT id, kind, payload, ordering_key, attempts, created_at, next_attempt_at, last_error,
+                claimed_until
+            FROM outbox WHERE dead = 0 ORDER BY sequence
+            """
+        ) { statement in
+            var result: [OutboxOperation] = []
+            var seenKeys = Set<String>()
+            while result.count < limit, try statement.step() {
+                if !statement.isNull(at: 3), !seenKeys.insert(statement.string(at: 3)).inserted { continue }
+                guard statement.int64(at: 6) <= dueTime,
+                    statement.isNull(at: 8) || statement.int64(at: 8) <= nowTime
+                else { continue }
+                let next = try operation(statement)
+                if !skip(next.id) { result.append(next) }
             }
+            return result
         }
     }
 
     /// Records that `processor` starts delivering `id`: counts the attempt and claims the
     /// operation until `until`.
     func claim(_ id: UUID, processor: String, until: Date) throws {
-        try engine.run(key: id.uuidString) {
-            try connection.withStatement(
-                """
-                UPDATE outbox SET attempts = attempts + 1, claimed_by = ?2, claimed_until = ?3
-                WHERE id = ?1 AND dead = 0
-                """
-            ) { statement in
-                try statement.bind(id, at: 1)
-                try statement.bind(processor, at: 2)
-                try statement.bind(Self.millisecondsRoundingUp(until), at: 3)
-                try statement.run()
-            }
-        }
+        try runner.execute(
+            """
+            UPDATE outbox SET attempts = attempts + 1, claimed_by = ?2, claimed_until = ?3
+            WHERE id = ?1 AND dead = 0
+            """, id, processor, Self.millisecondsRoundingUp(until), key: id.uuidString)
     }
 
     /// Removes a delivered operation.
     func remove(_ id: UUID) throws {
-        try engine.run(key: id.uuidString) {
-            try connection.withStatement("DELETE FROM outbox WHERE id = ?1 AND dead = 0") { statement in
-                try statement.bind(id, at: 1)
-                try statement.run()
-            }
-        }
+        try runner.execute("DELETE FROM outbox WHERE id = ?1 AND dead = 0", id, key: id.uuidString)
     }
 
     /// Releases `processor`'s claim on `id` after a failure: schedules the next attempt at
     /// `next`, or moves the operation to the dead letters. Does nothing when the claim is no
     /// longer this processor's (it expired and another processor took the operation).
     func release(_ id: UUID, processor: String, error: String, next: Date?) throws {
-        try engine.run(key: id.uuidString) {
-            try connection.withStatement(
-                """
-                UPDATE outbox SET last_error = ?3, claimed_by = NULL, claimed_until = NULL,
-                    dead = CASE WHEN ?4 IS NULL THEN 1 ELSE 0 END,
-                    next_attempt_at = coalesce(?4, next_attempt_at)
-                WHERE id = ?1 AND claimed_by = ?2 AND dead = 0
-                """
-            ) { statement in
-                try statement.bind(id, at: 1)
-                try statement.bind(processor, at: 2)
-                try statement.bind(error, at: 3)
-                if let next { try statement.bind(Self.millisecondsRoundingUp(next), at: 4) } else { try statement.bindNull(at: 4) }
-                try statement.run()
-            }
-        }
+        try runner.execute(
+            """
+            UPDATE outbox SET last_error = ?3, claimed_by = NULL, claimed_until = NULL,
+                dead = CASE WHEN ?4 IS NULL THEN 1 ELSE 0 END,
+                next_attempt_at = coalesce(?4, next_attempt_at)
+            WHERE id = ?1 AND claimed_by = ?2 AND dead = 0
+            """, id, processor, error, next.map(Self.millisecondsRoundingUp), key: id.uuidString)
     }
 
     /// Moves an operation that has used up its attempts to the dead letters.
     func bury(_ id: UUID, error: String) throws {
-        try engine.run(key: id.uuidString) {
-            try connection.withStatement(
-                """
-                UPDATE outbox SET dead = 1, last_error = ?2, claimed_by = NULL, claimed_until = NULL
-                WHERE id = ?1 AND dead = 0
-                """
-            ) { statement in
-                try statement.bind(id, at: 1)
-                try statement.bind(error, at: 2)
-                try statement.run()
-            }
-        }
+        try runner.execute(
+            """
+            UPDATE outbox SET dead = 1, last_error = ?2, claimed_by = NULL, claimed_until = NULL
+            WHERE id = ?1 AND dead = 0
+            """, id, error, key: id.uuidString)
     }
 }

@@ -25,7 +25,7 @@ extension WriteContext {
     /// signals waiting processors after the commit.
     func enqueue(_ input: ValidatedMessages) throws {
         guard !input.messages.isEmpty else { return }
-        try OutboxTable(engine: engine).insert(input.messages, now: Date())
+        try engine.outbox.insert(input.messages, now: Date())
         observer(OutboxCommitObserver.self)?.noteEnqueued()
     }
 }
@@ -71,7 +71,7 @@ public struct Outbox: Sendable {
     private func operations(_ operation: StoreOperation, dead: Bool) async throws -> [OutboxOperation] {
         try await store.performRead(operation, collection: nil) { source in
             guard let engine = source.engine else { return [] }
-            let outbox = OutboxTable(engine: engine)
+            let outbox = engine.outbox
             guard try outbox.hasOutbox() else { return [] }
             return try outbox.operations(dead: dead)
         }
@@ -82,7 +82,7 @@ public struct Outbox: Sendable {
     /// - Throws: ``RecordStoreError/Code/invalidArgument`` when `id` is not a dead letter.
     public func requeue(_ id: UUID) async throws {
         let found = try await store.performWrite(.outboxRequeue, collection: nil) { context in
-            try OutboxTable(engine: context.engine).requeue(id, now: Date())
+            try context.engine.outbox.requeue(id, now: Date())
         }
         if found { store.outboxSignal.notify() } else { throw Self.notDead(id, .outboxRequeue) }
     }
@@ -91,7 +91,7 @@ public struct Outbox: Sendable {
     /// - Throws: ``RecordStoreError/Code/invalidArgument`` when `id` is not a dead letter.
     public func discard(_ id: UUID) async throws {
         let found = try await store.performWrite(.outboxDiscard, collection: nil) { context in
-            try OutboxTable(engine: context.engine).discard(id)
+            try context.engine.outbox.discard(id)
         }
         if !found { throw Self.notDead(id, .outboxDiscard) }
     }

@@ -2,7 +2,7 @@
 ///
 /// Two queries of one shape have the same SQL text and bind their values in the same
 /// positions, so the text built for the first is bound with the values of the second (see
-/// `RecordEngine.querySQL`). The shape is the query with every value replaced by a
+/// `RecordQueries.querySQL`). The shape is the query with every value replaced by a
 /// placeholder that keeps only what the text depends on (`null` or not: `= ?` becomes
 /// `IS NULL`; how many values an `in` holds; whether a prefix has a successor; whether there
 /// is a limit), plus the collection id written into the text, the declared indexes the text
@@ -47,7 +47,7 @@ struct QueryShapeKey: Hashable {
 extension QuerySQL {
     /// The values `QuerySQL(query, …, shape: shape)` binds, in its order, without building its
     /// text: what a statement of the query's shape is bound with. Mirrors `render`, `keyset`
-    /// and the limit of `init` value for value; `RecordEngine.querySQL` checks the two agree
+    /// and the limit of `init` value for value; `RecordQueries.querySQL` checks the two agree
     /// for every shape before it keeps one.
     static func boundValues(of query: RecordQuery, shape: Shape) -> [QueryValue] {
         var values: [QueryValue] = []

@@ -23,9 +23,9 @@ extension RecordRepository where Item: Queryable {
         defer { turns.release() }
         let query = try storedQuery(predicate, order: order, limit: limit, after: after)
         let collection = collection
-        // Inline when it is a short walk of a declared index (see `RecordEngine.queryRecords`).
+        // Inline when it is a short walk of a declared index (see `RecordQueries.queryRecords`).
         let (page, newer): (QueryPage<StoredRecord>, [String: Int]) = try await currentQuery(query, inline: true) { engine, query, id in
-            try engine.queryRecords(query, collectionID: id, collection: collection)
+            try engine.queries.queryRecords(query, collectionID: id, collection: collection)
         } ?? (QueryPage(elements: [], next: nil), [:])
         var items: [Item] = []
         items.reserveCapacity(page.elements.count)
@@ -88,7 +88,7 @@ extension RecordRepository where Item: Queryable {
         let query = try storedQuery(predicate, order: [], limit: nil, after: nil)
         let collection = collection
         return try await currentQuery(query, inline: false) { engine, query, id in
-            try engine.countRecords(query, collectionID: id, collection: collection, shape: shape)
+            try engine.queries.countRecords(query, collectionID: id, collection: collection, shape: shape)
         }?.result ?? 0
     }
 
@@ -105,8 +105,8 @@ extension RecordRepository where Item: Queryable {
             // an older app are migrated first, and those of a newer app named by the caller.
             let (state, read) = try await store.performRead(.query, collection: name, inline: inline) { source in
                 guard let engine = source.engine else { return (StoredItemVersion.absent, (T, RecordItemVersions)?.none) }
-                return try engine.query(name, query) { engine, query, id in
-                    (try body(engine, query, id), try engine.recordItemVersions(name, above: current))
+                return try engine.queries.query(name, query) { engine, query, id in
+                    (try body(engine, query, id), try engine.itemVersions.recordItemVersions(name, above: current))
                 }
             }
             if try !migrator.needsMigration(state, records: read?.1 ?? .none) || attempt == 1 {

@@ -17,8 +17,8 @@ extension RecordStore {
     public nonisolated func declareIndex(_ collection: String, on field: FieldPath) async throws -> Bool {
         let name = try RecordNames.collection(collection, operation: .index)
         return try await performWrite(.index, collection: name) { context in
-            let id = try context.engine.establish(name)
-            return try context.engine.declareIndex(id, collection: name, field: field)
+            let id = try context.engine.records.establish(name)
+            return try context.engine.indexes.declareIndex(id, collection: name, field: field)
         }
     }
 
@@ -31,8 +31,8 @@ extension RecordStore {
         let isStore = try await performRead(.index, collection: name) { $0.engine != nil }
         guard isStore else { return false }
         return try await performWrite(.index, collection: name) { context in
-            guard let id = try context.engine.collectionID(name) else { return false }
-            return try context.engine.dropIndex(id, collection: name, field: field)
+            guard let id = try context.engine.records.collectionID(name) else { return false }
+            return try context.engine.indexes.dropIndex(id, collection: name, field: field)
         }
     }
 
@@ -42,8 +42,8 @@ extension RecordStore {
     public nonisolated func declaredIndexes(_ collection: String) async throws -> [FieldPath] {
         let name = try RecordNames.collection(collection, operation: .index)
         return try await performRead(.index, collection: name) { source in
-            guard let engine = source.engine, let id = try engine.collectionID(name) else { return [] }
-            return try engine.declaredIndexes(id, collection: name)
+            guard let engine = source.engine, let id = try engine.records.collectionID(name) else { return [] }
+            return try engine.indexes.declaredIndexes(id, collection: name)
         }
     }
 }

@@ -21,11 +21,11 @@ extension RecordStore {
         let name = try RecordNames.collection(collection, operation: .query)
         try Self.check(query, collection: name)
         // Inline on the caller's thread when it is a short walk of a declared index (see
-        // `RecordEngine.queryRecords`), like a point read; on a reader's queue otherwise.
+        // `RecordQueries.queryRecords`), like a point read; on a reader's queue otherwise.
         return try await performRead(.query, collection: name, inline: true) { source in
             guard let engine = source.engine else { return QueryPage(elements: [], next: nil) }
-            return try engine.query(name, query) { engine, query, id in
-                try engine.queryRecords(query, collectionID: id, collection: name)
+            return try engine.queries.query(name, query) { engine, query, id in
+                try engine.queries.queryRecords(query, collectionID: id, collection: name)
             }.1 ?? QueryPage(elements: [], next: nil)
         }
     }
@@ -49,8 +49,8 @@ extension RecordStore {
         try Self.check(query, collection: name)
         return try await performRead(.count, collection: name) { source in
             guard let engine = source.engine else { return 0 }
-            return try engine.query(name, query) { engine, query, id in
-                try engine.countRecords(query, collectionID: id, collection: name, shape: shape)
+            return try engine.queries.query(name, query) { engine, query, id in
+                try engine.queries.countRecords(query, collectionID: id, collection: name, shape: shape)
             }.1 ?? 0
         }
     }
@@ -64,8 +64,8 @@ extension RecordStore {
         try Self.check(query, collection: name)
         return try await performRead(.query, collection: name) { source in
             guard let engine = source.engine else { return [] }
-            return try engine.query(name, query) { engine, query, id in
-                try engine.queryPlan(query, collectionID: id, collection: name)
+            return try engine.queries.query(name, query) { engine, query, id in
+                try engine.queries.queryPlan(query, collectionID: id, collection: name)
             }.1 ?? []
         }
     }

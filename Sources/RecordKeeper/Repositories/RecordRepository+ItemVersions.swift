@@ -20,7 +20,7 @@ extension RecordRepository {
         let strategies = strategies
         for attempt in 0..<2 {
             let read = try await store.readWithItemVersion(collection, operation: .read) { engine, name, state in
-                let records = try engine.recordItemVersions(name, above: current)
+                let records = try engine.itemVersions.recordItemVersions(name, above: current)
                 if try migrator.needsMigration(state, records: records), attempt == 0 { return LoadRead<Item>.needsMigration }
                 return .loaded(try Self.scan(
                     engine, name, collection: collection, newer: records.newer, partial: partial,
@@ -48,7 +48,7 @@ extension RecordRepository {
     ) throws -> LoadedItems<Item> {
         var loaded = LoadedItems<Item>()
         var decodingFailure: RepositoryError?
-        _ = try engine.forEachRecordPayload(name) { key, payload, version in
+        _ = try engine.records.forEachRecordPayload(name) { key, payload, version in
             if !newer.isEmpty, let itemVersion = newer[key] {
                 let error = migrator.newerRecordError(key: key, version: itemVersion)
                 if partial {
@@ -107,7 +107,7 @@ extension RecordRepository {
         guard !isPrepared else { return }
         let current = itemVersion
         let (state, records) = try await store.readWithItemVersion(collection, operation: .read) { engine, name, _ in
-            try engine.recordItemVersions(name, above: current)
+            try engine.itemVersions.recordItemVersions(name, above: current)
         }
         if try migrator.needsMigration(state, records: records ?? .none) { try await migrate() }
         isPrepared = true

@@ -47,7 +47,7 @@ final class ChangeLogObserver: TransactionObserver {
         // behind the log anyway (each is positioned before it), so they all resync from the
         // records: the rows past that point would only be trimmed again at commit.
         guard logs, !overflowed else { return }
-        let seq = try transaction.engine.logChange(collection.name, key: key)
+        let seq = try transaction.engine.changeLog.append(collection.name, key: key)
         if firstLogged == nil { firstLogged = seq }
         lastLogged = seq
         if seq - (firstLogged ?? seq) >= ChangeLog.retainedEntries { overflowed = true }
@@ -62,9 +62,9 @@ final class ChangeLogObserver: TransactionObserver {
         if overflowed {
             // Keep only the newest row (a seq is never given out twice): every stream is now
             // behind the log and resyncs from the records.
-            try transaction.engine.trimChangeLog(through: lastLogged - 1)
+            try transaction.engine.changeLog.trim(through: lastLogged - 1)
         } else if let firstLogged, let bound = ChangeLog.trimBound(first: firstLogged, last: lastLogged) {
-            try transaction.engine.trimChangeLog(through: bound)
+            try transaction.engine.changeLog.trim(through: bound)
         }
     }
 

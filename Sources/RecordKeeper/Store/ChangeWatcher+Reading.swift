@@ -23,7 +23,7 @@ extension ChangeWatcher {
             // the log from here.
             updated.needsFullState = false
             updated.catchUp = nil
-            change = RecordChanges(fullState: try engine.readAll(collection) ?? [:])
+            change = RecordChanges(fullState: try engine.records.readAll(collection) ?? [:])
             updated.cursor = last
             return (change, updated)
         }
@@ -35,7 +35,7 @@ extension ChangeWatcher {
             updated.catchUp = (nil, last)
         }
         if let catchUp = updated.catchUp {
-            let page = try engine.page(collection, after: catchUp.after, limit: batchLimit) ?? []
+            let page = try engine.records.page(collection, after: catchUp.after, limit: batchLimit) ?? []
             for record in page { change[record.key] = record.data }
             if page.count < batchLimit {
                 updated.catchUp = nil
@@ -52,13 +52,13 @@ extension ChangeWatcher {
         if cursor > last || (first.map { cursor + 1 < $0 } ?? false) {
             // Fell behind the trimmed log (or the file was replaced): the whole collection, as
             // one full state read in this transaction, then the log from here.
-            change = RecordChanges(fullState: try engine.readAll(collection) ?? [:])
+            change = RecordChanges(fullState: try engine.records.readAll(collection) ?? [:])
             updated.cursor = last
             return (change, updated)
         }
-        let logged = try engine.loggedKeys(collection, after: cursor, limit: batchLimit)
+        let logged = try engine.changeLog.loggedKeys(collection, after: cursor, limit: batchLimit)
         for key in logged.keys {
-            change[key] = try engine.record(collection, key: key)?.data
+            change[key] = try engine.records.record(collection, key: key)?.data
         }
         updated.cursor = logged.full ? (logged.last ?? last) : max(cursor, last)
         return (change, updated)
@@ -67,8 +67,8 @@ extension ChangeWatcher {
     /// The log's bounds; (nil, 0) for a store whose format has no log yet (formats 1 and 2:
     /// the first write's migration creates it, and its first entry is seq 1).
     static func logBounds(_ engine: RecordEngine) throws -> (first: Int64?, last: Int64) {
-        guard try engine.hasChangeLog() else { return (nil, 0) }
-        return try engine.changeLogBounds()
+        guard try engine.changeLog.exists() else { return (nil, 0) }
+        return try engine.changeLog.bounds()
     }
 
     // MARK: Connection (on `queue`)
@@ -136,7 +136,7 @@ extension ChangeWatcher {
     /// (reported): then every check looks again.
     func readDataVersion() -> Int64? {
         do {
-            guard let version = try withEngine({ try $0.dataVersion() }) else { return nil }
+            guard let version = try withEngine({ try $0.changeLog.dataVersion() }) else { return nil }
             failing = false
             return version
         } catch {

@@ -220,7 +220,7 @@ final class ChangeWatcher: @unchecked Sendable {
     /// anyway). Call inside the write transaction, before it logs anything.
     func positionNewStreams(_ engine: RecordEngine) throws {
         guard locked({ hasUnpositioned }) else { return }
-        let end = try engine.changeLogBounds().last
+        let end = try engine.changeLog.bounds().last
         locked {
             for (id, subscriber) in subscribers where subscriber.cursor == nil && !subscriber.beforeStore {
                 subscribers[id]?.cursor = end

@@ -41,10 +41,10 @@ final class LearningObserver: TransactionObserver {
         guard learns(collection.name, in: transaction), var entry = learning[collection.name] else { return }
         let engine = transaction.engine
         for (key, _) in upserts where entry.changes[key] == nil {
-            entry.changes[key] = VersionChange(before: try engine.version(collection.id, collection: collection.name, key: key))
+            entry.changes[key] = VersionChange(before: try engine.records.version(collection.id, collection: collection.name, key: key))
         }
         for key in removals where entry.changes[key] == nil {
-            entry.changes[key] = VersionChange(before: try engine.version(collection.id, collection: collection.name, key: key))
+            entry.changes[key] = VersionChange(before: try engine.records.version(collection.id, collection: collection.name, key: key))
         }
         learning[collection.name] = entry
     }
@@ -52,7 +52,7 @@ final class LearningObserver: TransactionObserver {
     /// Notes the version of every record of a collection about to be removed.
     func collectionWillBeRemoved(_ collection: ObservedCollection, in transaction: WriteContext) throws {
         guard learns(collection.name, in: transaction), var entry = learning[collection.name] else { return }
-        for (key, version) in try transaction.engine.versions(collection.id, collection: collection.name)
+        for (key, version) in try transaction.engine.records.versions(collection.id, collection: collection.name)
         where entry.changes[key] == nil {
             entry.changes[key] = VersionChange(before: version)
         }
@@ -65,10 +65,10 @@ final class LearningObserver: TransactionObserver {
     func transactionWillCommit(_ transaction: WriteContext) throws {
         let engine = transaction.engine
         for (collection, entry) in learning where entry.isLearned && !entry.changes.isEmpty {
-            let id = try engine.collectionID(collection)
+            let id = try engine.records.collectionID(collection)
             var updated = entry
             for key in entry.changes.keys {
-                updated.changes[key]?.after = try id.flatMap { try engine.version($0, collection: collection, key: key) }
+                updated.changes[key]?.after = try id.flatMap { try engine.records.version($0, collection: collection, key: key) }
             }
             learning[collection] = updated
         }

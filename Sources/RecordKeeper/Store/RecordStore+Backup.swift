@@ -49,7 +49,7 @@ extension RecordStore {
                 next: target, storePath: storePath, protection: options.fileProtection)
             do {
                 do {
-                    try engine.run {
+                    try engine.runner.run {
                         try engine.connection.backup(into: temporary, protectionFlag: options.fileProtection.sqliteOpenFlag)
                     }
                 } catch var error as RecordStoreError {

@@ -82,7 +82,7 @@ extension WriteContext {
     /// Removes `key` of an established collection, only at `version` when given; true when a
     /// record was removed. A collection that is not established stays so.
     func delete(_ collection: String, key: String, ifVersion version: RecordVersion?) throws -> Bool {
-        guard try engine.collectionForWriting(collection) != nil else {
+        guard try engine.records.collectionForWriting(collection) != nil else {
             if let version { throw Self.goneConflict(collection, key: key, expected: version) }
             return false
         }

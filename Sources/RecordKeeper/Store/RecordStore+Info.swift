@@ -45,7 +45,7 @@ extension RecordStore {
                     freePageCount: 0, fileBytes: try path.flatMap(Self.fileSize), walBytes: nil)
             }
             let engine = RecordEngine(connection: connection, path: path, operation: .info)
-            return try engine.run {
+            return try engine.runner.run {
                 StoreInfo(
                     path: path, formatVersion: try connection.userVersion(),
                     sqliteVersion: SQLiteConnection.libraryVersion, journalMode: try connection.journalMode(),
@@ -68,14 +68,14 @@ extension RecordStore {
             case .notAStore(nil): return ["ok"]
             }
             let engine = RecordEngine(connection: connection, path: path, operation: .integrityCheck)
-            return try engine.run { try connection.integrityCheck() }
+            return try engine.runner.run { try connection.integrityCheck() }
         }
     }
 
     /// Limits the database to `pages` pages, so tests can make writes fail as on a full disk.
     nonisolated func setMaxPageCountForTesting(_ pages: Int) async throws {
         try await perform(.setMaxPageCount, collection: nil) { engine in
-            try engine.run { try engine.connection.setMaxPageCount(pages) }
+            try engine.runner.run { try engine.connection.setMaxPageCount(pages) }
         }
     }
 

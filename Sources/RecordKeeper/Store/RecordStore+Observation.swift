@@ -58,7 +58,7 @@ extension RecordStore {
                 guard let connection = state.connection else { return watcher.register(name, cursor: nil) }
                 let engine = RecordEngine(connection: connection, path: nil, operation: .changes)
                 do {
-                    return watcher.register(name, cursor: try engine.changeLogBounds().last)
+                    return watcher.register(name, cursor: try engine.changeLog.bounds().last)
                 } catch {
                     options.eventHandler?(.changeObservationFailed(ChangeWatcher.storeError(error, path: nil)))
                     return watcher.register(name, cursor: nil)

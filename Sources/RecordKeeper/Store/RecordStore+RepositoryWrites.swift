@@ -38,7 +38,7 @@ extension RecordStore {
         let inline = mayWriteInline(input.upserts.count + (queued?.messages.count ?? 0))
         return try await performWrite(.apply, collection: input.collection, inline: inline) { context in
             if let itemVersion,
-               let ref = try context.engine.collectionID(
+               let ref = try context.engine.itemVersions.collectionID(
                    input.collection, ifItemVersion: itemVersion.version, coding: itemVersion.coding) {
                 context.remember(ref, for: input.collection)
             } else if let check {

@@ -143,7 +143,7 @@ public actor RecordStore {
     ///   place of a failure.
     public nonisolated func read(_ collection: String) async throws -> [String: Data]? {
         let name = try RecordNames.collection(collection, operation: .read)
-        return try await performRead(.read, collection: name) { try $0.engine?.readAll(name) }
+        return try await performRead(.read, collection: name) { try $0.engine?.records.readAll(name) }
     }
 
     /// The payload of one record, or nil when there is none.
@@ -163,12 +163,12 @@ public actor RecordStore {
     private nonisolated(nonsending) func record(_ collection: String, key: String, operation: StoreOperation) async throws -> StoredRecord? {
         let name = try RecordNames.collection(collection, operation: operation)
         let key = try RecordNames.key(key, collection: name, operation: operation)
-        return try await performRead(operation, collection: name, inline: true) { try $0.engine?.record(name, key: key) }
+        return try await performRead(operation, collection: name, inline: true) { try $0.engine?.records.record(name, key: key) }
     }
 
     /// The established collections, sorted by name, with their record counts.
     public nonisolated func collections() async throws -> [CollectionSummary] {
-        try await performRead(.collections, collection: nil) { try $0.engine?.collections() ?? [] }
+        try await performRead(.collections, collection: nil) { try $0.engine?.records.collections() ?? [] }
     }
 
     /// One page of `collection`'s records in key order (by UTF-8 bytes), the keys strictly
@@ -189,7 +189,7 @@ public actor RecordStore {
                 detail: "the page limit must be positive, not \(limit)")
         }
         let after = after.map(RecordNames.normalized)
-        return try await performRead(.records, collection: name) { try $0.engine?.page(name, after: after, limit: limit) }
+        return try await performRead(.records, collection: name) { try $0.engine?.records.page(name, after: after, limit: limit) }
     }
 
     /// Every record of `collection` with its version, in key order (UTF-8 bytes), or nil when
@@ -199,7 +199,7 @@ public actor RecordStore {
         return try await performRead(.allRecords, collection: name) { source in
             guard let engine = source.engine else { return nil }
             var records: [StoredRecord] = []
-            let exists = try engine.forEachRecord(name) { records.append($0) }
+            let exists = try engine.records.forEachRecord(name) { records.append($0) }
             return exists ? records : nil
         }
     }
@@ -210,7 +210,7 @@ public actor RecordStore {
         return try await performRead(.versionedRecords, collection: name) { source in
             guard let engine = source.engine else { return nil }
             var records: [String: StoredRecord] = [:]
-            let exists = try engine.forEachRecord(name) { records[$0.key] = $0 }
+            let exists = try engine.records.forEachRecord(name) { records[$0.key] = $0 }
             return exists ? records : nil
         }
     }
@@ -309,7 +309,7 @@ public actor RecordStore {
     ) async throws -> [String: Data] {
         let input = try ValidatedChanges(collection, values: values, operation: .replace)
         return try await performWrite(.replace, collection: input.collection, origin: .recordAPI) { context in
-            if onlyIfAbsent, let existing = try context.engine.readAll(input.collection) {
+            if onlyIfAbsent, let existing = try context.engine.records.readAll(input.collection) {
                 return existing
             }
             try context.replace(input.collection, values: input.upserts)

@@ -188,24 +188,24 @@ final class RecordReads {
 
     func collections() throws -> [CollectionSummary] {
         _ = try checked(nil, .collections)
-        return try engine?.collections() ?? []
+        return try engine?.records.collections() ?? []
     }
 
     func read(_ collection: String) throws -> [String: Data]? {
         let name = try checked(collection, .read)
-        return try engine?.readAll(name)
+        return try engine?.records.readAll(name)
     }
 
     func record(_ collection: String, key: String, operation: StoreOperation) throws -> StoredRecord? {
         let name = try checked(collection, operation)
         let key = try RecordNames.key(key, collection: name, operation: operation)
-        return try engine?.record(name, key: key)
+        return try engine?.records.record(name, key: key)
     }
 
     func forEachRecord(in collection: String, _ body: (StoredRecord) throws -> Void) throws -> Bool {
         let name = try checked(collection, .forEachRecord)
         guard let engine else { return false }
-        return try engine.forEachRecord(name) { record in
+        return try engine.records.forEachRecord(name) { record in
             try Task.checkCancellation()
             try body(record)
         }

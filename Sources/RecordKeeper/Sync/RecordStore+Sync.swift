@@ -12,14 +12,14 @@ extension RecordStore {
     /// - Throws: ``RecordStoreError`` when the store cannot be read.
     public nonisolated(nonsending) func syncStatus() async throws -> SyncStatus? {
         try await performRead(.syncStatus, collection: nil) { source in
-            guard let engine = source.engine, try engine.hasSyncTables() else { return nil }
+            guard let engine = source.engine, try engine.syncState.exists() else { return nil }
             return try engine.readTransaction {
                 var status: SyncStatus?
-                if let space = try engine.syncStateString("space"), let device = try engine.syncStateString("device") {
+                if let space = try engine.syncState.string("space"), let device = try engine.syncState.string("device") {
                     status = SyncStatus(
-                        space: space, device: device, collections: try engine.syncCollections(),
-                        cursor: try engine.syncCursor(), pendingOperations: try engine.pendingSyncOperationCount(),
-                        conflicts: try engine.syncConflictCount())
+                        space: space, device: device, collections: try engine.syncState.collections(),
+                        cursor: try engine.syncState.cursor(), pendingOperations: try engine.syncQueue.count(),
+                        conflicts: try engine.conflicts.count())
                 }
                 return status
             }
@@ -39,8 +39,8 @@ extension RecordStore {
     /// - Throws: ``RecordStoreError`` when the store cannot be read.
     public nonisolated(nonsending) func syncConflicts() async throws -> [SyncRecordConflict] {
         try await performRead(.syncConflicts, collection: nil) { source in
-            guard let engine = source.engine, try engine.hasSyncTables() else { return [] }
-            return try engine.syncConflicts()
+            guard let engine = source.engine, try engine.syncState.exists() else { return [] }
+            return try engine.conflicts.all()
         }
     }
 
@@ -76,15 +76,15 @@ extension RecordStore {
             detail: "there is no sync conflict for collection \(RecordStoreError.quoted(name)) key \(RecordStoreError.quoted(key))")
         // Checked first by a read, so that a store without it is not created or migrated.
         let exists = try await performRead(.syncResolve, collection: name) { source in
-            guard let engine = source.engine, try engine.hasSyncTables() else { return false }
-            return try engine.syncConflict(record) != nil
+            guard let engine = source.engine, try engine.syncState.exists() else { return false }
+            return try engine.conflicts.conflict(record) != nil
         }
         guard exists else { throw noConflict }
         try await performWrite(.syncResolve, collection: name) { context in
-            guard let conflict = try context.engine.syncConflict(record) else { throw noConflict }
+            guard let conflict = try context.engine.conflicts.conflict(record) else { throw noConflict }
             // A change of the record pending now was written after the conflict appeared (the
             // conflict dropped the older ones): the device's latest value.
-            let editedSince = try context.engine.hasPendingSyncChange(record, besides: 0)
+            let editedSince = try context.engine.syncQueue.hasChange(record, besides: 0)
             switch resolution {
             case .server:
                 if editedSince {
@@ -92,8 +92,8 @@ extension RecordStore {
                     try context.withOrigin(.sync) {
                         try RecordSync.write(conflict.server.map { .payload($0) } ?? .tombstone, to: record, in: context)
                     }
-                    try context.engine.setSyncItemVersion(record, conflict.serverItemVersion)
-                    try context.engine.dropPendingSyncChanges(record, after: 0)
+                    try context.engine.syncRecords.setItemVersion(record, conflict.serverItemVersion)
+                    try context.engine.syncQueue.dropChanges(record, after: 0)
                 }
             case .local:
                 if !editedSince {
@@ -102,7 +102,7 @@ extension RecordStore {
             case .merged(let value):
                 try RecordSync.write(value.map { .payload($0) } ?? .tombstone, to: record, in: context)
             }
-            try context.engine.deleteSyncConflict(record)
+            try context.engine.conflicts.delete(record)
         }
     }
 }

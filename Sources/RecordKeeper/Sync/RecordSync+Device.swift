@@ -75,10 +75,10 @@ extension RecordSync {
         }
         return try await store.performWrite(.syncPush, collection: nil, origin: .sync) { context in
             let engine = context.engine
-            guard try engine.hasSyncTables(), try engine.syncStateString("space") != nil else {
+            guard try engine.syncState.exists(), try engine.syncState.string("space") != nil else {
                 throw SyncError(.invalidRequest, "sync has not started for this store: nothing to recover")
             }
-            let taken = try engine.takeNewSyncDevice()
+            let taken = try engine.syncState.takeNewDevice()
             return SyncRecovery(
                 reason: .requested, previousDevice: taken.previous, device: taken.device,
                 reissuedOperations: taken.reissued)
@@ -90,8 +90,8 @@ extension RecordSync {
     /// it (synced by an older library) takes a new device id first (see ``recover()``).
     func boundSettings() async throws -> SyncSettings {
         let found = try await store.performRead(.syncPush, collection: nil) { source -> (SyncSettings, Bool)? in
-            guard let engine = source.engine, try engine.hasSyncTables(),
-                let space = try engine.syncStateString("space"), let device = try engine.syncStateString("device")
+            guard let engine = source.engine, try engine.syncState.exists(),
+                let space = try engine.syncState.string("space"), let device = try engine.syncState.string("device")
             else { return nil }
             return (SyncSettings(space: space, device: device), try Self.needsNewDevice(engine))
         }
@@ -101,15 +101,15 @@ extension RecordSync {
         guard rebind else { return settings }
         return try await store.performWrite(.syncPush, collection: nil, origin: .sync) { context in
             let engine = context.engine
-            guard let space = try engine.syncStateString("space") else {
+            guard let space = try engine.syncState.string("space") else {
                 throw SyncError(.invalidRequest, "sync has not started for this store: call start(space:collections:) first")
             }
             // Another client of the file may have bound it meanwhile.
             guard try Self.needsNewDevice(engine) else {
-                return SyncSettings(space: space, device: try engine.syncStateString("device") ?? "")
+                return SyncSettings(space: space, device: try engine.syncState.string("device") ?? "")
             }
-            let reason: SyncRecovery.Reason = try engine.syncStateString("device.file") == nil ? .unbound : .copied
-            let taken = try engine.takeNewSyncDevice()
+            let reason: SyncRecovery.Reason = try engine.syncState.string("device.file") == nil ? .unbound : .copied
+            let taken = try engine.syncState.takeNewDevice()
             return SyncSettings(
                 space: space, device: taken.device,
                 recovery: SyncRecovery(
@@ -121,7 +121,7 @@ extension RecordSync {
     /// Whether the stored device id was taken in another file than the one `engine` reads (or
     /// was never bound to one). A path that cannot be examined tells nothing: no.
     private static func needsNewDevice(_ engine: RecordEngine) throws -> Bool {
-        guard let current = engine.syncFileMarker else { return false }
-        return try engine.syncStateString("device.file") != current
+        guard let current = engine.syncState.fileMarker else { return false }
+        return try engine.syncState.string("device.file") != current
     }
 }

@@ -210,8 +210,8 @@ extension RecordSync {
             try Task.checkCancellation()
             seen = signal.generation
             let changed = try await store.performRead(.syncPush, collection: nil) { source in
-                guard let engine = source.engine, try engine.hasSyncTables() else { return false }
-                return try engine.hasPendingSyncChanges() || Set(try engine.syncCollections().keys) != synced
+                guard let engine = source.engine, try engine.syncState.exists() else { return false }
+                return try engine.syncQueue.hasChanges() || Set(try engine.syncState.collections().keys) != synced
             }
             if changed { return }
         }

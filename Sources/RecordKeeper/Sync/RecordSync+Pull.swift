@@ -178,11 +178,11 @@ extension RecordSync {
     ) throws -> SyncPullPageResult {
         let engine = context.engine
         var refused: [String] = []
-        let synced = try engine.syncCollections()
-        let conflictsExist = try engine.hasSyncConflicts()
+        let synced = try engine.syncState.collections()
+        let conflictsExist = try engine.conflicts.any()
         // Nothing pending (the common case of a catching-up device): one statement a change
         // both checks the version and records it.
-        let pendingExist = try engine.hasPendingSyncChanges()
+        let pendingExist = try engine.syncQueue.hasChanges()
         var upserts: [String: [(key: String, data: Data)]] = [:]
         var removals: [String: [String]] = [:]
         var applied = 0
@@ -201,8 +201,8 @@ extension RecordSync {
             if !pendingExist {
                 // This store has it already (own write coming back, a page pulled again) when
                 // nothing changed; a version below the one it has means the server went back.
-                guard try engine.advanceServerVersion(record, to: version, itemVersion: itemVersion) else {
-                    if let known = try engine.syncRecordState(record).serverVersion, version < known {
+                guard try engine.syncRecords.advanceServerVersion(record, to: version, itemVersion: itemVersion) else {
+                    if let known = try engine.syncRecords.state(record).serverVersion, version < known {
                         throw Self.wentBack(name, version: version, known: known, space: space)
                     }
                     continue
@@ -212,13 +212,13 @@ extension RecordSync {
                 case .tombstone: removals[record.collection, default: []].append(key)
                 }
                 if conflictsExist {
-                    try engine.updateSyncConflictServerSide(
+                    try engine.conflicts.updateServerSide(
                         record, value: change.value, version: version, itemVersion: itemVersion)
                 }
                 applied += 1
                 continue
             }
-            let state = try engine.syncRecordState(record)
+            let state = try engine.syncRecords.state(record)
             // This store has it already: its own write coming back, or a page pulled again.
             if let known = state.serverVersion, version <= known {
                 if version < known { throw Self.wentBack(name, version: version, known: known, space: space) }
@@ -227,7 +227,7 @@ extension RecordSync {
             if state.pending {
                 // The local change stays; the server's value waits until it is answered.
                 if state.asideVersion.map({ version > $0 }) ?? true {
-                    try engine.setAside(record, value: change.value, version: version, itemVersion: itemVersion)
+                    try engine.syncRecords.setAside(record, value: change.value, version: version, itemVersion: itemVersion)
                     applied += 1
                 }
                 continue
@@ -236,23 +236,23 @@ extension RecordSync {
             case .payload(let data): upserts[record.collection, default: []].append((key, data))
             case .tombstone: removals[record.collection, default: []].append(key)
             }
-            try engine.setServerVersion(record, version, clearingAside: true)
-            try engine.setSyncItemVersion(record, itemVersion)
+            try engine.syncRecords.setServerVersion(record, version, clearingAside: true)
+            try engine.syncRecords.setItemVersion(record, itemVersion)
             if conflictsExist {
-                try engine.updateSyncConflictServerSide(
+                try engine.conflicts.updateServerSide(
                     record, value: change.value, version: version, itemVersion: itemVersion)
             }
             applied += 1
         }
         for collection in Set(upserts.keys).union(removals.keys).sorted() {
             let values = upserts[collection] ?? []
-            if values.isEmpty, try engine.collectionForWriting(collection) == nil { continue }
+            if values.isEmpty, try engine.records.collectionForWriting(collection) == nil { continue }
             try context.apply(collection, upserts: values, removals: removals[collection] ?? [])
         }
-        var chain = try engine.syncChain()
+        var chain = try engine.syncState.chain()
         chain.saw(max(page.cursor.counter, page.changes.last?.version.rawValue ?? 0))
-        try engine.advanceSyncChain(to: chain)
-        let stored = try engine.syncCursor()
+        try engine.syncState.advanceChain(to: chain)
+        let stored = try engine.syncState.cursor()
         // `start` added collections since this pull read the cursor: it reset the cursor, or
         // (when it was at the start already) the page was pulled without them. Keep the stored
         // cursor, or the older records of the added collections would never come down.
@@ -267,15 +267,15 @@ extension RecordSync {
                 if let horizon = page.horizon {
                     removed = try removeCompacted(besides: resync.present, horizon: horizon, synced: synced, in: context)
                 }
-                if try engine.syncStateInteger("pull.resync") != nil { try engine.setSyncState("pull.resync", nil) }
+                if try engine.syncState.integer("pull.resync") != nil { try engine.syncState.set("pull.resync", nil) }
             } else {
-                try engine.setSyncState("pull.resync", integer: 1)
+                try engine.syncState.set("pull.resync", integer: 1)
             }
         }
         // A resync pulls from the start while the stored cursor may be ahead of its pages: the
         // stored one stays until the pages pass it (the flag restarts an interrupted resync).
         let cursor = max(stored, page.cursor)
-        try engine.setSyncCursor(cursor)
+        try engine.syncState.setCursor(cursor)
         return SyncPullPageResult(
             applied: applied, cursor: cursor, collections: collections, refused: refused, removedAsCompacted: removed)
     }
@@ -291,14 +291,14 @@ extension RecordSync {
         let engine = context.engine
         var removals: [String: [String]] = [:]
         var count = 0
-        for record in try engine.settledSyncRecords(atOrBelow: horizon)
+        for record in try engine.syncRecords.settled(atOrBelow: horizon)
         where synced[record.collection] != nil && !present.contains(record) {
-            try engine.forgetSyncRecord(record)
+            try engine.syncRecords.forget(record)
             removals[record.collection, default: []].append(record.key)
         }
         for (collection, keys) in removals.sorted(by: { $0.key < $1.key }) {
-            guard try engine.collectionForWriting(collection) != nil else { continue }
-            for key in keys where try engine.record(collection, key: key) != nil { count += 1 }
+            guard try engine.records.collectionForWriting(collection) != nil else { continue }
+            for key in keys where try engine.records.record(collection, key: key) != nil { count += 1 }
             try context.apply(collection, upserts: [], removals: keys)
         }
         return count

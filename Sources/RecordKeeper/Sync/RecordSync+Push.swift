@@ -33,11 +33,11 @@ extension RecordSync {
         cursor: SyncCursor, seen: Int64, collections: Set<String>, resyncing: Bool
     ) {
         try await store.performRead(.syncPull, collection: nil) { source in
-            guard let engine = source.engine, try engine.hasSyncTables() else { return (SyncCursor.start, 0, [], false) }
+            guard let engine = source.engine, try engine.syncState.exists() else { return (SyncCursor.start, 0, [], false) }
             return try engine.readTransaction {
                 let state = (
-                    try engine.syncCursor(), try engine.syncChain().seen, Set(try engine.syncCollections().keys),
-                    try engine.syncStateInteger("pull.resync") != nil
+                    try engine.syncState.cursor(), try engine.syncState.chain().seen, Set(try engine.syncState.collections().keys),
+                    try engine.syncState.integer("pull.resync") != nil
                 )
                 return state
             }
@@ -51,10 +51,10 @@ extension RecordSync {
     /// The stored chain of this device's operations.
     private func storedChain() async throws -> SyncChain {
         try await store.performRead(.syncPush, collection: nil) { source in
-            guard let engine = source.engine, try engine.hasSyncTables() else {
+            guard let engine = source.engine, try engine.syncState.exists() else {
                 return SyncChain(lastOperation: nil, lastSequence: 0, seen: 0)
             }
-            return try engine.syncChain()
+            return try engine.syncState.chain()
         }
     }
 
@@ -229,18 +229,18 @@ extension RecordSync {
     /// from one snapshot.
     private func pendingBatch(after: Int64) async throws -> (operations: [PendingSyncOperation], chain: SyncChain) {
         try await store.performRead(.syncPush, collection: nil) { source in
-            guard let engine = source.engine, try engine.hasSyncTables() else {
+            guard let engine = source.engine, try engine.syncState.exists() else {
                 return ([], SyncChain(lastOperation: nil, lastSequence: 0, seen: 0))
             }
             return try engine.readTransaction {
-                let chain = try engine.syncChain()
+                let chain = try engine.syncState.chain()
                 var batch: [PendingSyncOperation] = []
                 var changeCount = 0
-                for (sequence, id) in try engine.pendingSyncOperations(after: after, limit: Self.pushOperationLimit) {
+                for (sequence, id) in try engine.syncQueue.operations(after: after, limit: Self.pushOperationLimit) {
                     // The first operation goes whatever its size; of a later one, no more is
                     // read than tells whether it still fits (one past the room left).
                     let room = batch.isEmpty ? Int.max : Self.pushChangeLimit - changeCount
-                    let changes = try engine.pendingSyncChanges(sequence, limit: room == Int.max ? room : room + 1)
+                    let changes = try engine.syncQueue.changes(sequence, limit: room == Int.max ? room : room + 1)
                     if changes.isEmpty { continue }
                     if changes.count > room { break }
                     batch.append(PendingSyncOperation(sequence: sequence, id: id, changes: changes))
@@ -259,30 +259,30 @@ extension RecordSync {
         in context: WriteContext
     ) throws -> SyncPushBatchResult {
         let engine = context.engine
-        try engine.advanceSyncChain(to: chain)
-        let conflictsExist = try engine.hasSyncConflicts()
+        try engine.syncState.advanceChain(to: chain)
+        let conflictsExist = try engine.conflicts.any()
         var result = SyncPushBatchResult()
         for (index, (operation, outcome)) in zip(batch, outcomes).enumerated() {
             // Another process (or a push that lost its answer and ran again) handled it.
-            guard try engine.isSyncOperationPending(operation.sequence) else { continue }
+            guard try engine.syncQueue.isPending(operation.sequence) else { continue }
             switch outcome.result {
             case .applied(let version):
                 result.answered += 1
                 result.changes += operation.changes.count
                 // Set-wise: a newer server value kept aside wins over the acknowledged change
                 // (read first, written last); every other record takes the version.
-                let asides = try engine.newerAsides(of: operation.sequence, than: version.rawValue)
-                try engine.acknowledgeSyncChanges(of: operation.sequence, version: version.rawValue)
+                let asides = try engine.syncQueue.newerAsides(of: operation.sequence, than: version.rawValue)
+                try engine.syncQueue.acknowledgeChanges(of: operation.sequence, version: version.rawValue)
                 // A conflict of a record this device wrote again since (its write was made
                 // after the conflict appeared, on the conflict's server version) is settled by
                 // that write: resolving it later must never put the older value back.
-                if conflictsExist { try engine.deleteSyncConflicts(of: operation.sequence) }
+                if conflictsExist { try engine.conflicts.delete(of: operation.sequence) }
                 for aside in asides {
                     try write(aside.value, to: aside.record, in: context)
-                    try engine.setServerVersion(aside.record, aside.version, clearingAside: true)
-                    try engine.setSyncItemVersion(aside.record, aside.value.payload == nil ? nil : aside.itemVersion)
+                    try engine.syncRecords.setServerVersion(aside.record, aside.version, clearingAside: true)
+                    try engine.syncRecords.setItemVersion(aside.record, aside.value.payload == nil ? nil : aside.itemVersion)
                 }
-                try engine.deleteSyncOperation(operation.sequence)
+                try engine.syncQueue.delete(operation.sequence)
             case .conflict(let conflicts), .compacted(let conflicts):
                 // A compacted outcome (received before, its outcome forgotten: it applied or
                 // conflicted then, and is never applied again) names every record of the
@@ -291,14 +291,14 @@ extension RecordSync {
                 // reported conflict with both values kept.
                 result.answered += 1
                 result.changes += operation.changes.count
-                let carried = try engine.pendingSyncRecords(operation.sequence)
+                let carried = try engine.syncQueue.records(operation.sequence)
                 let carriedSet = Set(carried)
-                try engine.deleteSyncOperation(operation.sequence)
+                try engine.syncQueue.delete(operation.sequence)
                 var conflicting = Set<SyncRecordKey>()
                 for conflict in conflicts {
                     let record = SyncRecordKey(collection: conflict.collection, key: conflict.key)
                     guard carriedSet.contains(record), conflicting.insert(record).inserted else { continue }
-                    let local = try engine.record(record.collection, key: record.key)?.data
+                    let local = try engine.records.record(record.collection, key: record.key)?.data
                     let localItemVersion = operation.changes.first { $0.collection == record.collection && $0.key == record.key }?
                         .itemVersion
                     var server = conflict.server?.value ?? .tombstone
@@ -306,7 +306,7 @@ extension RecordSync {
                     var serverItemVersion = conflict.server?.itemVersion
                     // A redelivered operation gets the conflict of its first delivery: a newer
                     // server value pulled since (kept aside) is the server's current one.
-                    if let aside = try engine.aside(record), aside.version > serverVersion?.rawValue ?? 0 {
+                    if let aside = try engine.syncRecords.aside(record), aside.version > serverVersion?.rawValue ?? 0 {
                         server = aside.value
                         serverVersion = SyncServerVersion(aside.version)
                         serverItemVersion = aside.itemVersion
@@ -316,24 +316,24 @@ extension RecordSync {
                             collection: record.collection, key: record.key, local: local, server: server.payload,
                             serverVersion: serverVersion, localItemVersion: localItemVersion,
                             serverItemVersion: serverItemVersion)
-                        try engine.recordSyncConflict(kept)
+                        try engine.conflicts.record(kept)
                         result.conflicts.append(kept)
                         try write(server, to: record, in: context)
                     }
-                    try engine.setServerVersion(record, serverVersion?.rawValue, clearingAside: true)
-                    try engine.setSyncItemVersion(record, server.payload == nil ? nil : serverItemVersion)
+                    try engine.syncRecords.setServerVersion(record, serverVersion?.rawValue, clearingAside: true)
+                    try engine.syncRecords.setItemVersion(record, server.payload == nil ? nil : serverItemVersion)
                     // The conflict holds the record's latest local value: later pending
                     // changes of it are superseded.
-                    try engine.dropPendingSyncChanges(record, after: operation.sequence)
+                    try engine.syncQueue.dropChanges(record, after: operation.sequence)
                 }
                 // The server applied none of the operation (whole or nothing): its other
                 // changes go again, with their current values, unless a later operation
                 // carries the record anyway.
                 var again: [SyncRecordKey] = []
                 for record in carried where !conflicting.contains(record) {
-                    if try !engine.hasPendingSyncChange(record, besides: operation.sequence) { again.append(record) }
+                    if try !engine.syncQueue.hasChange(record, besides: operation.sequence) { again.append(record) }
                 }
-                if !again.isEmpty { try engine.captureSyncOperation(again) }
+                if !again.isEmpty { try engine.syncQueue.capture(again) }
             case .outOfOrder(let last):
                 result.refusal = SyncRefusal(
                     operation: operation.id, sequence: operation.sequence, last: last,
@@ -351,7 +351,7 @@ extension RecordSync {
         case .payload(let data):
             try context.apply(record.collection, upserts: [(record.key, data)], removals: [])
         case .tombstone:
-            guard try context.engine.collectionForWriting(record.collection) != nil else { return }
+            guard try context.engine.records.collectionForWriting(record.collection) != nil else { return }
             try context.apply(record.collection, upserts: [], removals: [record.key])
         }
     }

@@ -10,7 +10,7 @@ extension RecordSync {
         // compares bytes. A space an older version stored as given is kept as it is (the server
         // knows it by those bytes) and compared in NFC.
         let space = RecordNames.normalized(space)
-        if let existing = try engine.syncStateString("space") {
+        if let existing = try engine.syncState.string("space") {
             guard RecordNames.normalized(existing).utf8.elementsEqual(space.utf8) else {
                 throw SyncError(
                     .invalidRequest,
@@ -20,28 +20,28 @@ extension RecordSync {
             guard !names.isEmpty else {
                 throw SyncError(.invalidRequest, "the first start of sync needs at least one collection")
             }
-            try engine.setSyncState("space", space)
+            try engine.syncState.set("space", space)
             // The device id is bound to this file: a copy of it takes a new one (see
             // `RecordSync.bind`).
-            try engine.setSyncState("device", UUID().uuidString)
-            try engine.setSyncState("device.file", engine.syncFileMarker)
-            try engine.setSyncState("server.seen", integer: 0)
+            try engine.syncState.set("device", UUID().uuidString)
+            try engine.syncState.set("device.file", engine.syncState.fileMarker)
+            try engine.syncState.set("server.seen", integer: 0)
         }
-        let registered = try engine.syncCollections()
+        let registered = try engine.syncState.collections()
         var added = false
         for name in names {
             if let current = registered[name] {
-                if current != policy { try engine.registerSyncCollection(name, policy: policy) }
+                if current != policy { try engine.syncState.register(name, policy: policy) }
                 continue
             }
-            try engine.registerSyncCollection(name, policy: policy)
+            try engine.syncState.register(name, policy: policy)
             added = true
-            if let ref = try engine.collectionForWriting(name) {
-                try engine.captureExistingRecords(ref.id, collection: name, chunk: uploadChunk)
+            if let ref = try engine.records.collectionForWriting(name) {
+                try engine.syncQueue.captureExistingRecords(ref.id, collection: name, chunk: uploadChunk)
             }
         }
         // Records of the new collections that are already on the server come down with the
         // next pull (a re-pull of the others is harmless).
-        if added, !registered.isEmpty { try engine.setSyncCursor(.start) }
+        if added, !registered.isEmpty { try engine.syncState.setCursor(.start) }
     }
 }

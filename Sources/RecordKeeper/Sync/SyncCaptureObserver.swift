@@ -23,7 +23,7 @@ final class SyncCaptureObserver: TransactionObserver {
     }
 
     func transactionWillCommit(_ transaction: WriteContext) throws {
-        if !captured.isEmpty { try transaction.engine.captureSyncOperation(captured) }
+        if !captured.isEmpty { try transaction.engine.syncQueue.capture(captured) }
     }
 
     func transactionDidCommit(_ transaction: WriteContext) { reset() }

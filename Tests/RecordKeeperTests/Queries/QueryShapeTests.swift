@@ -3,7 +3,7 @@ import TestHelpers
 import Testing
 @testable import RecordKeeper
 
-/// The SQL text kept per query shape (`QueryShapeKey`, `RecordEngine.querySQL`): a query of a
+/// The SQL text kept per query shape (`QueryShapeKey`, `RecordQueries.querySQL`): a query of a
 /// kept shape is bound with its own values and planned for the declared indexes of now.
 @Suite struct QueryShapeTests {
     static let dueAt = RecordField("dueAt")

@@ -26,7 +26,7 @@ import Testing
                     == #"{"id":"launch","room_name":"Main hall","starts_at":"2023-11-14T22:13:20Z"}"#)
             #expect(try await events.load() == [Self.event])
             #expect(try await RecordRepository<Event>(store: store, collection: "events", strategies: Self.iso).load() == [Self.event])
-            let recorded = try await store.performRead(.itemVersion, collection: "events") { try $0.engine?.itemVersion("events") }
+            let recorded = try await store.performRead(.itemVersion, collection: "events") { try $0.engine?.itemVersions.itemVersion("events") }
             #expect(recorded == .recorded(1, coding: "dates=iso8601;keys=snakeCase"))
         }
     }

@@ -49,7 +49,7 @@ import Testing
             try await RecordSync(store: store, server: server).start(space: "x", collections: ["notes"])
             // As an older version stored it: the bytes it was given, here decomposed.
             try await store.write { transaction in
-                try transaction.context.engine.setSyncState("space", Self.decomposed)
+                try transaction.context.engine.syncState.set("space", Self.decomposed)
             }
             let sync = RecordSync(store: store, server: server)
             try await sync.start(space: Self.composed, collections: ["notes"])  // the same space

@@ -110,10 +110,10 @@ struct OfflineServer: RecordSyncServer {
 /// read directly from the file's tables.
 func pendingOperations(_ store: RecordStore) async throws -> [[SyncRecordKey: Data?]] {
     try await store.performRead(.syncPush, collection: nil) { source in
-        guard let engine = source.engine, try engine.hasSyncTables() else { return [] }
-        return try engine.pendingSyncOperations(after: 0, limit: 1_000_000).map { operation in
+        guard let engine = source.engine, try engine.syncState.exists() else { return [] }
+        return try engine.syncQueue.operations(after: 0, limit: 1_000_000).map { operation in
             var changes: [SyncRecordKey: Data?] = [:]
-            for change in try engine.pendingSyncChanges(operation.sequence) {
+            for change in try engine.syncQueue.changes(operation.sequence) {
                 changes[SyncRecordKey(collection: change.collection, key: change.key)] = .some(change.value.payload)
             }
             return changes

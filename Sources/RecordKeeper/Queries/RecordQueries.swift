@@ -1,18 +1,28 @@
 import Foundation
 
-extension RecordEngine {
+/// The gateway of queries over a collection's records (docs/QUERIES.md), on the connection
+/// of one request: the SQL `QuerySQL` builds for a query and the collection's declared
+/// indexes, kept per shape on the connection, its prepared statements, and reading a page, a
+/// count or a plan. A query reads several tables in one snapshot, so this gateway works over
+/// the engine (its read transaction, item versions and indexes), not over the runner alone.
+struct RecordQueries {
+    let engine: RecordEngine
+
+    private var runner: StatementRunner { engine.runner }
+    private var connection: SQLiteConnection { engine.connection }
+
     /// Runs `query` over the collection `name` in one read transaction, with the collection's
     /// recorded payload strategies (to write `.date` values as its payloads do). Nil when the
     /// collection is not established.
     func query<T>(
         _ name: String, _ query: RecordQuery, _ body: (RecordEngine, RecordQuery, Int64) throws -> T
     ) throws -> (StoredItemVersion, T?) {
-        return try readTransaction {
-            let state = try itemVersion(name)
+        return try engine.readTransaction {
+            let state = try engine.itemVersions.itemVersion(name)
             var result: T?
-            if state != .absent, let id = try collectionID(name) {
+            if state != .absent, let id = try engine.records.collectionID(name) {
                 let resolved = try Self.resolvingDates(query, state: state, collection: name)
-                result = try body(self, resolved, id)
+                result = try body(engine, resolved, id)
             }
             return (state, result)
         }
@@ -41,13 +51,13 @@ extension RecordEngine {
     func queryRecords(_ query: RecordQuery, collectionID id: Int64, collection: String) throws -> QueryPage<StoredRecord> {
         let sql = try querySQL(query, collectionID: id, collection: collection, shape: .rows)
         if connection.refusesToWait, !sql.isShortIndexWalk(query) { throw InlineAttemptRefused() }
-        return try run(collection: collection) {
+        return try runner.run(collection: collection) {
             try connection.withQueryStatement(sql.text) { statement in
                 try bind(sql, to: statement)
                 var records: [StoredRecord] = []
                 var lastValues: [QueryValue] = []
                 while try statement.step() {
-                    records.append(Self.storedRecord(statement))
+                    records.append(RecordsTable.storedRecord(statement))
                     if records.count == query.limit {
                         lastValues = (0..<query.order.count).map { statement.queryValue(at: Int32(3 + $0)) }
                     }
@@ -64,7 +74,7 @@ extension RecordEngine {
     /// How many records of collection `id` `query` selects (its order and pages ignored).
     func countRecords(_ query: RecordQuery, collectionID id: Int64, collection: String, shape: QuerySQL.Shape) throws -> Int {
         let sql = try querySQL(query, collectionID: id, collection: collection, shape: shape)
-        return try run(collection: collection) {
+        return try runner.run(collection: collection) {
             try connection.withQueryStatement(sql.text) { statement in
                 try bind(sql, to: statement)
                 return try statement.step() ? Int(statement.int64(at: 0)) : 0
@@ -75,7 +85,7 @@ extension RecordEngine {
     /// The query plan SQLite chooses for `query` (`EXPLAIN QUERY PLAN`, the detail column).
     func queryPlan(_ query: RecordQuery, collectionID id: Int64, collection: String) throws -> [String] {
         let sql = try querySQL(query, collectionID: id, collection: collection, shape: .rows)
-        return try run(collection: collection) {
+        return try runner.run(collection: collection) {
             let statement = try Statement(
                 connection: connection.handle, sql: "EXPLAIN QUERY PLAN " + sql.text, persistent: false)
             try bind(sql, to: statement)
@@ -92,7 +102,7 @@ extension RecordEngine {
     /// `declaredIndexes`); the key holds the declared indexes too, so inside a write
     /// transaction, where they are read afresh, a shape built for other indexes is never used.
     func querySQL(_ query: RecordQuery, collectionID id: Int64, collection: String, shape: QuerySQL.Shape) throws -> QuerySQL {
-        let indexed = try declaredIndexes(id, collection: collection)
+        let indexed = try engine.indexes.declaredIndexes(id, collection: collection)
         let key = QueryShapeKey(query, collectionID: id, indexed: indexed, shape: shape)
         if let built = connection.querySQLCache[key] {
             return QuerySQL(text: built.text, values: QuerySQL.boundValues(of: query, shape: shape), index: built.index)

@@ -30,81 +30,65 @@ enum ChangeLog {
     }
 }
 
-extension RecordEngine {
+/// The gateway of the change log (`change_log`, see ``ChangeLog``), on the connection of one
+/// request: the writer appends and trims it inside a write transaction; change streams read it.
+struct ChangeLogTable {
+    let runner: StatementRunner
+
+    private var connection: SQLiteConnection { runner.connection }
+
     // MARK: Writing (inside the write transaction)
 
     /// Appends one entry; returns its seq.
-    func logChange(_ collection: String, key: String) throws -> Int64 {
-        try run(collection: collection, key: key) {
-            try connection.withStatement("INSERT INTO change_log (collection, key) VALUES (?1, ?2)") { statement in
-                try statement.bind(collection, at: 1)
-                try statement.bind(key, at: 2)
-                try statement.run()
-            }
-            return connection.lastInsertRowID
-        }
+    func append(_ collection: String, key: String) throws -> Int64 {
+        try runner.execute(
+            "INSERT INTO change_log (collection, key) VALUES (?1, ?2)", collection, key, collection: collection, key: key)
+        return connection.lastInsertRowID
     }
 
     /// Removes the entries up to `seq`. Never removes the newest entry, so a seq is never
     /// given out twice (a rowid table reuses only the largest rowid).
-    func trimChangeLog(through seq: Int64) throws {
-        try run {
-            try connection.withStatement("DELETE FROM change_log WHERE seq <= ?1") { statement in
-                try statement.bind(seq, at: 1)
-                try statement.run()
-            }
-        }
+    func trim(through seq: Int64) throws {
+        try runner.execute("DELETE FROM change_log WHERE seq <= ?1", seq)
     }
 
     // MARK: Reading (change streams)
 
     /// The oldest and newest seq in the log; (nil, 0) when it is empty.
-    func changeLogBounds() throws -> (first: Int64?, last: Int64) {
-        try run {
-            try connection.withStatement("SELECT min(seq), max(seq) FROM change_log") { statement in
-                guard try statement.step(), !statement.isNull(at: 1) else { return (nil, 0) }
-                return (statement.int64(at: 0), statement.int64(at: 1))
-            }
-        }
+    func bounds() throws -> (first: Int64?, last: Int64) {
+        try runner.one("SELECT min(seq), max(seq) FROM change_log") { statement -> (first: Int64?, last: Int64)? in
+            guard !statement.isNull(at: 1) else { return nil }
+            return (statement.int64(at: 0), statement.int64(at: 1))
+        } ?? (nil, 0)
     }
 
     /// The keys of `collection` logged after `seq`, in log order without repeats, from at most
     /// `limit` entries, and the seq of the last entry read (nil when there was none).
     func loggedKeys(_ collection: String, after seq: Int64, limit: Int) throws -> (keys: [String], last: Int64?, full: Bool) {
-        try run(collection: collection) {
-            try connection.withStatement(
-                "SELECT seq, key FROM change_log WHERE seq > ?1 AND collection = ?2 ORDER BY seq LIMIT ?3"
-            ) { statement in
-                try statement.bind(seq, at: 1)
-                try statement.bind(collection, at: 2)
-                try statement.bind(Int64(limit), at: 3)
-                var keys: [String] = []
-                var seen = Set<String>()
-                var last: Int64?
-                var count = 0
-                while try statement.step() {
-                    count += 1
-                    last = statement.int64(at: 0)
-                    let key = statement.string(at: 1)
-                    if seen.insert(key).inserted { keys.append(key) }
-                }
-                return (keys, last, count == limit)
-            }
+        var keys: [String] = []
+        var seen = Set<String>()
+        var last: Int64?
+        var count = 0
+        try runner.each(
+            "SELECT seq, key FROM change_log WHERE seq > ?1 AND collection = ?2 ORDER BY seq LIMIT ?3",
+            seq, collection, limit, collection: collection
+        ) { statement in
+            count += 1
+            last = statement.int64(at: 0)
+            let key = statement.string(at: 1)
+            if seen.insert(key).inserted { keys.append(key) }
         }
+        return (keys, last, count == limit)
     }
 
     /// Whether the store's format has the change log (format 3 on): reads of older stores do
     /// not migrate, so a stream may read a store of format 1 or 2 until its first write.
-    func hasChangeLog() throws -> Bool {
-        try run { try connection.userVersion() >= 3 }
+    func exists() throws -> Bool {
+        try runner.run { try connection.userVersion() >= 3 }
     }
 
     /// The `PRAGMA data_version` of the connection: it changes when another connection commits.
     func dataVersion() throws -> Int64 {
-        try run {
-            try connection.withStatement("PRAGMA data_version") { statement in
-                try statement.step() ? statement.int64(at: 0) : 0
-            }
-        }
+        try runner.one("PRAGMA data_version") { $0.int64(at: 0) } ?? 0
     }
 }

@@ -1,4 +1,12 @@
-extension RecordEngine {
+/// The gateway of declared indexes (format 7, docs/FORMAT.md: `declared_indexes` and the
+/// indexes on `records` it names), on the connection of one request: which fields of a
+/// collection are indexed, declaring and dropping one. The connection keeps what it read
+/// (see `declaredIndexes`).
+struct IndexesTable {
+    let runner: StatementRunner
+
+    private var connection: SQLiteConnection { runner.connection }
+
     /// The fields collection `id` declared an index on, in field order. Empty for a store of a
     /// format before 7 (read as it is, never migrated by a read): it has none.
     ///
@@ -9,7 +17,7 @@ extension RecordEngine {
     /// a write transaction it is read afresh and not kept (the cookie may still roll back).
     func declaredIndexes(_ id: Int64, collection: String) throws -> [FieldPath] {
         guard !connection.isInWriteTransaction else { return try readDeclaredIndexes(id, collection: collection) }
-        let version = try run(collection: collection) { try connection.schemaVersion() }
+        let version = try runner.run(collection: collection) { try connection.schemaVersion() }
         if connection.declaredIndexCache.schemaVersion == version, let fields = connection.declaredIndexCache.fields[id] {
             return fields
         }
@@ -22,18 +30,11 @@ extension RecordEngine {
     /// `declaredIndexes` read from table `declared_indexes`.
     private func readDeclaredIndexes(_ id: Int64, collection: String) throws -> [FieldPath] {
         do {
-            return try run(collection: collection) {
-                try connection.withStatement(
-                    "SELECT field FROM declared_indexes WHERE collection_id = ?1 ORDER BY field"
-                ) { statement in
-                    try statement.bind(id, at: 1)
-                    var fields: [FieldPath] = []
-                    while try statement.step() {
-                        // Only validated paths are ever stored.
-                        fields.append(FieldPath(validSegments: statement.string(at: 0).split(separator: ".").map(String.init)))
-                    }
-                    return fields
-                }
+            return try runner.all(
+                "SELECT field FROM declared_indexes WHERE collection_id = ?1 ORDER BY field", id, collection: collection
+            ) {
+                // Only validated paths are ever stored.
+                FieldPath(validSegments: $0.string(at: 0).split(separator: ".").map(String.init))
             }
         } catch let error as RecordStoreError where error.sqliteMessage?.contains("declared_indexes") == true {
             return []
@@ -43,34 +44,20 @@ extension RecordEngine {
     /// Records the index of `field` for collection `id` and creates it (in the caller's write
     /// transaction). False when it was already declared.
     func declareIndex(_ id: Int64, collection: String, field: FieldPath) throws -> Bool {
-        try run(collection: collection) {
-            let inserted = try connection.withStatement(
-                "INSERT INTO declared_indexes (collection_id, field) VALUES (?1, ?2) ON CONFLICT DO NOTHING"
-            ) { statement in
-                try statement.bind(id, at: 1)
-                try statement.bind(field.description, at: 2)
-                try statement.run()
-                return connection.changes > 0
-            }
-            try connection.execute(DeclaredIndex(collectionID: id, field: field).createSQL)
-            return inserted
-        }
+        let inserted = try runner.execute(
+            "INSERT INTO declared_indexes (collection_id, field) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
+            id, field.description, collection: collection)
+        try runner.run(collection: collection) { try connection.execute(DeclaredIndex(collectionID: id, field: field).createSQL) }
+        return inserted
     }
 
     /// Forgets the index of `field` for collection `id` and drops it. False when it was not declared.
     func dropIndex(_ id: Int64, collection: String, field: FieldPath) throws -> Bool {
-        try run(collection: collection) {
-            let deleted = try connection.withStatement(
-                "DELETE FROM declared_indexes WHERE collection_id = ?1 AND field = ?2"
-            ) { statement in
-                try statement.bind(id, at: 1)
-                try statement.bind(field.description, at: 2)
-                try statement.run()
-                return connection.changes > 0
-            }
-            try connection.execute(DeclaredIndex(collectionID: id, field: field).dropSQL)
-            return deleted
-        }
+        let deleted = try runner.execute(
+            "DELETE FROM declared_indexes WHERE collection_id = ?1 AND field = ?2", id, field.description,
+            collection: collection)
+        try runner.run(collection: collection) { try connection.execute(DeclaredIndex(collectionID: id, field: field).dropSQL) }
+        return deleted
     }
 
     /// Drops every declared index of collection `id` (the collection is being removed).

@@ -1,0 +1,313 @@
+import Foundation
+
+/// A collection as the write path knows it: its id, and whether its changes are captured for
+/// sync (format 5, `collections.synced`).
+struct CollectionRef: Equatable {
+    let id: Int64
+    let synced: Bool
+}
+
+/// The gateway of the records and the collections (format 1, docs/FORMAT.md: `collections`,
+/// `records`, and the version floor `store_meta.last_version`), on the connection of one
+/// request.
+///
+/// Names passed in are already validated and normalized (`RecordNames`). Every SQLite failure
+/// leaves as a `RecordStoreError` naming the operation, collection and key, or as
+/// `CancellationError` when the running task was cancelled (`StatementRunner`).
+struct RecordsTable {
+    let runner: StatementRunner
+
+    private var connection: SQLiteConnection { runner.connection }
+
+    // MARK: Collections
+
+    func collectionID(_ name: String) throws -> Int64? {
+        try runner.one("SELECT id FROM collections WHERE name = ?1", name, collection: name) { $0.int64(at: 0) }
+    }
+
+    /// The id of `name`, creating the collection when it is not established.
+    func establish(_ name: String) throws -> Int64 {
+        try establishForWriting(name).id
+    }
+
+    /// The id of `name` and whether it is synced (format 5, `collections.synced`), for the
+    /// write path: one statement, the lookup a write makes anyway. Only on the writer, whose
+    /// store is always migrated to the current format (reads use `collectionID`).
+    func collectionForWriting(_ name: String) throws -> CollectionRef? {
+        try runner.one("SELECT id, synced FROM collections WHERE name = ?1", name, collection: name) {
+            CollectionRef(id: $0.int64(at: 0), synced: $0.int64(at: 1) != 0)
+        }
+    }
+
+    /// Like `collectionForWriting`, creating the collection when it is not established; a new
+    /// collection is synced when its name is registered for sync (`sync_collections`, which
+    /// outlives a removed collection).
+    func establishForWriting(_ name: String) throws -> CollectionRef {
+        if let ref = try collectionForWriting(name) { return ref }
+        let created = try runner.returning(
+            """
+            INSERT INTO collections (name, synced)
+            VALUES (?1, EXISTS (SELECT 1 FROM sync_collections WHERE name = ?1))
+            RETURNING id, synced
+            """, name, collection: name
+        ) { CollectionRef(id: $0.int64(at: 0), synced: $0.int64(at: 1) != 0) }
+        guard let created else { throw runner.malformed(collection: name, "creating the collection returned no id") }
+        return created
+    }
+
+    func collections() throws -> [CollectionSummary] {
+        try runner.all(
+            """
+            SELECT c.name, count(r.key), coalesce(sum(length(r.payload)), 0)
+            FROM collections c LEFT JOIN records r ON r.collection_id = c.id
+            GROUP BY c.id ORDER BY c.name
+            """
+        ) { statement in
+            CollectionSummary(
+                name: statement.string(at: 0), recordCount: Int(statement.int64(at: 1)),
+                payloadBytes: Int(statement.int64(at: 2)))
+        }
+    }
+
+    /// Removes the collection and all its records.
+    func removeCollection(_ id: Int64, name: String) throws {
+        try IndexesTable(runner: runner).dropDeclaredIndexes(id, collection: name)
+        try runner.execute("DELETE FROM records WHERE collection_id = ?1", id, collection: name)
+        try runner.execute("DELETE FROM collections WHERE id = ?1", id, collection: name)
+    }
+
+    // MARK: Reading
+
+    /// Every record of `name`, or nil when the collection is not established.
+    /// One statement, so the answer is one consistent snapshot.
+    func readAll(_ name: String) throws -> [String: Data]? {
+        try runner.withStatement(
+            """
+            SELECT r.key, r.payload FROM collections c
+            LEFT JOIN records r ON r.collection_id = c.id WHERE c.name = ?1
+            """, name, collection: name
+        ) { statement in
+            guard try statement.step() else { return nil }
+            var rows: [String: Data] = [:]
+            if statement.isNull(at: 0) { return rows }
+            repeat {
+                rows[statement.string(at: 0)] = statement.data(at: 1)
+            } while try statement.step()
+            return rows
+        }
+    }
+
+    func record(_ name: String, key: String) throws -> StoredRecord? {
+        try runner.one(
+            """
+            SELECT r.payload, r.version FROM records r JOIN collections c ON c.id = r.collection_id
+            WHERE c.name = ?1 AND r.key = ?2
+            """, name, key, collection: name, key: key
+        ) { StoredRecord(key: key, data: $0.data(at: 0), version: RecordVersion($0.int64(at: 1))) }
+    }
+
+    /// Records of `name` in key order strictly after `after`, at most `limit`; nil when the
+    /// collection is not established.
+    func page(_ name: String, after: String?, limit: Int) throws -> [StoredRecord]? {
+        guard let id = try collectionID(name) else { return nil }
+        return try runner.all(
+            """
+            SELECT key, payload, version FROM records
+            WHERE collection_id = ?1 AND (?2 IS NULL OR key > ?2) ORDER BY key LIMIT ?3
+            """, id, after, limit, collection: name, Self.storedRecord)
+    }
+
+    /// Calls `body` for each record of `name` in key order; false when not established.
+    func forEachRecord(_ name: String, _ body: (StoredRecord) throws -> Void) throws -> Bool {
+        try forEachRecordPayload(name) { key, payload, version in
+            try body(StoredRecord(key: key, data: Data(payload), version: version))
+            return true
+        }
+    }
+
+    /// `forEachRecord` without a `Data` per record: `body` gets each key, its payload (borrowed:
+    /// valid only during the call) and its version, in key order, and returns false to stop.
+    /// False when `name` is not established.
+    func forEachRecordPayload(
+        _ name: String, _ body: (String, UnsafeRawBufferPointer, RecordVersion) throws -> Bool
+    ) throws -> Bool {
+        guard let id = try collectionID(name) else { return false }
+        // Not the cached statement: `body` may itself read through this connection.
+        let statement = try runner.run(collection: name) {
+            try Statement(
+                connection: connection.handle,
+                sql: "SELECT key, payload, version FROM records WHERE collection_id = ?1 ORDER BY key",
+                persistent: false)
+        }
+        try runner.run(collection: name) { try statement.bind(id, at: 1) }
+        while try runner.run(collection: name, { try statement.step() }),
+            try body(statement.string(at: 0), statement.bytes(at: 1), RecordVersion(statement.int64(at: 2))) {}
+        return true
+    }
+
+    /// Every key and version of `name` (for conflict checks and replacement).
+    func versions(_ id: Int64, collection: String) throws -> [String: RecordVersion] {
+        var versions: [String: RecordVersion] = [:]
+        try runner.each("SELECT key, version FROM records WHERE collection_id = ?1", id, collection: collection) {
+            versions[$0.string(at: 0)] = RecordVersion($0.int64(at: 1))
+        }
+        return versions
+    }
+
+    /// The version of one record, or nil when it does not exist.
+    func version(_ id: Int64, collection: String, key: String) throws -> RecordVersion? {
+        try runner.one(
+            "SELECT version FROM records WHERE collection_id = ?1 AND key = ?2", id, key, collection: collection, key: key
+        ) { RecordVersion($0.int64(at: 0)) }
+    }
+
+    /// Whether the stored payload of one record equals `data` byte for byte, and the record's
+    /// version; nil when the record does not exist. (Tells an insert from an overwrite, skips
+    /// unchanged payloads and gives the version after the write, in one lookup, for
+    /// `WriteContext.applyReporting`.)
+    func storedPayload(
+        _ id: Int64, collection: String, key: String, comparedTo data: Data
+    ) throws -> (equal: Bool, version: Int64)? {
+        try runner.one(
+            "SELECT payload = ?3, version FROM records WHERE collection_id = ?1 AND key = ?2",
+            id, key, data, collection: collection, key: key
+        ) { ($0.int64(at: 0) != 0, $0.int64(at: 1)) }
+    }
+
+    /// `collectionForWriting` and `storedPayload(_:collection:key:comparedTo:)` of one record
+    /// in one statement, for a write of a single record that reports what it did
+    /// (`WriteContext.applyReporting`): nil when the collection is not established.
+    func collectionForWriting(
+        _ name: String, record key: String, comparedTo data: Data
+    ) throws -> (ref: CollectionRef, stored: (equal: Bool, version: Int64)?)? {
+        try runner.one(
+            """
+            SELECT c.id, c.synced, r.version IS NOT NULL, r.payload = ?3, r.version
+            FROM collections c LEFT JOIN records r ON r.collection_id = c.id AND r.key = ?2
+            WHERE c.name = ?1
+            """, name, key, data, collection: name, key: key
+        ) { statement in
+            let ref = CollectionRef(id: statement.int64(at: 0), synced: statement.int64(at: 1) != 0)
+            guard statement.int64(at: 2) != 0 else { return (ref, nil) }
+            return (ref, (statement.int64(at: 3) != 0, statement.int64(at: 4)))
+        }
+    }
+
+    /// The record of a row `key, payload, version`.
+    static func storedRecord(_ statement: Statement) -> StoredRecord {
+        StoredRecord(
+            key: statement.string(at: 0), data: statement.data(at: 1),
+            version: RecordVersion(statement.int64(at: 2)))
+    }
+
+    // MARK: Writing
+
+    /// Inserts or overwrites one record. Returns false (and writes nothing) when the stored
+    /// payload is already byte-for-byte equal. A new record gets `insertVersion`, a changed one
+    /// its previous version + 1.
+    func upsert(_ id: Int64, collection: String, key: String, data: Data, insertVersion: Int64) throws -> Bool {
+        try runner.execute(
+            """
+            INSERT INTO records (collection_id, key, payload, version) VALUES (?1, ?2, ?3, ?4)
+            ON CONFLICT (collection_id, key) DO UPDATE
+            SET payload = excluded.payload, version = records.version + 1
+            WHERE records.payload IS NOT excluded.payload
+            """, id, key, data, insertVersion, collection: collection, key: key)
+    }
+
+    /// Like `upsert`, returning the record's new version, or nil when nothing was written.
+    /// (A separate statement: RETURNING costs a little on every row of a bulk write.)
+    func upsertReturningVersion(
+        _ id: Int64, collection: String, key: String, data: Data, insertVersion: Int64
+    ) throws -> Int64? {
+        try runner.returning(
+            """
+            INSERT INTO records (collection_id, key, payload, version) VALUES (?1, ?2, ?3, ?4)
+            ON CONFLICT (collection_id, key) DO UPDATE
+            SET payload = excluded.payload, version = records.version + 1
+            WHERE records.payload IS NOT excluded.payload
+            RETURNING version
+            """, id, key, data, insertVersion, collection: collection, key: key
+        ) { $0.int64(at: 0) }
+    }
+
+    /// Like `upsert`, for a transaction that has not read the version floor: a new record
+    /// gets the stored floor + 1, read by the statement itself (one statement instead of two
+    /// for a single save).
+    func upsertAtStoredFloor(_ id: Int64, collection: String, key: String, data: Data) throws -> Bool {
+        try runner.execute(
+            """
+            INSERT INTO records (collection_id, key, payload, version)
+            VALUES (?1, ?2, ?3, (SELECT value FROM store_meta WHERE name = 'last_version') + 1)
+            ON CONFLICT (collection_id, key) DO UPDATE
+            SET payload = excluded.payload, version = records.version + 1
+            WHERE records.payload IS NOT excluded.payload
+            """, id, key, data, collection: collection, key: key)
+    }
+
+    /// Like `upsertAtStoredFloor`, returning the record's new version, or nil when nothing was
+    /// written: for a write that reports the versions it gave.
+    func upsertAtStoredFloorReturningVersion(_ id: Int64, collection: String, key: String, data: Data) throws -> Int64? {
+        try runner.returning(
+            """
+            INSERT INTO records (collection_id, key, payload, version)
+            VALUES (?1, ?2, ?3, (SELECT value FROM store_meta WHERE name = 'last_version') + 1)
+            ON CONFLICT (collection_id, key) DO UPDATE
+            SET payload = excluded.payload, version = records.version + 1
+            WHERE records.payload IS NOT excluded.payload
+            RETURNING version
+            """, id, key, data, collection: collection, key: key
+        ) { $0.int64(at: 0) }
+    }
+
+    /// Inserts a record expected to be absent. Returns false, writing nothing, when the key
+    /// exists.
+    func insertIfAbsent(_ id: Int64, collection: String, key: String, data: Data, version: Int64) throws -> Bool {
+        try runner.execute(
+            """
+            INSERT INTO records (collection_id, key, payload, version) VALUES (?1, ?2, ?3, ?4)
+            ON CONFLICT (collection_id, key) DO NOTHING
+            """, id, key, data, version, collection: collection, key: key)
+    }
+
+    /// Overwrites a record only if it still has version `expected` and a different payload;
+    /// returns its new version, or nil when nothing was written (the record is unchanged, has
+    /// another version, or does not exist).
+    func updateIfVersion(_ id: Int64, collection: String, key: String, data: Data, expected: Int64) throws -> Int64? {
+        try runner.returning(
+            """
+            UPDATE records SET payload = ?3, version = version + 1
+            WHERE collection_id = ?1 AND key = ?2 AND version = ?4 AND payload IS NOT ?3
+            RETURNING version
+            """, id, key, data, expected, collection: collection, key: key
+        ) { $0.int64(at: 0) }
+    }
+
+    /// Removes one record; returns the version it had, or nil when it did not exist.
+    func remove(_ id: Int64, collection: String, key: String) throws -> Int64? {
+        try runner.returning(
+            "DELETE FROM records WHERE collection_id = ?1 AND key = ?2 RETURNING version", id, key,
+            collection: collection, key: key
+        ) { $0.int64(at: 0) }
+    }
+
+    /// The highest version in a collection, or nil when it holds no records.
+    func highestVersion(_ id: Int64, collection: String) throws -> Int64? {
+        try runner.one("SELECT max(version) FROM records WHERE collection_id = ?1", id, collection: collection) {
+            $0.isNull(at: 0) ? nil : $0.int64(at: 0)
+        }
+    }
+
+    // MARK: The version floor
+
+    /// The version floor: at least every version a removed record ever had.
+    func lastVersion() throws -> Int64 {
+        let floor = try runner.one("SELECT value FROM store_meta WHERE name = 'last_version'") { $0.int64(at: 0) }
+        guard let floor else { throw runner.malformed("the store has no version floor (store_meta.last_version)") }
+        return floor
+    }
+
+    func setLastVersion(_ version: Int64) throws {
+        try runner.execute("UPDATE store_meta SET value = ?1 WHERE name = 'last_version'", version)
+    }
+}

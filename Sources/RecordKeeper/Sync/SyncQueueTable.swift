@@ -1,0 +1,299 @@
+import Foundation
+
+/// A pending local change as a push sends it: the record's captured value, the server version
+/// the device's value is based on, and its collection's policy.
+struct PendingSyncChange: Sendable {
+    let collection: String
+    let key: String
+    let value: SyncValue
+    let base: SyncServerVersion?
+    let policy: SyncConflictPolicy
+    /// The item version the value was captured at (format 8; nil: byte-level data).
+    let itemVersion: Int?
+}
+
+/// A pending local operation (format 5, `sync_operations`), with its changes.
+struct PendingSyncOperation: Sendable {
+    let sequence: Int64
+    let id: UUID
+    var changes: [PendingSyncChange]
+}
+
+/// The gateway of sync's queue of pending local operations (format 5, docs/FORMAT.md:
+/// `sync_operations`, `sync_operation_changes`), on the connection of one request: capturing
+/// a transaction's changes as one operation, reading them for a push, and settling them when
+/// the server answers (acknowledged changes set the records' server versions).
+/// Names are already validated.
+struct SyncQueueTable {
+    let runner: StatementRunner
+
+    // MARK: Capture
+
+    /// Writes one operation whose changes are `records`' current values (absent: tombstone).
+    /// Returns its sequence.
+    @discardableResult
+    func capture(_ records: [SyncRecordKey]) throws -> Int64 {
+        // A key the server cannot store would be refused with the whole push, again at every
+        // push, blocking every later operation: the local write is refused instead.
+        for record in records where record.key.utf8.contains(0) {
+            throw keyWithNUL(record.key, collection: record.collection)
+        }
+        let sequence = try newSyncOperation()
+        for record in records {
+            // The value at commit, with the item version its collection records (nil: no
+            // repository with item versions wrote it; also for a removed collection).
+            try runner.execute(
+                """
+                INSERT INTO sync_operation_changes (sequence, collection, key, payload, item_version)
+                SELECT ?1, ?2, ?3, (SELECT r.payload FROM records r WHERE r.collection_id = c.id AND r.key = ?3),
+                       c.item_version
+                FROM (SELECT 1) LEFT JOIN collections c ON c.name = ?2
+                """, sequence, record.collection, record.key, collection: record.collection, key: record.key)
+        }
+        // A local write makes the record's value the collection's shape: an item version a
+        // pulled value had (kept per record) no longer applies. Only records that have one
+        // are touched (the partial index), usually none.
+        try runner.execute(
+            """
+            UPDATE sync_records SET item_version = NULL
+            WHERE item_version IS NOT NULL
+            AND (collection, key) IN (SELECT collection, key FROM sync_operation_changes WHERE sequence = ?1)
+            """, sequence)
+        return sequence
+    }
+
+    /// The error for a key the sync server cannot store: refused locally, or it would be refused
+    /// with the whole push, again at every push, blocking every later operation.
+    private func keyWithNUL(_ key: String, collection: String) -> RecordStoreError {
+        RecordStoreError(
+            code: .invalidKey, operation: runner.operation, collection: collection, key: key, path: runner.path,
+            detail: "a record of a synced collection cannot have a key containing a NUL character "
+                + "(the sync server cannot store it); nothing was written")
+    }
+
+    /// A new, empty operation with a fresh id and the next sequence (never given out before:
+    /// AUTOINCREMENT).
+    private func newSyncOperation() throws -> Int64 {
+        let sequence = try runner.returning(
+            "INSERT INTO sync_operations (id, created_at) VALUES (?1, ?2) RETURNING sequence",
+            UUID().uuidString, Int64(Date().timeIntervalSince1970 * 1000)
+        ) { $0.int64(at: 0) }
+        guard let sequence else { throw runner.malformed("creating a sync operation returned no sequence") }
+        return sequence
+    }
+
+    /// Captures every record of collection `id` (`name`) as operations of at most `chunk`
+    /// changes each (the initial upload when sync starts for a collection), in key order. Each
+    /// operation is one `INSERT … SELECT` of the next `chunk` records after the last key
+    /// captured. Returns how many operations it wrote.
+    @discardableResult
+    func captureExistingRecords(_ id: Int64, collection name: String, chunk: Int) throws -> Int {
+        var last: [UInt8]?
+        var operations = 0
+        while true {
+            let sequence = try newSyncOperation()
+            let captured: [UInt8]? = try runner.run(collection: name) {
+                try runner.connection.withStatement(
+                    last == nil
+                        ? """
+                        INSERT INTO sync_operation_changes (sequence, collection, key, payload, item_version)
+                        SELECT ?1, ?2, key, payload, (SELECT item_version FROM collections WHERE id = ?3)
+                        FROM records WHERE collection_id = ?3
+                        ORDER BY key LIMIT ?5 RETURNING key
+                        """
+                        : """
+                        INSERT INTO sync_operation_changes (sequence, collection, key, payload, item_version)
+                        SELECT ?1, ?2, key, payload, (SELECT item_version FROM collections WHERE id = ?3)
+                        FROM records WHERE collection_id = ?3 AND key > ?4
+                        ORDER BY key LIMIT ?5 RETURNING key
+                        """
+                ) { statement in
+                    // ?4 only in the second form: not the runner's binding of ?1, ?2, … in order.
+                    try statement.bind(sequence, at: 1)
+                    try statement.bind(name, at: 2)
+                    try statement.bind(id, at: 3)
+                    if let last { try statement.bind(String(decoding: last, as: UTF8.self), at: 4) }
+                    try statement.bind(Int64(chunk), at: 5)
+                    // RETURNING gives no order: the chunk's greatest key in SQLite's (binary) order.
+                    var greatest: [UInt8]?
+                    while try statement.step() {
+                        let key = Array(statement.string(at: 0).utf8)
+                        if key.contains(0) { throw keyWithNUL(statement.string(at: 0), collection: name) }
+                        if let current = greatest, !current.lexicographicallyPrecedes(key) { continue }
+                        greatest = key
+                    }
+                    return greatest
+                }
+            }
+            guard let captured else {
+                // Nothing left: the operation just created stays empty, so it goes.
+                try delete(sequence)
+                return operations
+            }
+            operations += 1
+            last = captured
+        }
+    }
+
+    /// Gives every pending operation a new id (a new device id was taken); returns how many.
+    func reissueOperationIDs() throws -> Int {
+        let sequences = try runner.all("SELECT sequence FROM sync_operations ORDER BY sequence") { $0.int64(at: 0) }
+        for sequence in sequences {
+            try runner.execute("UPDATE sync_operations SET id = ?2 WHERE sequence = ?1", sequence, UUID().uuidString)
+        }
+        return sequences.count
+    }
+
+    // MARK: Pending operations
+
+    /// Up to `limit` pending operations after `sequence`, in order, without their changes.
+    func operations(after sequence: Int64, limit: Int) throws -> [(sequence: Int64, id: UUID)] {
+        try runner.all(
+            "SELECT sequence, id FROM sync_operations WHERE sequence > ?1 ORDER BY sequence LIMIT ?2", sequence, limit
+        ) { statement in
+            let text = statement.string(at: 1)
+            guard let id = UUID(uuidString: text) else {
+                throw runner.malformed("sync operation \(statement.int64(at: 0)) has a malformed id '\(text)'")
+            }
+            return (statement.int64(at: 0), id)
+        }
+    }
+
+    /// The changes of one pending operation (at most `limit` of them), each with its base (the
+    /// record's server version now) and its collection's policy.
+    func changes(_ sequence: Int64, limit: Int = Int.max) throws -> [PendingSyncChange] {
+        try runner.all(
+            """
+            SELECT c.collection, c.key, c.payload, s.server_version, p.policy, c.item_version
+            FROM sync_operation_changes c
+            LEFT JOIN sync_records s ON s.collection = c.collection AND s.key = c.key
+            LEFT JOIN sync_collections p ON p.name = c.collection
+            WHERE c.sequence = ?1
+            LIMIT ?2
+            """, sequence, limit
+        ) { statement in
+            let collection = statement.string(at: 0)
+            let key = statement.string(at: 1)
+            var policy = SyncConflictPolicy.report
+            if !statement.isNull(at: 4) {
+                let stored = statement.string(at: 4)
+                guard let known = SyncConflictPolicy(rawValue: stored) else {
+                    throw runner.malformed(
+                        collection: collection, key: key, "unknown sync policy '\(stored)' in sync_collections")
+                }
+                policy = known
+            }
+            return PendingSyncChange(
+                collection: collection, key: key,
+                value: statement.isNull(at: 2) ? .tombstone : .payload(statement.data(at: 2)),
+                base: statement.isNull(at: 3) ? nil : SyncServerVersion(statement.int64(at: 3)),
+                policy: policy,
+                itemVersion: statement.isNull(at: 5) ? nil : Int(statement.int64(at: 5)))
+        }
+    }
+
+    /// The records of operation `sequence` that no other pending operation changes and whose
+    /// server value kept aside is newer than `version` (that value wins when the operation is
+    /// acknowledged with `version`). Usually none.
+    func newerAsides(of sequence: Int64, than version: Int64) throws -> [SyncAside] {
+        try runner.all(
+            """
+            SELECT c.collection, c.key, s.aside_payload, s.aside_deleted, s.aside_version, s.aside_item_version
+            FROM sync_operation_changes c
+            JOIN sync_records s ON s.collection = c.collection AND s.key = c.key
+            WHERE c.sequence = ?1 AND s.aside_version > ?2
+            AND NOT EXISTS (SELECT 1 FROM sync_operation_changes o
+                            WHERE o.collection = c.collection AND o.key = c.key AND o.sequence != ?1)
+            """, sequence, version
+        ) { statement in
+            SyncAside(
+                record: SyncRecordKey(collection: statement.string(at: 0), key: statement.string(at: 1)),
+                statement, from: 2)
+        }
+    }
+
+    /// Sets, in two statements, the server version of every record operation `sequence`
+    /// changes to `version` (the server applied the operation with it): a record that another
+    /// pending operation also changes keeps its value aside; any other forgets it, except the
+    /// records whose value aside is newer than `version` (see ``newerAsides(of:than:)``), which
+    /// are left alone.
+    func acknowledgeChanges(of sequence: Int64, version: Int64) throws {
+        try runner.execute(
+            """
+            INSERT INTO sync_records (collection, key, server_version)
+            SELECT c.collection, c.key, ?2 FROM sync_operation_changes c
+            WHERE c.sequence = ?1
+            AND EXISTS (SELECT 1 FROM sync_operation_changes o
+                        WHERE o.collection = c.collection AND o.key = c.key AND o.sequence != ?1)
+            ON CONFLICT (collection, key) DO UPDATE SET server_version = excluded.server_version
+            """, sequence, version)
+        try runner.execute(
+            """
+            INSERT INTO sync_records (collection, key, server_version)
+            SELECT c.collection, c.key, ?2 FROM sync_operation_changes c
+            WHERE c.sequence = ?1
+            AND NOT EXISTS (SELECT 1 FROM sync_operation_changes o
+                            WHERE o.collection = c.collection AND o.key = c.key AND o.sequence != ?1)
+            AND NOT EXISTS (SELECT 1 FROM sync_records s
+                            WHERE s.collection = c.collection AND s.key = c.key AND s.aside_version > ?2)
+            ON CONFLICT (collection, key) DO UPDATE SET server_version = excluded.server_version,
+                aside_payload = NULL, aside_deleted = 0, aside_version = NULL, aside_item_version = NULL
+            """, sequence, version)
+    }
+
+    /// The records an operation still changes (conflicts of earlier operations may have
+    /// dropped some); empty when the operation is no longer pending.
+    func records(_ sequence: Int64) throws -> [SyncRecordKey] {
+        try runner.all(
+            "SELECT collection, key FROM sync_operation_changes WHERE sequence = ?1", sequence) { SyncRecordKey($0) }
+    }
+
+    func isPending(_ sequence: Int64) throws -> Bool {
+        try runner.exists("SELECT 1 FROM sync_operations WHERE sequence = ?1", sequence)
+    }
+
+    /// Removes an answered operation and its changes.
+    func delete(_ sequence: Int64) throws {
+        try runner.execute("DELETE FROM sync_operation_changes WHERE sequence = ?1", sequence)
+        try runner.execute("DELETE FROM sync_operations WHERE sequence = ?1", sequence)
+    }
+
+    /// Whether a pending operation other than `sequence` changes the record.
+    func hasChange(_ record: SyncRecordKey, besides sequence: Int64) throws -> Bool {
+        try runner.exists(
+            "SELECT 1 FROM sync_operation_changes WHERE collection = ?1 AND key = ?2 AND sequence != ?3 LIMIT 1",
+            record.collection, record.key, sequence, collection: record.collection, key: record.key)
+    }
+
+    /// Whether any local change is pending (any record).
+    func hasChanges() throws -> Bool {
+        try runner.exists("SELECT 1 FROM sync_operation_changes LIMIT 1")
+    }
+
+    /// Drops the record's changes from pending operations after `sequence` (its conflict
+    /// superseded them), and removes operations left empty.
+    func dropChanges(_ record: SyncRecordKey, after sequence: Int64) throws {
+        let emptied = try runner.all(
+            "DELETE FROM sync_operation_changes WHERE collection = ?1 AND key = ?2 AND sequence > ?3 RETURNING sequence",
+            record.collection, record.key, sequence, collection: record.collection, key: record.key
+        ) { $0.int64(at: 0) }
+        for sequence in emptied {
+            try runner.execute(
+                """
+                DELETE FROM sync_operations WHERE sequence = ?1
+                AND NOT EXISTS (SELECT 1 FROM sync_operation_changes WHERE sequence = ?1)
+                """, sequence)
+        }
+    }
+
+    func count() throws -> Int {
+        try runner.one("SELECT count(*) FROM sync_operations") { Int($0.int64(at: 0)) } ?? 0
+    }
+}
+
+extension SyncRecordKey {
+    /// The record of a row `collection, key`.
+    init(_ statement: Statement) {
+        self.init(collection: statement.string(at: 0), key: statement.string(at: 1))
+    }
+}

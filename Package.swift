@@ -117,7 +117,7 @@ let package = Package(
         ),
         .target(
             name: "RecordKeeperTool",
-            dependencies: ["RecordKeeper", "RecordKeeperPostgres", "RecordKeeperCommandLine"],
+            dependencies: ["RecordKeeper", "RecordKeeperCoding", "RecordKeeperPostgres", "RecordKeeperCommandLine"],
             swiftSettings: swiftSettings
         ),
         // libmicrohttpd and OpenSSL's libcrypto, for the sync relay. Server-side only (Linux and

@@ -77,15 +77,18 @@ public final class RecordJSONDecoder {
     }
 
     private func decode<T: Decodable>(_ type: T.Type, bytes: UnsafeBufferPointer<UInt8>) throws -> T {
-        var parser = JSONTapeParser(bytes: bytes)
+        var parser = JSONTapeParser(bytes: bytes, syntax: .foundationCompatible)
         swap(&parser.tape, &state.tape)  // move: the parser owns the buffer uniquely and reuses it
         parser.tape.removeAll(keepingCapacity: true)
         do {
             try parser.parse()
         } catch {
             state.tape = parser.tape
+            let position = error.position(in: bytes)
             throw DecodingError.dataCorrupted(DecodingError.Context(
-                codingPath: [], debugDescription: "The given data was not valid JSON: \(error.reason) at byte \(error.offset).",
+                codingPath: [],
+                debugDescription: "The given data was not valid JSON: \(error.reason) at byte \(error.offset) "
+                    + "(line \(position.line), column \(position.column)).",
                 underlyingError: error))
         }
         state.tape = parser.tape

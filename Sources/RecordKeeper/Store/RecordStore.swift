@@ -260,7 +260,7 @@ public actor RecordStore {
     ///   - changes: The records to upsert and the keys to remove.
     ///   - expected: Per key, the version it must still have (nil: must not exist); nil (the
     ///     default) writes unconditionally.
-    ///   - messages: Outbox messages to queue with the change (see <doc:Outbox>).
+    ///   - messages: Outbox messages to queue with the change (see <doc:TheOutbox>).
     /// - Returns: what became of each named key (added, changed, unchanged, removed, or not
     ///   found for removal) and the version of every upserted key afterwards, counted inside the
     ///   transaction. Every upserted key costs one point lookup for this (a key not named in

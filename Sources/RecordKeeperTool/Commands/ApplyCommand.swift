@@ -14,8 +14,8 @@ enum ApplyCommand {
         let reader = file == "-" ? ByteReader(standardInput: ()) : try ByteReader(path: file)
         let changes: RecordChanges
         do {
-            changes = try parseChangeSet(JSONReader(reader))
-        } catch let error as JSONSyntaxError {
+            changes = try parseChangeSet(JSONStream(reader))
+        } catch let error as JSONInputError {
             throw ToolError(.dataError, "\(reader.name): line \(error.line), column \(error.column): "
                             + "\(error.message); nothing was written")
         }
@@ -38,46 +38,39 @@ enum ApplyCommand {
         return line
     }
 
-    /// Reads a whole change set; every problem is a `JSONSyntaxError` with its position.
-    static func parseChangeSet(_ json: JSONReader) throws -> RecordChanges {
+    /// Reads a whole change set; every problem is a `JSONInputError` with its position.
+    static func parseChangeSet(_ json: JSONStream) throws -> RecordChanges {
         var changes = RecordChanges()
-        var removals: [String: JSONSyntaxError] = [:]  // Key and where it was given.
+        var removals: [String: JSONTextPosition] = [:]  // Key and where it was given.
         try json.readObject { member in
             switch member {
             case "upserts":
                 try json.readObject { key in
                     try json.skipWhitespace()
-                    let position = json.error("")
-                    guard !key.isEmpty else { throw JSONSyntaxError(line: position.line, column: position.column,
-                                                                    message: "a key in \"upserts\" is empty") }
-                    var compact: [UInt8] = []
-                    try json.readValue(into: &compact)
+                    let mark = json.mark
+                    guard !key.isEmpty else { throw json.error("a key in \"upserts\" is empty") }
+                    let compact = try json.readCompactValue()
                     guard changes.upserts[key] == nil else {
-                        throw JSONSyntaxError(line: position.line, column: position.column,
-                                              message: "key \(quoted(key)) appears twice in \"upserts\"")
+                        throw json.error("key \(quoted(key)) appears twice in \"upserts\"", at: mark)
                     }
-                    changes[key] = try ImportValue.payload(compact, at: position)
+                    changes[key] = try ImportValue.payload(compact, at: mark, in: json)
                 }
             case "removals":
                 try json.readArray {
                     try json.skipWhitespace()
-                    let position = json.error("")
+                    let position = json.textPosition(of: json.mark)
                     let key = try json.readString()
-                    guard !key.isEmpty else {
-                        throw JSONSyntaxError(line: position.line, column: position.column, message: "a key in \"removals\" is empty")
-                    }
+                    guard !key.isEmpty else { throw JSONInputError("a key in \"removals\" is empty", at: position) }
                     removals[key] = position
                 }
             default:
                 throw json.error("unknown member \(quoted(member)); a change set has \"upserts\" and \"removals\"")
             }
         }
-        try json.skipWhitespace()
-        guard try json.input.peek() == nil else { throw json.error("unexpected content after the change set") }
+        guard try json.peekSignificant() == nil else { throw json.error("unexpected content after the change set") }
         for (key, position) in removals.sorted(by: { ($0.value.line, $0.value.column) < ($1.value.line, $1.value.column) }) {
             guard changes.upserts[key] == nil else {
-                throw JSONSyntaxError(line: position.line, column: position.column,
-                                      message: "key \(quoted(key)) is both upserted and removed")
+                throw JSONInputError("key \(quoted(key)) is both upserted and removed", at: position)
             }
             changes[key] = nil
         }

@@ -138,7 +138,7 @@ enum ImportCommand {
         }
         do {
             try ImportDocument.read(reader, into: visitor, progress: progress, foundationCheck: foundationCheck)
-        } catch let error as JSONSyntaxError {
+        } catch let error as JSONInputError {
             progress.finish()
             throw ToolError(.dataError, "\(reader.name): line \(error.line), column \(error.column): "
                             + "\(error.message); nothing was written")
@@ -155,9 +155,12 @@ enum ImportCommand {
         }
         let writer = ByteWriter(descriptor: descriptor, name: "the copy of standard input")
         let reader = ByteReader(standardInput: ())
+        var piece = [UInt8](repeating: 0, count: 1 << 16)
         do {
-            while let chunk = try reader.nextChunk() {
-                try writer.write(chunk)
+            while true {
+                let count = try reader.read(into: &piece, 0..<piece.count)
+                if count == 0 { break }
+                try writer.write(piece[0..<count])
             }
             try writer.flush()
         } catch {

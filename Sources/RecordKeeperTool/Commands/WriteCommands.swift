@@ -44,15 +44,13 @@ enum WriteCommands {
             : Array(argument.utf8)
         let data: Data
         if asJSON {
-            let reader = JSONReader(ByteReader(bytes: bytes, name: source))
-            var compact: [UInt8] = []
-            do {
-                try reader.readValue(into: &compact)
-                try reader.skipWhitespace()
-                guard try reader.input.peek() == nil else { throw reader.error("unexpected content after the value") }
-            } catch let error as JSONSyntaxError {
-                throw ToolError(.dataError, "\(source) is not valid JSON: line \(error.line), column \(error.column): "
-                                + "\(error.message); nothing was written")
+            let compact: [UInt8]
+            switch JSONStream.compactValue(bytes) {
+            case .success(let value): compact = value
+            case .failure(let error):
+                let position = bytes.withUnsafeBufferPointer { error.position(in: $0) }
+                throw ToolError(.dataError, "\(source) is not valid JSON: line \(position.line), column \(position.column): "
+                                + "\(error.reason); nothing was written")
             }
             guard PayloadCoding.acceptedByFoundation(compact) else {
                 throw ToolError(.dataError, "\(source) is not valid JSON (JSONSerialization refused it); nothing was written")

@@ -2,8 +2,8 @@ import Foundation
 
 /// How payload bytes become text and JSON, and back.
 ///
-/// A payload "is JSON" when it is one valid UTF-8 JSON value by both this tool's reader and
-/// `JSONSerialization` (the same test on the way out and on the way in, so exports always
+/// A payload "is JSON" when it is one valid UTF-8 JSON value by both the codec's strict parser
+/// and `JSONSerialization` (the same test on the way out and on the way in, so exports always
 /// import). Other bytes are written as base64, marked: `{"$base64": "..."}` inside JSON, and a
 /// `base64:` prefix in text output (no JSON value can start with `b`).
 enum PayloadCoding {
@@ -13,17 +13,8 @@ enum PayloadCoding {
 
     /// The compact form of `bytes` if they are one valid JSON value, else nil.
     static func compactJSON(_ bytes: [UInt8]) -> [UInt8]? {
-        let reader = JSONReader(ByteReader(bytes: bytes, name: "payload"))
-        var compact: [UInt8] = []
-        compact.reserveCapacity(bytes.count)
-        do {
-            try reader.readValue(into: &compact)
-            try reader.skipWhitespace()
-            guard try reader.input.peek() == nil else { return nil }
-        } catch {
-            // Not JSON is an answer here, not a failure: such payloads are shown as base64.
-            return nil
-        }
+        // Not JSON is an answer here, not a failure: such payloads are shown as base64.
+        guard case .success(let compact) = JSONStream.compactValue(bytes) else { return nil }
         return acceptedByFoundation(compact) ? compact : nil
     }
 
@@ -59,7 +50,7 @@ enum PayloadCoding {
                   let text = dictionary[base64Key] as? String else { return nil }
             return text
         } catch {
-            // Checked with this reader already; Foundation refusing it means it is not a marker.
+            // Checked with the strict parser already; Foundation refusing it means it is not a marker.
             return nil
         }
     }

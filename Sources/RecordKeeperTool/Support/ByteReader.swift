@@ -1,23 +1,15 @@
 import RecordKeeperCommandLine
 
-/// A buffered byte reader over a file, standard input or bytes in memory, that keeps the line
-/// and column of the next byte for error messages. Memory stays at one buffer whatever the input.
-///
-/// Columns count Unicode scalars (UTF-8 continuation bytes do not advance them), as editors do.
+/// Reads a file, standard input or bytes in memory, a piece at a time: what `JSONStream` and
+/// the commands that copy or slurp input read from. It holds no buffer of its own.
 final class ByteReader {
     private let descriptor: Int32
     private let ownsDescriptor: Bool
     /// How errors name the input: a path or "standard input".
     let name: String
-    // The reader is used from one place at a time (it is not Sendable) and these properties are
-    // touched for every input byte; runtime exclusivity checks on them cost about a sixth of an
-    // import's time, so they are turned off for these properties only.
-    @exclusivity(unchecked) private var buffer: [UInt8]
-    @exclusivity(unchecked) private var position = 0
-    @exclusivity(unchecked) private var end = 0
-    @exclusivity(unchecked) private var atEnd: Bool
-    @exclusivity(unchecked) private(set) var line = 1
-    @exclusivity(unchecked) private(set) var column = 1
+    /// Bytes in memory (`init(bytes:name:)`) and how many of them were read; nil for a file.
+    private let memory: [UInt8]?
+    private var memoryOffset = 0
 
     /// Opens a file; a missing file is `ExitCode.notFound`, others `ExitCode.ioError`.
     init(path: String) throws(ToolError) {
@@ -31,8 +23,7 @@ final class ByteReader {
         self.descriptor = descriptor
         self.ownsDescriptor = true
         self.name = path
-        self.buffer = [UInt8](repeating: 0, count: 1 << 16)
-        self.atEnd = false
+        self.memory = nil
     }
 
     /// Reads an open file from where its position is; `ownsDescriptor` closes it at the end.
@@ -40,8 +31,7 @@ final class ByteReader {
         self.descriptor = descriptor
         self.ownsDescriptor = ownsDescriptor
         self.name = name
-        self.buffer = [UInt8](repeating: 0, count: 1 << 16)
-        self.atEnd = false
+        self.memory = nil
     }
 
     /// Reads standard input.
@@ -49,8 +39,7 @@ final class ByteReader {
         self.descriptor = SystemCalls.standardInput
         self.ownsDescriptor = false
         self.name = "standard input"
-        self.buffer = [UInt8](repeating: 0, count: 1 << 16)
-        self.atEnd = false
+        self.memory = nil
     }
 
     /// Reads bytes already in memory.
@@ -58,9 +47,7 @@ final class ByteReader {
         self.descriptor = -1
         self.ownsDescriptor = false
         self.name = name
-        self.buffer = bytes
-        self.end = bytes.count
-        self.atEnd = true
+        self.memory = bytes
     }
 
     deinit {
@@ -70,67 +57,41 @@ final class ByteReader {
         }
     }
 
-    /// The next byte without consuming it; nil at the end of the input.
-    @inline(__always)
-    func peek() throws(ToolError) -> UInt8? {
-        if position < end { return buffer[position] }
-        if atEnd { return nil }
-        try refill()
-        return position < end ? buffer[position] : nil
-    }
-
-    /// Consumes the byte `peek()` returned.
-    @inline(__always)
-    func advance() {
-        let byte = buffer[position]
-        position += 1
-        if byte == 0x0A {
-            line += 1
-            column = 1
-        } else if byte & 0xC0 != 0x80 {
-            column += 1
+    /// Reads the next bytes into `buffer`, as many as are there up to its size; 0 at the end.
+    func read(into buffer: UnsafeMutableRawBufferPointer) throws(ToolError) -> Int {
+        guard buffer.count > 0 else { return 0 }
+        if let memory {
+            let count = min(buffer.count, memory.count - memoryOffset)
+            memory.withUnsafeBytes { bytes in
+                buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes[memoryOffset..<(memoryOffset + count)]))
+            }
+            memoryOffset += count
+            return count
         }
+        let count = SystemCalls.read(descriptor, into: buffer.baseAddress!, count: buffer.count)
+        if count < 0 {
+            throw ToolError(.ioError, "cannot read \(name): \(SystemCalls.lastErrorMessage)")
+        }
+        return count
     }
 
-    /// Consumes and returns the next byte; nil at the end.
-    @inline(__always)
-    func next() throws(ToolError) -> UInt8? {
-        guard let byte = try peek() else { return nil }
-        advance()
-        return byte
-    }
-
-    /// The buffered bytes not yet consumed (reading more if none), consumed at once without
-    /// tracking lines; nil at the end. For copying input through.
-    func nextChunk() throws(ToolError) -> ArraySlice<UInt8>? {
-        guard try peek() != nil else { return nil }
-        let chunk = buffer[position..<end]
-        position = end
-        return chunk
+    /// Reads the next bytes into `buffer[range]`, as many as are there up to its size; 0 at
+    /// the end.
+    func read(into buffer: inout [UInt8], _ range: Range<Int>) throws(ToolError) -> Int {
+        let result: Result<Int, ToolError> = buffer.withUnsafeMutableBytes { raw in
+            Result { () throws(ToolError) in try read(into: UnsafeMutableRawBufferPointer(rebasing: raw[range])) }
+        }
+        return try result.get()
     }
 
     /// Reads everything that is left (for small inputs such as `put KEY -`).
     func readAll() throws(ToolError) -> [UInt8] {
         var result: [UInt8] = []
-        while try peek() != nil {
-            result.append(contentsOf: buffer[position..<end])
-            position = end
+        var piece = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let count = try read(into: &piece, 0..<piece.count)
+            if count == 0 { return result }
+            result.append(contentsOf: piece[0..<count])
         }
-        return result
-    }
-
-    private func refill() throws(ToolError) {
-        position = 0
-        end = 0
-        let count = buffer.withUnsafeMutableBytes { raw in
-            SystemCalls.read(descriptor, into: raw.baseAddress!, count: raw.count)
-        }
-        if count < 0 {
-            throw ToolError(.ioError, "cannot read \(name): \(SystemCalls.lastErrorMessage)")
-        }
-        if count == 0 {
-            atEnd = true
-        }
-        end = count
     }
 }

@@ -170,7 +170,7 @@ public actor SnapshotCache {
     }
 }
 
-/// What a snapshot file holds (JSON by ``RecordCoding``).
+/// What a snapshot file holds (JSON by ``/RecordKeeperCoding/RecordCoding``).
 struct SnapshotEnvelope<T: Encodable>: Encodable {
     let format: Int
     let key: String

@@ -5,13 +5,13 @@ public import Foundation
 ///
 /// Give a ``RecordRepository`` its current item version and the steps from every older version
 /// still in people's hands; the repository migrates a collection's stored items the first
-/// time it is used with a newer version (see ``RecordRepository/init(store:collection:itemVersion:migrations:)``).
+/// time it is used with a newer version (see ``RecordRepository/init(store:collection:itemVersion:migrations:coding:strategies:)``).
 ///
 /// A step takes the stored JSON of one item, as a JSON object (``json(from:_:)``) or as data
 /// (``data(from:_:)``), and returns the next version's form. It must be a pure function of its
 /// input: it runs inside the store's write transaction, once per item, and must not call the
 /// store. What it returns does not need to be canonical: the repository decodes the migrated
-/// item as `Item` and stores its ``RecordCoding`` encoding, so a step that produces something
+/// item as `Item` and stores its ``/RecordKeeperCoding/RecordCoding`` encoding, so a step that produces something
 /// `Item` cannot decode fails the migration instead of storing it.
 ///
 /// ```swift

@@ -1,6 +1,6 @@
 import Foundation
 
-/// The encoder and decoder of one ``RecordCoding/Implementation``, for a repository or a bulk
+/// The encoder and decoder of one ``/RecordKeeperCoding/RecordCoding/Implementation``, for a repository or a bulk
 /// operation: one instance reuses its buffers for every record. Not thread-safe.
 struct PayloadCoder {
     private let fastEncoder: RecordJSONEncoder?

@@ -46,7 +46,7 @@ public protocol RecordDocument: Sendable {
 ///
 /// A record key is `<group>/<name>` for a group of records, or a single name. Group names and
 /// single keys must not be empty, contain `/`, or start with `_` (reserved for the repository,
-/// which stores the schema version as `_schema`). Payloads are encoded by ``RecordCoding``.
+/// which stores the schema version as `_schema`). Payloads are encoded by ``/RecordKeeperCoding/RecordCoding``.
 public struct DocumentRecords: Sendable {
     /// The collection the document lives in (for error messages).
     public let collection: String

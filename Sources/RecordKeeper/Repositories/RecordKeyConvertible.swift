@@ -8,7 +8,7 @@ import Foundation
 ///
 /// Without a conformance, the rule is: a `UUID` gives its `uuidString` (upper case); a
 /// `LosslessStringConvertible` ID (`String`, `Int`, …) gives its `description`; any other ID
-/// gives its JSON encoding by ``RecordCoding`` (for example `{"shelf":2,"slot":7}`). The
+/// gives its JSON encoding by ``/RecordKeeperCoding/RecordCoding`` (for example `{"shelf":2,"slot":7}`). The
 /// key is part of the stored data: changing the rule for an existing type orphans its records.
 public protocol RecordKeyConvertible {
     /// The record key for this ID. Must not be empty.

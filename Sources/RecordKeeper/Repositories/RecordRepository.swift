@@ -3,7 +3,7 @@ import Foundation
 /// A typed view of one collection: one record per item, keyed by the item's ID, with
 /// per-record conflict detection.
 ///
-/// Each item is stored as its own record, encoded by ``RecordCoding`` (JSON with sorted keys),
+/// Each item is stored as its own record, encoded by ``/RecordKeeperCoding/RecordCoding`` (JSON with sorted keys),
 /// under the key its ID gives (see ``RecordKeyConvertible`` for the rule). Saves are
 /// record-level: `save(_:onConflict:enqueue:)` writes only the items it is given and never removes
 /// others; removal is ``delete(_:onConflict:enqueue:)``, and replacing the whole collection is the
@@ -74,8 +74,8 @@ public actor RecordRepository<Item> where Item: Codable & Identifiable & Equatab
 
     /// Creates a repository for `collection` in `store`, for items of version 1. Does no I/O.
     ///
-    /// `coding` chooses the payload coders: ``RecordCoding/Implementation/recordJSON`` (the default,
-    /// fast) or ``RecordCoding/Implementation/foundation`` (Foundation's, for types whose `Codable`
+    /// `coding` chooses the payload coders: ``/RecordKeeperCoding/RecordCoding/Implementation/recordJSON`` (the default,
+    /// fast) or ``/RecordKeeperCoding/RecordCoding/Implementation/foundation`` (Foundation's, for types whose `Codable`
     /// code needs it). Both read and write the same bytes, so a collection can switch freely.
     ///
     /// `strategies` chooses how payloads write dates and keys (Foundation's defaults unless
@@ -103,7 +103,7 @@ public actor RecordRepository<Item> where Item: Codable & Identifiable & Equatab
     /// first access that finds an older version (a collection that never recorded one holds
     /// version 1), the repository migrates every stored item in one transaction: each payload
     /// goes through the steps from its version up to `itemVersion`, is decoded as `Item` and
-    /// stored in its ``RecordCoding`` form, and the new version is recorded. All or nothing: a
+    /// stored in its ``/RecordKeeperCoding/RecordCoding`` form, and the new version is recorded. All or nothing: a
     /// step that throws, or a migrated item that does not decode, fails the access with
     /// ``RepositoryError`` (`migrationFailed`, naming the key and the step) and nothing is
     /// changed, so a fixed app can try again. Items are never dropped. A collection recorded
@@ -157,7 +157,7 @@ public actor RecordRepository<Item> where Item: Codable & Identifiable & Equatab
     ///
     /// Remembers every record's version as the base of later saves, and forgets keys that are
     /// no longer stored. Migrates the collection first if it holds items of an older item
-    /// version (see ``init(store:collection:itemVersion:migrations:)``).
+    /// version (see ``init(store:collection:itemVersion:migrations:coding:strategies:)``).
     /// - Throws: ``RepositoryError`` with code `undecodableRecord` (naming the key) when any
     ///   record does not decode, or `keyMismatch` when a record is stored under a key its
     ///   item's ID does not give; never a shorter list (``loadPartial()`` is the form that

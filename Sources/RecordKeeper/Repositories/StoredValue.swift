@@ -3,7 +3,7 @@ import Foundation
 /// One Codable value stored as one record, for settings-like data: read with a default when
 /// it was never saved, saved without hand-encoding.
 ///
-/// The value is encoded by ``RecordCoding`` and stored under `key` in `collection`, beside any
+/// The value is encoded by ``/RecordKeeperCoding/RecordCoding`` and stored under `key` in `collection`, beside any
 /// other records there (saving it never touches them). Like ``RecordRepository``, it remembers
 /// the version of the record it last loaded or saved and bases each save on it: if another
 /// writer changed the value since, the save writes nothing and throws ``RecordConflict``.

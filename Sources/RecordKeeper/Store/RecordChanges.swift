@@ -28,7 +28,7 @@ public struct RecordChanges: Sendable, Equatable {
     /// (``RecordStore/apply(_:changes:expecting:enqueue:)``,
     /// ``RecordTransaction/apply(_:changes:expecting:enqueue:)``) refuse it with
     /// ``RecordStoreError/Code-swift.struct/invalidArgument``: replacing a collection is
-    /// ``RecordStore/replace(_:values:)``.
+    /// ``RecordStore/replace(_:values:onlyIfAbsent:)``.
     public private(set) var isFullState = false
 
     /// An empty change.

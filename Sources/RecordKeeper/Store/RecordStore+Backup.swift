@@ -25,8 +25,10 @@ extension RecordStore {
     /// ```swift
     /// try await store.backup(to: backups.appending(path: "records-2026-11-30.sqlite"))
     /// ```
-    /// - Parameter overwrite: replace a file already at `destination`; without it an existing
-    ///   file is an error and left as it is.
+    /// - Parameters:
+    ///   - destination: The file to write the copy to.
+    ///   - overwrite: Replace a file already at `destination`; without it an existing file is
+    ///     an error and left as it is.
     /// - Throws: ``RecordStoreError`` with operation ``StoreOperation/backup``: ``RecordStoreError/Code/invalidArgument``
     ///   when `destination` exists (without `overwrite`), is the store's own file, is a
     ///   directory, or has a write-ahead log next to it; ``RecordStoreError/Code/cannotOpen``

@@ -5,7 +5,7 @@ import Foundation
 
 extension HTTPSyncServer {
     /// One page, fetched for a pull (`id` from ``PullPipeline/claim(_:fetch:)``). When the
-    /// relay's answer names the next page's cursor (``RelayWire/nextCursorHeader``), the next
+    /// relay's answer names the next page's cursor (``/RecordKeeperSync/RelayWire/nextCursorHeader``), the next
     /// page is asked for at once, before this one is decoded; the pipeline hands it only to a
     /// pull asking exactly for it.
     func fetchPage(_ request: PullPipeline.Request, id: UInt64) async throws -> SyncPage {
@@ -61,7 +61,7 @@ extension HTTPSyncServer {
         return first
     }
 
-    /// The pages of a pull answer: one page, or (``RelayWire/pagesHeader``) one per line.
+    /// The pages of a pull answer: one page, or (``/RecordKeeperSync/RelayWire/pagesHeader``) one per line.
     static func decodePages(_ data: Data, _ response: HTTPURLResponse) throws -> [SyncPage] {
         guard let header = response.value(forHTTPHeaderField: RelayWire.pagesHeader) else {
             return [try SyncWireJSON.decodePage(data)]

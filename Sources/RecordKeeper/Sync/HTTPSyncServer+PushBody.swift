@@ -3,7 +3,7 @@ import Foundation
 extension HTTPSyncServer {
     /// The push bodies of a list of operations, each operation encoded once: its bytes both
     /// size the batches that fit the relay's body limit and make the bodies, which are
-    /// byte for byte ``RecordJSONEncoder``'s encoding of a ``RelayWire/PushRequest`` of the batch.
+    /// byte for byte ``/RecordKeeperCoding/RecordJSONEncoder``'s encoding of a ``/RecordKeeperSync/RelayWire/PushRequest`` of the batch.
     struct PushBody {
         /// `{"operations":[`: the envelope before the operations (keys sorted: `operations`
         /// comes before `space`).
@@ -44,7 +44,7 @@ extension HTTPSyncServer {
         /// The end of the longest run of whole operations from `start` whose body fits in
         /// `limit` bytes.
         ///
-        /// - Throws: ``SyncError/Code/invalidRequest`` when the operation at `start` alone does
+        /// - Throws: ``/RecordKeeperSync/SyncError/Code/invalidRequest`` when the operation at `start` alone does
         ///   not fit (its changes apply together, so it cannot be split).
         func batchEnd(from start: Int, limit: Int, relay: URL) throws -> Int {
             var size = head.count + tail.count

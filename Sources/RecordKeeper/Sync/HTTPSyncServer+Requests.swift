@@ -26,7 +26,7 @@ extension HTTPSyncServer {
     }
 
     /// One request with the token (unless `authorized` is false); every failure to get an
-    /// answer is a ``SyncError``. After a 401 the token provider is asked again: a token other
+    /// answer is a ``/RecordKeeperSync/SyncError``. After a 401 the token provider is asked again: a token other
     /// than the refused one is tried once more (a 401 means the relay read and wrote nothing);
     /// the same token, or a second 401, is the answer. `given` is the token to try first
     /// (asked by the caller), else the provider is asked.
@@ -77,7 +77,7 @@ extension HTTPSyncServer {
         return request
     }
 
-    /// Sends `request` once; every failure to get an answer is a ``SyncError``.
+    /// Sends `request` once; every failure to get an answer is a ``/RecordKeeperSync/SyncError``.
     private func exchange(
         _ operation: String, _ request: URLRequest, through session: URLSession
     ) async throws -> (Data, HTTPURLResponse) {

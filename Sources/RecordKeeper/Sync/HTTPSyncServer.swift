@@ -3,7 +3,7 @@ public import Foundation
     public import FoundationNetworking
 #endif
 
-/// A ``RecordSyncServer`` reached through a sync relay (`recordkeeper-relay`) over HTTP or
+/// A ``/RecordKeeperSync/RecordSyncServer`` reached through a sync relay (`recordkeeper-relay`) over HTTP or
 /// HTTPS, with a bearer token: the way apps on devices sync, never holding database
 /// credentials.
 ///
@@ -17,23 +17,23 @@ public import Foundation
 /// ```
 ///
 /// The relay takes the space from the token; the `space` each call names is sent along and
-/// must be the token's (another is ``SyncError/Code/forbidden``, with nothing read or written).
+/// must be the token's (another is ``/RecordKeeperSync/SyncError/Code/forbidden``, with nothing read or written).
 ///
 /// | answer | thrown |
 /// | --- | --- |
-/// | 401 | ``SyncError/Code/unauthorized`` (after one retry when the token provider gives another token): get a new token; the store is untouched |
-/// | 403 | ``SyncError/Code/forbidden``: the token does not grant this space, collection or push |
-/// | 400 | ``SyncError/Code/invalidRequest``, with the relay's reason |
-/// | 410 with code `behindHorizon` | ``SyncError/Code/behindHorizon``: the pull's cursor is behind the space's compaction horizon (``RecordSync`` resyncs) |
-/// | 408, 429, 502, 503, 504, no connection, a timeout | ``SyncError/Code/unreachable``, with ``SyncError/retryAfter`` from `Retry-After` |
-/// | 404, 405, another protocol version | ``SyncError/Code/configuration``: the URL is not a relay of this protocol |
-/// | a push of changes with item versions to a relay whose health does not say ``RelayWire/Health/itemVersions`` | ``SyncError/Code/configuration`` (nothing sent): an older relay would drop them |
-/// | other | ``SyncError/Code/serverFailure`` |
+/// | 401 | ``/RecordKeeperSync/SyncError/Code/unauthorized`` (after one retry when the token provider gives another token): get a new token; the store is untouched |
+/// | 403 | ``/RecordKeeperSync/SyncError/Code/forbidden``: the token does not grant this space, collection or push |
+/// | 400 | ``/RecordKeeperSync/SyncError/Code/invalidRequest``, with the relay's reason |
+/// | 410 with code `behindHorizon` | ``/RecordKeeperSync/SyncError/Code/behindHorizon``: the pull's cursor is behind the space's compaction horizon (``RecordSync`` resyncs) |
+/// | 408, 429, 502, 503, 504, no connection, a timeout | ``/RecordKeeperSync/SyncError/Code/unreachable``, with ``/RecordKeeperSync/SyncError/retryAfter`` from `Retry-After` |
+/// | 404, 405, another protocol version | ``/RecordKeeperSync/SyncError/Code/configuration``: the URL is not a relay of this protocol |
+/// | a push of changes with item versions to a relay whose health does not say ``/RecordKeeperSync/RelayWire/Health/itemVersions`` | ``/RecordKeeperSync/SyncError/Code/configuration`` (nothing sent): an older relay would drop them |
+/// | other | ``/RecordKeeperSync/SyncError/Code/serverFailure`` |
 ///
 /// A push larger than the relay's body limit (its `GET /v1/health` says it, asked once) goes
 /// in several requests, each of whole operations in order; only a single operation larger than
-/// the limit is refused (``SyncError/Code/invalidRequest``, nothing sent). Bodies are the
-/// library's own JSON (``RecordJSONEncoder``) of the ``RelayWire`` types.
+/// the limit is refused (``/RecordKeeperSync/SyncError/Code/invalidRequest``, nothing sent). Bodies are the
+/// library's own JSON (``/RecordKeeperCoding/RecordJSONEncoder``) of the ``/RecordKeeperSync/RelayWire`` types.
 ///
 /// The session's `timeoutIntervalForRequest` is the timeout that applies (on Linux always; see
 /// ``HTTPOutboxTransport``). On Linux, `URLSession` lives in FoundationNetworking.
@@ -52,8 +52,8 @@ public struct HTTPSyncServer: RecordSyncServer {
     ///   - url: the relay's base URL; the protocol's paths (`/v1/push`…) are appended to it.
     ///   - session: the session requests go through (its timeout applies).
     ///   - token: the bearer token, asked before every request (so it may refresh), and again
-    ///     after a 401: a token other than the refused one is tried once more. A ``SyncError``
-    ///     it throws passes through; another error is ``SyncError/Code/unauthorized``.
+    ///     after a 401: a token other than the refused one is tried once more. A ``/RecordKeeperSync/SyncError``
+    ///     it throws passes through; another error is ``/RecordKeeperSync/SyncError/Code/unauthorized``.
     public init(url: URL, session: URLSession = .shared, token: @escaping @Sendable () async throws -> String) {
         self.url = url
         self.session = session
@@ -62,7 +62,7 @@ public struct HTTPSyncServer: RecordSyncServer {
 
     /// Pushes `operations`, in as many requests as the relay's body limit needs.
     ///
-    /// - Throws: ``SyncError`` (see the type's table). When a later request fails, the earlier
+    /// - Throws: ``/RecordKeeperSync/SyncError`` (see the type's table). When a later request fails, the earlier
     ///   ones stay applied: pushing the same operations again answers them as redeliveries.
     public func push(space: String, operations: [SyncOperation]) async throws -> [SyncOutcome] {
         try SyncRequestValidation.validatePush(space: space, operations: operations)
@@ -107,7 +107,7 @@ public struct HTTPSyncServer: RecordSyncServer {
     /// and token) gets that answer, or its error; any other pull cancels it. Cancelling the
     /// pull cancels the page fetched ahead.
     ///
-    /// - Throws: ``SyncError`` (see the type's table).
+    /// - Throws: ``/RecordKeeperSync/SyncError`` (see the type's table).
     public func pull(space: String, after cursor: SyncCursor, limit: Int) async throws -> SyncPage {
         try await pull(space: space, after: cursor, limit: limit, collections: nil)
     }
@@ -118,9 +118,9 @@ public struct HTTPSyncServer: RecordSyncServer {
     /// Every page is trimmed to `collections` here too: a relay older than the filter ignores
     /// `collections=` and answers every collection's changes, which are never handed on (the
     /// page then ends at its last change kept, and a page cut short that keeps none is followed
-    /// by the next: see ``SyncPullFilter``). Such a relay costs what it did, never a wrong answer.
+    /// by the next: see ``/RecordKeeperSync/SyncPullFilter``). Such a relay costs what it did, never a wrong answer.
     ///
-    /// - Throws: ``SyncError`` (see the type's table); ``SyncError/Code/invalidRequest`` for
+    /// - Throws: ``/RecordKeeperSync/SyncError`` (see the type's table); ``/RecordKeeperSync/SyncError/Code/invalidRequest`` for
     ///   bad collection names.
     public func pull(
         space: String, after cursor: SyncCursor, limit: Int, collections: Set<String>?
@@ -134,7 +134,7 @@ public struct HTTPSyncServer: RecordSyncServer {
 
     /// A live pull through the relay (`wait=` in the query, in whole seconds, rounded up): the
     /// relay holds the pull until a change of the space commits or the wait passes (or its own
-    /// maximum, ``RelayWire/Health/maxPullWait``, which is lower), then answers. The request's
+    /// maximum, ``/RecordKeeperSync/RelayWire/Health/maxPullWait``, which is lower), then answers. The request's
     /// timeout is the session's `timeoutIntervalForRequest` plus the wait (a session like
     /// the given one, made once per wait). A relay older than live pulls ignores `wait` and
     /// answers at once: an empty page then means "nothing yet", as always.
@@ -143,8 +143,8 @@ public struct HTTPSyncServer: RecordSyncServer {
     /// let page = try await server.pull(space: "alice", after: cursor, limit: 500, collections: nil, wait: .seconds(30))
     /// ```
     ///
-    /// - Throws: ``SyncError`` (see the type's table); ``SyncError/Code/invalidRequest`` for a
-    ///   `wait` below zero or above ``SyncPage/maximumWait``.
+    /// - Throws: ``/RecordKeeperSync/SyncError`` (see the type's table); ``/RecordKeeperSync/SyncError/Code/invalidRequest`` for a
+    ///   `wait` below zero or above ``/RecordKeeperSync/SyncPage/maximumWait``.
     public func pull(
         space: String, after cursor: SyncCursor, limit: Int, collections: Set<String>?, wait: Duration
     ) async throws -> SyncPage {
@@ -184,9 +184,9 @@ public struct HTTPSyncServer: RecordSyncServer {
 
     /// The relay's health and limits (`GET /v1/health`, no token), asked once and kept.
     ///
-    /// - Throws: ``SyncError``: ``SyncError/Code/unreachable`` when the relay cannot be
-    ///   reached, ``SyncError/Code/configuration`` when the URL is not a relay speaking
-    ///   ``RelayWire/version``.
+    /// - Throws: ``/RecordKeeperSync/SyncError``: ``/RecordKeeperSync/SyncError/Code/unreachable`` when the relay cannot be
+    ///   reached, ``/RecordKeeperSync/SyncError/Code/configuration`` when the URL is not a relay speaking
+    ///   ``/RecordKeeperSync/RelayWire/version``.
     public func health() async throws -> RelayWire.Health {
         if let known = await limits.health { return known }
         let (data, response) = try await exchange("health check", path: RelayWire.healthPath, authorized: false)

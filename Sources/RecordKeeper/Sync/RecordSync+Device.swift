@@ -40,7 +40,7 @@ public struct SyncRecovery: Sendable, Hashable {
 
 extension RecordSync {
     /// Makes the store sync as a new device: the way out when the server refuses its
-    /// operations as ``SyncError/Code/forkedDevice`` (another store synced under this device
+    /// operations as ``/RecordKeeperSync/SyncError/Code/forkedDevice`` (another store synced under this device
     /// id: a backup or copy of it, or this store before it was restored), and the step to take
     /// after restoring a synced store from a backup (docs/BACKUP.md).
     ///
@@ -63,7 +63,7 @@ extension RecordSync {
     /// ```
     ///
     /// - Returns: the old and new device ids and how many operations got new ids.
-    /// - Throws: ``SyncError`` with ``SyncError/Code/invalidRequest`` when sync never started
+    /// - Throws: ``/RecordKeeperSync/SyncError`` with ``/RecordKeeperSync/SyncError/Code/invalidRequest`` when sync never started
     ///   for the store (nothing is changed); ``RecordStoreError``.
     @discardableResult
     public func recover() async throws -> SyncRecovery {

@@ -28,7 +28,7 @@ extension RecordSync {
     ///   other processes included; a commit waits ``KeepInSyncOptions/pushDelay`` first, so a
     ///   burst goes in one push. A commit that leaves nothing to push (a pulled page) starts no
     ///   round.
-    /// - otherwise it holds a live pull (``RecordSyncServer/pull(space:after:limit:collections:wait:)``,
+    /// - otherwise it holds a live pull (``/RecordKeeperSync/RecordSyncServer/pull(space:after:limit:collections:wait:)``,
     ///   ``KeepInSyncOptions/pullWait`` long) and applies the page it answers; an empty answer
     ///   starts no round. A local commit cancels the held pull (on Linux it is abandoned, its
     ///   answer dropped: see `AbandonableRequest`).
@@ -36,16 +36,16 @@ extension RecordSync {
     /// Its state goes to ``activity()``: ``SyncActivity/syncing`` while a round runs, then
     /// ``SyncActivity/upToDate(_:)`` or ``SyncActivity/needsAttention(_:_:)`` (unresolved
     /// conflicts) with the round's report. A round that fails with
-    /// ``SyncError/Code/unreachable`` or ``SyncError/Code/serverFailure`` is tried again after a
+    /// ``/RecordKeeperSync/SyncError/Code/unreachable`` or ``/RecordKeeperSync/SyncError/Code/serverFailure`` is tried again after a
     /// backoff (``KeepInSyncOptions/backoff``, with jitter; at least a relay's `Retry-After`),
     /// announced as ``SyncActivity/offline(_:nextAttempt:failures:)``; the next success resets
     /// it. Nothing local is lost meanwhile: local commits stay queued.
     ///
     /// **Errors retrying cannot mend stop it**: a token refused or not granting the request
-    /// (``SyncError/Code/unauthorized``, ``SyncError/Code/forbidden``), wrong settings or
-    /// credentials (``SyncError/Code/configuration``, ``SyncError/Code/authentication``), a
+    /// (``/RecordKeeperSync/SyncError/Code/unauthorized``, ``/RecordKeeperSync/SyncError/Code/forbidden``), wrong settings or
+    /// credentials (``/RecordKeeperSync/SyncError/Code/configuration``, ``/RecordKeeperSync/SyncError/Code/authentication``), a
     /// newer server schema, another store writing as this device
-    /// (``SyncError/Code/forkedDevice``: ``recover()``), a refused request, a local storage
+    /// (``/RecordKeeperSync/SyncError/Code/forkedDevice``: ``recover()``), a refused request, a local storage
     /// failure. The activity becomes ``SyncActivity/stopped(_:)`` with the error and the call
     /// throws it; mend the cause (a new token, `recover()`) and call it again.
     ///
@@ -65,7 +65,7 @@ extension RecordSync {
     /// keeping the server's value (which writes nothing) leaves
     /// ``SyncActivity/needsAttention(_:_:)`` at the next round.
     ///
-    /// - Throws: ``SyncError``: ``SyncError/Code/invalidRequest`` when this `RecordSync` keeps
+    /// - Throws: ``/RecordKeeperSync/SyncError``: ``/RecordKeeperSync/SyncError/Code/invalidRequest`` when this `RecordSync` keeps
     ///   the store in sync already, sync has not started for the store, or
     ///   ``KeepInSyncOptions/pullWait`` is out of range; a stopping error as above;
     ///   ``RecordStoreError``. Never `CancellationError`.

@@ -41,7 +41,7 @@ extension RecordSync {
     /// Every page is checked before it is applied (``SyncAnswerCheck/page(_:after:space:seen:)``).
     /// A change of a synced collection that the store cannot hold (an empty key, a NUL
     /// character) is skipped and the rest applied: once every page is applied, the pull throws
-    /// ``SyncError/Code/serverFailure`` naming each such change, so one bad row on the server
+    /// ``/RecordKeeperSync/SyncError/Code/serverFailure`` naming each such change, so one bad row on the server
     /// does not block every device.
     ///
     /// A pull from the start is a **resync** (the first pull, a cursor reset by `start`, or a

@@ -64,8 +64,8 @@ extension RecordSync {
     /// A refusal after another client of the store file pushed meanwhile (the chain it stored
     /// is not the one the refused operation named) is tried once more from the stored chain.
     /// Otherwise the server's last sequence for the device says who is behind: below what this
-    /// store knows it recorded, the server lost operations (``SyncError/Code/serverFailure``);
-    /// else another store wrote as this device (``SyncError/Code/forkedDevice``).
+    /// store knows it recorded, the server lost operations (``/RecordKeeperSync/SyncError/Code/serverFailure``);
+    /// else another store wrote as this device (``/RecordKeeperSync/SyncError/Code/forkedDevice``).
     func push(_ settings: SyncSettings, into report: inout SyncReport) async throws {
         var retried = false
         while let refusal = try await pushBatches(settings, into: &report) {

@@ -26,7 +26,7 @@ public struct SyncReport: Sendable, Hashable {
     /// device of its own (see ``SyncRecovery``).
     public var recovery: SyncRecovery?
     /// Set when the pull resynced: the server had compacted past the store's cursor
-    /// (``SyncError/Code/behindHorizon``), so the store pulled the space's current state from
+    /// (``/RecordKeeperSync/SyncError/Code/behindHorizon``), so the store pulled the space's current state from
     /// the start (docs/SYNC.md "Resync").
     public var resynced: Bool
     /// Records a pull from the start removed because the server deleted them and compacted
@@ -140,7 +140,7 @@ public struct SyncStatus: Sendable, Hashable {
 /// operation per local transaction. A push sends many operations per round trip and applies
 /// the server's answers to a batch in one local transaction; a pull applies each page with its
 /// cursor in one local transaction, without capturing it again (no echo). When the server
-/// cannot be reached, ``SyncError/Code/unreachable`` is thrown, nothing local changes, and the
+/// cannot be reached, ``/RecordKeeperSync/SyncError/Code/unreachable`` is thrown, nothing local changes, and the
 /// operations stay queued for the next call. See <doc:Sync>.
 ///
 /// Calls on one `RecordSync` run one at a time, in the order they were made.
@@ -153,15 +153,15 @@ public struct SyncStatus: Sendable, Hashable {
 /// was taken in; a sync of a store whose file is another one (a copy made by `backup(to:)` or
 /// by copying the file, a backup moved into place) first takes a new device id
 /// (``SyncReport/recovery``), so a copy never writes as the device it was copied from. Every
-/// operation names the one before it (``SyncOperation/predecessor``), so the server also
+/// operation names the one before it (``/RecordKeeperSync/SyncOperation/predecessor``), so the server also
 /// refuses what a copy the file's identity cannot tell (a backup copied over the store file in
-/// place) sends under the device id: ``SyncError/Code/forkedDevice``, resolved by
+/// place) sends under the device id: ``/RecordKeeperSync/SyncError/Code/forkedDevice``, resolved by
 /// ``recover()``.
 ///
 /// **Answers are checked.** Every outcome and page is checked against what the store knows: an
 /// outcome of another operation, a version or counter at or below one the device has seen, a
-/// number out of range, a change the store cannot hold. Each is a ``SyncError`` with code
-/// ``SyncError/Code/serverFailure`` naming the space, record or operation, and nothing of
+/// number out of range, a change the store cannot hold. Each is a ``/RecordKeeperSync/SyncError`` with code
+/// ``/RecordKeeperSync/SyncError/Code/serverFailure`` naming the space, record or operation, and nothing of
 /// that answer is applied.
 public actor RecordSync {
     /// The store synced.
@@ -213,7 +213,7 @@ public actor RecordSync {
     /// try await sync.start(space: "alice", collections: ["notes", "settings"])
     /// ```
     ///
-    /// - Throws: ``SyncError`` with ``SyncError/Code/invalidRequest`` when the store already
+    /// - Throws: ``/RecordKeeperSync/SyncError`` with ``/RecordKeeperSync/SyncError/Code/invalidRequest`` when the store already
     ///   syncs another space, the space is empty, no collection is named on the first start, or
     ///   a name is invalid or contains a NUL character (nothing is changed); ``RecordStoreError``
     ///   (``RecordStoreError/Code/invalidKey`` when a record of a collection to sync has a key
@@ -249,12 +249,12 @@ public actor RecordSync {
     /// Pushes every pending operation, then pulls to the server's head.
     ///
     /// - Returns: what both did; ``SyncReport/cursor`` is the cursor after the pull.
-    /// - Throws: ``SyncError`` (``SyncError/Code/unreachable``: nothing local is lost, try
+    /// - Throws: ``/RecordKeeperSync/SyncError`` (``/RecordKeeperSync/SyncError/Code/unreachable``: nothing local is lost, try
     ///   again later; what was answered before the failure stays applied;
-    ///   ``SyncError/Code/forkedDevice``: call ``recover()``; ``SyncError/Code/serverFailure``:
+    ///   ``/RecordKeeperSync/SyncError/Code/forkedDevice``: call ``recover()``; ``/RecordKeeperSync/SyncError/Code/serverFailure``:
     ///   the server failed or answered what cannot be true, see the message);
     ///   ``RecordStoreError``. A `SyncError` after part of the work was done carries what was
-    ///   done in ``SyncError/partialReport``: the push's new conflicts, say, when the pull
+    ///   done in ``RecordKeeperSync/SyncError/partialReport``: the push's new conflicts, say, when the pull
     ///   after it failed.
     public func sync() async throws -> SyncReport {
         await takeTurn()
@@ -280,12 +280,12 @@ public actor RecordSync {
     /// conflicting ones are recorded (see ``RecordStore/syncConflicts()``) and their other
     /// changes queued again. An operation another process answered meanwhile is skipped.
     ///
-    /// - Throws: ``SyncError``: ``SyncError/Code/unreachable`` when the server could not be
+    /// - Throws: ``/RecordKeeperSync/SyncError``: ``/RecordKeeperSync/SyncError/Code/unreachable`` when the server could not be
     ///   reached (the outcome is unknown; the operations stay pending and the next push sends
     ///   them again with the same ids, which the server answers without a second effect);
-    ///   ``SyncError/Code/forkedDevice`` when the server refused an operation because another
+    ///   ``/RecordKeeperSync/SyncError/Code/forkedDevice`` when the server refused an operation because another
     ///   store wrote as this device (the operations stay pending: call ``recover()``);
-    ///   ``SyncError/Code/serverFailure`` when the server failed, lost operations of this
+    ///   ``/RecordKeeperSync/SyncError/Code/serverFailure`` when the server failed, lost operations of this
     ///   device, or answered what cannot be true (nothing of that answer is applied).
     ///   ``RecordStoreError``.
     public func push() async throws -> SyncReport {
@@ -306,15 +306,15 @@ public actor RecordSync {
     /// Pulls to the server's head, page by page, each page with its cursor in one transaction.
     ///
     /// Only the collections synced here are pulled (the server filters:
-    /// ``RecordSyncServer/pull(space:after:limit:collections:)``, and a page holding another
+    /// ``/RecordKeeperSync/RecordSyncServer/pull(space:after:limit:collections:)``, and a page holding another
     /// collection's change is refused); a change this store already has
     /// (its own write coming back, or a page pulled again after a crash) is skipped; a record
     /// with local changes still pending keeps its local value, and the server's value is kept
     /// aside until the pending change is answered. Deletions arrive as tombstones and remove
     /// the record. The stored cursor never moves backwards. Change streams see pulled changes.
     ///
-    /// - Throws: ``SyncError`` (``SyncError/Code/unreachable``: pages applied before stay
-    ///   applied, nothing else changed; ``SyncError/Code/serverFailure`` for a page that cannot
+    /// - Throws: ``/RecordKeeperSync/SyncError`` (``/RecordKeeperSync/SyncError/Code/unreachable``: pages applied before stay
+    ///   applied, nothing else changed; ``/RecordKeeperSync/SyncError/Code/serverFailure`` for a page that cannot
     ///   be true, not applied, or, after every other change was applied, for changes the store
     ///   cannot hold, which are named and skipped); ``RecordStoreError``.
     public func pull() async throws -> SyncReport {

@@ -25,8 +25,8 @@ public enum SyncActivity: Sendable {
     /// Sync goes on meanwhile.
     case needsAttention([SyncRecordConflict], SyncReport)
     /// The last round failed in a way a later attempt may mend: the server could not be
-    /// reached (``SyncError/Code/unreachable``) or failed the request
-    /// (``SyncError/Code/serverFailure``). The next attempt starts at `nextAttempt` (a backoff
+    /// reached (``/RecordKeeperSync/SyncError/Code/unreachable``) or failed the request
+    /// (``/RecordKeeperSync/SyncError/Code/serverFailure``). The next attempt starts at `nextAttempt` (a backoff
     /// with jitter, see ``SyncBackoff``); `failures` counts the failed rounds in a row. Local
     /// changes stay queued meanwhile.
     case offline(SyncError, nextAttempt: Date, failures: Int)
@@ -43,7 +43,7 @@ public enum SyncActivity: Sendable {
 /// After `n` failures in a row the base delay is `initial · 2^(n-1)`, at most ``maximum``;
 /// the delay is half of the base plus a random part of the other half ("equal jitter"), so
 /// delays never shrink from one failure to the next until the cap. A server that asks to be
-/// left alone longer (``SyncError/retryAfter``) gets at least that.
+/// left alone longer (``/RecordKeeperSync/SyncError/retryAfter``) gets at least that.
 ///
 /// ```swift
 /// SyncBackoff().delay(afterFailures: 3, random: 0.5)   // 3 seconds: base 4 s, 2 s + 0.5 · 2 s
@@ -84,7 +84,7 @@ public struct KeepInSyncOptions: Sendable {
     /// push (default 20 ms; zero pushes at once).
     public var pushDelay: Duration
     /// How long one live pull asks the server to hold it (default 25 seconds, at most
-    /// ``SyncPage/maximumWait``; below a proxy's typical idle timeout).
+    /// ``/RecordKeeperSync/SyncPage/maximumWait``; below a proxy's typical idle timeout).
     public var pullWait: Duration
     /// The delays between attempts while the server is unreachable.
     public var backoff: SyncBackoff

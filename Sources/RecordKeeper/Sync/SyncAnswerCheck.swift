@@ -2,7 +2,7 @@ import Foundation
 
 /// Checks of what a server answers, against what the device knows, before anything of it is
 /// applied: a server restored from an older backup, a row edited by hand, a bug or a lie must
-/// end in a clear ``SyncError`` (``SyncError/Code/serverFailure``, naming the space, operation
+/// end in a clear ``/RecordKeeperSync/SyncError`` (``/RecordKeeperSync/SyncError/Code/serverFailure``, naming the space, operation
 /// or record), never in a crash, a silent drop or a device that diverges for ever.
 enum SyncAnswerCheck {
     /// Versions and counters a server may give: a version is at least 1; neither may be

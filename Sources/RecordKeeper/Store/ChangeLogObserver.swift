@@ -7,6 +7,15 @@ import Foundation
 /// Only transactions that some stream observes log (`ObserverLock`): a transaction that finds
 /// no stream holds the observers' lock exclusively until it ends and logs nothing. In memory
 /// only this store's streams can observe.
+///
+/// On Linux a transaction that took the lock keeps it after its commit, for the transactions
+/// that follow within ``lingerInterval`` (the store releases it then, between transactions:
+/// `releaseBetweenTransactions()`): while it holds the lock exclusively no stream can exist, so
+/// they need not ask again. That saves a lock and an unlock call per commit (about 2 µs of a
+/// single save's 15–20 µs). A stream starting meanwhile waits for the release, as it waits for a
+/// transaction that holds the lock, at most ``lingerInterval`` longer. Apple platforms release
+/// at every commit: a process suspended while it holds a lock on a file in a shared container
+/// is terminated by the system.
 final class ChangeLogObserver: TransactionObserver {
     /// The store file (nil in memory).
     private let path: String?
@@ -21,6 +30,20 @@ final class ChangeLogObserver: TransactionObserver {
     private var logs = false
     /// True while it holds the observers' lock exclusively (nothing observes, nothing logged).
     private var holdsLock = false
+    /// True while it keeps the lock between transactions (see the type's comment).
+    private var lingers = false
+
+    /// How long the lock is kept after a commit for the transactions that follow.
+    static let lingerInterval: Duration = .milliseconds(5)
+
+    /// Whether the lock is kept after a commit on this platform (see the type's comment).
+    static var keepsLockBetweenTransactions: Bool {
+        #if canImport(Darwin)
+            false
+        #else
+            true
+        #endif
+    }
     /// The first and last change-log seq it wrote.
     private var firstLogged: Int64?
     private var lastLogged: Int64 = 0
@@ -36,7 +59,9 @@ final class ChangeLogObserver: TransactionObserver {
         firstLogged = nil
         lastLogged = 0
         overflowed = false
-        let unobserved = claimUnobserved()
+        // Holding the lock exclusively since an earlier transaction: nothing can observe.
+        let unobserved = lingers || claimUnobserved()
+        lingers = false
         holdsLock = unobserved && path != nil
         logs = !unobserved
         try watcher.positionNewStreams(transaction.engine)
@@ -81,8 +106,17 @@ final class ChangeLogObserver: TransactionObserver {
         end()
     }
 
+    var holdsBetweenTransactions: Bool { lingers }
+
+    func releaseBetweenTransactions() {
+        if lingers { observerLock?.release() }
+        lingers = false
+    }
+
     private func end() {
-        if holdsLock { observerLock?.release() }
+        if holdsLock {
+            if Self.keepsLockBetweenTransactions { lingers = true } else { observerLock?.release() }
+        }
         holdsLock = false
         logs = false
     }

@@ -105,6 +105,9 @@ extension RecordStore {
     /// lock and is not affected.
     public nonisolated func suspendObservation() {
         watcher.suspend()
+        // A write of this store keeps the observers' lock for a moment after its commit (on
+        // Linux, see `ChangeLogObserver`): suspended, the process holds no lock of the library's.
+        if ChangeLogObserver.keepsLockBetweenTransactions { core.releaseBetweenTransactions() }
     }
 
     /// Observes the store file again after ``suspendObservation()``: takes the observers'

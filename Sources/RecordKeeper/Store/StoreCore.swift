@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 
 /// The store's connections and the state its requests share, and the synchronous request
@@ -76,6 +77,7 @@ final class StoreCore: Sendable {
     /// any other failure is reported to the event handler.
     func close() {
         writer.withLock { state in
+            Self.releaseBetweenTransactions(state)
             readers?.closeAll()
             checkpointer.withLock { $0 = nil }
             if let connection = state.connection {
@@ -106,6 +108,10 @@ final class CoreState {
     var nextCheckpointAt = StoreCore.checkpointThreshold
     /// A checkpoint is scheduled on the executor and has not run yet.
     var checkpointScheduled = false
+    /// A release of what observers keep between transactions is scheduled (`scheduleRelease`).
+    var releaseScheduled = false
+    /// How long after a commit that release runs (tests lengthen it to see what is kept).
+    var releaseDelay = ChangeLogObserver.lingerInterval
     /// Forgets the connection (closing it); the next request opens the store again.
     func dropConnection() {
         connection = nil
@@ -296,6 +302,7 @@ extension StoreCore {
                 }
             }
             scheduleCheckpointIfDue(state)
+            scheduleReleaseIfNeeded(state)
             return result
         } catch let error as RecordStoreError where error.code == .readOnly {
             // SQLite opens a file it cannot write read-only instead of failing. Drop that
@@ -304,6 +311,44 @@ extension StoreCore {
             state.dropConnection()
             throw error
         }
+    }
+
+    /// Asks the observers to let go of what they keep between transactions (the observers'
+    /// lock: `ChangeLogObserver`) `CoreState.releaseDelay` from now, when some
+    /// observer keeps something and no release is scheduled yet. The release runs off the
+    /// store's executor, between transactions (with the writer's lock, never waiting for it: a
+    /// running transaction moves it to later). Call with the lock held.
+    private func scheduleReleaseIfNeeded(_ state: CoreState) {
+        guard !state.releaseScheduled, let observers = state.observers,
+            observers.contains(where: \.holdsBetweenTransactions)
+        else { return }
+        state.releaseScheduled = true
+        scheduleRelease(after: state.releaseDelay)
+    }
+
+    private func scheduleRelease(after delay: Duration) {
+        let nanoseconds = Int(delay.components.seconds) * 1_000_000_000 + Int(delay.components.attoseconds / 1_000_000_000)
+        DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) {
+            [weak self] in
+            guard let self else { return }
+            let ran: Void? = writer.withLockIfAvailable { state in
+                state.releaseScheduled = false
+                Self.releaseBetweenTransactions(state)
+            }
+            if ran == nil { scheduleRelease(after: delay) }  // a transaction runs: later
+        }
+    }
+
+    /// Makes every observer let go of what it keeps between transactions. Call with the lock
+    /// held, between transactions.
+    static func releaseBetweenTransactions(_ state: CoreState) {
+        for observer in state.observers ?? [] { observer.releaseBetweenTransactions() }
+    }
+
+    /// Lets go of what the observers keep between transactions now (the observers' lock), so
+    /// that a stream starting now need not wait for it.
+    func releaseBetweenTransactions() {
+        writer.withLock { Self.releaseBetweenTransactions($0) }
     }
 
     /// The store's transaction observers, made by the first write (so that a store only read

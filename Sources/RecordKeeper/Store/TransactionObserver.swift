@@ -42,6 +42,13 @@ protocol TransactionObserver: AnyObject {
     func transactionDidCommit(_ transaction: WriteContext)
     /// The transaction rolled back: nothing of it persists.
     func transactionDidRollBack(_ transaction: WriteContext)
+    /// Whether the observer keeps something from one transaction to the next that it should
+    /// let go of while the store is idle (the store then calls
+    /// ``releaseBetweenTransactions()`` soon: see `StoreCore.scheduleRelease`).
+    var holdsBetweenTransactions: Bool { get }
+    /// Lets go of what the observer keeps between transactions: called between transactions,
+    /// shortly after one that left ``holdsBetweenTransactions`` true, and when the store closes.
+    func releaseBetweenTransactions()
 }
 
 extension TransactionObserver {
@@ -56,6 +63,8 @@ extension TransactionObserver {
     func transactionWillCommit(_ transaction: WriteContext) throws {}
     func transactionDidCommit(_ transaction: WriteContext) {}
     func transactionDidRollBack(_ transaction: WriteContext) {}
+    var holdsBetweenTransactions: Bool { false }
+    func releaseBetweenTransactions() {}
 }
 
 /// A collection as observers see it: its normalized name, its row id and whether sync

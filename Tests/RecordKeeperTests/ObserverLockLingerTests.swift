@@ -1,0 +1,76 @@
+import TestHelpers
+import Foundation
+import Testing
+@testable import RecordKeeper
+
+/// On Linux a write that found no change stream keeps the observers' lock for a moment after
+/// its commit (`ChangeLogObserver.lingerInterval`), so the saves that follow do not lock and
+/// unlock it again; it is released soon after, at `close()` and at `suspendObservation()`, and
+/// a stream starting meanwhile waits for it and misses nothing. Apple platforms release it at
+/// every commit.
+@Suite struct ObserverLockLingerTests {
+    @Test func `a write keeps the observers' lock after its commit only on Linux, and releases it soon`() async throws {
+        try await withStore(.onDisk) { store, url in
+            // Long enough that the release cannot run before the probe below.
+            store.core.writer.withLock { $0.releaseDelay = .seconds(600) }
+            try await store.put("c", key: "a", data: Data("1"))
+            // Another descriptor of the lock file, as another process would see it.
+            let probe = try ObserverLock(storePath: url.path)
+            #expect(probe.lockIfUnobserved() != ChangeLogObserver.keepsLockBetweenTransactions)
+            probe.release()
+            #if os(Linux)
+                #expect(ChangeLogObserver.keepsLockBetweenTransactions)
+            #endif
+
+            // With the usual delay, a save's lock is released soon after its commit.
+            await store.close()
+            let store = RecordStore(url: url)
+            try await store.put("c", key: "b", data: Data("2"))
+            try await waitUntil("the writer released the observers' lock", timeout: .seconds(30), polling: .milliseconds(1)) {
+                guard probe.lockIfUnobserved() else { return false }
+                probe.release()
+                return true
+            }
+            #expect(!store.core.writer.withLock { state in (state.observers ?? []).contains { $0.holdsBetweenTransactions } })
+        }
+    }
+
+    @Test func `close and suspension release the observers' lock at once`() async throws {
+        try await withStore(.onDisk) { store, url in
+            let probe = try ObserverLock(storePath: url.path)
+            store.core.writer.withLock { $0.releaseDelay = .seconds(600) }
+            try await store.put("c", key: "a", data: Data("1"))
+            store.suspendObservation()
+            #expect(probe.lockIfUnobserved(), "a suspended store holds the observers' lock")
+            probe.release()
+            store.resumeObservation()
+
+            try await store.put("c", key: "b", data: Data("2"))
+            await store.close()
+            #expect(probe.lockIfUnobserved(), "a closed store holds the observers' lock")
+            probe.release()
+        }
+    }
+
+    @Test(.timeLimit(.minutes(2)))
+    func `a stream started by another store between two saves delivers every save after it`() async throws {
+        try await withTemporaryDirectory { directory in
+            let url = directory.appendingPathComponent("records.sqlite")
+            let writer = RecordStore(url: url, options: .init(durability: .normal))
+            let observer = RecordStore(url: url)
+            for round in 0..<20 {
+                // A save, then (while its store may still keep the lock) a stream of another store.
+                try await writer.put("c", key: "before-\(round)", data: Data("x"))
+                let stream = await observer.changes(in: "c")
+                var iterator = stream.makeAsyncIterator()
+                try await writer.put("c", key: "after-\(round)", data: Data("y"))
+                var seen: Set<String> = []
+                while !seen.contains("after-\(round)") {
+                    guard let change = await iterator.next() else { break }
+                    seen.formUnion(change.upserts.keys)
+                }
+                #expect(seen.contains("after-\(round)"))
+            }
+        }
+    }
+}

@@ -52,6 +52,24 @@ import Testing
         }
     }
 
+    @Test func `a write that rolls back releases the observers' lock at once`() async throws {
+        try await withStore(.onDisk) { store, url in
+            store.core.writer.withLock { $0.releaseDelay = .seconds(600) }
+            try await store.put("c", key: "a", data: Data("1"))
+            await store.close()
+            struct Refused: Error {}
+            await #expect(throws: Refused.self) {
+                try await store.write { tx in
+                    try tx.put("c", key: "b", data: Data("2"))
+                    throw Refused()
+                }
+            }
+            let probe = try ObserverLock(storePath: url.path)
+            #expect(probe.lockIfUnobserved(), "a rolled-back write kept the observers' lock")
+            probe.release()
+        }
+    }
+
     @Test(.timeLimit(.minutes(2)))
     func `a stream started by another store between two saves delivers every save after it`() async throws {
         try await withTemporaryDirectory { directory in

@@ -98,12 +98,13 @@ final class ChangeLogObserver: TransactionObserver {
             // Other processes' streams wake on this (see `DarwinChangeSignal`).
             if firstLogged != nil, let identity = transaction.fileIdentity { CommitNotice.post(identity) }
         #endif
-        end()
+        end(committed: true)
         watcher.committed()
     }
 
     func transactionDidRollBack(_ transaction: WriteContext) {
-        end()
+        // Released at once: the store schedules the later release after commits only.
+        end(committed: false)
     }
 
     var holdsBetweenTransactions: Bool { lingers }
@@ -113,9 +114,9 @@ final class ChangeLogObserver: TransactionObserver {
         lingers = false
     }
 
-    private func end() {
+    private func end(committed: Bool) {
         if holdsLock {
-            if Self.keepsLockBetweenTransactions { lingers = true } else { observerLock?.release() }
+            if committed, Self.keepsLockBetweenTransactions { lingers = true } else { observerLock?.release() }
         }
         holdsLock = false
         logs = false

@@ -16,15 +16,21 @@ import Foundation
 ///
 /// `@unchecked Sendable`: `value` is only reached inside `withLock` and `withLockIfAvailable`,
 /// with `lock` held. This is the one place the package's lock-guarded state says so.
+///
+/// `@inlinable` (with its two fields `@usableFromInline`): the store's point reads and small
+/// saves go through it on every request, from another module, where an opaque generic call
+/// and the value witnesses of its result cost a point read about 0.2 µs (W4).
 package final class Protected<Value>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: Value
+    @usableFromInline let lock = NSLock()
+    @usableFromInline var value: Value
 
+    @inlinable
     package init(_ value: sending Value) {
         self.value = value
     }
 
     /// Runs `body` with the value, waiting for the lock.
+    @inlinable
     package func withLock<T>(_ body: (inout Value) throws -> T) rethrows -> T {
         lock.lock()
         defer { lock.unlock() }
@@ -33,6 +39,7 @@ package final class Protected<Value>: @unchecked Sendable {
 
     /// Runs `body` with the value if the lock is free now; nil (without running it) otherwise.
     /// For requests that must never wait on the caller's thread.
+    @inlinable
     package func withLockIfAvailable<T>(_ body: (inout Value) throws -> T) rethrows -> T? {
         guard lock.try() else { return nil }
         defer { lock.unlock() }

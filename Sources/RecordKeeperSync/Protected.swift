@@ -1,4 +1,4 @@
-public import Foundation
+package import Foundation
 
 /// A value behind a lock, reached only inside ``withLock(_:)``: the package's one wrapper for
 /// state that several threads share. The store, sync, the PostgreSQL server and the relay all

@@ -30,7 +30,7 @@ package final class Protected<Value>: @unchecked Sendable {
     }
 
     /// Runs `body` with the value, waiting for the lock.
-    @inlinable
+    @inlinable @inline(__always)
     package func withLock<T>(_ body: (inout Value) throws -> T) rethrows -> T {
         lock.lock()
         defer { lock.unlock() }
@@ -39,7 +39,7 @@ package final class Protected<Value>: @unchecked Sendable {
 
     /// Runs `body` with the value if the lock is free now; nil (without running it) otherwise.
     /// For requests that must never wait on the caller's thread.
-    @inlinable
+    @inlinable @inline(__always)
     package func withLockIfAvailable<T>(_ body: (inout Value) throws -> T) rethrows -> T? {
         guard lock.try() else { return nil }
         defer { lock.unlock() }

@@ -36,11 +36,13 @@ actor SerializedConnection<State: AnyObject> {
     }
 
     /// Runs `body` with the state, waiting for the lock on the calling thread.
+    @inline(__always)
     nonisolated func withLock<T>(_ body: (State) throws -> T) rethrows -> T {
         try state.withLock { try body($0) }
     }
 
     /// Runs `body` with the state if the lock is free now; nil (without running it) otherwise.
+    @inline(__always)
     nonisolated func withLockIfAvailable<T>(_ body: (State) throws -> T) rethrows -> T? {
         try state.withLockIfAvailable { try body($0) }
     }
@@ -58,17 +60,22 @@ actor SerializedConnection<State: AnyObject> {
     /// `InlineAttemptRefused` (SQLite found a lock of another connection; nothing was
     /// written). The caller then sends the request to ``run(_:)``. Any other error is the
     /// request's answer.
+    @inline(__always)
     nonisolated func attemptInline<T>(_ body: (State) throws -> T?) -> InlineAttempt<T> {
-        let attempt = state.withLockIfAvailable { state -> InlineAttempt<T> in
+        // The answer leaves through a local, not as the lock's generic result: `Protected` is in
+        // another module, and a result of a generic type would cross it through value witnesses
+        // on every point read.
+        var attempt = InlineAttempt<T>.busy
+        state.withLockIfAvailable { state in
             do {
-                return try body(state).map { .done(.success($0)) } ?? .declined
+                attempt = try body(state).map { .done(.success($0)) } ?? .declined
             } catch is InlineAttemptRefused {
-                return .declined
+                attempt = .declined
             } catch {
-                return .done(.failure(error))
+                attempt = .done(.failure(error))
             }
         }
-        return attempt ?? .busy
+        return attempt
     }
 }
 

@@ -59,6 +59,13 @@ public import Foundation
             return Self.exited(status) ? .exit : .uncaughtSignal
         }
 
+        /// Sends SIGTERM to a running child (as `Process.terminate()` does).
+        public func terminate() {
+            condition.withLock {
+                if started, status == nil, pid > 0 { kill(pid, SIGTERM) }
+            }
+        }
+
         public func waitUntilExit() {
             condition.lock()
             defer { condition.unlock() }

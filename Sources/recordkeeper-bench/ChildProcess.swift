@@ -1,4 +1,5 @@
 import Foundation
+import HarnessSupport
 import RecordKeeper
 
 /// W5 and W6 need a fresh process per measurement: the bench re-executes itself with the
@@ -176,7 +177,7 @@ extension BenchRunner {
     }
 
     func spawnChild(_ mode: ChildMode, _ implementation: Implementation, url: URL, n: Int) throws -> ChildReport {
-        let process = Process()
+        let process = SpawnedProcess()
         process.executableURL = URL(fileURLWithPath: Self.executablePath)
         var arguments = ["__child", mode.rawValue, "--impl", implementation.rawValue, "--path", url.path,
                          "--n", String(n), "--durability", options.durability.rawValue]

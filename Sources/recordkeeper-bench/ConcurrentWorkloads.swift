@@ -1,4 +1,5 @@
 import Foundation
+import HarnessSupport
 import RecordKeeper
 
 #if canImport(Glibc)
@@ -69,7 +70,7 @@ extension BenchRunner {
 
 /// W8's writer: a child process that commits single saves into one side's file until told to stop.
 private struct WriterChild {
-    let process: Process
+    let process: SpawnedProcess
     let output: FileHandle
     let stopFile: String
 
@@ -77,7 +78,7 @@ private struct WriterChild {
     init(_ implementation: Implementation, url: URL, n: Int, durability: Durability, runner: BenchRunner) throws {
         stopFile = runner.directory.appendingPathComponent("bench-w8-stop").path
         unlink(stopFile)
-        process = Process()
+        process = SpawnedProcess()
         process.executableURL = URL(fileURLWithPath: BenchRunner.executablePath)
         process.arguments = ["__child", ChildMode.writeLoop.rawValue, "--impl", implementation.rawValue,
                              "--path", url.path, "--n", String(n), "--durability", durability.rawValue,

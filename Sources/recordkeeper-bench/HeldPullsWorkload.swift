@@ -1,4 +1,5 @@
 import Foundation
+import HarnessSupport
 import RecordKeeper
 import RecordKeeperPostgres
 import RecordKeeperRelay
@@ -32,7 +33,7 @@ extension BenchRunner {
         try Data(secretBytes).write(to: secret)
         log("S10 \(Self.heldPulls) live pulls held on one relay process over \(Self.heldSpaces) spaces")
 
-        let process = Process()
+        let process = SpawnedProcess()
         process.executableURL = URL(fileURLWithPath: relayPath)
         process.arguments = [
             "serve", "--database", schemaConninfo, "--listen", "127.0.0.1:0", "--jwt-secret-file", secret.path,

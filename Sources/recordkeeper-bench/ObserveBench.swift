@@ -195,8 +195,8 @@ enum ObserveBench {
         print(ProcessMemory.peakResident ?? 0, seconds)
     }
 
-    private static func spawn(_ arguments: [String], output: Bool = false) throws -> Process {
-        let process = Process()
+    private static func spawn(_ arguments: [String], output: Bool = false) throws -> SpawnedProcess {
+        let process = SpawnedProcess()
         process.executableURL = URL(fileURLWithPath: BenchRunner.executablePath)
         process.arguments = arguments
         if output { process.standardOutput = Pipe() }

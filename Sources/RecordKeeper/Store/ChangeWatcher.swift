@@ -90,28 +90,26 @@ final class ChangeWatcher: Sendable {
         streams.withLock { $0.core = core }
     }
 
-    func locked<T>(_ body: (inout Streams) throws -> T) rethrows -> T {
+    /// Runs `body` with the streams, holding their lock (never while taking another).
+    private func locked<T>(_ body: (inout Streams) throws -> T) rethrows -> T {
         try streams.withLock(body)
     }
 
-    /// The watcher's connection, made now if it was not: built on first use, not with the
-    /// store, so that opening a store never pays for the generic types of an observer's state.
+    /// The watcher's connection, made now if it was not: by the first stream (or suspension),
+    /// not with the store, so that a store that is never observed builds none of its types,
+    /// its queue or its state.
     func connection() -> SerializedConnection<WatcherState> {
         locked { streams in
             if let connection = streams.connection { return connection }
-            let connection = Self.makeConnection(path: path, core: streams.core)
+            let connection = SerializedConnection(
+                WatcherState(core: streams.core), label: "RecordKeeper.ChangeWatcher \(path ?? "in-memory")")
             streams.connection = connection
             return connection
         }
     }
 
-    /// The connection if it was made (nothing to do with it otherwise).
+    /// The connection if it was made (with none, there is nothing to stop or serve).
     var existingConnection: SerializedConnection<WatcherState>? { locked { $0.connection } }
-
-    @inline(never)
-    private static func makeConnection(path: String?, core: StoreCore?) -> SerializedConnection<WatcherState> {
-        SerializedConnection(WatcherState(core: core), label: "RecordKeeper.ChangeWatcher \(path ?? "in-memory")")
-    }
 
     /// Runs `body` with the connection's state on its queue, after the work queued before.
     func enqueue(_ body: @escaping @Sendable (WatcherState) -> Void) {
@@ -164,24 +162,22 @@ final class ChangeWatcher: Sendable {
 
     /// Ends a stream: a parked consumer gets nil; the connection closes with the last stream.
     func unregister(_ id: UUID) {
-        let (waiting, connection) = locked {
-            streams -> (CheckedContinuation<RecordChanges?, Never>?, SerializedConnection<WatcherState>?) in
+        let (waiting, isLast) = locked { streams -> (CheckedContinuation<RecordChanges?, Never>?, Bool) in
             let waiting = streams.subscribers.removeValue(forKey: id)?.waiting
-            return (waiting, streams.subscribers.isEmpty ? streams.connection : nil)
+            return (waiting, streams.subscribers.isEmpty)
         }
         waiting?.resume(returning: nil)
-        guard let connection else { return }
-        connection.executor.run { [self] in
-            connection.withLock { state in
-                guard locked({ $0.subscribers.isEmpty }) else { return }
-                stopSignal(state)
-                state.connection = nil
-                state.connectionIdentity = nil
-                state.snapshotStamp = nil
-                state.lastDataVersion = nil
-                state.observerLock?.release()
-                state.observerLock = nil
-            }
+        // Without a connection there is nothing to close.
+        guard isLast, existingConnection != nil else { return }
+        enqueue { [self] state in
+            guard locked({ $0.subscribers.isEmpty }) else { return }
+            stopSignal(state)
+            state.connection = nil
+            state.connectionIdentity = nil
+            state.snapshotStamp = nil
+            state.lastDataVersion = nil
+            state.observerLock?.release()
+            state.observerLock = nil
         }
     }
 
@@ -265,8 +261,8 @@ final class ChangeWatcher: Sendable {
     @inline(never)
     private func serveParkedLater() {
         // No connection yet: no consumer asked for an element, so none is parked.
-        guard let connection = existingConnection else { return }
-        connection.executor.run { [self] in connection.withLock { serveParked($0) } }
+        guard existingConnection != nil else { return }
+        enqueue { [self] state in serveParked(state) }
     }
 
     // MARK: Consuming

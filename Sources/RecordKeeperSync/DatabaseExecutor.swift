@@ -1,4 +1,4 @@
-import Dispatch
+package import Dispatch
 
 /// The serial executor of blocking database work: one private dispatch queue per store (every
 /// `RecordStore` of RecordKeeper) or per connection (every `PostgresConnection` of
@@ -10,7 +10,9 @@ import Dispatch
 /// its own serial queue keeps that blocking work off Swift's cooperative thread pool, which has
 /// only as many threads as cores; dispatch queues run on threads of their own that may block.
 package final class DatabaseExecutor: SerialExecutor {
-    private let queue: DispatchQueue
+    /// The queue itself, for dispatch sources (timers, file events) whose handlers must run
+    /// serially with the executor's work.
+    package let queue: DispatchQueue
 
     package init(label: String) {
         queue = DispatchQueue(label: label, qos: .userInitiated)
@@ -27,6 +29,12 @@ package final class DatabaseExecutor: SerialExecutor {
     /// Runs `work` on the queue, after the jobs already enqueued, serially with them.
     package func run(_ work: @escaping @Sendable () -> Void) {
         queue.async(execute: work)
+    }
+
+    /// Runs `work` on the queue, after the jobs already enqueued, and waits for it: never from
+    /// the queue itself.
+    package func sync<T>(_ work: () throws -> T) rethrows -> T {
+        try queue.sync(execute: work)
     }
 
     package func asUnownedSerialExecutor() -> UnownedSerialExecutor {

@@ -71,34 +71,35 @@ extension ChangeWatcher {
         return try engine.changeLog.bounds()
     }
 
-    // MARK: Connection (on `queue`)
+    // MARK: Connection (on its queue, with its lock held)
 
     /// Runs `body` with the connection streams read from: the watcher's own for a file (opened
-    /// on first need, once the file is a store), the store's for an in-memory store. Nil, without
-    /// running `body`, while there is no store (no file, an empty file, a database being
+    /// on first need, once the file is a store), the store's for an in-memory store (taking the
+    /// store's writer lock inside the watcher's: see the lock order in `ChangeWatcher`). Nil,
+    /// without running `body`, while there is no store (no file, an empty file, a database being
     /// created; in memory: not open yet).
-    func withEngine<T>(_ body: (RecordEngine) throws -> T) throws -> T? {
+    func withEngine<T>(_ state: WatcherState, _ body: (RecordEngine) throws -> T) throws -> T? {
         guard let path else {
-            guard let core else { return nil }
-            return try core.writer.withLock { state in
-                guard let connection = state.connection else { return nil }
+            guard let core = state.core else { return nil }
+            return try core.writer.withLock { coreState in
+                guard let connection = coreState.connection else { return nil }
                 return try body(RecordEngine(connection: connection, path: nil, operation: .changes))
             }
         }
-        guard let connection = try openConnection(path) else { return nil }
+        guard let connection = try openConnection(path, state) else { return nil }
         return try body(RecordEngine(connection: connection, path: path, operation: .changes))
     }
 
     /// Takes the observers' lock (shared) before reading the log, so that from now on every
     /// writer logs. A failure is reported; the stream then sees writers that log anyway.
-    func claimObserverLock() {
-        guard observerLock == nil, !observerLockFailed, !suspended, let path else { return }
+    func claimObserverLock(_ state: WatcherState) {
+        guard state.observerLock == nil, !state.observerLockFailed, !state.suspended, let path else { return }
         do {
             let lock = try ObserverLock(storePath: path)
             try lock.lockShared()
-            observerLock = lock
+            state.observerLock = lock
         } catch {
-            observerLockFailed = true
+            state.observerLockFailed = true
             options.eventHandler?(.changeObservationFailed(error.storeError))
         }
     }
@@ -110,46 +111,46 @@ extension ChangeWatcher {
     /// A store whose directory this process cannot write is read through an immutable snapshot
     /// (see `ReadTarget.snapshot`), kept while the file stays as it was and opened again when it
     /// changed (the next check then serves every parked consumer).
-    private func openConnection(_ path: String) throws -> SQLiteConnection? {
-        if let connection {
-            guard let stamp = snapshotStamp, !stamp.isCurrent(path) else { return connection }
-            self.connection = nil
-            snapshotStamp = nil
-            lastDataVersion = nil
+    private func openConnection(_ path: String, _ state: WatcherState) throws -> SQLiteConnection? {
+        if let connection = state.connection {
+            guard let stamp = state.snapshotStamp, !stamp.isCurrent(path) else { return connection }
+            state.connection = nil
+            state.snapshotStamp = nil
+            state.lastDataVersion = nil
         }
         guard try StoreOpener.readHeader(path) != nil else { return nil }
-        claimObserverLock()
+        claimObserverLock(state)
         switch try StoreOpener.openForReading(path: path, options: options) {
         case .store(let opened):
-            connection = opened
+            state.connection = opened
         case .snapshot(let opened, let stamp):
-            connection = opened
-            snapshotStamp = stamp
+            state.connection = opened
+            state.snapshotStamp = stamp
         case .notAStore:
             return nil
         }
-        if case .file(let identity) = StoreFileIdentity.lookup(path) { connectionIdentity = identity }
-        return connection
+        if case .file(let identity) = StoreFileIdentity.lookup(path) { state.connectionIdentity = identity }
+        return state.connection
     }
 
     /// The file's data version now; nil while there is no store or when it cannot be read
     /// (reported): then every check looks again.
-    func readDataVersion() -> Int64? {
+    func readDataVersion(_ state: WatcherState) -> Int64? {
         do {
-            guard let version = try withEngine({ try $0.changeLog.dataVersion() }) else { return nil }
-            failing = false
+            guard let version = try withEngine(state, { try $0.changeLog.dataVersion() }) else { return nil }
+            state.failing = false
             return version
         } catch {
-            report(error)
+            report(error, state)
             return nil
         }
     }
 
     /// Reports a failure to read the log once per run of failures, through the store's event
     /// handler: a stream has no error channel, and the failure must not pass silently.
-    func report(_ error: any Error) {
-        guard !failing else { return }
-        failing = true
+    func report(_ error: any Error, _ state: WatcherState) {
+        guard !state.failing else { return }
+        state.failing = true
         options.eventHandler?(.changeObservationFailed(Self.storeError(error, path: path)))
     }
 

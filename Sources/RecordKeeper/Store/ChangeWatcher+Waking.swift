@@ -9,49 +9,56 @@ import Foundation
 /// checks `PRAGMA data_version` of the watcher's connection: one cheap pragma, and the serving
 /// of every parked consumer when another connection committed.
 extension ChangeWatcher {
-    /// On `queue`: tells the signal whether a consumer waits now, making the signal first when
-    /// one is needed.
-    func consumersWaitingChanged() {
-        guard let path, !suspended else { return }
+    /// On the connection's queue: tells the signal whether a consumer waits now, making the
+    /// signal first when one is needed.
+    func consumersWaitingChanged(_ state: WatcherState) {
+        guard let path, !state.suspended else { return }
         let waiting = hasWaiting
-        if waiting { ensureSignal(path) }
-        signal?.consumersWaiting(waiting)
+        if waiting { ensureSignal(path, state) }
+        state.signal?.consumersWaiting(waiting)
     }
 
-    /// On `queue`: a signal that fits the file as it is now.
-    private func ensureSignal(_ path: String) {
+    /// On the connection's queue: a signal that fits the file as it is now. Its dispatch
+    /// sources fire on that queue, and its wake-up takes the connection's lock there (never
+    /// called with the lock held: a signal only arms and cancels when told).
+    private func ensureSignal(_ path: String, _ state: WatcherState) {
         // Made once per file: a platform whose event source could not be set up for this file
         // keeps its poll (and its adaptive schedule) instead of trying again at every wait.
-        if signal != nil, signalIdentity == connectionIdentity { return }
-        stopSignal()
+        if state.signal != nil, state.signalIdentity == state.connectionIdentity { return }
+        stopSignal(state)
         let made = StoreChangeSignals.make(
-            options.changeSignal, path: path, identity: connectionIdentity, queue: queue,
-            wake: { [weak self] in self?.check() })
-        signal = made.signal
-        signalIdentity = connectionIdentity
-        signalHasEvents = made.hasEvents
+            options.changeSignal, path: path, identity: state.connectionIdentity, queue: connection().executor.queue,
+            wake: { [weak self] in self?.wake() })
+        state.signal = made.signal
+        state.signalIdentity = state.connectionIdentity
+        state.signalHasEvents = made.hasEvents
     }
 
-    func stopSignal() {
-        signal?.cancel()
-        signal = nil
-        signalIdentity = nil
-        signalHasEvents = false
+    func stopSignal(_ state: WatcherState) {
+        state.signal?.cancel()
+        state.signal = nil
+        state.signalIdentity = nil
+        state.signalHasEvents = false
     }
 
-    /// On `queue`, when the signal wakes: serves the parked consumers if another connection
-    /// committed (or the file cannot be read yet: the read will tell).
-    private func check() {
+    /// On the connection's queue, when the signal fires.
+    private func wake() {
+        existingConnection?.withLock { check($0) }
+    }
+
+    /// On the connection's queue, when the signal wakes: serves the parked consumers if another
+    /// connection committed (or the file cannot be read yet: the read will tell).
+    private func check(_ state: WatcherState) {
         // With nobody waiting there is nothing to serve: the next consumer to ask reads its
         // position in the log anyway (an event source wakes for every write, waiting or not).
-        guard !suspended, hasWaiting else { return }
-        let version = readDataVersion()
-        let changed = version == nil || version != lastDataVersion
-        if let version { lastDataVersion = version }
-        signal?.checked(foundChange: changed && version != nil)
+        guard !state.suspended, hasWaiting else { return }
+        let version = readDataVersion(state)
+        let changed = version == nil || version != state.lastDataVersion
+        if let version { state.lastDataVersion = version }
+        state.signal?.checked(foundChange: changed && version != nil)
         // Serving tells the signal who still waits, and makes it again for a file that
         // appeared (or was replaced) meanwhile.
-        if changed { serveParked() }
+        if changed { serveParked(state) }
     }
 
     // MARK: Suspension
@@ -62,16 +69,16 @@ extension ChangeWatcher {
     /// until done (at most the read in progress on the watcher's queue).
     func suspend() {
         guard path != nil else { return }
-        queue.sync {
-            guard !suspended else { return }
+        onQueue { state in
+            guard !state.suspended else { return }
             // What the file looked like to this connection, to tell at `resume()` whether
             // anyone committed meanwhile (writers need not log while nobody holds the lock).
-            versionAtSuspension = connection == nil ? nil : readDataVersion()
-            stampAtSuspension = snapshotStamp
-            suspended = true
-            stopSignal()
-            observerLock?.release()
-            observerLock = nil
+            state.versionAtSuspension = state.connection == nil ? nil : readDataVersion(state)
+            state.stampAtSuspension = state.snapshotStamp
+            state.suspended = true
+            stopSignal(state)
+            state.observerLock?.release()
+            state.observerLock = nil
         }
     }
 
@@ -82,32 +89,32 @@ extension ChangeWatcher {
     /// runs unobserved in another connection at that moment is waited for).
     func resume() {
         guard let path else { return }
-        queue.sync {
-            guard suspended else { return }
-            suspended = false
+        onQueue { state in
+            guard state.suspended else { return }
+            state.suspended = false
             guard hasSubscribers else {
-                versionAtSuspension = nil
-                stampAtSuspension = nil
+                state.versionAtSuspension = nil
+                state.stampAtSuspension = nil
                 return
             }
             let unchanged: Bool
-            if let stamp = stampAtSuspension {
+            if let stamp = state.stampAtSuspension {
                 // An immutable snapshot: its data version never moves; the file tells.
                 unchanged = stamp.isCurrent(path)
-            } else if connection != nil {
-                claimObserverLock()
-                let version = readDataVersion()
-                unchanged = version != nil && version == versionAtSuspension
-                if let version { lastDataVersion = version }
+            } else if state.connection != nil {
+                claimObserverLock(state)
+                let version = readDataVersion(state)
+                unchanged = version != nil && version == state.versionAtSuspension
+                if let version { state.lastDataVersion = version }
             } else {
                 // No store was open at the suspension: streams that were positioned before the
                 // store deliver every record anyway; the others resync.
                 unchanged = false
             }
-            versionAtSuspension = nil
-            stampAtSuspension = nil
+            state.versionAtSuspension = nil
+            state.stampAtSuspension = nil
             if !unchanged { requireFullState() }
-            serveParked()
+            serveParked(state)
         }
     }
 }
@@ -116,6 +123,9 @@ extension ChangeWatcher {
     /// What the watcher holds now (for tests): a signal, whether it has an event source, the
     /// observers' lock, and whether observation is suspended.
     func stateForTesting() -> (signal: Bool, events: Bool, observerLock: Bool, suspended: Bool) {
-        queue.sync { (signal != nil, signalHasEvents, observerLock != nil, suspended) }
+        guard let connection = existingConnection else { return (false, false, false, false) }
+        return connection.executor.sync {
+            connection.withLock { ($0.signal != nil, $0.signalHasEvents, $0.observerLock != nil, $0.suspended) }
+        }
     }
 }

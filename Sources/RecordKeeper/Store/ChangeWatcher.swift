@@ -38,10 +38,14 @@ import Foundation
 /// not logged. From then on it follows the log. A store in a format before the change log
 /// (format 1 or 2) is read as having an empty log, which its first write's migration creates.
 ///
-/// `@unchecked Sendable`: `subscribers` and the flags beside it are reached only with `lock`
-/// held; the connection, the observers' lock, the signal, `lastDataVersion`, the suspension
-/// state and `failing` only on `queue`.
-final class ChangeWatcher: @unchecked Sendable {
+/// Its connection is a `SerializedConnection` of a `WatcherState` (the SQLite connection, the
+/// observers' lock, the signal, the data version, the suspension state), made when first
+/// needed, so a store that is never observed builds none of it: reached only with that
+/// connection's lock held, on its queue, where every read, wake-up and suspension runs. The
+/// streams (`Streams`) sit in a `Protected`. Lock order: the connection's lock, then (in
+/// memory, `withEngine`) the store's writer lock, then the streams' lock; the hooks of the
+/// store's writes, called with the writer lock held, take only the streams' lock.
+final class ChangeWatcher: Sendable {
     /// The most log entries (or, in a resync, records) one element is read from.
     static let batchLimit = 4_096
 
@@ -60,51 +64,64 @@ final class ChangeWatcher: @unchecked Sendable {
         var waiting: CheckedContinuation<RecordChanges?, Never>?
     }
 
+    /// What `streams` guards: the streams, and the watcher's connection once made.
+    struct Streams {
+        /// `Dictionary()`, not `[:]`: no metadata is built for the type until a first
+        /// subscriber (see `SQLiteConnection.queryStatements`).
+        var subscribers: [UUID: Subscriber] = Dictionary()
+        var hasUnpositioned = false
+        /// The watcher's connection, made by its first use (see `connection()`).
+        var connection: SerializedConnection<WatcherState>?
+        /// The store's core, for the in-memory connection. Weak: the core owns the watcher.
+        weak var core: StoreCore?
+    }
+
     let path: String?
     let options: RecordStore.Options
-    /// The store's core, for the in-memory connection. Weak: the core owns the watcher.
-    weak var core: StoreCore?
-    let queue: DispatchQueue
-
-    private let lock = NSLock()
-    /// `Dictionary()`, not `[:]`: no metadata is built for the type until a first subscriber
-    /// (see `SQLiteConnection.queryStatements`).
-    private var subscribers: [UUID: Subscriber] = Dictionary()
-    private var hasUnpositioned = false
-
-    // On `queue` only:
-    var connection: SQLiteConnection?
-    /// Set while `connection` is an immutable snapshot of a store whose directory this process
-    /// cannot write: what the file looked like, to open it again once it changed.
-    var snapshotStamp: FileStamp?
-    /// The file the connection opened (its identity names its Darwin notifications).
-    var connectionIdentity: StoreFileIdentity?
-    /// The observers' lock, held shared while this watcher has streams (file stores only).
-    var observerLock: ObserverLock?
-    var observerLockFailed = false
-    var lastDataVersion: Int64?
-    /// What wakes waiting consumers (see `ChangeWatcher+Waking.swift`), and what it was made
-    /// for: the file's identity then, and whether it has an event source.
-    var signal: (any StoreChangeSignal)?
-    var signalIdentity: StoreFileIdentity?
-    var signalHasEvents = false
-    /// Observation is suspended (see `suspend()`): no lock, no signal, no reads.
-    var suspended = false
-    /// The file's data version (or snapshot stamp) when observation was suspended.
-    var versionAtSuspension: Int64?
-    var stampAtSuspension: FileStamp?
-    var failing = false
+    private let streams = Protected(Streams())
 
     init(path: String?, options: RecordStore.Options) {
         self.path = path
         self.options = options
-        queue = DispatchQueue(label: "RecordKeeper.ChangeWatcher \(path ?? "in-memory")", qos: .userInitiated)
     }
 
-    func locked<T>(_ body: () throws -> T) rethrows -> T {
-        lock.lock()
-        defer { lock.unlock() }
-        return try body()
+    /// The store's core, which an in-memory store's streams read from. Set once, by the store.
+    func attach(_ core: StoreCore) {
+        streams.withLock { $0.core = core }
+    }
+
+    /// Runs `body` with the streams, holding their lock (never while taking another).
+    private func locked<T>(_ body: (inout Streams) throws -> T) rethrows -> T {
+        try streams.withLock(body)
+    }
+
+    /// The watcher's connection, made now if it was not: by the first stream (or suspension),
+    /// not with the store, so that a store that is never observed builds none of its types,
+    /// its queue or its state.
+    func connection() -> SerializedConnection<WatcherState> {
+        locked { streams in
+            if let connection = streams.connection { return connection }
+            let connection = SerializedConnection(
+                WatcherState(core: streams.core), label: "RecordKeeper.ChangeWatcher \(path ?? "in-memory")")
+            streams.connection = connection
+            return connection
+        }
+    }
+
+    /// The connection if it was made (with none, there is nothing to stop or serve).
+    var existingConnection: SerializedConnection<WatcherState>? { locked { $0.connection } }
+
+    /// Runs `body` with the connection's state on its queue, after the work queued before.
+    func enqueue(_ body: @escaping @Sendable (WatcherState) -> Void) {
+        let connection = connection()
+        connection.executor.run { connection.withLock(body) }
+    }
+
+    /// Runs `body` with the connection's state on its queue, after the work queued before, and
+    /// waits for it: never from the queue itself.
+    func onQueue<T>(_ body: (WatcherState) throws -> T) rethrows -> T {
+        let connection = connection()
+        return try connection.executor.sync { try connection.withLock(body) }
     }
 
     // MARK: Subscribing
@@ -113,9 +130,9 @@ final class ChangeWatcher: @unchecked Sendable {
     /// when it is first read, by this store's next write or by the watcher, whichever is first).
     func register(_ collection: String, cursor: Int64?) -> UUID {
         let id = UUID()
-        locked {
-            subscribers[id] = Subscriber(collection: collection, cursor: cursor)
-            if cursor == nil { hasUnpositioned = true }
+        locked { streams in
+            streams.subscribers[id] = Subscriber(collection: collection, cursor: cursor)
+            if cursor == nil { streams.hasUnpositioned = true }
         }
         return id
     }
@@ -126,39 +143,41 @@ final class ChangeWatcher: @unchecked Sendable {
     /// stream to be positioned at its first read. While observation is suspended nothing is
     /// read: the stream is positioned when it resumes.
     func positionNow(_ id: UUID) {
-        queue.sync {
-            guard !suspended else { return }
+        onQueue { state in
+            guard !state.suspended else { return }
             do {
-                let end = try withEngine { try Self.logBounds($0).last }
-                failing = false
-                locked {
-                    guard subscribers[id]?.cursor == nil, subscribers[id]?.beforeStore == false else { return }
-                    if let end { subscribers[id]?.cursor = end } else { subscribers[id]?.beforeStore = true }
+                let end = try withEngine(state) { try Self.logBounds($0).last }
+                state.failing = false
+                locked { streams in
+                    guard streams.subscribers[id]?.cursor == nil, streams.subscribers[id]?.beforeStore == false else {
+                        return
+                    }
+                    if let end { streams.subscribers[id]?.cursor = end } else { streams.subscribers[id]?.beforeStore = true }
                 }
             } catch {
-                report(error)
+                report(error, state)
             }
         }
     }
 
     /// Ends a stream: a parked consumer gets nil; the connection closes with the last stream.
     func unregister(_ id: UUID) {
-        let (waiting, isLast) = locked { () -> (CheckedContinuation<RecordChanges?, Never>?, Bool) in
-            let waiting = subscribers.removeValue(forKey: id)?.waiting
-            return (waiting, subscribers.isEmpty)
+        let (waiting, isLast) = locked { streams -> (CheckedContinuation<RecordChanges?, Never>?, Bool) in
+            let waiting = streams.subscribers.removeValue(forKey: id)?.waiting
+            return (waiting, streams.subscribers.isEmpty)
         }
         waiting?.resume(returning: nil)
-        if isLast {
-            queue.async { [self] in
-                guard locked({ subscribers.isEmpty }) else { return }
-                stopSignal()
-                connection = nil
-                connectionIdentity = nil
-                snapshotStamp = nil
-                lastDataVersion = nil
-                observerLock?.release()
-                observerLock = nil
-            }
+        // Without a connection there is nothing to close.
+        guard isLast, existingConnection != nil else { return }
+        enqueue { [self] state in
+            guard locked({ $0.subscribers.isEmpty }) else { return }
+            stopSignal(state)
+            state.connection = nil
+            state.connectionIdentity = nil
+            state.snapshotStamp = nil
+            state.lastDataVersion = nil
+            state.observerLock?.release()
+            state.observerLock = nil
         }
     }
 
@@ -175,9 +194,9 @@ final class ChangeWatcher: @unchecked Sendable {
     /// about 0.3 ms.
     @inline(never)
     private func endInMemoryStreams() {
-        let waiting = locked { () -> [CheckedContinuation<RecordChanges?, Never>] in
-            let waiting = subscribers.values.compactMap(\.waiting)
-            subscribers.removeAll()
+        let waiting = locked { streams -> [CheckedContinuation<RecordChanges?, Never>] in
+            let waiting = streams.subscribers.values.compactMap(\.waiting)
+            streams.subscribers.removeAll()
             return waiting
         }
         for continuation in waiting { continuation.resume(returning: nil) }
@@ -185,32 +204,32 @@ final class ChangeWatcher: @unchecked Sendable {
 
     /// Returns once the work queued so far on the watcher's queue is done (for tests).
     func waitUntilIdleForTesting() {
-        queue.sync {}
+        existingConnection?.executor.sync {}
     }
 
     /// True while any stream is registered (in memory, writes log only then).
-    var hasSubscribers: Bool { locked { !subscribers.isEmpty } }
+    var hasSubscribers: Bool { locked { !$0.subscribers.isEmpty } }
 
     /// True while some consumer is parked.
-    var hasWaiting: Bool { locked { subscribers.values.contains { $0.waiting != nil } } }
+    var hasWaiting: Bool { locked { $0.subscribers.values.contains { $0.waiting != nil } } }
 
     func count(_ collection: String) -> Int {
-        locked { subscribers.values.count { $0.collection == collection } }
+        locked { $0.subscribers.values.count { $0.collection == collection } }
     }
 
     /// Marks every stream that follows the log (or is about to) for a full state.
     func requireFullState() {
-        locked {
-            for (id, subscriber) in subscribers where !subscriber.beforeStore {
-                subscribers[id]?.needsFullState = true
-                subscribers[id]?.catchUp = nil
+        locked { streams in
+            for (id, subscriber) in streams.subscribers where !subscriber.beforeStore {
+                streams.subscribers[id]?.needsFullState = true
+                streams.subscribers[id]?.catchUp = nil
             }
         }
     }
 
     /// How many streams of `collection` have a consumer parked, waiting for a change.
     func waitingCount(_ collection: String) -> Int {
-        locked { subscribers.values.count { $0.collection == collection && $0.waiting != nil } }
+        locked { $0.subscribers.values.count { $0.collection == collection && $0.waiting != nil } }
     }
 
     // MARK: Hooks of this store's writes (called with the store's lock held)
@@ -219,20 +238,31 @@ final class ChangeWatcher: @unchecked Sendable {
     /// deliver the write (streams positioned before the store existed deliver every record
     /// anyway). Call inside the write transaction, before it logs anything.
     func positionNewStreams(_ engine: RecordEngine) throws {
-        guard locked({ hasUnpositioned }) else { return }
+        guard locked({ $0.hasUnpositioned }) else { return }
         let end = try engine.changeLog.bounds().last
-        locked {
-            for (id, subscriber) in subscribers where subscriber.cursor == nil && !subscriber.beforeStore {
-                subscribers[id]?.cursor = end
+        locked { streams in
+            for (id, subscriber) in streams.subscribers where subscriber.cursor == nil && !subscriber.beforeStore {
+                streams.subscribers[id]?.cursor = end
             }
-            hasUnpositioned = false
+            streams.hasUnpositioned = false
         }
     }
 
     /// Serves parked consumers after a commit of this store, without waiting for a signal.
+    /// Takes only the streams' lock here (never the connection's, which may be held by a read
+    /// waiting for the store's lock): the serving is queued.
     func committed() {
-        guard locked({ !subscribers.isEmpty }) else { return }
-        queue.async { [self] in serveParked() }
+        guard locked({ !$0.subscribers.isEmpty }) else { return }
+        serveParkedLater()
+    }
+
+    /// Apart from `committed`, which every commit calls: the connection's generic types are
+    /// built only here, for a store that has streams.
+    @inline(never)
+    private func serveParkedLater() {
+        // No connection yet: no consumer asked for an element, so none is parked.
+        guard existingConnection != nil else { return }
+        enqueue { [self] state in serveParked(state) }
     }
 
     // MARK: Consuming
@@ -240,77 +270,112 @@ final class ChangeWatcher: @unchecked Sendable {
     /// The next element of stream `id`, waiting for one; nil when the stream ended.
     func next(_ id: UUID) async -> RecordChanges? {
         await withCheckedContinuation { continuation in
-            queue.async { [self] in pull(id, continuation) }
+            enqueue { [self] state in pull(state, id, continuation) }
         }
     }
 
-    /// On `queue`: delivers what the log holds for `id`, or parks the consumer.
-    private func pull(_ id: UUID, _ continuation: CheckedContinuation<RecordChanges?, Never>) {
-        guard locked({ subscribers[id] != nil }) else { return continuation.resume(returning: nil) }
-        if !suspended {
+    /// On the connection's queue: delivers what the log holds for `id`, or parks the consumer.
+    private func pull(_ state: WatcherState, _ id: UUID, _ continuation: CheckedContinuation<RecordChanges?, Never>) {
+        guard locked({ $0.subscribers[id] != nil }) else { return continuation.resume(returning: nil) }
+        if !state.suspended {
             if path != nil, !hasWaiting {
                 // Before reading, so that a commit after the read changes it. (While others
                 // wait, the version is theirs to compare: a change they have not been served
                 // must not be taken as seen.)
-                lastDataVersion = readDataVersion()
+                state.lastDataVersion = readDataVersion(state)
             }
-            if let change = serve(id) { return continuation.resume(returning: change) }
+            if let change = serve(id, state) { return continuation.resume(returning: change) }
         }
-        let parked = locked { () -> Bool in
-            guard subscribers[id] != nil else { return false }
-            subscribers[id]?.waiting = continuation
+        let parked = locked { streams -> Bool in
+            guard streams.subscribers[id] != nil else { return false }
+            streams.subscribers[id]?.waiting = continuation
             return true
         }
         guard parked else { return continuation.resume(returning: nil) }
-        consumersWaitingChanged()
+        consumersWaitingChanged(state)
     }
 
-    /// On `queue`: serves every parked consumer that has something to read.
-    func serveParked() {
-        guard !suspended else { return }
-        let parked = locked { subscribers.compactMap { $0.value.waiting == nil ? nil : $0.key } }
+    /// On the connection's queue: serves every parked consumer that has something to read.
+    func serveParked(_ state: WatcherState) {
+        guard !state.suspended else { return }
+        let parked = locked { $0.subscribers.compactMap { $0.value.waiting == nil ? nil : $0.key } }
         for id in parked {
-            guard let change = serve(id) else { continue }
-            let waiting = locked { () -> CheckedContinuation<RecordChanges?, Never>? in
-                defer { subscribers[id]?.waiting = nil }
-                return subscribers[id]?.waiting
+            guard let change = serve(id, state) else { continue }
+            let waiting = locked { streams -> CheckedContinuation<RecordChanges?, Never>? in
+                defer { streams.subscribers[id]?.waiting = nil }
+                return streams.subscribers[id]?.waiting
             }
             waiting?.resume(returning: change)
         }
-        consumersWaitingChanged()
+        consumersWaitingChanged(state)
     }
 
-    /// On `queue`: the next non-empty element of `id`, advancing its position; nil when there
-    /// is none yet (or reading failed: reported, and tried again at the next change).
-    private func serve(_ id: UUID) -> RecordChanges? {
-        guard let subscriber = locked({ subscribers[id] }) else { return nil }
+    /// On the connection's queue: the next non-empty element of `id`, advancing its position;
+    /// nil when there is none yet (or reading failed: reported, and tried again at the next
+    /// change).
+    private func serve(_ id: UUID, _ state: WatcherState) -> RecordChanges? {
+        guard let subscriber = locked({ $0.subscribers[id] }) else { return nil }
         do {
-            let read = try withEngine { engine in try Self.read(subscriber, engine) }
-            failing = false
+            let read = try withEngine(state) { engine in try Self.read(subscriber, engine) }
+            state.failing = false
             guard let (change, updated) = read else {
                 // No store yet (file stores): a stream not positioned yet starts before it,
                 // and delivers every record once there is one (nothing to resync from).
                 if path != nil, subscriber.cursor == nil {
-                    locked {
-                        if subscribers[id]?.cursor == nil {
-                            subscribers[id]?.beforeStore = true
-                            subscribers[id]?.needsFullState = false
+                    locked { streams in
+                        if streams.subscribers[id]?.cursor == nil {
+                            streams.subscribers[id]?.beforeStore = true
+                            streams.subscribers[id]?.needsFullState = false
                         }
                     }
                 }
                 return nil
             }
-            locked {
-                guard subscribers[id] != nil else { return }
-                subscribers[id]?.cursor = updated.cursor
-                subscribers[id]?.beforeStore = updated.beforeStore
-                subscribers[id]?.catchUp = updated.catchUp
-                subscribers[id]?.needsFullState = updated.needsFullState
+            locked { streams in
+                guard streams.subscribers[id] != nil else { return }
+                streams.subscribers[id]?.cursor = updated.cursor
+                streams.subscribers[id]?.beforeStore = updated.beforeStore
+                streams.subscribers[id]?.catchUp = updated.catchUp
+                streams.subscribers[id]?.needsFullState = updated.needsFullState
             }
             return change.isEmpty ? nil : change
         } catch {
-            report(error)
+            report(error, state)
             return nil
         }
+    }
+}
+
+/// What the watcher's connection lock guards (see `ChangeWatcher`). Not `Sendable`: only
+/// reached with the lock held, on the connection's queue.
+final class WatcherState {
+    /// The store's core, for the in-memory connection. Weak: the core owns the watcher.
+    weak var core: StoreCore?
+    /// The watcher's own connection to the file (nil in memory, and until the file is a store).
+    var connection: SQLiteConnection?
+    /// Set while `connection` is an immutable snapshot of a store whose directory this process
+    /// cannot write: what the file looked like, to open it again once it changed.
+    var snapshotStamp: FileStamp?
+    /// The file the connection opened (its identity names its Darwin notifications).
+    var connectionIdentity: StoreFileIdentity?
+    /// The observers' lock, held shared while this watcher has streams (file stores only).
+    var observerLock: ObserverLock?
+    var observerLockFailed = false
+    var lastDataVersion: Int64?
+    /// What wakes waiting consumers (see `ChangeWatcher+Waking.swift`), and what it was made
+    /// for: the file's identity then, and whether it has an event source.
+    var signal: (any StoreChangeSignal)?
+    var signalIdentity: StoreFileIdentity?
+    var signalHasEvents = false
+    /// Observation is suspended (see `ChangeWatcher.suspend()`): no lock, no signal, no reads.
+    var suspended = false
+    /// The file's data version (or snapshot stamp) when observation was suspended.
+    var versionAtSuspension: Int64?
+    var stampAtSuspension: FileStamp?
+    /// A failure to read was reported, and nothing has been read since (see `report`).
+    var failing = false
+
+    init(core: StoreCore?) {
+        self.core = core
     }
 }

@@ -100,7 +100,7 @@ public actor RecordStore {
         self.core = StoreCore(
             path: path, options: options, label: label,
             observers: Self.transactionObservers(path: path, watcher: watcher, outbox: outboxSignal, learned: learned))
-        watcher.core = core
+        watcher.attach(core)
     }
 
     deinit {

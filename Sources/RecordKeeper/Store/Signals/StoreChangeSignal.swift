@@ -6,9 +6,11 @@ import Dispatch
 /// cheap pragma, and a missed one costs latency (the adaptive poll behind every event source
 /// looks anyway), never a change.
 ///
-/// Every method is called on the watcher's queue, and a signal calls its `wake` closure on that
-/// queue, so a signal needs no locks of its own (hence `Sendable`, unchecked in each one: its
-/// state is only ever touched on that one serial queue).
+/// Every method is called on the watcher's queue (its connection's, with that connection's lock
+/// held), and a signal calls its `wake` closure on that queue, so a signal needs no locks of its
+/// own (hence `Sendable`, unchecked in each one: its state is only ever touched on that one
+/// serial queue). `wake` takes the connection's lock: a signal calls it from its own handlers
+/// (a timer, an event), never from within one of these methods.
 ///
 /// Implementations: `InotifyChangeSignal` (Linux: the kernel reports writes to the store's
 /// directory), `DarwinChangeSignal` (Apple platforms: a Darwin notification that writers post

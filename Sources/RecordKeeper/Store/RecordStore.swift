@@ -129,92 +129,6 @@ public actor RecordStore {
     /// string on every call, which cost 3–5 % of a single save or point read.
     nonisolated var path: String? { core.path }
 
-    // MARK: Reading
-
-    /// All records of `collection`, or nil when the collection was never established (or was
-    /// removed). An established collection without records gives `[:]`.
-    ///
-    /// Reading never changes the file: it creates nothing and migrates nothing. When there is
-    /// no store yet (no file, an empty file, an SQLite database without the store's format)
-    /// the answer is nil. It sees the last committed state, without waiting for a write
-    /// transaction that is running (in memory it waits; see <doc:Concurrency>).
-    /// - Throws: ``RecordStoreError`` when the file cannot be read or is refused (not a
-    ///   database, another application's database, a newer format); never an empty answer in
-    ///   place of a failure.
-    public nonisolated func read(_ collection: String) async throws -> [String: Data]? {
-        let name = try RecordNames.collection(collection, operation: .read)
-        return try await performRead(.read, collection: name) { try $0.engine?.records.readAll(name) }
-    }
-
-    /// The payload of one record, or nil when there is none.
-    ///
-    /// Point reads are short: when the reader is open and idle they run at once on the
-    /// caller's thread instead of hopping to an executor, and never wait for a lock there
-    /// (see <doc:Concurrency>).
-    public nonisolated(nonsending) func value(_ collection: String, key: String) async throws -> Data? {
-        try await record(collection, key: key, operation: .value)?.data
-    }
-
-    /// One record with its version, or nil when there is none.
-    public nonisolated(nonsending) func record(_ collection: String, key: String) async throws -> StoredRecord? {
-        try await record(collection, key: key, operation: .record)
-    }
-
-    private nonisolated(nonsending) func record(_ collection: String, key: String, operation: StoreOperation) async throws -> StoredRecord? {
-        let name = try RecordNames.collection(collection, operation: operation)
-        let key = try RecordNames.key(key, collection: name, operation: operation)
-        return try await performRead(operation, collection: name, inline: true) { try $0.engine?.records.record(name, key: key) }
-    }
-
-    /// The established collections, sorted by name, with their record counts.
-    public nonisolated func collections() async throws -> [CollectionSummary] {
-        try await performRead(.collections, collection: nil) { try $0.engine?.records.collections() ?? [] }
-    }
-
-    /// One page of `collection`'s records in key order (by UTF-8 bytes), the keys strictly
-    /// after `after`, at most `limit`. Nil when the collection is not established.
-    ///
-    /// ```swift
-    /// var after: String? = nil
-    /// while let page = try await store.records("items", after: after), !page.isEmpty {
-    ///     for record in page { print(record.key, record.version) }
-    ///     after = page.last?.key
-    /// }
-    /// ```
-    public nonisolated func records(_ collection: String, after: String? = nil, limit: Int = 1000) async throws -> [StoredRecord]? {
-        let name = try RecordNames.collection(collection, operation: .records)
-        guard limit > 0 else {
-            throw RecordStoreError(
-                code: .invalidArgument, operation: .records, collection: name,
-                detail: "the page limit must be positive, not \(limit)")
-        }
-        let after = after.map(RecordNames.normalized)
-        return try await performRead(.records, collection: name) { try $0.engine?.records.page(name, after: after, limit: limit) }
-    }
-
-    /// Every record of `collection` with its version, in key order (UTF-8 bytes), or nil when
-    /// the collection is not established.
-    public nonisolated func allRecords(_ collection: String) async throws -> [StoredRecord]? {
-        let name = try RecordNames.collection(collection, operation: .allRecords)
-        return try await performRead(.allRecords, collection: name) { source in
-            guard let engine = source.engine else { return nil }
-            var records: [StoredRecord] = []
-            let exists = try engine.records.forEachRecord(name) { records.append($0) }
-            return exists ? records : nil
-        }
-    }
-
-    /// Every record of `collection` with its version, by key, or nil when not established.
-    public nonisolated func versionedRecords(_ collection: String) async throws -> [String: StoredRecord]? {
-        let name = try RecordNames.collection(collection, operation: .versionedRecords)
-        return try await performRead(.versionedRecords, collection: name) { source in
-            guard let engine = source.engine else { return nil }
-            var records: [String: StoredRecord] = [:]
-            let exists = try engine.records.forEachRecord(name) { records[$0.key] = $0 }
-            return exists ? records : nil
-        }
-    }
-
     // MARK: Writing
 
     /// Inserts or overwrites one record, establishing the collection if needed.
@@ -402,4 +316,106 @@ public actor RecordStore {
         guard let path else { return false }
         return FileManager.default.fileExists(atPath: path)
     }
+
+    // MARK: Requests
+
+    /// Runs a request on the writer: inline on the caller's executor when `inline` allows it,
+    /// the writer is open and its lock free, and no other connection holds a lock it needs
+    /// (`SerializedConnection.attemptInline`: it never waits); otherwise on the writer's queue
+    /// (the store's executor), after opening the store if needed, where it may wait up to the
+    /// busy timeout.
+    nonisolated(nonsending) func execute<T: Sendable>(
+        inline: Bool, _ body: @Sendable (StoreCore, CoreState, _ refuseWaiting: Bool) throws -> T
+    ) async throws -> T {
+        try Task.checkCancellation()
+        if inline {
+            let core = core
+            let attempt = core.writer.attemptInline { state -> T? in
+                guard state.connection != nil else { return nil }
+                return try body(core, state, true)
+            }
+            if let result = attempt.result { return try result.get() }
+        }
+        return try await executeOnExecutor(body)
+    }
+
+    /// On the store's executor, which is the writer's queue: the writer's lock is only ever
+    /// held briefly by others (inline attempts never wait), so taking it here is the queue's turn.
+    private func executeOnExecutor<T: Sendable>(
+        _ body: @Sendable (StoreCore, CoreState, _ refuseWaiting: Bool) throws -> T
+    ) async throws -> T {
+        while true {
+            try await openIfNeeded()
+            try Task.checkCancellation()
+            // Normally open now; if the store was closed meanwhile, open it again.
+            let result = core.writer.withLock { state -> Result<T, any Error>? in
+                guard state.connection != nil else { return nil }
+                return Result { try body(core, state, false) }
+            }
+            if let result { return try result.get() }
+        }
+    }
+
+    /// Runs one request on the writer (in memory: every request; on disk: requests that
+    /// change the connection, such as test seams).
+    nonisolated(nonsending) func perform<T: Sendable>(
+        _ operation: StoreOperation, collection: String?, inline: Bool = false,
+        _ body: @Sendable (RecordEngine) throws -> T
+    ) async throws -> T {
+        try await execute(inline: inline) { core, state, refuseWaiting in
+            try core.perform(state, operation, collection: collection, refuseWaiting: refuseWaiting, body)
+        }
+    }
+
+    /// Runs one read request outside any write transaction.
+    ///
+    /// A file store reads on one of its readers (`ReaderPool`), beside the writer: inline when
+    /// `inline` allows it and a reader is open and free and needs no lock another connection
+    /// holds; otherwise on a reader's queue. It never opens the writer, so it never creates or
+    /// migrates anything. An in-memory store has no readers: it reads on its writer (see
+    /// `perform`).
+    nonisolated(nonsending) func performRead<T: Sendable>(
+        _ operation: StoreOperation, collection: String?, inline: Bool = false,
+        _ body: @Sendable (ReadSource) throws -> T
+    ) async throws -> T {
+        let core = core
+        guard let readers = core.readers else {
+            return try await perform(operation, collection: collection, inline: inline) { try body(.store($0)) }
+        }
+        try Task.checkCancellation()
+        if inline, let result = readers.attemptInline({ state in
+            try core.performRead(state, operation, collection: collection, refuseWaiting: true, body)
+        }) {
+            return try result.get()
+        }
+        return try await readers.run { state in
+            // Not inline, so it opens the reader when needed and always answers.
+            guard let result = try core.performRead(state, operation, collection: collection, body) else {
+                throw RecordStoreError(code: .misuse, operation: operation, collection: collection, path: core.path)
+            }
+            return result
+        }
+    }
+
+    /// Runs one write transaction (see `StoreCore.performWrite`) whose changes come from
+    /// `origin` (see `TransactionOrigin`).
+    nonisolated(nonsending) func performWrite<T: Sendable>(
+        _ operation: StoreOperation, collection: String?, inline: Bool = false, origin: TransactionOrigin = .library,
+        _ body: @Sendable (WriteContext) throws -> T
+    ) async throws -> T {
+        try await execute(inline: inline) { core, state, refuseWaiting in
+            try core.performWrite(
+                state, operation, collection: collection, refuseWaiting: refuseWaiting,
+                origin: origin, body)
+        }
+    }
+
+    /// Whether a write of `count` records may run inline: only when its commit does not
+    /// `fsync` (``Durability/normal``, or in memory) and it is small.
+    nonisolated func mayWriteInline(_ count: Int) -> Bool {
+        count <= Self.inlineWriteLimit && core.commitsWithoutSync
+    }
+
+    /// The largest write (in records) that may run inline on a caller's thread.
+    static let inlineWriteLimit = 32
 }

@@ -22,15 +22,18 @@ public enum RecordKeeperTool {
     /// Output goes to stdout, messages and progress to stderr.
     public static func run(arguments: [String], environment: [String: String]) async -> Int32 {
         let output = ByteWriter.standardOutput()
+        let opened = OpenedStores()
         var command: String?
         do {
             let parsed = try ArgumentParser.parse(
                 arguments, globalOptions: CommandCatalog.globalOptions, commands: CommandCatalog.commands)
             command = parsed.command
-            let code = try await dispatch(parsed, environment: environment, output: output)
+            let code = try await dispatch(parsed, environment: environment, output: output, opened: opened)
+            await opened.closeAll()
             try output.flush()
             return code.rawValue
         } catch {
+            await opened.closeAll()
             do {
                 try output.flush()
             } catch let flushError {
@@ -41,7 +44,7 @@ public enum RecordKeeperTool {
     }
 
     private static func dispatch(
-        _ parsed: ParsedCommandLine, environment: [String: String], output: ByteWriter
+        _ parsed: ParsedCommandLine, environment: [String: String], output: ByteWriter, opened: OpenedStores
     ) async throws -> ExitCode {
         guard let command = parsed.command else {
             if parsed.wantsHelp {
@@ -67,7 +70,7 @@ public enum RecordKeeperTool {
         }
         let context = CommandContext(
             arguments: parsed,
-            store: try StoreAccess.resolve(option: parsed.values["store"], environment: environment),
+            store: try StoreAccess.resolve(option: parsed.values["store"], environment: environment, opened: opened),
             quiet: parsed.has("quiet"),
             output: output,
             environment: environment)

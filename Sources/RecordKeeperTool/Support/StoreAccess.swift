@@ -1,18 +1,23 @@
 import Foundation
+import RecordKeeperSync
 import RecordKeeper
 import RecordKeeperCommandLine
 
 /// Where the store is, and opening it the way each kind of command needs.
 struct StoreAccess: Sendable {
     let path: String
+    /// The stores this command made, closed when it ends (see `OpenedStores`).
+    var opened = OpenedStores()
 
     /// `--store PATH`, else `RECORDKEEPER_STORE`, else `records.sqlite` in the current directory.
-    static func resolve(option: String?, environment: [String: String]) throws(ToolError) -> StoreAccess {
+    static func resolve(
+        option: String?, environment: [String: String], opened: OpenedStores = OpenedStores()
+    ) throws(ToolError) -> StoreAccess {
         let path = option ?? environment["RECORDKEEPER_STORE"] ?? "records.sqlite"
         guard !path.isEmpty else {
             throw ToolError(.usage, "the store path is empty (check --store and RECORDKEEPER_STORE)")
         }
-        return StoreAccess(path: path)
+        return StoreAccess(path: path, opened: opened)
     }
 
     var url: URL { URL(fileURLWithPath: path) }
@@ -58,7 +63,7 @@ struct StoreAccess: Sendable {
         case .directory:
             throw ToolError(.storeRefused, "\(path) is a directory, not a store file")
         case .file:
-            return RecordStore(url: url)
+            return opened.remember(RecordStore(url: url))
         }
     }
 
@@ -68,7 +73,31 @@ struct StoreAccess: Sendable {
         if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
             throw ToolError(.storeRefused, "\(path) is a directory, not a store file")
         }
-        return RecordStore(url: url)
+        return opened.remember(RecordStore(url: url))
+    }
+}
+
+/// The stores one command made. The tool closes them before it exits (`RecordStore.close()`:
+/// a truncating checkpoint, so the store file alone holds every commit and the `-wal` and
+/// `-shm` files go), instead of relying on the stores being released before the process
+/// ends, which a store's own background work (a scheduled checkpoint, the release of the
+/// observers' lock) may delay past the exit.
+final class OpenedStores: Sendable {
+    private let stores = Protected([RecordStore]())
+
+    /// Keeps `store` to close at the end, and returns it.
+    func remember(_ store: RecordStore) -> RecordStore {
+        stores.withLock { $0.append(store) }
+        return store
+    }
+
+    /// Closes every store the command made.
+    func closeAll() async {
+        let stores = stores.withLock { stores in
+            defer { stores.removeAll() }
+            return stores
+        }
+        for store in stores { await store.close() }
     }
 }
 

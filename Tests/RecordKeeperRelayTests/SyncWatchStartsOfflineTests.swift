@@ -18,6 +18,21 @@ struct SyncWatchStartsOfflineTests {
         (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any]
     }
 
+    /// Starts the relay on `port`, which the watch already points at. Between the release of
+    /// the held port and the relay's bind, another test's outgoing connection may take the
+    /// port as its source port for a moment (the full suite hit it once): then it tries again,
+    /// for up to 30 s, rather than fail on a port the test cannot change any more.
+    private static func serve(_ tool: ToolBesideRelay, _ server: InMemorySyncServer, port: UInt16) async throws -> HTTPServer {
+        let deadline = ContinuousClock.now + .seconds(30)
+        while true {
+            do {
+                return try tool.serve(server, port: port)
+            } catch where "\(error)".contains("Address already in use") && ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(50))
+            }
+        }
+    }
+
     @Test func `a watch started before its relay is up waits, says so, and syncs once the relay answers`()
         async throws
     {
@@ -51,7 +66,7 @@ struct SyncWatchStartsOfflineTests {
             _ = try await server.push(
                 space: "home", operations: [.writing(["hello": #""world""#], device: "laptop", sequence: 1)])
             closed = nil
-            let relay = try tool.serve(server, port: UInt16(port))
+            let relay = try await Self.serve(tool, server, port: UInt16(port))
 
             let synced = try await watch.waitForLine(timeout: .seconds(120)) {
                 Self.object($0)?["state"] as? String == "upToDate"

@@ -12,10 +12,6 @@ import Foundation
 /// transaction that only updates writes nothing but the records themselves.
 final class WriteContext {
     let engine: RecordEngine
-    /// The records gateway, made once per transaction: `engine.records` builds a new one (a
-    /// copy of the statement runner, two retains and releases) at every use, which a bulk write
-    /// of 100,000 records paid once per record (W1 took a third longer).
-    let records: RecordsTable
     /// Where the changes made now come from (see `withOrigin(_:_:)`).
     private(set) var origin: TransactionOrigin
     /// The store's observers, in their order of registration.
@@ -36,7 +32,6 @@ final class WriteContext {
         fileIdentity: StoreFileIdentity? = nil
     ) {
         self.engine = engine
-        self.records = engine.records
         self.origin = origin
         self.observers = observers
         self.fileIdentity = fileIdentity
@@ -67,7 +62,7 @@ final class WriteContext {
 
     private func currentFloor() throws -> Int64 {
         if let floor { return floor }
-        let stored = try records.lastVersion()
+        let stored = try engine.records.lastVersion()
         storedFloor = stored
         floor = stored
         return stored
@@ -82,7 +77,7 @@ final class WriteContext {
     /// Stores the raised floor, if removals raised it. Call before committing (before the
     /// observers' `transactionWillCommit`).
     func finish() throws {
-        if let floor, let storedFloor, floor > storedFloor { try records.setLastVersion(floor) }
+        if let floor, let storedFloor, floor > storedFloor { try engine.records.setLastVersion(floor) }
     }
 
     // MARK: Operations (names already validated and normalized)
@@ -96,7 +91,7 @@ final class WriteContext {
     /// The id of `collection` and its sync flag, creating it when it is not established.
     private func establish(_ collection: String) throws -> CollectionRef {
         if let ref = knownCollections[collection] { return ref }
-        return try records.establishForWriting(collection)
+        return try engine.records.establishForWriting(collection)
     }
 
     /// Removes and upserts; with `expected`, checks that each named key still has the stated
@@ -152,7 +147,7 @@ final class WriteContext {
         var conflicts: [String: RecordVersion?] = [:]
         var expectedVersions: [String: RecordVersion?] = [:]
         for (key, version) in checks {
-            let current = try records.version(id, collection: collection, key: key)
+            let current = try engine.records.version(id, collection: collection, key: key)
             if current != version {
                 conflicts[key] = .some(current)
                 expectedVersions[key] = .some(version)
@@ -167,19 +162,19 @@ final class WriteContext {
         for ((key, data), expectation) in zip(upserts, expectations) {
             guard let version = expectation else {
                 if conflicts.isEmpty {
-                    let new = try records.upsertReturningVersion(
+                    let new = try engine.records.upsertReturningVersion(
                         id, collection: collection, key: key, data: data, insertVersion: try insertVersion())
                     if let new {
                         try log(collection, key, ref)
                         versions.append(RecordVersion(new))
                     } else {
-                        versions.append(try records.version(id, collection: collection, key: key))
+                        versions.append(try engine.records.version(id, collection: collection, key: key))
                     }
                 }
                 continue
             }
             if !conflicts.isEmpty {
-                let current = try records.version(id, collection: collection, key: key)
+                let current = try engine.records.version(id, collection: collection, key: key)
                 if current != version {
                     conflicts[key] = .some(current)
                     expectedVersions[key] = .some(version)
@@ -187,14 +182,14 @@ final class WriteContext {
                 continue
             }
             if let version {
-                if let new = try records.updateIfVersion(
+                if let new = try engine.records.updateIfVersion(
                     id, collection: collection, key: key, data: data, expected: version.rawValue)
                 {
                     try log(collection, key, ref)
                     versions.append(RecordVersion(new))
                     continue
                 }
-                let current = try records.version(id, collection: collection, key: key)
+                let current = try engine.records.version(id, collection: collection, key: key)
                 if current == version {
                     versions.append(version)  // stored byte for byte already
                 } else {
@@ -203,11 +198,11 @@ final class WriteContext {
                 }
             } else {
                 let insertVersion = try insertVersion()
-                if try records.insertIfAbsent(id, collection: collection, key: key, data: data, version: insertVersion) {
+                if try engine.records.insertIfAbsent(id, collection: collection, key: key, data: data, version: insertVersion) {
                     try log(collection, key, ref)
                     versions.append(RecordVersion(insertVersion))
                 } else {
-                    conflicts[key] = .some(try records.version(id, collection: collection, key: key))
+                    conflicts[key] = .some(try engine.records.version(id, collection: collection, key: key))
                     expectedVersions[key] = .some(nil)
                 }
             }
@@ -222,7 +217,7 @@ final class WriteContext {
 
     private func remove(_ removals: [String], ref: CollectionRef, collection: String) throws {
         for key in removals {
-            guard let removedVersion = try records.remove(ref.id, collection: collection, key: key) else { continue }
+            guard let removedVersion = try engine.records.remove(ref.id, collection: collection, key: key) else { continue }
             removedRecords += 1
             try removed(version: removedVersion)
             try log(collection, key, ref)
@@ -236,7 +231,7 @@ final class WriteContext {
         // A single save into a transaction that has not needed the floor: the statement
         // reads it itself.
         if upserts.count == 1, floor == nil, let (key, data) = upserts.first {
-            if try records.upsertAtStoredFloor(id, collection: collection, key: key, data: data) {
+            if try engine.records.upsertAtStoredFloor(id, collection: collection, key: key, data: data) {
                 try log(collection, key, ref)
             }
             return
@@ -244,7 +239,7 @@ final class WriteContext {
         guard !upserts.isEmpty else { return }
         let insertVersion = try insertVersion()
         for (key, data) in upserts
-        where try records.upsert(id, collection: collection, key: key, data: data, insertVersion: insertVersion) {
+        where try engine.records.upsert(id, collection: collection, key: key, data: data, insertVersion: insertVersion) {
             try log(collection, key, ref)
         }
     }
@@ -271,13 +266,13 @@ final class WriteContext {
             return try applyReporting(collection, key: key, data: data)
         }
         // A collection established only now holds nothing: every upsert is an insert.
-        let existing = try records.collectionForWriting(collection)
-        let ref = try existing ?? records.establishForWriting(collection)
+        let existing = try engine.records.collectionForWriting(collection)
+        let ref = try existing ?? engine.records.establishForWriting(collection)
         let id = ref.id
         try tellRecordsWillChange(collection, ref: ref, upserts: upserts, removals: removals)
         var applied = AppliedChanges()
         for key in removals {
-            guard let removedVersion = try records.remove(id, collection: collection, key: key) else {
+            guard let removedVersion = try engine.records.remove(id, collection: collection, key: key) else {
                 applied.notFound.append(key)
                 continue
             }
@@ -289,7 +284,7 @@ final class WriteContext {
         applied.versions.reserveCapacity(upserts.count)
         for (key, data) in upserts {
             let stored = existing == nil
-                ? nil : try records.storedPayload(id, collection: collection, key: key, comparedTo: data)
+                ? nil : try engine.records.storedPayload(id, collection: collection, key: key, comparedTo: data)
             if let stored, stored.equal {
                 applied.unchanged.append(key)
                 applied.versions[key] = RecordVersion(stored.version)
@@ -299,13 +294,13 @@ final class WriteContext {
             // given here: the floor is read only when an insert needs it (an overwrite leaves
             // the value unused, so it gets the version the overwrite gives).
             let version = try stored.map { $0.version + 1 } ?? insertVersion()
-            if try records.upsert(id, collection: collection, key: key, data: data, insertVersion: version) {
+            if try engine.records.upsert(id, collection: collection, key: key, data: data, insertVersion: version) {
                 try log(collection, key, ref)
                 if stored == nil { applied.added.append(key) } else { applied.changed.append(key) }
                 applied.versions[key] = RecordVersion(version)
             } else {
                 applied.unchanged.append(key)  // not reached: the lookup said it would write
-                applied.versions[key] = try records.version(id, collection: collection, key: key)
+                applied.versions[key] = try engine.records.version(id, collection: collection, key: key)
             }
         }
         return applied
@@ -316,8 +311,8 @@ final class WriteContext {
     /// collection's, and an insert into a transaction that has not read the version floor lets
     /// the statement read it.
     private func applyReporting(_ collection: String, key: String, data: Data) throws -> AppliedChanges {
-        let found = try records.collectionForWriting(collection, record: key, comparedTo: data)
-        let ref = try found?.ref ?? records.establishForWriting(collection)
+        let found = try engine.records.collectionForWriting(collection, record: key, comparedTo: data)
+        let ref = try found?.ref ?? engine.records.establishForWriting(collection)
         let stored = found?.stored
         try tellRecordsWillChange(collection, ref: ref, upserts: [(key, data)], removals: [])
         var applied = AppliedChanges()
@@ -330,18 +325,18 @@ final class WriteContext {
         if let stored {
             // An overwrite: the statement's insert version goes unused.
             let version = stored.version + 1
-            written = try records.upsert(ref.id, collection: collection, key: key, data: data, insertVersion: version)
+            written = try engine.records.upsert(ref.id, collection: collection, key: key, data: data, insertVersion: version)
                 ? version : nil
         } else if floor == nil {
-            written = try records.upsertAtStoredFloorReturningVersion(ref.id, collection: collection, key: key, data: data)
+            written = try engine.records.upsertAtStoredFloorReturningVersion(ref.id, collection: collection, key: key, data: data)
         } else {
             let version = try insertVersion()
-            written = try records.upsert(ref.id, collection: collection, key: key, data: data, insertVersion: version)
+            written = try engine.records.upsert(ref.id, collection: collection, key: key, data: data, insertVersion: version)
                 ? version : nil
         }
         guard let written else {
             applied.unchanged.append(key)  // not reached: the lookup said it would write
-            applied.versions[key] = try records.version(ref.id, collection: collection, key: key)
+            applied.versions[key] = try engine.records.version(ref.id, collection: collection, key: key)
             return applied
         }
         try log(collection, key, ref)
@@ -368,7 +363,7 @@ final class WriteContext {
                 matched += 1
                 expectations.append(expectation)
             } else {
-                expectations.append(.some(try records.version(id, collection: collection, key: key)))
+                expectations.append(.some(try engine.records.version(id, collection: collection, key: key)))
             }
         }
         // Expectations about keys not upserted here (removals, or keys only checked), checked
@@ -385,7 +380,7 @@ final class WriteContext {
             if let expectation = checks[key] {
                 stored.append(expectation != nil)  // holds once the write did not conflict
             } else {
-                stored.append(try records.version(id, collection: collection, key: key) != nil)
+                stored.append(try engine.records.version(id, collection: collection, key: key) != nil)
             }
         }
         let written = try apply(
@@ -409,8 +404,8 @@ final class WriteContext {
 
     /// Makes `values` the whole content of `collection`.
     func replace(_ collection: String, values: [(key: String, data: Data)]) throws {
-        let id = try records.establishForWriting(collection).id
-        let existing = try records.versions(id, collection: collection)
+        let id = try engine.records.establishForWriting(collection).id
+        let existing = try engine.records.versions(id, collection: collection)
         var removals: [String] = []
         if !existing.isEmpty {
             var kept = Set<String>(minimumCapacity: values.count)
@@ -422,17 +417,17 @@ final class WriteContext {
 
     func removeCollection(_ collection: String) throws {
         knownCollections[collection] = nil
-        guard let ref = try records.collectionForWriting(collection) else { return }
+        guard let ref = try engine.records.collectionForWriting(collection) else { return }
         let id = ref.id
         let observed = ObservedCollection(name: collection, ref: ref)
         for observer in observers { try observer.collectionWillBeRemoved(observed, in: self) }
         // Every key, so that streams deliver the removal of each (and a synced collection's
         // removal travels as a tombstone per record), when an observer wants them.
         if observers.contains(where: { $0.observesRemoval(of: observed, in: self) }) {
-            for key in try records.versions(id, collection: collection).keys { try log(collection, key, ref) }
+            for key in try engine.records.versions(id, collection: collection).keys { try log(collection, key, ref) }
         }
-        if let highest = try records.highestVersion(id, collection: collection) { try removed(version: highest) }
-        try records.removeCollection(id, name: collection)
+        if let highest = try engine.records.highestVersion(id, collection: collection) { try removed(version: highest) }
+        try engine.records.removeCollection(id, name: collection)
     }
 
     /// Tells the observers that `key` of `collection` changed (inserted, updated or removed).

@@ -327,8 +327,7 @@ extension StoreCore {
     }
 
     private func scheduleRelease(after delay: Duration) {
-        let nanoseconds = Int(delay.components.seconds) * 1_000_000_000 + Int(delay.components.attoseconds / 1_000_000_000)
-        DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) {
+        DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + delay.seconds) {
             [weak self] in
             guard let self else { return }
             let ran: Void? = writer.withLockIfAvailable { state in

@@ -40,6 +40,9 @@ final class SQLiteConnection {
     /// `declaredIndexCache` is (see `RecordQueries.querySQL`); at most `querySQLLimit` shapes.
     var querySQLCache: [QueryShapeKey: QuerySQL] = Dictionary()
     static let querySQLLimit = 64
+    /// The collections this connection looked up, kept while the store's data version says
+    /// nothing changed (see `CollectionRefCache`; kept up by the transaction methods below).
+    var collectionRefs = CollectionRefCache()
 
     /// How a file is opened.
     enum OpenMode {
@@ -210,12 +213,23 @@ final class SQLiteConnection {
     /// True when no transaction is open.
     var isAutocommit: Bool { sqlite3_get_autocommit(handle) != 0 }
 
+    /// SQLite's data version of the main database (`SQLITE_FCNTL_DATA_VERSION`): it changes
+    /// whenever the content changes, by a commit of this connection or of any other (seen when
+    /// this connection next begins reading, as SQLite's own page cache sees it). Nil when
+    /// SQLite cannot tell.
+    var dataVersion: UInt32? {
+        var version: UInt32 = 0
+        guard sqlite3_file_control(handle, "main", SQLITE_FCNTL_DATA_VERSION, &version) == SQLITE_OK else { return nil }
+        return version
+    }
+
     // MARK: Transactions
 
     /// Begins a write transaction that takes the write lock at once, so a later statement can
     /// never fail to upgrade a read lock (SQLITE_BUSY without waiting).
     func beginImmediate() throws(SQLiteFailure) {
         try runCached("BEGIN IMMEDIATE")
+        collectionRefs.beganWrite(at: dataVersion)
     }
 
     /// Begins a read transaction: all reads until commit see one snapshot.
@@ -225,6 +239,7 @@ final class SQLiteConnection {
 
     func commit() throws(SQLiteFailure) {
         try runCached("COMMIT")
+        collectionRefs.committed(at: dataVersion)
     }
 
     /// Rolls back the open transaction, if SQLite has not already done so.
@@ -232,6 +247,7 @@ final class SQLiteConnection {
     /// Cancellation checks are suspended meanwhile, so a cancelled request can always undo
     /// its work.
     func rollback() throws(SQLiteFailure) {
+        collectionRefs.rolledBack()
         guard !isAutocommit else { return }
         sqlite3_progress_handler(handle, 0, nil, nil)
         defer { installCancellationCheck() }

@@ -42,7 +42,17 @@ struct RecordsTable {
     /// Like `collectionForWriting`, creating the collection when it is not established; a new
     /// collection is synced when its name is registered for sync (`sync_collections`, which
     /// outlives a removed collection).
+    ///
+    /// The connection keeps what it looked up (`CollectionRefCache`), so a write into a
+    /// collection it wrote before, with nothing else written meanwhile, makes no lookup.
     func establishForWriting(_ name: String) throws -> CollectionRef {
+        if let known = connection.collectionRefs.refInWrite(name) { return known }
+        let ref = try lookUpOrCreate(name)
+        connection.collectionRefs.noteInWrite(ref, for: name)
+        return ref
+    }
+
+    private func lookUpOrCreate(_ name: String) throws -> CollectionRef {
         if let ref = try collectionForWriting(name) { return ref }
         let created = try runner.returning(
             """
@@ -74,6 +84,7 @@ struct RecordsTable {
         try IndexesTable(runner: runner).dropDeclaredIndexes(id, collection: name)
         try runner.execute("DELETE FROM records WHERE collection_id = ?1", id, collection: name)
         try runner.execute("DELETE FROM collections WHERE id = ?1", id, collection: name)
+        connection.collectionRefs.invalidate()
     }
 
     // MARK: Reading
@@ -97,13 +108,31 @@ struct RecordsTable {
         }
     }
 
+    /// One record. A collection the connection knows (`CollectionRefCache`) is read by its id,
+    /// the answer kept only when the snapshot read is the one the id was noted at; otherwise
+    /// one statement reads the collection with the record, and the connection notes it.
     func record(_ name: String, key: String) throws -> StoredRecord? {
-        try runner.one(
+        if let (id, version) = connection.collectionRefs.candidate(name) {
+            let found = try runner.one(
+                "SELECT payload, version FROM records WHERE collection_id = ?1 AND key = ?2",
+                id, key, collection: name, key: key
+            ) { StoredRecord(key: key, data: $0.data(at: 0), version: RecordVersion($0.int64(at: 1))) }
+            if version == nil || connection.dataVersion == version { return found }
+        }
+        let read = try runner.one(
             """
-            SELECT r.payload, r.version FROM records r JOIN collections c ON c.id = r.collection_id
-            WHERE c.name = ?1 AND r.key = ?2
+            SELECT c.id, r.payload, r.version FROM collections c
+            LEFT JOIN records r ON r.collection_id = c.id AND r.key = ?2
+            WHERE c.name = ?1
             """, name, key, collection: name, key: key
-        ) { StoredRecord(key: key, data: $0.data(at: 0), version: RecordVersion($0.int64(at: 1))) }
+        ) { statement -> (id: Int64, record: StoredRecord?) in
+            let id = statement.int64(at: 0)
+            guard !statement.isNull(at: 2) else { return (id, nil) }
+            return (id, StoredRecord(key: key, data: statement.data(at: 1), version: RecordVersion(statement.int64(at: 2))))
+        }
+        guard let read else { return nil }
+        connection.collectionRefs.note(id: read.id, for: name, at: connection.dataVersion)
+        return read.record
     }
 
     /// Records of `name` in key order strictly after `after`, at most `limit`; nil when the

@@ -107,6 +107,7 @@ struct SyncStateTable {
             ON CONFLICT (name) DO UPDATE SET policy = excluded.policy
             """, name, policy.rawValue, collection: name)
         try runner.execute("UPDATE collections SET synced = 1 WHERE name = ?1", name, collection: name)
+        runner.connection.collectionRefs.invalidate()
     }
 
     // MARK: The device

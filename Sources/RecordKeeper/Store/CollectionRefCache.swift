@@ -1,0 +1,110 @@
+/// The collections one connection has looked up (name → id and sync flag), kept from one
+/// request to the next for as long as nothing can have changed them.
+///
+/// A single save or point read otherwise looks its collection up by name every time: on a
+/// store of 100,000 records that lookup was a sixth of a save's SQLite work and a tenth of a
+/// point read's. The cache is only as trusted as SQLite's own page cache: it is stamped with
+/// the connection's data version (`SQLiteConnection.dataVersion`), which changes with every
+/// commit of this connection and with every commit of any other connection or process that
+/// this connection sees when it next begins reading.
+///
+/// - Inside a write transaction (`beganWrite`) the entries hold: they were stamped at the
+///   version the transaction began at, or looked up inside it. A change to the collections
+///   table in the transaction (a removal, a sync flag) clears them (`invalidate`). A commit of
+///   that transaction stamps them with the version it produced (`committed`); a rollback
+///   drops them.
+/// - Outside a write transaction (a read in autocommit or in a read transaction:
+///   `candidate(_:)` and `note(_:for:at:)`), an entry is used only when the version the
+///   statement read at equals the stamp; the caller checks after stepping its statement, when
+///   the snapshot it read is known (the version changes only when a read begins).
+struct CollectionRefCache {
+    /// A collection's id, and its sync flag when a write looked it up (a read does not: it may
+    /// read a store of a format before the flag, as it is).
+    private struct Entry {
+        let id: Int64
+        let synced: Bool?
+    }
+
+    private var refs: [String: Entry] = Dictionary()
+    /// The data version at which every entry holds; nil while none is known to hold outside
+    /// the running write transaction.
+    private var stamp: UInt32?
+    /// A write transaction that began through `beganWrite` is open: entries hold for it.
+    private var inWrite = false
+
+    /// The upper bound on entries: a store with more collections than this in use looks the
+    /// others up each time.
+    static let capacity = 64
+
+    /// At the start of a write transaction that began at `version`: keeps the entries only
+    /// when nothing has changed the store since they were stamped.
+    mutating func beganWrite(at version: UInt32?) {
+        if version == nil || version != stamp { refs.removeAll(keepingCapacity: true) }
+        stamp = nil
+        inWrite = true
+    }
+
+    /// The collection as this write transaction knows it; nil outside one.
+    func refInWrite(_ name: String) -> CollectionRef? {
+        guard inWrite, let entry = refs[name], let synced = entry.synced else { return nil }
+        return CollectionRef(id: entry.id, synced: synced)
+    }
+
+    /// Notes a collection looked up or created inside the running write transaction.
+    mutating func noteInWrite(_ ref: CollectionRef, for name: String) {
+        guard inWrite else { return }
+        insert(Entry(id: ref.id, synced: ref.synced), for: name)
+    }
+
+    /// The collections table changed in the running transaction: nothing noted so far holds.
+    mutating func invalidate() {
+        refs.removeAll(keepingCapacity: true)
+        stamp = nil
+    }
+
+    /// The running transaction committed, giving the store `version`: what it noted holds at
+    /// that version. After a read transaction, nothing changes.
+    mutating func committed(at version: UInt32?) {
+        guard inWrite else { return }
+        inWrite = false
+        stamp = version
+        if version == nil { refs.removeAll(keepingCapacity: true) }
+    }
+
+    /// The running transaction rolled back (or its commit failed): nothing noted holds.
+    mutating func rolledBack() {
+        inWrite = false
+        invalidate()
+    }
+
+    /// The collection as noted, for a read: inside a write transaction it holds
+    /// (`atVersion` nil); otherwise only if the data version the read then sees is `atVersion`,
+    /// which the caller checks after stepping its statement. Nil when nothing is noted.
+    func candidate(_ name: String) -> (id: Int64, atVersion: UInt32?)? {
+        if inWrite { return refs[name].map { ($0.id, nil) } }
+        guard let stamp, let entry = refs[name] else { return nil }
+        return (entry.id, stamp)
+    }
+
+    /// Notes a collection a read found at `version`, the data version its statement read at
+    /// (dropping what was noted at another version); inside a write transaction, as
+    /// `noteInWrite`.
+    mutating func note(id: Int64, for name: String, at version: UInt32?) {
+        if inWrite {
+            // Keeps a flag a write of this transaction looked up.
+            if refs[name]?.id != id { insert(Entry(id: id, synced: nil), for: name) }
+            return
+        }
+        guard let version else { return }
+        if version != stamp {
+            refs.removeAll(keepingCapacity: true)
+            stamp = version
+        }
+        if refs[name]?.id != id { insert(Entry(id: id, synced: nil), for: name) }
+    }
+
+    private mutating func insert(_ entry: Entry, for name: String) {
+        if refs.count >= Self.capacity, refs[name] == nil { refs.removeAll(keepingCapacity: true) }
+        refs[name] = entry
+    }
+}

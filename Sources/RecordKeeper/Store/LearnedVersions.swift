@@ -37,6 +37,11 @@ final class LearnedVersions: Sendable {
         }
     }
 
+    /// Whether any repository learns the versions of some collection.
+    var hasRepositories: Bool {
+        inboxes.withLock { !$0.isEmpty }
+    }
+
     /// Whether some repository learns the versions of `collection`.
     func isLearned(_ collection: String) -> Bool {
         inboxes.withLock { $0[collection] != nil }

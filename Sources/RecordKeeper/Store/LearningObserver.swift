@@ -19,13 +19,25 @@ final class LearningObserver: TransactionObserver {
     /// version changes seen so far.
     private var learning: [String: LearnedCollection] = [:]
 
+    /// Whether some repository learned any collection when the running transaction first
+    /// changed a record (nil: not asked yet in this transaction). Without one, the
+    /// transaction notes nothing and allocates nothing for it; with one, each collection is
+    /// asked about once, when the transaction first changes it, as before.
+    private var active: Bool?
+
     init(learned: LearnedVersions) {
         self.learned = learned
+    }
+
+    func transactionDidBegin(_ transaction: WriteContext) throws {
+        active = nil
     }
 
     /// Whether the running transaction notes the versions it changes in `collection`.
     private func learns(_ collection: String, in transaction: WriteContext) -> Bool {
         guard transaction.origin == .recordAPI else { return false }
+        if active == nil { active = learned.hasRepositories }
+        guard active == true else { return false }
         if let known = learning[collection] { return known.isLearned }
         let isLearned = learned.isLearned(collection)
         learning[collection] = LearnedCollection(isLearned: isLearned)

@@ -136,9 +136,7 @@ public actor RecordStore {
     /// - Throws: ``RecordStoreError`` naming the collection and the key, whichever step of the
     ///   write failed.
     public nonisolated(nonsending) func put(_ collection: String, key: String, data: Data) async throws {
-        var changes = RecordChanges()
-        changes[key] = data
-        let input = try ValidatedChanges(collection, changes: changes, operation: .put)
+        let input = try ValidatedChanges(collection, key: key, data: data, operation: .put)
         do {
             try await apply(changes: input, .put)
         } catch var error as RecordStoreError where error.operation == .put && error.key == nil {

@@ -23,6 +23,15 @@ struct ValidatedChanges {
         }
     }
 
+    /// One upsert (a `put`): no dictionary of changes is built.
+    init(_ collection: String, key: String, data: Data, operation: StoreOperation) throws {
+        self.collection = try RecordNames.collection(collection, operation: operation)
+        let (stored, changed) = try RecordNames.keyNotingChange(key, collection: collection, operation: operation)
+        upserts = [(stored, data)]
+        removals = []
+        renamedKeys = changed
+    }
+
     init(_ collection: String, values: [String: Data], operation: StoreOperation) throws {
         self.collection = try RecordNames.collection(collection, operation: operation)
         (upserts, renamedKeys) = try Self.validate(values, collection: collection, operation: operation)
@@ -37,8 +46,8 @@ struct ValidatedChanges {
         indexed.reserveCapacity(entries.count)
         var renamed = false
         for (index, (key, data)) in entries.enumerated() {
-            let stored = try RecordNames.key(key, collection: collection, operation: operation)
-            if !renamed, !stored.utf8.elementsEqual(key.utf8) { renamed = true }
+            let (stored, changed) = try RecordNames.keyNotingChange(key, collection: collection, operation: operation)
+            if changed { renamed = true }
             indexed.append((stored, data, index))
         }
         indexed.sort { $0.key == $1.key ? $0.index < $1.index : $0.key < $1.key }
@@ -78,8 +87,8 @@ struct ValidatedChanges {
         result.reserveCapacity(values.count)
         var renamed = false
         for (key, data) in values {
-            let stored = try RecordNames.key(key, collection: collection, operation: operation)
-            if !renamed, !stored.utf8.elementsEqual(key.utf8) { renamed = true }
+            let (stored, changed) = try RecordNames.keyNotingChange(key, collection: collection, operation: operation)
+            if changed { renamed = true }
             result.append((stored, data))
         }
         if result.count > 64 { result.sort { $0.key < $1.key } }

@@ -25,7 +25,12 @@ struct CollectionRefCache {
         let synced: Bool?
     }
 
-    private var refs: [String: Entry] = Dictionary()
+    private var refs: [String: Entry] = Dictionary() {
+        didSet { recent = nil }
+    }
+    /// The entry last asked for, compared before hashing: requests mostly go to the
+    /// collection of the request before (a small string compares as two words).
+    private var recent: (name: String, entry: Entry)?
     /// The data version at which every entry holds; nil while none is known to hold outside
     /// the running write transaction.
     private var stamp: UInt32?
@@ -45,8 +50,8 @@ struct CollectionRefCache {
     }
 
     /// The collection as this write transaction knows it; nil outside one.
-    func refInWrite(_ name: String) -> CollectionRef? {
-        guard inWrite, let entry = refs[name], let synced = entry.synced else { return nil }
+    mutating func refInWrite(_ name: String) -> CollectionRef? {
+        guard inWrite, let entry = entry(name), let synced = entry.synced else { return nil }
         return CollectionRef(id: entry.id, synced: synced)
     }
 
@@ -80,10 +85,17 @@ struct CollectionRefCache {
     /// The collection as noted, for a read: inside a write transaction it holds
     /// (`atVersion` nil); otherwise only if the data version the read then sees is `atVersion`,
     /// which the caller checks after stepping its statement. Nil when nothing is noted.
-    func candidate(_ name: String) -> (id: Int64, atVersion: UInt32?)? {
-        if inWrite { return refs[name].map { ($0.id, nil) } }
-        guard let stamp, let entry = refs[name] else { return nil }
+    mutating func candidate(_ name: String) -> (id: Int64, atVersion: UInt32?)? {
+        if inWrite { return entry(name).map { ($0.id, nil) } }
+        guard let stamp, let entry = entry(name) else { return nil }
         return (entry.id, stamp)
+    }
+
+    private mutating func entry(_ name: String) -> Entry? {
+        if let recent, recent.name == name { return recent.entry }
+        guard let entry = refs[name] else { return nil }
+        recent = (name, entry)
+        return entry
     }
 
     /// Notes a collection a read found at `version`, the data version its statement read at

@@ -72,12 +72,13 @@ final class LearningObserver: TransactionObserver {
     }
 
     /// Reads, inside the transaction and just before its commit, the version every noted key
-    /// has now (nil: absent). The collection is looked up by name again: it may have been
-    /// removed and established anew in this transaction.
+    /// has now (nil: absent). The collection is looked up by name again (in the connection's
+    /// `CollectionRefCache` first): it may have been removed and established anew in this
+    /// transaction.
     func transactionWillCommit(_ transaction: WriteContext) throws {
         let engine = transaction.engine
         for (collection, entry) in learning where entry.isLearned && !entry.changes.isEmpty {
-            let id = try engine.records.collectionID(collection)
+            let id = try engine.records.collectionIDForWriting(collection)
             var updated = entry
             for key in entry.changes.keys {
                 updated.changes[key]?.after = try id.flatMap { try engine.records.version($0, collection: collection, key: key) }

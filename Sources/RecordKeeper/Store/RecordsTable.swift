@@ -25,6 +25,13 @@ struct RecordsTable {
         try runner.one("SELECT id FROM collections WHERE name = ?1", name, collection: name) { $0.int64(at: 0) }
     }
 
+    /// The id of `name` inside a write transaction: as the connection knows it
+    /// (`CollectionRefCache`, which a removal in the transaction clears), else looked up.
+    func collectionIDForWriting(_ name: String) throws -> Int64? {
+        if let known = connection.collectionRefs.refInWrite(name) { return known.id }
+        return try collectionID(name)
+    }
+
     /// The id of `name`, creating the collection when it is not established.
     func establish(_ name: String) throws -> Int64 {
         try establishForWriting(name).id

@@ -113,6 +113,22 @@ import Testing
     }
 
     @Test
+    func `the cache keeps every collection noted, beyond the first, up to its capacity`() {
+        var cache = CollectionRefCache()
+        for id in 1...Int64(CollectionRefCache.capacity) { cache.note(id: id, for: "c\(id)", at: 3) }
+        for id in 1...Int64(CollectionRefCache.capacity) { #expect(cache.candidate("c\(id)")?.id == id) }
+        // A name noted again with another id replaces its entry.
+        cache.note(id: 99, for: "c2", at: 3)
+        #expect(cache.candidate("c2")?.id == 99)
+        #expect(cache.candidate("c1")?.id == 1)
+        // Past the capacity the others are dropped (looked up again), never mixed up.
+        cache.note(id: 500, for: "new", at: 3)
+        #expect(cache.candidate("new")?.id == 500)
+        #expect(cache.candidate("c3") == nil)
+        #expect(cache.candidate("c1")?.id == 1)
+    }
+
+    @Test
     func `the cache keeps an entry only at the data version it was noted at`() {
         var cache = CollectionRefCache()
         let ref = CollectionRef(id: 1, synced: false)

@@ -25,12 +25,12 @@ struct CollectionRefCache {
         let synced: Bool?
     }
 
-    private var refs: [String: Entry] = Dictionary() {
-        didSet { recent = nil }
-    }
-    /// The entry last asked for, compared before hashing: requests mostly go to the
-    /// collection of the request before (a small string compares as two words).
-    private var recent: (name: String, entry: Entry)?
+    /// The first collection noted (most stores write and read one or a few): compared before
+    /// any hashing, and kept out of the dictionary, whose storage type a cold open's first read
+    /// would otherwise build at run time.
+    private var first: (name: String, entry: Entry)?
+    /// Every other collection noted.
+    private var others: [String: Entry] = Dictionary()
     /// The data version at which every entry holds; nil while none is known to hold outside
     /// the running write transaction.
     private var stamp: UInt32?
@@ -44,13 +44,13 @@ struct CollectionRefCache {
     /// At the start of a write transaction that began at `version`: keeps the entries only
     /// when nothing has changed the store since they were stamped.
     mutating func beganWrite(at version: UInt32?) {
-        if version == nil || version != stamp { refs.removeAll(keepingCapacity: true) }
+        if version == nil || version != stamp { removeAll() }
         stamp = nil
         inWrite = true
     }
 
     /// The collection as this write transaction knows it; nil outside one.
-    mutating func refInWrite(_ name: String) -> CollectionRef? {
+    func refInWrite(_ name: String) -> CollectionRef? {
         guard inWrite, let entry = entry(name), let synced = entry.synced else { return nil }
         return CollectionRef(id: entry.id, synced: synced)
     }
@@ -63,7 +63,7 @@ struct CollectionRefCache {
 
     /// The collections table changed in the running transaction: nothing noted so far holds.
     mutating func invalidate() {
-        refs.removeAll(keepingCapacity: true)
+        removeAll()
         stamp = nil
     }
 
@@ -73,7 +73,7 @@ struct CollectionRefCache {
         guard inWrite else { return }
         inWrite = false
         stamp = version
-        if version == nil { refs.removeAll(keepingCapacity: true) }
+        if version == nil { removeAll() }
     }
 
     /// The running transaction rolled back (or its commit failed): nothing noted holds.
@@ -85,17 +85,15 @@ struct CollectionRefCache {
     /// The collection as noted, for a read: inside a write transaction it holds
     /// (`atVersion` nil); otherwise only if the data version the read then sees is `atVersion`,
     /// which the caller checks after stepping its statement. Nil when nothing is noted.
-    mutating func candidate(_ name: String) -> (id: Int64, atVersion: UInt32?)? {
+    func candidate(_ name: String) -> (id: Int64, atVersion: UInt32?)? {
         if inWrite { return entry(name).map { ($0.id, nil) } }
         guard let stamp, let entry = entry(name) else { return nil }
         return (entry.id, stamp)
     }
 
-    private mutating func entry(_ name: String) -> Entry? {
-        if let recent, recent.name == name { return recent.entry }
-        guard let entry = refs[name] else { return nil }
-        recent = (name, entry)
-        return entry
+    private func entry(_ name: String) -> Entry? {
+        if let first, first.name == name { return first.entry }
+        return others.isEmpty ? nil : others[name]
     }
 
     /// Notes a collection a read found at `version`, the data version its statement read at
@@ -104,19 +102,28 @@ struct CollectionRefCache {
     mutating func note(id: Int64, for name: String, at version: UInt32?) {
         if inWrite {
             // Keeps a flag a write of this transaction looked up.
-            if refs[name]?.id != id { insert(Entry(id: id, synced: nil), for: name) }
+            if entry(name)?.id != id { insert(Entry(id: id, synced: nil), for: name) }
             return
         }
         guard let version else { return }
         if version != stamp {
-            refs.removeAll(keepingCapacity: true)
+            removeAll()
             stamp = version
         }
-        if refs[name]?.id != id { insert(Entry(id: id, synced: nil), for: name) }
+        if entry(name)?.id != id { insert(Entry(id: id, synced: nil), for: name) }
     }
 
     private mutating func insert(_ entry: Entry, for name: String) {
-        if refs.count >= Self.capacity, refs[name] == nil { refs.removeAll(keepingCapacity: true) }
-        refs[name] = entry
+        if first == nil || first?.name == name {
+            first = (name, entry)
+            return
+        }
+        if others.count + 1 >= Self.capacity, others[name] == nil { others.removeAll(keepingCapacity: true) }
+        others[name] = entry
+    }
+
+    private mutating func removeAll() {
+        first = nil
+        if !others.isEmpty { others.removeAll(keepingCapacity: true) }
     }
 }

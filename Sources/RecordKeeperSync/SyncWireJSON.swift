@@ -93,7 +93,7 @@ package enum SyncWireJSON {
         switch value {
         case .payload(let data):
             JSONWriter.appendASCII(#"{"payload":{"_0":""#, to: &out)
-            out.append(contentsOf: data.base64EncodedData())
+            SyncWireBase64.append(data, to: &out)
             JSONWriter.appendASCII(#""}}"#, to: &out)
         case .tombstone:
             JSONWriter.appendASCII(#"{"tombstone":{}}"#, to: &out)

@@ -116,7 +116,7 @@ extension SyncWireJSONTests {
         }
     }
 
-    @Test func `base64 that Foundation does not write is left to the decoder, which reads it as it always did`() throws {
+    @Test func `base64 that Foundation does not write is left to the decoder, which reads every form as it always did`() throws {
         let page = SyncPage(
             changes: [SyncPulledChange(collection: "c", key: "k", value: .payload(Data("A".utf8)), version: SyncServerVersion(1))],
             cursor: SyncCursor(counter: 1), hasMore: false)
@@ -124,15 +124,17 @@ extension SyncWireJSONTests {
         #expect(template.contains(#""_0":"QQ==""#))
         let texts = ["QR==", "QUI=", "QUJ=", "QQ", "Q===", "====", "QUJD\\/A==", "QU JD", "QUJD=QUJD", "QUJDRA=="]
         for text in texts {
-            #expect(Array(text.utf8).withUnsafeBufferPointer { SyncWireBase64.decode($0) } == nil || text == "QUJDRA==", "\(text)")
+            let canonical = Data(base64Encoded: text).map { $0.base64EncodedString() == text } ?? false
+            let fast = Array(text.utf8).withUnsafeBufferPointer { SyncWireBase64.decode($0) }
+            #expect(canonical ? fast == Data(base64Encoded: text) : fast == nil, "\(text)")
             let body = template.replacingOccurrences(of: #""_0":"QQ==""#, with: #""_0":""# + text + #"""#)
             let expected = Result { try RecordJSONDecoder().decode(SyncPage.self, from: Data(body.utf8)) }
-            let fast = Result { try SyncWireJSON.decodePage(Data(body.utf8)) }
-            switch (expected, fast) {
-            case (.success(let expected), .success(let fast)):
-                #expect(fast == expected, "\(text)")
-            case (.failure(let expected), .failure(let fast)):
-                #expect(String(describing: fast) == String(describing: expected), "\(text)")
+            let read = Result { try SyncWireJSON.decodePage(Data(body.utf8)) }
+            switch (expected, read) {
+            case (.success(let expected), .success(let read)):
+                #expect(read == expected, "\(text)")
+            case (.failure(let expected), .failure(let read)):
+                #expect(String(describing: read) == String(describing: expected), "\(text)")
             default:
                 Issue.record("the fast reader and the decoder disagree on \(text)")
             }

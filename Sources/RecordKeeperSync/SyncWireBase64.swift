@@ -68,9 +68,10 @@ enum SyncWireBase64 {
         var padding = 0
         if text[count - 1] == UInt8(ascii: "=") { padding = text[count - 2] == UInt8(ascii: "=") ? 2 : 1 }
         let decodedCount = count / 4 * 3 - padding
-        var result = Data(count: decodedCount)
-        let valid: Bool = values.withUnsafeBufferPointer { table in
-            result.withUnsafeMutableBytes { (output: UnsafeMutableRawBufferPointer) -> Bool in
+        // Decoded into a temporary buffer (on the stack when small), then copied once into the
+        // Data: cheaper than a zeroed Data written in place.
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: decodedCount + 2) { output -> Data? in
+            let valid = values.withUnsafeBufferPointer { table -> Bool in
                 var read = 0
                 var write = 0
                 var invalid: UInt8 = 0
@@ -109,7 +110,8 @@ enum SyncWireBase64 {
                 }
                 return true
             }
+            guard valid, let base = output.baseAddress else { return nil }
+            return Data(bytes: base, count: decodedCount)
         }
-        return valid ? result : nil
     }
 }

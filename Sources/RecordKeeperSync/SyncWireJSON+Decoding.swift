@@ -6,6 +6,7 @@ extension SyncWireJSON {
     /// ``encode(_:encoder:)-(SyncPage,_)`` writes: the changes are read straight from the bytes
     /// when they are in exactly that form (keys in order, no whitespace, no escapes); anything
     /// else is decoded by the decoder, so the result, and every error, is the decoder's.
+    /// `data` may be a slice (a line of an answer of several pages).
     ///
     /// - Throws: what the decoder throws.
     package static func decodePage(_ data: Data) throws -> SyncPage {
@@ -18,7 +19,8 @@ extension SyncWireJSON {
                 return page
             }
         }
-        return try RecordJSONDecoder().decode(SyncPage.self, from: data)
+        // A slice of a larger answer is given to the decoder from index 0.
+        return try RecordJSONDecoder().decode(SyncPage.self, from: data.startIndex == 0 ? data : Data(bytes))
     }
 
     /// `RecordJSONDecoder().decode(RelayWire.PushRequest.self, from: data)`, faster in the same
@@ -129,9 +131,10 @@ extension SyncWireJSON {
             guard literal("\"") else { return nil }
             let start = index
             return bytes.withUnsafeBufferPointer { buffer in
-                var end = start
-                while end < buffer.count, buffer[end] != UInt8(ascii: "\"") { end += 1 }
-                guard end < buffer.count else { return nil }
+                guard start < buffer.count, let base = buffer.baseAddress,
+                    let quote = memchr(base + start, Int32(UInt8(ascii: "\"")), buffer.count - start)
+                else { return nil }
+                let end = start + (base + start).distance(to: quote.assumingMemoryBound(to: UInt8.self))
                 index = end + 1
                 return SyncWireBase64.decode(UnsafeBufferPointer(rebasing: buffer[start..<end]))
             }

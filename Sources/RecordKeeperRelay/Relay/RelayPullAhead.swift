@@ -8,7 +8,8 @@ import RecordKeeperSync
 /// relay starts pulling the answer that starts at its last cursor, with the same space, limit,
 /// collections (those read, after the token's grant) and number of pages: what the device's
 /// next request asks for (`HTTPSyncServer` asks for it as soon as the answer arrives). That
-/// request gets it, already encoded, instead of waiting for the database. A pull with any
+/// request gets its pages instead of waiting for the database (the read ahead starts before
+/// the answer before it is encoded and sent, so that the database works meanwhile). A pull with any
 /// other parameters pulls as before, and so does the matching one when the read ahead failed
 /// (its own pull then meets, and reports, the failure). The database was read earlier than
 /// asked, never something else: each page is still what a pull of its cursor answered, as
@@ -26,11 +27,8 @@ final class RelayPullAhead: Sendable {
         let pages: Int
     }
 
-    /// A computed answer: its pages and its response.
-    typealias Answer = (pages: [SyncPage], response: HTTPResponse)
-
     private struct Entry {
-        let task: Task<Answer?, Never>
+        let task: Task<[SyncPage]?, Never>
         let started: ContinuousClock.Instant
     }
 
@@ -54,13 +52,13 @@ final class RelayPullAhead: Sendable {
     var count: Int { state.withLock { $0.entries.count } }
 
     /// The answer read ahead for `key`, if any (it is handed out once).
-    func claim(_ key: Key) -> Task<Answer?, Never>? {
+    func claim(_ key: Key) -> Task<[SyncPage]?, Never>? {
         state.withLock { $0.entries.removeValue(forKey: key)?.task }
     }
 
     /// Starts reading `key` ahead with `answer`, unless it is already or the relay keeps as
     /// many as it may (answers kept too long are dropped first).
-    func start(_ key: Key, answer: @escaping @Sendable () async -> Answer?) {
+    func start(_ key: Key, answer: @escaping @Sendable () async -> [SyncPage]?) {
         guard capacity > 0 else { return }
         let now = ContinuousClock.now
         state.withLock { state in

@@ -13,36 +13,39 @@ extension SyncRelay {
             let wait = try Self.wait(request.query, maximum: configuration.maxPullWait)
             // A device catching up: its answer may have been read ahead (RelayPullAhead).
             let catchingUp = wait == .zero && count > 1
-            var answer: RelayPullAhead.Answer
+            var pages: [SyncPage]
+            var readAhead = false
             if catchingUp, let ahead = pullAhead.claim(key), let read = await ahead.value {
-                answer = read
-                answer.response.logFields.append(("readAhead", "yes"))
+                pages = read
+                readAhead = true
             } else {
-                answer = try await self.answer(key, wait: wait)
+                pages = try await self.pages(key, wait: wait)
             }
-            if catchingUp, let last = answer.pages.last, last.hasMore, answer.response.status == 200 {
+            if catchingUp, let last = pages.last, last.hasMore {
+                // Started before this answer is encoded and sent: the database works meanwhile.
                 let next = RelayPullAhead.Key(
                     space: key.space, cursor: last.cursor, limit: key.limit, collections: key.collections, pages: count)
-                pullAhead.start(next) { [self] in await answerAhead(next) }
+                pullAhead.start(next) { [self] in await pagesAhead(next) }
             }
-            return answer.response
+            var response = Self.response(pages, space: key.space)
+            if readAhead { response.logFields.append(("readAhead", "yes")) }
+            return response
         }
     }
 
-    /// The answer of a pull: one page, or up to `pages=N` (not for a live pull) while each
+    /// The pages of a pull's answer: one, or up to `pages=N` (not for a live pull) while each
     /// says there is more and the answer stays within ``SyncRelay/Configuration/maxPullLimit``
     /// changes in all: fewer requests for a device catching up, each page what a pull of its
     /// cursor would have answered.
-    private func answer(_ key: RelayPullAhead.Key, wait: Duration) async throws(RelayRefusal) -> RelayPullAhead.Answer {
+    private func pages(_ key: RelayPullAhead.Key, wait: Duration) async throws(RelayRefusal) -> [SyncPage] {
         let first = try await firstPage(
             space: key.space, after: key.cursor, limit: key.limit, collections: key.collections, wait: wait)
-        let pages = wait == .zero ? await pages(from: first, key) : [first]
-        return (pages, Self.response(pages, space: key.space))
+        return wait == .zero ? await pages(from: first, key) : [first]
     }
 
-    /// The answer of `key` read ahead, or nil when its first page failed: the device's own
-    /// pull of that cursor then pulls again, and meets and reports the failure as any pull does.
-    private func answerAhead(_ key: RelayPullAhead.Key) async -> RelayPullAhead.Answer? {
+    /// The pages of `key` read ahead, or nil when its first page failed: the device's own pull
+    /// of that cursor then pulls again, and meets and reports the failure as any pull does.
+    private func pagesAhead(_ key: RelayPullAhead.Key) async -> [SyncPage]? {
         let first: SyncPage
         do {
             first = try await pull(space: key.space, after: key.cursor, limit: key.limit, collections: key.collections, wait: .zero)
@@ -50,8 +53,7 @@ extension SyncRelay {
             return nil
         }
         metrics.recordPull(changes: first.changes.count)
-        let pages = await pages(from: first, key)
-        return (pages, Self.response(pages, space: key.space))
+        return await pages(from: first, key)
     }
 
     /// `first` and the pages after it, up to `key.pages` in all.

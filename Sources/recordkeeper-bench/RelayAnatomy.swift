@@ -34,7 +34,10 @@ extension BenchRunner {
         let token = try JWTSigner(key: .hs256(secret: secret))
             .sign(RelayAccess(space: "bench").claims(expiresAt: Date().timeIntervalSince1970 + 86_400))
         try freshSchema(raw)
-        let direct = TimedSyncServer(try await syncServer(conninfo: conninfo))
+        let connection = try await PostgresConnection(conninfo: conninfo)
+        try await connection.execute("SET search_path TO recordkeeper_bench", operation: "use the bench schema")
+        let backend = await connection.backendProcessID
+        let direct = TimedSyncServer(try await PostgresSyncServer(connection: connection))
         _ = try await SyncBenchData.pushAll(upload, to: direct, space: "bench")
 
         var configuration = SyncRelay.Configuration(verifier: JWTVerifier(.init(key: try .hs256(secret: secret))))
@@ -110,6 +113,13 @@ extension BenchRunner {
         for repeatIndex in 0..<options.repeats {
             for variant in variants.rotatedForAnatomy(by: repeatIndex) {
                 let time: Double
+                let spent = direct.seconds
+                let (cpu, backendCPU) = (Self.processCPU(), Self.backendCPU(backend))
+                defer {
+                    samples[variant + " server", default: []].append(direct.seconds - spent)
+                    samples[variant + " cpu", default: []].append(Self.processCPU() - cpu)
+                    samples[variant + " pg cpu", default: []].append(Self.backendCPU(backend) - backendCPU)
+                }
                 switch variant {
                 case "direct":
                     time = try await measureAsync { _ = try await SyncBenchData.pullAll(from: direct, space: "bench") }
@@ -152,7 +162,10 @@ extension BenchRunner {
         }
         for variant in variants {
             let median = Stats.median(samples[variant] ?? [])
-            log("anatomy: \(variant): \(String(format: "%.4f", median)) s (\(samples[variant]?.map { String(format: "%.3f", $0) }.joined(separator: " ") ?? ""))")
+            let server = Stats.median(samples[variant + " server"] ?? [])
+            let total = { (key: String) in (samples[variant + key] ?? []).reduce(0, +) / Double(max(1, samples[variant]?.count ?? 1)) }
+            log("anatomy: \(variant): \(String(format: "%.4f", median)) s, inside the server \(String(format: "%.4f", server)) s, "
+                + "CPU of the bench \(String(format: "%.3f", total(" cpu"))) s and of its PostgreSQL backend \(String(format: "%.3f", total(" pg cpu"))) s (means) (\(samples[variant]?.map { String(format: "%.3f", $0) }.joined(separator: " ") ?? ""))")
         }
         await staticServer.shutdown(gracePeriod: .seconds(5))
         await relay.shutdown(gracePeriod: .seconds(5))
@@ -161,17 +174,41 @@ extension BenchRunner {
         }
     }
 
+    /// User and system CPU seconds of this process so far.
+    private static func processCPU() -> Double {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)
+            + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+    }
+
+    /// User and system CPU seconds of the PostgreSQL backend `pid` so far (/proc, in ticks of 10 ms).
+    private static func backendCPU(_ pid: Int32) -> Double {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let close = stat.lastIndex(of: ")")
+        else { return 0 }
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        // After the command: state is field 3; utime and stime are fields 14 and 15.
+        guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
+        return (user + system) / 100
+    }
+
     /// The lines of an answer of several pages.
     private static func lines(_ body: Data) -> [Data] {
         let ends: [Int] = body.withUnsafeBytes { bytes in
             var ends: [Int] = []
-            for index in bytes.indices where bytes[index] == UInt8(ascii: "\n") { ends.append(index) }
+            guard let base = bytes.baseAddress else { return ends }
+            var offset = 0
+            while offset < bytes.count, let found = memchr(base + offset, Int32(UInt8(ascii: "\n")), bytes.count - offset) {
+                ends.append(base.distance(to: UnsafeRawPointer(found)))
+                offset = ends[ends.count - 1] + 1
+            }
             return ends
         }
         var start = 0
         return ends.map { end in
             defer { start = end + 1 }
-            return body.subdata(in: start..<end)
+            return body[start..<end]
         }
     }
 

@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 
 /// Standard base64 (RFC 4648 §4, with `=` padding, no line breaks) written into and read from
 /// the byte buffers of ``SyncWireJSON``: the payloads of a push or a pull page. Foundation's
@@ -7,7 +7,7 @@ import Foundation
 /// write a page (docs/PERFORMANCE.md, S6/S7). The bytes written are Foundation's; reading
 /// accepts only what Foundation writes (whole groups of four, padding only at the end, unused
 /// bits zero) and answers `nil` for anything else, which the caller then leaves to the decoder.
-enum SyncWireBase64 {
+package enum SyncWireBase64 {
     private static let alphabet: [UInt8] = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
 
     /// 0-63 for the alphabet's bytes, 0xFF for every other byte.
@@ -18,7 +18,7 @@ enum SyncWireBase64 {
     }()
 
     /// Appends the base64 of `data` to `out`: the bytes of `data.base64EncodedData()`.
-    static func append(_ data: Data, to out: inout [UInt8]) {
+    package static func append(_ data: Data, to out: inout [UInt8]) {
         let count = data.count
         guard count > 0 else { return }
         let encodedCount = (count + 2) / 3 * 4
@@ -61,7 +61,7 @@ enum SyncWireBase64 {
 
     /// The bytes `text` encodes, when it is base64 exactly as Foundation writes it; `nil`
     /// otherwise (then `Data(base64Encoded:)` decides).
-    static func decode(_ text: UnsafeBufferPointer<UInt8>) -> Data? {
+    package static func decode(_ text: UnsafeBufferPointer<UInt8>) -> Data? {
         let count = text.count
         guard count % 4 == 0 else { return nil }
         guard count > 0 else { return Data() }

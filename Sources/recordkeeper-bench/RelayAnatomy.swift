@@ -90,6 +90,7 @@ extension BenchRunner {
             }
         }
         let encodedPayloads = payloads.map { $0.base64EncodedString() }
+        let encodedBytes = encodedPayloads.map { Array($0.utf8) }
         // The same bytes from memory.
         let staticBodies = bodies
         let staticHeaders = headers
@@ -109,7 +110,7 @@ extension BenchRunner {
         var samples: [String: [Double]] = [:]
         let only = ProcessInfo.processInfo.environment["RECORDKEEPER_BENCH_S6_ONLY"]
         let variants: [String] = ["direct", "client", "urlsession relay", "curl relay", "urlsession static", "curl static", "decode",
-                        "encode", "base64 encode", "base64 decode", "strings"].filter { only == nil || $0 == only }
+                        "encode", "base64 encode", "base64 decode", "wire base64 encode", "wire base64 decode", "strings"].filter { only == nil || $0 == only }
         for repeatIndex in 0..<options.repeats {
             for variant in variants.rotatedForAnatomy(by: repeatIndex) {
                 let time: Double
@@ -149,6 +150,16 @@ extension BenchRunner {
                 case "base64 decode":
                     time = await measureAsync {
                         for text in encodedPayloads { _ = Data(base64Encoded: text) }
+                    }
+                case "wire base64 encode":
+                    time = await measureAsync {
+                        var out: [UInt8] = []
+                        out.reserveCapacity(payloads.count * 140)
+                        for data in payloads { SyncWireBase64.append(data, to: &out) }
+                    }
+                case "wire base64 decode":
+                    time = await measureAsync {
+                        for text in encodedBytes { _ = text.withUnsafeBufferPointer { SyncWireBase64.decode($0) } }
                     }
                 case "strings":
                     time = await measureAsync {

@@ -48,6 +48,7 @@ enum RelayCommandCatalog {
                 .value("max-connections", "N", help: "Client connections open at once, held live pulls included (default 4096)."),
                 .value("max-pull-wait", "SECONDS", help: "The longest a live pull (wait=) is held (default $RECORDKEEPER_RELAY_MAX_PULL_WAIT, else 60; at most 300)."),
                 .value("max-pages-per-answer", "N", help: "The most pages one pull answer holds when a client asks for several (default and at most 16; 1: a page per request)."),
+                .value("pulls-ahead", "N", help: "The most answers of devices catching up read ahead while the answer before travels (default 16; 0: none)."),
                 .value("live-wake", "HOW", help: "How held pulls hear of other relays' pushes: poll (default, every 5 ms), poll:MS, or listen (LISTEN/NOTIFY)."),
                 .value("wake-database", "CONNINFO", help: "A direct connection for the wake session, when --database goes through PgBouncer (default: --database)."),
                 .value("header-timeout", "SECONDS", help: "Time a client has to send a request's headers (default 10)."),

@@ -38,6 +38,7 @@ enum ServeCommand {
         relayConfiguration.maxPullWait = .seconds(maxPullWait)
         relayConfiguration.maxPagesPerAnswer = try settings.integer(
             "max-pages-per-answer", default: RelayWire.maximumPagesPerAnswer, in: 1...RelayWire.maximumPagesPerAnswer)
+        relayConfiguration.pullsAhead = try settings.integer("pulls-ahead", default: 16, in: 0...1024)
         let liveWake = try liveWake(settings)
         let wakeConninfo = settings.value("wake-database", environment: "RECORDKEEPER_RELAY_WAKE_DATABASE")
         raiseDescriptorLimit(toAtLeast: http.connectionLimit + (pool + 1) * database.shardCount + 64)

@@ -23,9 +23,19 @@ package enum SyncWireJSON {
     ///
     /// - Throws: what the encoder throws for the page's envelope.
     package static func encode(_ page: SyncPage, encoder: RecordJSONEncoder = RecordJSONEncoder()) throws -> Data {
+        var out: [UInt8] = []
+        try append(page, to: &out, encoder: encoder)
+        return Data(out)
+    }
+
+    /// Appends `RecordJSONEncoder().encode(page)` to `out` (the relay writes the pages of an
+    /// answer into one buffer).
+    ///
+    /// - Throws: what the encoder throws for the page's envelope.
+    package static func append(_ page: SyncPage, to out: inout [UInt8], encoder: RecordJSONEncoder = RecordJSONEncoder()) throws {
         var envelope = page
         envelope.changes = []
-        return try splice(try encoder.encode(envelope), count: page.changes.count) { index, out in
+        try splice(try encoder.encode(envelope), count: page.changes.count, into: &out) { index, out in
             append(page.changes[index], to: &out)
         }
     }
@@ -33,20 +43,26 @@ package enum SyncWireJSON {
     /// `envelope` is `{"changes":[],…}` (keys sorted: `changes` comes first); the elements go
     /// between its brackets.
     private static func splice(_ envelope: Data, count: Int, element: (Int, inout [UInt8]) -> Void) throws -> Data {
+        var out: [UInt8] = []
+        try splice(envelope, count: count, into: &out, element: element)
+        return Data(out)
+    }
+
+    private static func splice(
+        _ envelope: Data, count: Int, into out: inout [UInt8], element: (Int, inout [UInt8]) -> Void
+    ) throws {
         let head = Array(#"{"changes":["#.utf8)
         guard envelope.starts(with: head), envelope.dropFirst(head.count).first == UInt8(ascii: "]") else {
             throw EncodingError.invalidValue(envelope, EncodingError.Context(
                 codingPath: [], debugDescription: "the envelope does not start with an empty changes array"))
         }
-        var out: [UInt8] = []
-        out.reserveCapacity(envelope.count + count * 200)
+        out.reserveCapacity(out.count + envelope.count + count * 200)
         out.append(contentsOf: head)
         for index in 0..<count {
             if index > 0 { out.append(UInt8(ascii: ",")) }
             element(index, &out)
         }
         out.append(contentsOf: envelope.dropFirst(head.count))
-        return Data(out)
     }
 
     private static func append(_ change: SyncChange, to out: inout [UInt8]) {
@@ -93,7 +109,7 @@ package enum SyncWireJSON {
         switch value {
         case .payload(let data):
             JSONWriter.appendASCII(#"{"payload":{"_0":""#, to: &out)
-            out.append(contentsOf: data.base64EncodedData())
+            SyncWireBase64.append(data, to: &out)
             JSONWriter.appendASCII(#""}}"#, to: &out)
         case .tombstone:
             JSONWriter.appendASCII(#"{"tombstone":{}}"#, to: &out)

@@ -16,6 +16,10 @@ extension BenchRunner {
     static let relayLatencySamples = 300
 
     func runRelay(conninfo: String) async throws {
+        if ProcessInfo.processInfo.environment["RECORDKEEPER_BENCH_S6_ANATOMY"] == "1" {
+            try await runRelayAnatomy(conninfo: conninfo)
+            return
+        }
         let n = options.n
         let rows = try SyncBenchData.rows(n: n)
         let upload = SyncBenchData.pushes(SyncBenchData.uploadOperations(rows))

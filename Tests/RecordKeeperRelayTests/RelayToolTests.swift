@@ -51,6 +51,7 @@ import Testing
                 (["serve", "--database", "host=x", "--jwt-secret-file", secret.path, "--live-wake", "sometimes"], 64, "--live-wake takes listen, poll"),
                 (["serve", "--database", "host=x", "--jwt-secret-file", secret.path, "--max-pull-wait", "301"], 64, "--max-pull-wait takes at most 300"),
                 (["serve", "--database", "host=x", "--jwt-secret-file", secret.path, "--max-pages-per-answer", "17"], 64, "--max-pages-per-answer"),
+                (["serve", "--database", "host=x", "--jwt-secret-file", secret.path, "--pulls-ahead", "-1"], 64, "--pulls-ahead"),
                 (["launch"], 64, "unknown command 'launch'"),
             ]
             for (arguments, status, message) in cases {

@@ -98,3 +98,46 @@ extension SyncWireJSONTests {
         }
     }
 }
+
+extension SyncWireJSONTests {
+    @Test func `payloads of every length are written as Foundation writes their base64 and read back`() throws {
+        var generator = SystemRandomNumberGenerator()
+        for length in 0..<70 {
+            let payload = Data((0..<length).map { _ in UInt8.random(in: 0...255, using: &generator) })
+            var written: [UInt8] = []
+            SyncWireBase64.append(payload, to: &written)
+            #expect(Data(written) == payload.base64EncodedData(), "length \(length)")
+            let read = written.withUnsafeBufferPointer { SyncWireBase64.decode($0) }
+            #expect(read == payload, "length \(length)")
+            let page = SyncPage(
+                changes: [SyncPulledChange(collection: "c", key: "k", value: .payload(payload), version: SyncServerVersion(1))],
+                cursor: SyncCursor(counter: 1), hasMore: false)
+            #expect(try SyncWireJSON.decodePage(try SyncWireJSON.encode(page)) == page)
+        }
+    }
+
+    @Test func `base64 that Foundation does not write is left to the decoder, which reads every form as it always did`() throws {
+        let page = SyncPage(
+            changes: [SyncPulledChange(collection: "c", key: "k", value: .payload(Data("A".utf8)), version: SyncServerVersion(1))],
+            cursor: SyncCursor(counter: 1), hasMore: false)
+        let template = String(decoding: try SyncWireJSON.encode(page), as: UTF8.self)
+        #expect(template.contains(#""_0":"QQ==""#))
+        let texts = ["QR==", "QUI=", "QUJ=", "QQ", "Q===", "====", "QUJD\\/A==", "QU JD", "QUJD=QUJD", "QUJDRA=="]
+        for text in texts {
+            let canonical = Data(base64Encoded: text).map { $0.base64EncodedString() == text } ?? false
+            let fast = Array(text.utf8).withUnsafeBufferPointer { SyncWireBase64.decode($0) }
+            #expect(canonical ? fast == Data(base64Encoded: text) : fast == nil, "\(text)")
+            let body = template.replacingOccurrences(of: #""_0":"QQ==""#, with: #""_0":""# + text + #"""#)
+            let expected = Result { try RecordJSONDecoder().decode(SyncPage.self, from: Data(body.utf8)) }
+            let read = Result { try SyncWireJSON.decodePage(Data(body.utf8)) }
+            switch (expected, read) {
+            case (.success(let expected), .success(let read)):
+                #expect(read == expected, "\(text)")
+            case (.failure(let expected), .failure(let read)):
+                #expect(String(describing: read) == String(describing: expected), "\(text)")
+            default:
+                Issue.record("the fast reader and the decoder disagree on \(text)")
+            }
+        }
+    }
+}

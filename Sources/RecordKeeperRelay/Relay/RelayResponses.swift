@@ -34,12 +34,15 @@ enum RelayResponses {
     /// ``RecordKeeper/RelayWire/pagesHeader``.
     static func pages(_ pages: [SyncPage]) -> HTTPResponse {
         do {
-            var body = Data()
+            // One buffer for every page, made into the body once.
+            var body: [UInt8] = []
+            let encoder = RecordJSONEncoder()
             for page in pages {
-                body.append(try SyncWireJSON.encode(page))
+                try SyncWireJSON.append(page, to: &body, encoder: encoder)
                 body.append(UInt8(ascii: "\n"))
             }
-            var response = HTTPResponse(status: 200, headers: HTTPHeaders([("Content-Type", "application/x-ndjson")]), body: body)
+            var response = HTTPResponse(
+                status: 200, headers: HTTPHeaders([("Content-Type", "application/x-ndjson")]), body: Data(body))
             response.headers.set(RelayWire.pagesHeader, String(pages.count))
             return response
         } catch {

@@ -5,44 +5,77 @@ extension SyncRelay {
     /// `GET /v1/pull?after=COUNTER[&afterCollection=C&afterKey=K][&limit=N][&space=S][&collections=["C",…]][&wait=S][&pages=N]`.
     func pull(_ request: HTTPRequest) async -> HTTPResponse {
         await authorized(request) { access throws(RelayRefusal) in
-            let pages = try await pull(request, access: access)
-            let last = pages[pages.count - 1]  // never empty: the first page is always there
-            var response = pages.count == 1 ? RelayResponses.page(last) : RelayResponses.pages(pages)
-            if last.hasMore, response.status == 200 {
-                // The next page's cursor, readable before the body: the client may ask for it at once.
-                response.headers.set(RelayWire.nextCursorHeader, RelayWire.nextCursorValue(last.cursor))
+            let count = min(try Self.pages(request.query), max(1, configuration.maxPagesPerAnswer))
+            try requireSpace(request.query["space"], of: access)
+            let key = RelayPullAhead.Key(
+                space: access.space, cursor: try Self.cursor(request.query), limit: try Self.limit(request.query, configuration),
+                collections: try Self.collections(request.query, access: access), pages: count)
+            let wait = try Self.wait(request.query, maximum: configuration.maxPullWait)
+            // A device catching up: its answer may have been read ahead (RelayPullAhead).
+            let catchingUp = wait == .zero && count > 1
+            var pages: [SyncPage]
+            var readAhead = false
+            if catchingUp, let ahead = pullAhead.claim(key), let read = await ahead.value {
+                pages = read
+                readAhead = true
+            } else {
+                pages = try await self.pages(key, wait: wait)
             }
-            let changes = pages.reduce(0) { $0 + $1.changes.count }
-            response.logFields = [("space", access.space), ("changes", String(changes))]
-            if pages.count > 1 { response.logFields.append(("pages", String(pages.count))) }
+            if catchingUp, let last = pages.last, last.hasMore {
+                // Started before this answer is encoded and sent: the database works meanwhile.
+                let next = RelayPullAhead.Key(
+                    space: key.space, cursor: last.cursor, limit: key.limit, collections: key.collections, pages: count)
+                pullAhead.start(next) { [self] in await pagesAhead(next) }
+            }
+            var response = Self.response(pages, space: key.space)
+            if readAhead { response.logFields.append(("readAhead", "yes")) }
             return response
         }
     }
 
-    /// The pages of one answer: one, or up to `pages=N` (not for a live pull) while each
+    /// The pages of a pull's answer: one, or up to `pages=N` (not for a live pull) while each
     /// says there is more and the answer stays within ``SyncRelay/Configuration/maxPullLimit``
     /// changes in all: fewer requests for a device catching up, each page what a pull of its
     /// cursor would have answered.
-    private func pull(_ request: HTTPRequest, access: RelayAccess) async throws(RelayRefusal) -> [SyncPage] {
-        let count = min(try Self.pages(request.query), max(1, configuration.maxPagesPerAnswer))
-        try requireSpace(request.query["space"], of: access)
-        let cursor = try Self.cursor(request.query)
-        let limit = try Self.limit(request.query, configuration)
-        let collections = try Self.collections(request.query, access: access)
-        let wait = try Self.wait(request.query, maximum: configuration.maxPullWait)
-        var pages = [try await firstPage(space: access.space, after: cursor, limit: limit, collections: collections, wait: wait)]
-        guard count > 1, wait == .zero else { return pages }
-        var changes = pages[0].changes.count
-        while let last = pages.last, last.hasMore, pages.count < count, changes + limit <= configuration.maxPullLimit {
+    private func pages(_ key: RelayPullAhead.Key, wait: Duration) async throws(RelayRefusal) -> [SyncPage] {
+        let first = try await firstPage(
+            space: key.space, after: key.cursor, limit: key.limit, collections: key.collections, wait: wait)
+        return wait == .zero ? await pages(from: first, key) : [first]
+    }
+
+    /// The pages of `key` read ahead, or nil when its first page failed: the device's own pull
+    /// of that cursor then pulls again, and meets and reports the failure as any pull does.
+    private func pagesAhead(_ key: RelayPullAhead.Key) async -> [SyncPage]? {
+        let first: SyncPage
+        do {
+            first = try await pull(space: key.space, after: key.cursor, limit: key.limit, collections: key.collections, wait: .zero)
+        } catch {
+            // Not this request's failure to answer: the device's own pull of this cursor pulls
+            // again and reports what fails then. Logged, so that nothing fails unseen.
+            configuration.log(
+                "recordkeeper-relay: pull: reading ahead from \(key.cursor) for space \(key.space) failed, "
+                    + "the device's own pull will pull again: \(error)")
+            return nil
+        }
+        metrics.recordPull(changes: first.changes.count)
+        return await pages(from: first, key)
+    }
+
+    /// `first` and the pages after it, up to `key.pages` in all.
+    private func pages(from first: SyncPage, _ key: RelayPullAhead.Key) async -> [SyncPage] {
+        var pages = [first]
+        var changes = first.changes.count
+        while let last = pages.last, last.hasMore, pages.count < key.pages, changes + key.limit <= configuration.maxPullLimit {
             let next: SyncPage
             do {
-                next = try await pull(space: access.space, after: last.cursor, limit: limit, collections: collections, wait: .zero)
+                next = try await pull(
+                    space: key.space, after: last.cursor, limit: key.limit, collections: key.collections, wait: .zero)
             } catch {
                 // The pages pulled so far are an answer of their own (each what a pull of its
                 // cursor answers); the client's pull of the next cursor meets the failure.
                 configuration.log(
-                    "recordkeeper-relay: pull: page \(pages.count + 1) of an answer of up to \(count) for space "
-                        + "\(access.space) failed, the \(pages.count) before it answered: \(error)")
+                    "recordkeeper-relay: pull: page \(pages.count + 1) of an answer of up to \(key.pages) for space "
+                        + "\(key.space) failed, the \(pages.count) before it answered: \(error)")
                 break
             }
             metrics.recordPull(changes: next.changes.count)
@@ -50,6 +83,20 @@ extension SyncRelay {
             pages.append(next)
         }
         return pages
+    }
+
+    /// The response of `pages` (never empty), with the next cursor when there is more.
+    private static func response(_ pages: [SyncPage], space: String) -> HTTPResponse {
+        let last = pages[pages.count - 1]
+        var response = pages.count == 1 ? RelayResponses.page(last) : RelayResponses.pages(pages)
+        if last.hasMore, response.status == 200 {
+            // The next page's cursor, readable before the body: the client may ask for it at once.
+            response.headers.set(RelayWire.nextCursorHeader, RelayWire.nextCursorValue(last.cursor))
+        }
+        let changes = pages.reduce(0) { $0 + $1.changes.count }
+        response.logFields = [("space", space), ("changes", String(changes))]
+        if pages.count > 1 { response.logFields.append(("pages", String(pages.count))) }
+        return response
     }
 
     /// `pages`: 1 unless given; a whole number from 1, lowered to

@@ -46,6 +46,10 @@ public final class SyncRelay: Sendable {
         /// The longest a live pull is held (`wait=` in the query); a longer wait is lowered to
         /// it. At most ``RecordKeeper/SyncPage/maximumWait``; 60 s unless set.
         public var maxPullWait: Duration = .seconds(60)
+        /// How many answers of devices catching up the relay reads ahead at most (each up to
+        /// ``maxPullLimit`` changes, kept in memory until asked for, at most 30 s); 0 reads
+        /// none ahead. See docs/RELAY.md "Pulls read ahead".
+        public var pullsAhead: Int = 16
         /// Whether the database answers, for `GET /v1/health` (throws when it does not).
         public var healthCheck: @Sendable () async throws -> Void = {}
         /// Where server failures are described (never payloads or tokens); standard error by
@@ -64,6 +68,7 @@ public final class SyncRelay: Sendable {
     let configuration: Configuration
     let metrics = RelayMetrics()
     let heldPulls = RelayHeldPulls()
+    let pullAhead: RelayPullAhead
     private let http = Protected<HTTPServer?>(nil)
 
     /// Creates a relay in front of `server`.
@@ -72,6 +77,7 @@ public final class SyncRelay: Sendable {
         configuration.maxPullWait = min(max(configuration.maxPullWait, .zero), SyncPage.maximumWait)
         self.server = server
         self.configuration = configuration
+        self.pullAhead = RelayPullAhead(capacity: configuration.pullsAhead)
     }
 
     /// How many live pulls the relay holds now (also the gauge `recordkeeper_relay_live_pulls_held`).
@@ -82,6 +88,7 @@ public final class SyncRelay: Sendable {
     /// period is not spent waiting for pulls that wait for nothing).
     public func endLivePulls() {
         heldPulls.drain()
+        pullAhead.drain()
     }
 
     /// The relay's endpoints, for an ``HTTPServer`` of your own (``serve(_:)`` does it all).
@@ -108,7 +115,10 @@ public final class SyncRelay: Sendable {
         let server = try HTTPServer(
             configuration: configuration, routes: routes,
             observer: { [metrics] summary in metrics.record(summary) },
-            onDrain: { [heldPulls] in heldPulls.drain() })
+            onDrain: { [heldPulls, pullAhead] in
+                heldPulls.drain()
+                pullAhead.drain()
+            })
         http.withLock { $0 = server }
         return server
     }

@@ -1,0 +1,85 @@
+import Foundation
+import RecordKeeperSync
+
+/// The next answer of a device catching up, pulled from the database while the answer before
+/// it travels (docs/RELAY.md "Pulls read ahead").
+///
+/// When a pull of several pages (`pages=N`, not a live pull) answers with more to come, the
+/// relay starts pulling the answer that starts at its last cursor, with the same space, limit,
+/// collections (those read, after the token's grant) and number of pages: what the device's
+/// next request asks for (`HTTPSyncServer` asks for it as soon as the answer arrives). That
+/// request gets its pages instead of waiting for the database (the read ahead starts before
+/// the answer before it is encoded and sent, so that the database works meanwhile). A pull with any
+/// other parameters pulls as before, and so does the matching one when the read ahead failed
+/// (its own pull then meets, and reports, the failure). The database was read earlier than
+/// asked, never something else: each page is still what a pull of its cursor answered, as
+/// when a slow network delays an answer.
+///
+/// At most ``SyncRelay/Configuration/pullsAhead`` answers are kept; one not asked for within
+/// ``keptFor`` is dropped (its device went away or moved on).
+final class RelayPullAhead: Sendable {
+    /// What a pull asks, after authorization.
+    struct Key: Hashable, Sendable {
+        let space: String
+        let cursor: SyncCursor
+        let limit: Int
+        let collections: Set<String>?
+        let pages: Int
+    }
+
+    private struct Entry {
+        let task: Task<[SyncPage]?, Never>
+        let started: ContinuousClock.Instant
+    }
+
+    /// How long an answer read ahead waits for its pull.
+    static let keptFor: Duration = .seconds(30)
+
+    private let capacity: Int
+    private struct State {
+        var entries: [Key: Entry] = [:]
+        /// Set by ``drain()``: nothing more is read ahead.
+        var drained = false
+    }
+
+    private let state = Protected(State())
+
+    init(capacity: Int) {
+        self.capacity = max(0, capacity)
+    }
+
+    /// How many answers are being read ahead or wait for their pull.
+    var count: Int { state.withLock { $0.entries.count } }
+
+    /// The answer read ahead for `key`, if any (it is handed out once).
+    func claim(_ key: Key) -> Task<[SyncPage]?, Never>? {
+        state.withLock { $0.entries.removeValue(forKey: key)?.task }
+    }
+
+    /// Starts reading `key` ahead with `answer`, unless it is already or the relay keeps as
+    /// many as it may (answers kept too long are dropped first).
+    func start(_ key: Key, answer: @escaping @Sendable () async -> [SyncPage]?) {
+        guard capacity > 0 else { return }
+        let now = ContinuousClock.now
+        state.withLock { state in
+            guard !state.drained else { return }
+            for (stale, entry) in state.entries where now - entry.started > Self.keptFor {
+                entry.task.cancel()
+                state.entries.removeValue(forKey: stale)
+            }
+            guard state.entries[key] == nil, state.entries.count < capacity else { return }
+            state.entries[key] = Entry(task: Task { await answer() }, started: now)
+        }
+    }
+
+    /// Cancels and drops every answer read ahead, and reads none ahead from now on (the
+    /// relay is shutting down).
+    func drain() {
+        let dropped = state.withLock { state in
+            state.drained = true
+            defer { state.entries = [:] }
+            return Array(state.entries.values)
+        }
+        for entry in dropped { entry.task.cancel() }
+    }
+}

@@ -102,13 +102,41 @@ import Testing
     }
 
     @Test(arguments: StoreKind.allCases)
-    func `a removed collection reads as absent, not as the last known content`(kind: StoreKind) async throws {
+    func `a removed collection reads as absent, not as the collection that takes its id`(kind: StoreKind) async throws {
         try await withStore(kind) { store, _ in
+            try await store.put("first", key: "f", data: Data("f"))
             try await store.put("a", key: "k", data: Data("1"))
             #expect(try await store.value("a", key: "k") == Data("1"))
             try await store.removeCollection("a")
+            // "a" had the largest id: the next collection gets it, with the same key.
+            try await store.put("b", key: "k", data: Data("b"))
             #expect(try await store.value("a", key: "k") == nil)
             #expect(try await store.record("a", key: "k") == nil)
+            #expect(try await store.value("b", key: "k") == Data("b"))
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func `a collection established before SQLite rolled its transaction back lends its id to nobody`(kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ in
+            try await store.put("a", key: "k", data: Data("1"))
+            try await store.setMaxPageCountForTesting(try await store.info().pageCount + 2)
+            let big = Data(repeating: 7, count: 256 * 1024)
+            await #expect(throws: RecordStoreError.self) {
+                try await store.write { transaction in
+                    try transaction.put("fresh", key: "x", data: Data("x"))
+                    #expect(throws: RecordStoreError.self) { try transaction.put("a", key: "big", data: big) }
+                    try transaction.put("fresh", key: "y", data: Data("y"))
+                }
+            }
+            try await store.setMaxPageCountForTesting(1_000_000)
+            // The id "fresh" had in the rolled-back transaction goes to the next collection.
+            try await store.put("other", key: "o", data: Data("o"))
+            #expect(try await store.read("other") == ["o": Data("o")])
+            #expect(try await store.read("fresh") == nil)
+            try await store.put("fresh", key: "z", data: Data("z"))
+            #expect(try await store.read("fresh") == ["z": Data("z")])
+            #expect(try await store.read("other") == ["o": Data("o")])
         }
     }
 
@@ -157,7 +185,10 @@ import Testing
         cache.invalidate()
         #expect(cache.refInWrite("a") == nil)
         // Without a version, nothing is kept.
+        cache.beganWrite(at: 9)
+        cache.noteInWrite(ref, for: "a")
         cache.committed(at: nil)
+        #expect(cache.candidate("a") == nil)
         cache.note(id: 1, for: "a", at: nil)
         #expect(cache.candidate("a") == nil)
     }

@@ -61,6 +61,38 @@ import RecordKeeperTestSupport
     }
 
     @Test(arguments: StoreKind.allCases)
+    func `a transaction that goes on after SQLite rolled it back writes nothing more and throws`(kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ in
+            try await store.put("c", key: "confirmed", data: Data("1"))
+            try await store.setMaxPageCountForTesting(try await store.info().pageCount + 2)
+            let big = Data(repeating: 7, count: 256 * 1024)
+            let after = Counter()
+            let error = await #expect(throws: RecordStoreError.self) {
+                try await store.write { transaction in
+                    try transaction.put("c", key: "first", data: Data("first"))
+                    // SQLITE_FULL: SQLite rolls the whole transaction back. A body may catch a
+                    // failed write and go on; what it writes then must not run on its own.
+                    #expect(throws: RecordStoreError.self) { try transaction.put("c", key: "big", data: big) }
+                    do {
+                        try transaction.put("c", key: "after", data: Data("after"))
+                    } catch {
+                        _ = after.increment()
+                        throw error
+                    }
+                }
+            }
+            #expect(after.count == 1, "the write after the rollback must be refused")
+            #expect(error?.sqliteCode == SQLITE_ABORT | (2 << 8))
+            #expect(error?.errorDescription?.contains("rolled the transaction back") == true)
+            try await store.setMaxPageCountForTesting(1_000_000)
+            #expect(try await store.read("c") == ["confirmed": Data("1")])
+            // The connection is usable again.
+            try await store.put("c", key: "later", data: Data("later"))
+            #expect(try await store.read("c") == ["confirmed": Data("1"), "later": Data("later")])
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
     func `a cancelled write stops, rolls back and throws CancellationError`(kind: StoreKind) async throws {
         try await withStore(kind) { store, _ in
             let hundredWritten = BlockingGate()

@@ -59,4 +59,6 @@ struct ResultCode: RawRepresentable, Hashable, Sendable, CustomStringConvertible
     static let ioErrorShortRead = ResultCode(rawValue: SQLITE_IOERR | (2 << 8))
     /// `SQLITE_CONSTRAINT_UNIQUE`: a UNIQUE constraint or index refused the row.
     static let constraintUnique = ResultCode(rawValue: SQLITE_CONSTRAINT | (8 << 8))
+    /// `SQLITE_ABORT_ROLLBACK`: a statement of a transaction that was rolled back.
+    static let abortRollback = ResultCode(rawValue: SQLITE_ABORT | (2 << 8))
 }

@@ -124,6 +124,7 @@ final class SQLiteConnection {
     ///
     /// A statement that fails to prepare is not cached.
     func statement(_ sql: StaticString) throws(SQLiteFailure) -> Statement {
+        try checkTransactionStillOpen()
         let key = UInt(bitPattern: sql.utf8Start)
         if let statement = statements[key] { return statement }
         let statement = try Statement(connection: handle, sql: sql.description, persistent: true)
@@ -149,6 +150,7 @@ final class SQLiteConnection {
     /// connection drops an index): SQLite prepares it again before its next step, and fails it
     /// if its text no longer fits the schema.
     func withQueryStatement<T>(_ text: String, _ body: (Statement) throws -> T) throws -> T {
+        try checkTransactionStillOpen()
         let statement: Statement
         if let cached = queryStatements[text] {
             statement = cached
@@ -229,17 +231,37 @@ final class SQLiteConnection {
     /// never fail to upgrade a read lock (SQLITE_BUSY without waiting).
     func beginImmediate() throws(SQLiteFailure) {
         try runCached("BEGIN IMMEDIATE")
+        transactionOpened = true
         collectionRefs.beganWrite(at: dataVersion)
     }
 
     /// Begins a read transaction: all reads until commit see one snapshot.
     func beginDeferred() throws(SQLiteFailure) {
         try runCached("BEGIN DEFERRED")
+        transactionOpened = true
     }
 
     func commit() throws(SQLiteFailure) {
         try runCached("COMMIT")
+        transactionOpened = false
         collectionRefs.committed(at: dataVersion)
+    }
+
+    /// True from `beginImmediate`/`beginDeferred` until `commit` or `rollback`: statements
+    /// run in that transaction.
+    private var transactionOpened = false
+
+    /// Refuses a statement of a transaction that SQLite has ended by itself. On SQLITE_FULL,
+    /// SQLITE_IOERR or SQLITE_NOMEM SQLite may roll the whole transaction back; a caller that
+    /// catches that error and goes on would otherwise run its next statements in autocommit,
+    /// each committed on its own, outside the transaction that was to hold them all (and with
+    /// the collections noted in it, which the rollback undid).
+    private func checkTransactionStillOpen() throws(SQLiteFailure) {
+        guard transactionOpened, isAutocommit else { return }
+        collectionRefs.rolledBack()
+        throw SQLiteFailure(
+            code: ResultCode.abortRollback.rawValue,
+            message: "SQLite rolled the transaction back after an earlier failure in it; nothing of it was kept and nothing more is written")
     }
 
     /// Rolls back the open transaction, if SQLite has not already done so.
@@ -248,6 +270,7 @@ final class SQLiteConnection {
     /// its work.
     func rollback() throws(SQLiteFailure) {
         collectionRefs.rolledBack()
+        transactionOpened = false
         guard !isAutocommit else { return }
         sqlite3_progress_handler(handle, 0, nil, nil)
         defer { installCancellationCheck() }

@@ -22,7 +22,10 @@ final class LearningObserver: TransactionObserver {
     /// Whether some repository learned any collection when the running transaction first
     /// changed a record (nil: not asked yet in this transaction). Without one, the
     /// transaction notes nothing and allocates nothing for it; with one, each collection is
-    /// asked about once, when the transaction first changes it, as before.
+    /// asked about once, when the transaction first changes it. A repository that registers
+    /// after a transaction's first change (before: after its first change to that
+    /// repository's collection) misses that transaction's changes: its next save may then
+    /// meet a conflict it would not have met, never a change it should not take.
     private var active: Bool?
 
     init(learned: LearnedVersions) {

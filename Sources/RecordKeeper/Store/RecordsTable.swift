@@ -119,7 +119,9 @@ struct RecordsTable {
     /// the answer kept only when the snapshot read is the one the id was noted at; otherwise
     /// one statement reads the collection with the record, and the connection notes it.
     func record(_ name: String, key: String) throws -> StoredRecord? {
-        if let (id, version) = connection.collectionRefs.candidate(name) {
+        // A version that moved on before this read began (someone committed, and this
+        // connection has read since) already says the id cannot be trusted: one statement then.
+        if let (id, version) = connection.collectionRefs.candidate(name), version == nil || connection.dataVersion == version {
             let found = try runner.one(
                 "SELECT payload, version FROM records WHERE collection_id = ?1 AND key = ?2",
                 id, key, collection: name, key: key

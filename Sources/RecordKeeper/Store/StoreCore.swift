@@ -326,8 +326,16 @@ extension StoreCore {
         scheduleRelease(after: state.releaseDelay)
     }
 
+    /// Where the releases run: a serial queue of the library's own, not a global queue. A
+    /// global queue's threads are a pool of about one per core that an app may hold, every one
+    /// blocked (a semaphore, a synchronous call); a release waiting for one of them kept every
+    /// other store's and process's change streams waiting for the lock as long
+    /// (`ObserverLockLingerTests`). A queue made with `DispatchQueue(label:)` gets a thread
+    /// whatever the others do, and each release is short and never waits.
+    private static let releaseQueue = DispatchQueue(label: "RecordKeeper.ObserversLockRelease")
+
     private func scheduleRelease(after delay: Duration) {
-        DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + delay.seconds) {
+        Self.releaseQueue.asyncAfter(deadline: .now() + delay.seconds) {
             [weak self] in
             guard let self else { return }
             let ran: Void? = writer.withLockIfAvailable { state in

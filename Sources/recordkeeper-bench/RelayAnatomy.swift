@@ -26,13 +26,7 @@ import RecordKeeperSync
 /// It prints medians and the bytes per change on the wire; it records no rows.
 extension BenchRunner {
     func runRelayAnatomy(conninfo: String) async throws {
-        let n = options.n
-        let rows = try SyncBenchData.rows(n: n)
-        let upload = SyncBenchData.pushes(SyncBenchData.uploadOperations(rows))
-        let raw = try RawPostgres(conninfo: conninfo)
-        let secret = Array("the bench relay's secret, at least 32 bytes".utf8)
-        let token = try JWTSigner(key: .hs256(secret: secret))
-            .sign(RelayAccess(space: "bench").claims(expiresAt: Date().timeIntervalSince1970 + 86_400))
+        let (_, upload, raw, secret, token) = try relayBenchInputs(conninfo: conninfo)
         try freshSchema(raw)
         let connection = try await PostgresConnection(conninfo: conninfo)
         try await connection.execute("SET search_path TO recordkeeper_bench", operation: "use the bench schema")

@@ -15,18 +15,27 @@ extension BenchRunner {
     /// One-record pushes timed per repeat for S7.
     static let relayLatencySamples = 300
 
+    /// What S6/S7 and the S6 anatomy start from: the N rows, the upload pushes of them, a raw
+    /// connection for the schema, the relay's secret and a token of the space `bench`.
+    func relayBenchInputs(conninfo: String) throws -> (
+        rows: [RawPostgres.Row], upload: [[SyncOperation]], raw: RawPostgres, secret: [UInt8], token: String
+    ) {
+        let rows = try SyncBenchData.rows(n: options.n)
+        let upload = SyncBenchData.pushes(SyncBenchData.uploadOperations(rows))
+        let raw = try RawPostgres(conninfo: conninfo)
+        let secret = Array("the bench relay's secret, at least 32 bytes".utf8)
+        let token = try JWTSigner(key: .hs256(secret: secret))
+            .sign(RelayAccess(space: "bench").claims(expiresAt: Date().timeIntervalSince1970 + 86_400))
+        return (rows, upload, raw, secret, token)
+    }
+
     func runRelay(conninfo: String) async throws {
         if ProcessInfo.processInfo.environment["RECORDKEEPER_BENCH_S6_ANATOMY"] == "1" {
             try await runRelayAnatomy(conninfo: conninfo)
             return
         }
         let n = options.n
-        let rows = try SyncBenchData.rows(n: n)
-        let upload = SyncBenchData.pushes(SyncBenchData.uploadOperations(rows))
-        let raw = try RawPostgres(conninfo: conninfo)
-        let secret = Array("the bench relay's secret, at least 32 bytes".utf8)
-        let token = try JWTSigner(key: .hs256(secret: secret))
-            .sign(RelayAccess(space: "bench").claims(expiresAt: Date().timeIntervalSince1970 + 86_400))
+        let (rows, upload, raw, secret, token) = try relayBenchInputs(conninfo: conninfo)
         log("S6/S7 relay vs direct PostgresSyncServer, N=\(n): \(upload.count) upload pushes, "
             + "\(Self.relayLatencySamples) one-record pushes")
 

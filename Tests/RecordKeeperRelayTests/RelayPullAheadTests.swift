@@ -33,7 +33,9 @@ struct RelayPullAheadTests {
     @Test func `an answer read ahead goes only to a pull asking exactly for it`() async throws {
         let inner = InMemorySyncServer()
         try await fillAlice(inner)
-        try await withRelay(server: inner, { $0.maxPagesPerAnswer = 3 }) { relay in
+        // Kept longer than the test can take, even under the sanitizer: the pulls in between
+        // drop answers older than this.
+        try await withRelay(server: inner, { $0.maxPagesPerAnswer = 3; $0.pullAheadKeptFor = .seconds(3600) }) { relay in
             let alice = try RelayHarness.token(space: "alice")
             let first = try await relay.pull("after=0&limit=2&pages=3", token: alice)
             #expect(first.status == 200)
@@ -56,6 +58,18 @@ struct RelayPullAheadTests {
             let expected = try await sequentialPages(inner, limit: 2)
             let lines = String(decoding: claimed.body, as: UTF8.self).split(separator: "\n")
             #expect(try lines.map { try SyncWireJSON.decodePage(Data($0.utf8)) } == Array(expected[3..<6]))
+        }
+    }
+
+    @Test func `an answer read ahead longer ago than it is kept is not handed out`() async throws {
+        let inner = InMemorySyncServer()
+        try await fillAlice(inner)
+        let direct = try await sequentialPages(inner, limit: 2)
+        try await withRelay(server: inner, { $0.maxPagesPerAnswer = 3; $0.pullAheadKeptFor = .zero }) { relay in
+            let client = HTTPSyncServer(url: URL(string: relay.base)!) { try RelayHarness.token(space: "alice") }
+            let pulled = try await sequentialPages(client, limit: 2)
+            #expect(pulled == direct)
+            #expect(!pullLines(relay).contains { $0.contains("readAhead") }, "\(pullLines(relay))")
         }
     }
 

@@ -16,7 +16,7 @@ import RecordKeeperSync
 /// when a slow network delays an answer.
 ///
 /// At most ``SyncRelay/Configuration/pullsAhead`` answers are kept; one not asked for within
-/// ``keptFor`` is dropped (its device went away or moved on).
+/// ``SyncRelay/Configuration/pullAheadKeptFor`` is dropped (its device went away or moved on).
 final class RelayPullAhead: Sendable {
     /// What a pull asks, after authorization.
     struct Key: Hashable, Sendable {
@@ -32,10 +32,9 @@ final class RelayPullAhead: Sendable {
         let started: ContinuousClock.Instant
     }
 
-    /// How long an answer read ahead waits for its pull.
-    static let keptFor: Duration = .seconds(30)
-
     private let capacity: Int
+    /// How long an answer read ahead waits for its pull.
+    private let keptFor: Duration
     private struct State {
         var entries: [Key: Entry] = [:]
         /// Set by ``drain()``: nothing more is read ahead.
@@ -44,16 +43,25 @@ final class RelayPullAhead: Sendable {
 
     private let state = Protected(State())
 
-    init(capacity: Int) {
+    init(capacity: Int, keptFor: Duration) {
         self.capacity = max(0, capacity)
+        self.keptFor = keptFor
     }
 
     /// How many answers are being read ahead or wait for their pull.
     var count: Int { state.withLock { $0.entries.count } }
 
     /// The answer read ahead for `key`, if any (it is handed out once).
+    /// One kept longer than `keptFor` is dropped instead.
     func claim(_ key: Key) -> Task<[SyncPage]?, Never>? {
-        state.withLock { $0.entries.removeValue(forKey: key)?.task }
+        let now = ContinuousClock.now
+        let entry = state.withLock { $0.entries.removeValue(forKey: key) }
+        guard let entry else { return nil }
+        guard now - entry.started <= keptFor else {
+            entry.task.cancel()
+            return nil
+        }
+        return entry.task
     }
 
     /// Starts reading `key` ahead with `answer`, unless it is already or the relay keeps as
@@ -63,7 +71,7 @@ final class RelayPullAhead: Sendable {
         let now = ContinuousClock.now
         state.withLock { state in
             guard !state.drained else { return }
-            for (stale, entry) in state.entries where now - entry.started > Self.keptFor {
+            for (stale, entry) in state.entries where now - entry.started > keptFor {
                 entry.task.cancel()
                 state.entries.removeValue(forKey: stale)
             }

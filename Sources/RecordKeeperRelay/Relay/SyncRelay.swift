@@ -47,9 +47,12 @@ public final class SyncRelay: Sendable {
         /// it. At most ``RecordKeeper/SyncPage/maximumWait``; 60 s unless set.
         public var maxPullWait: Duration = .seconds(60)
         /// How many answers of devices catching up the relay reads ahead at most (each up to
-        /// ``maxPullLimit`` changes, kept in memory until asked for, at most 30 s); 0 reads
-        /// none ahead. See docs/RELAY.md "Pulls read ahead".
+        /// ``maxPullLimit`` changes, kept in memory until asked for, at most
+        /// ``pullAheadKeptFor``); 0 reads none ahead. See docs/RELAY.md "Pulls read ahead".
         public var pullsAhead: Int = 16
+        /// How long an answer read ahead waits for the pull that asks for it before it is
+        /// dropped (its device went away or moved on); 30 s unless set.
+        public var pullAheadKeptFor: Duration = .seconds(30)
         /// Whether the database answers, for `GET /v1/health` (throws when it does not).
         public var healthCheck: @Sendable () async throws -> Void = {}
         /// Where server failures are described (never payloads or tokens); standard error by
@@ -77,7 +80,7 @@ public final class SyncRelay: Sendable {
         configuration.maxPullWait = min(max(configuration.maxPullWait, .zero), SyncPage.maximumWait)
         self.server = server
         self.configuration = configuration
-        self.pullAhead = RelayPullAhead(capacity: configuration.pullsAhead)
+        self.pullAhead = RelayPullAhead(capacity: configuration.pullsAhead, keptFor: configuration.pullAheadKeptFor)
     }
 
     /// How many live pulls the relay holds now (also the gauge `recordkeeper_relay_live_pulls_held`).

@@ -182,20 +182,29 @@ extension BenchRunner {
     /// User and system CPU seconds of this process so far.
     private static func processCPU() -> Double {
         var usage = rusage()
-        getrusage(RUSAGE_SELF.rawValue, &usage)
+        #if os(Linux)
+            getrusage(RUSAGE_SELF.rawValue, &usage)
+        #else
+            getrusage(RUSAGE_SELF, &usage)
+        #endif
         return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)
             + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
     }
 
-    /// User and system CPU seconds of the PostgreSQL backend `pid` so far (/proc, in ticks of 10 ms).
+    /// User and system CPU seconds of the PostgreSQL backend `pid` so far (/proc, in ticks of
+    /// 10 ms); 0 where there is no /proc (the diagnostic then reports the bench's CPU alone).
     private static func backendCPU(_ pid: Int32) -> Double {
-        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-            let close = stat.lastIndex(of: ")")
-        else { return 0 }
-        let fields = stat[stat.index(after: close)...].split(separator: " ")
-        // After the command: state is field 3; utime and stime are fields 14 and 15.
-        guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
-        return (user + system) / 100
+        #if os(Linux)
+            guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+                let close = stat.lastIndex(of: ")")
+            else { return 0 }
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            // After the command: state is field 3; utime and stime are fields 14 and 15.
+            guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
+            return (user + system) / 100
+        #else
+            return 0
+        #endif
     }
 
     /// The lines of an answer of several pages.

@@ -122,10 +122,13 @@ start_server() {
     # matching line of pg_hba.conf wins.
     as_owner sh -c 'printf "host all recordkeeper_password 127.0.0.1/32 scram-sha-256\n" | cat - "$1" > "$1.new" && mv "$1.new" "$1"' \
         sh "$data/pg_hba.conf"
+    # max_connections: the suite runs many relays at once, each with a pool of its own (a relay
+    # that reads a pull ahead uses a second connection meanwhile); sampled, the full suite's
+    # peak reached 200 (the old limit, "too many clients already"), mostly idle pooled ones.
     for attempt in 1 2 3 4 5; do
         port="$(free_port)"
         if as_owner "$pgbin/pg_ctl" -D "$data" -l "$log" -w -t 60 \
-            -o "-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories=$tmp -c fsync=off -c max_connections=200" \
+            -o "-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories=$tmp -c fsync=off -c max_connections=500" \
             start >/dev/null; then
             echo "$port"
             return 0

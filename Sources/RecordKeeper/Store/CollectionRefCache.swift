@@ -14,7 +14,7 @@
 ///   that transaction stamps them with the version it produced (`committed`); a rollback
 ///   drops them.
 /// - Outside a write transaction (a read in autocommit or in a read transaction:
-///   `candidate(_:)` and `note(_:for:at:)`), an entry is used only when the version the
+///   `candidate(_:)` and `note(id:for:at:)`), an entry is used only when the version the
 ///   statement read at equals the stamp; the caller checks after stepping its statement, when
 ///   the snapshot it read is known (the version changes only when a read begins).
 struct CollectionRefCache {

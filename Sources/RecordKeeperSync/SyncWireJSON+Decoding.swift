@@ -23,6 +23,23 @@ extension SyncWireJSON {
         return try RecordJSONDecoder().decode(SyncPage.self, from: data.startIndex == 0 ? data : Data(bytes))
     }
 
+    /// The offsets (from `data.startIndex`) of the line feeds in `data`: where the pages of an
+    /// answer of several pages end. Found with `memchr`: the generic `split` of `Data` cost more
+    /// than decoding the pages, and a loop over the bytes a few percent of a pull.
+    package static func lineEnds(_ data: Data) -> [Int] {
+        data.withUnsafeBytes { bytes in
+            var ends: [Int] = []
+            guard let base = bytes.baseAddress else { return ends }
+            var offset = 0
+            while offset < bytes.count, let found = memchr(base + offset, Int32(UInt8(ascii: "\n")), bytes.count - offset) {
+                let end = base.distance(to: UnsafeRawPointer(found))
+                ends.append(end)
+                offset = end + 1
+            }
+            return ends
+        }
+    }
+
     /// `RecordJSONDecoder().decode(RelayWire.PushRequest.self, from: data)`, faster in the same
     /// way as ``decodePage(_:)``: the same result and the same errors.
     ///

@@ -1,4 +1,5 @@
 import Foundation
+import HarnessSupport
 import RecordKeeper
 import RecordKeeperPostgres
 import RecordKeeperRelay
@@ -207,29 +208,21 @@ extension BenchRunner {
         #endif
     }
 
-    /// The lines of an answer of several pages.
+    /// The lines of an answer of several pages, split where the client splits them.
     private static func lines(_ body: Data) -> [Data] {
-        let ends: [Int] = body.withUnsafeBytes { bytes in
-            var ends: [Int] = []
-            guard let base = bytes.baseAddress else { return ends }
-            var offset = 0
-            while offset < bytes.count, let found = memchr(base + offset, Int32(UInt8(ascii: "\n")), bytes.count - offset) {
-                ends.append(base.distance(to: UnsafeRawPointer(found)))
-                offset = ends[ends.count - 1] + 1
-            }
-            return ends
-        }
         var start = 0
-        return ends.map { end in
+        return SyncWireJSON.lineEnds(body).map { end in
             defer { start = end + 1 }
-            return body[start..<end]
+            return body[body.startIndex + start..<body.startIndex + end]
         }
     }
 
     /// The `curl` command fetching `urls` in one process (one connection): the sum of its
     /// `time_total`s.
     private func curlTime(_ urls: [String], token: String) throws -> Double {
-        let process = Process()
+        // SpawnedProcess, as the rest of the bench: Foundation's `Process` can crash in `run()` on
+        // Linux (swiftlang/swift-corelibs-foundation#5472).
+        let process = SpawnedProcess()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
         var arguments = ["-s", "-H", "Authorization: Bearer \(token)", "-w", "%{time_total}\\n"]
         for url in urls { arguments += ["-o", "/dev/null", url] }

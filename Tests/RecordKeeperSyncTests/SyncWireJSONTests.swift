@@ -21,6 +21,15 @@ import Testing
         }
     }
 
+    @Test func `the line ends of an answer are offsets from its start, in a slice too`() {
+        #expect(SyncWireJSON.lineEnds(Data()) == [])
+        #expect(SyncWireJSON.lineEnds(Data("no end".utf8)) == [])
+        #expect(SyncWireJSON.lineEnds(Data("a\nbc\n\nd".utf8)) == [1, 4, 5])
+        let whole = Data("xx\nab\ncd\n".utf8)
+        let slice = whole[3...]
+        #expect(SyncWireJSON.lineEnds(slice) == [2, 5])
+    }
+
     @Test func `an operation is written as the encoder writes it, with and without changes and predecessors`() throws {
         let changes = Self.changes()
         let first = SyncOperation(device: "phone \"7\"", sequence: 1, predecessor: .firstOfDevice, changes: changes)

@@ -69,22 +69,9 @@ extension HTTPSyncServer {
         guard let count = Int(header), (1...RelayWire.maximumPagesPerAnswer).contains(count) else {
             throw SyncError(.serverFailure, "\(RelayWire.pagesHeader): \(header) is not a number of pages")
         }
-        // The line ends, found with memchr (the generic `split` of `Data` cost more than
-        // decoding the pages, and a loop over the bytes a few percent of the pull).
-        let ends: [Int] = data.withUnsafeBytes { bytes in
-            var ends: [Int] = []
-            guard let base = bytes.baseAddress else { return ends }
-            var offset = 0
-            while offset < bytes.count, let found = memchr(base + offset, Int32(UInt8(ascii: "\n")), bytes.count - offset) {
-                let end = base.distance(to: UnsafeRawPointer(found))
-                ends.append(end)
-                offset = end + 1
-            }
-            return ends
-        }
         var pages: [SyncPage] = []
         var start = 0
-        for end in ends {
+        for end in SyncWireJSON.lineEnds(data) {
             // A slice of the answer, not a copy: the reader copies it once.
             if end > start { pages.append(try SyncWireJSON.decodePage(data[data.startIndex + start..<data.startIndex + end])) }
             start = end + 1

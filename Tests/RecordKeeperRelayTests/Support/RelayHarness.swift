@@ -56,6 +56,11 @@ func withRelay<T>(
     var configuration = SyncRelay.Configuration(verifier: JWTVerifier(verifierConfiguration))
     let lines = LinesCollector()
     configuration.log = { lines.append($0) }
+    // Answers read ahead are kept for an hour, not the relay's 30 s: a test starved by the
+    // rest of the suite (2 cores, hundreds of tests at once) may ask for the next answer more
+    // than 30 s after the one before, and would pull its pages twice. Tests of the keep time
+    // set their own.
+    configuration.pullAheadKeptFor = .seconds(3600)
     configure(&configuration)
     let counting = CountingSyncServer(server)
     let relay = SyncRelay(server: counting, configuration: configuration)

@@ -10,7 +10,7 @@ import Testing
 /// `pages=` did); answers of several pages are `HTTPSyncServerPagesTests`.
 @Suite(
     .timeLimit(.minutes(10)),
-    .disabled(if: underThreadSanitizer, "starved by the rest of the sanitized suite; run it alone under the sanitizer"))
+    .disabled(if: starvedUnderThreadSanitizer, "starved by the rest of the sanitized suite; .ci/run runs it alone under the sanitizer"))
 struct HTTPSyncServerPipelineTests {
     /// A relay that answers one page per request.
     private let onePage: (inout SyncRelay.Configuration) -> Void = { $0.maxPagesPerAnswer = 1 }

@@ -8,11 +8,12 @@ import Testing
 /// loopback over an in-memory server (whose calls are counted: a refused request reaches none).
 // Under ThreadSanitizer, in the whole sanitized suite, the in-process relay's handlers wait
 // for the cooperative pool behind every other suite and the client's 60 s timeout passed
-// (CI, 2026-12-01); alone (`scripts/sanitize.sh --filter RecordKeeperRelayTests`) the suite
-// passes under the sanitizer, and the ordinary run always runs it.
+// (CI, 2026-12-01). `.ci/run` runs it alone under the sanitizer afterwards
+// (`RECORDKEEPER_SANITIZER_ALONE=1 scripts/sanitize.sh --filter …`), and the ordinary run
+// always runs it.
 @Suite(
     .timeLimit(.minutes(10)),
-    .disabled(if: underThreadSanitizer, "starved by the rest of the sanitized suite; run it alone under the sanitizer"))
+    .disabled(if: starvedUnderThreadSanitizer, "starved by the rest of the sanitized suite; .ci/run runs it alone under the sanitizer"))
 struct HTTPSyncServerTests {
     private func client(_ relay: RelayHarness, token: String) -> HTTPSyncServer {
         HTTPSyncServer(url: URL(string: relay.base)!) { token }

@@ -192,3 +192,9 @@ private func sendSignal(_ pid: Int32, _ signal: Int32) -> Int32 { kill(pid, sign
 /// Whether this run is under ThreadSanitizer (`scripts/sanitize.sh` says so in
 /// `RECORDKEEPER_SANITIZER`): the tests' helper processes are built with it too.
 public let underThreadSanitizer = ProcessInfo.processInfo.environment["RECORDKEEPER_SANITIZER"] == "thread"
+
+/// Whether a suite that the rest of a sanitized run starves of the cooperative pool should
+/// skip itself: under ThreadSanitizer, unless the run holds only such suites
+/// (`RECORDKEEPER_SANITIZER_ALONE=1`, which `.ci/run` sets for its second sanitized run).
+public let starvedUnderThreadSanitizer =
+    underThreadSanitizer && ProcessInfo.processInfo.environment["RECORDKEEPER_SANITIZER_ALONE"] != "1"

@@ -41,7 +41,19 @@ struct ValidatedChanges {
     /// Upserts from a list in which a key may appear more than once: the later entry wins.
     /// The result is sorted by key (no dictionary is built).
     init(_ collection: String, entries: [(key: String, data: Data)], operation: StoreOperation) throws {
-        self.collection = try RecordNames.collection(collection, operation: operation)
+        if entries.count == 1 {
+            // A repository's single save: as `put`, no list to sort.
+            self = try ValidatedChanges(collection, key: entries[0].key, data: entries[0].data, operation: operation)
+            return
+        }
+        self = try ValidatedChanges(
+            collection: RecordNames.collection(collection, operation: operation),
+            lastWins: entries, operation: operation)
+    }
+
+    /// `entries` (more than one) sorted by key, the later of equal keys kept.
+    private init(collection: String, lastWins entries: [(key: String, data: Data)], operation: StoreOperation) throws {
+        self.collection = collection
         var indexed: [(key: String, data: Data, index: Int)] = []
         indexed.reserveCapacity(entries.count)
         var renamed = false

@@ -105,31 +105,41 @@ enum Child {
         let url = URL(fileURLWithPath: path)
         let probe = Dataset.key(n / 2)
         var records = 0
+        // Each store is kept until the time is taken: its closing (SQLite's and the handle's
+        // teardown) is not part of an open and a read, for either side.
+        var kept: AnyObject?
         let clock = ContinuousClock()
         let start = clock.now
         switch (mode, implementation) {
         case (.openRead, .raw):
             let store = try RawSQLiteStore(path: path, durability: durability)
+            kept = store
             records = try store.value(key: probe) == nil ? 0 : 1
         case (.openRead, .recordKeeper):
             let store = RecordKeeperSide.makeStore(url: url, durability: durability)
+            kept = store
             records = try await store.value(benchCollection, key: probe) == nil ? 0 : 1
         case (.openRead, .naive):
             let store = NaiveJSONStore<Item>(fileURL: url)
+            kept = store
             records = await store.get(probe) == nil ? 0 : 1
 
         case (.read, .raw):
             let store = try RawSQLiteStore(path: path, durability: durability)
+            kept = store
             records = try store.readAll().count
         case (.read, .recordKeeper):
             let store = RecordKeeperSide.makeStore(url: url, durability: durability)
+            kept = store
             records = try await store.read(benchCollection)?.count ?? 0
         case (.read, .naive):
             let store = NaiveJSONStore<Item>(fileURL: url)
+            kept = store
             records = await store.getAll().count
 
         case (.export, .raw):
             let store = try RawSQLiteStore(path: path, durability: durability)
+            kept = store
             let writer = try ExportWriter(path: out ?? "/dev/null")
             try store.forEachRecord { key, payload in
                 try writer.append(key: key, payload: payload)
@@ -138,6 +148,7 @@ enum Child {
             try writer.close()
         case (.export, .recordKeeper):
             let store = RecordKeeperSide.makeStore(url: url, durability: durability)
+            kept = store
             let output = out ?? "/dev/null"
             records = try await store.snapshot { snapshot in
                 let writer = try ExportWriter(path: output)
@@ -152,6 +163,7 @@ enum Child {
         case (.export, .naive):
             // The naive store has no streaming: load everything, then encode item by item.
             let store = NaiveJSONStore<Item>(fileURL: url)
+            kept = store
             let writer = try ExportWriter(path: out ?? "/dev/null")
             let encoder = Dataset.makeEncoder()
             for item in await store.getAll() {
@@ -163,6 +175,8 @@ enum Child {
             throw BenchFailure("child: write-loop runs in writeUntilStopped")
         }
         let seconds = (clock.now - start).seconds
+        withExtendedLifetime(kept) {}
+        kept = nil
         return ChildReport(seconds: seconds, records: records, peakBytes: ProcessMemory.peakResident ?? 0, baselineBytes: baseline)
     }
 }

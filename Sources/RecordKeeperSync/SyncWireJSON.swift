@@ -56,7 +56,11 @@ package enum SyncWireJSON {
             throw EncodingError.invalidValue(envelope, EncodingError.Context(
                 codingPath: [], debugDescription: "the envelope does not start with an empty changes array"))
         }
-        out.reserveCapacity(out.count + envelope.count + count * 200)
+        // Room for about 200 bytes an element, growing the buffer at least twofold: an answer
+        // of several pages appends page after page to one buffer, and reserving just enough
+        // for each would copy everything before it once per page.
+        let needed = out.count + envelope.count + count * 200
+        if out.capacity < needed { out.reserveCapacity(max(needed, out.capacity * 2)) }
         out.append(contentsOf: head)
         for index in 0..<count {
             if index > 0 { out.append(UInt8(ascii: ",")) }

@@ -36,6 +36,7 @@ enum RelayResponses {
         do {
             // One buffer for every page, made into the body once.
             var body: [UInt8] = []
+            body.reserveCapacity(pages.reduce(0) { $0 + 256 + $1.changes.count * 224 })
             let encoder = RecordJSONEncoder()
             for page in pages {
                 try SyncWireJSON.append(page, to: &body, encoder: encoder)

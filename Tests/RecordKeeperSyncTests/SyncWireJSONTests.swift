@@ -125,6 +125,22 @@ extension SyncWireJSONTests {
         }
     }
 
+    @Test func `every group of three bytes is written and read back as Foundation does`() {
+        // 4,096 groups whose high and low 12 bits each take every value once.
+        var payload = Data()
+        for bits in 0..<4096 {
+            let group = bits << 12 | (4095 - bits)
+            payload.append(contentsOf: [UInt8(group >> 16), UInt8(group >> 8 & 0xFF), UInt8(group & 0xFF)])
+        }
+        for trailing in [Data(), Data([0xFF]), Data([0x00, 0xFE])] {
+            let bytes = payload + trailing
+            var written: [UInt8] = Array("prefix".utf8)
+            SyncWireBase64.append(bytes, to: &written)
+            #expect(Data(written.dropFirst(6)) == bytes.base64EncodedData(), "\(trailing.count) trailing")
+            #expect(written.dropFirst(6).withUnsafeBufferPointer { SyncWireBase64.decode($0) } == bytes)
+        }
+    }
+
     @Test func `base64 that Foundation does not write is left to the decoder, which reads every form as it always did`() throws {
         let page = SyncPage(
             changes: [SyncPulledChange(collection: "c", key: "k", value: .payload(Data("A".utf8)), version: SyncServerVersion(1))],

@@ -17,10 +17,7 @@ enum RecordNames {
 
     /// The stored form of a key; throws for an empty key.
     static func key(_ key: String, collection: String, operation: StoreOperation) throws -> String {
-        guard !key.isEmpty else {
-            throw RecordStoreError(code: .invalidKey, operation: operation, collection: collection, key: key)
-        }
-        return normalized(key)
+        try keyNotingChange(key, collection: collection, operation: operation).stored
     }
 
     /// The stored form of a key and whether it differs from the key's bytes (normalization

@@ -205,4 +205,18 @@ public import Foundation
     public typealias SpawnedProcess = Process
 #endif
 
+extension SpawnedProcess {
+    /// Runs the configured process to its end with its standard output in a pipe, and returns
+    /// all it wrote there; its exit status is then `terminationStatus`.
+    /// - Throws: what `run()` throws when the process cannot be started.
+    public func runReadingOutput() throws -> Data {
+        let pipe = Pipe()
+        standardOutput = pipe
+        try run()
+        let output = pipe.fileHandleForReading.readDataToEndOfFile()
+        waitUntilExit()
+        return output
+    }
+}
+
 #endif

@@ -199,11 +199,7 @@ extension BenchRunner {
             arguments += ["--out", directory.appendingPathComponent("bench-export-\(implementation.rawValue).out").path]
         }
         process.arguments = arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
+        let data = try process.runReadingOutput()
         guard process.terminationStatus == 0 else {
             throw BenchFailure("child \(mode.rawValue) \(implementation.rawValue) exited with \(process.terminationStatus)")
         }

@@ -227,11 +227,7 @@ extension BenchRunner {
         var arguments = ["-s", "-H", "Authorization: Bearer \(token)", "-w", "%{time_total}\\n"]
         for url in urls { arguments += ["-o", "/dev/null", url] }
         process.arguments = arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
-        let output = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
+        let output = try process.runReadingOutput()
         guard process.terminationStatus == 0 else { throw BenchFailure("curl failed") }
         return String(decoding: output, as: UTF8.self).split(separator: "\n").compactMap { Double($0) }.reduce(0, +)
     }

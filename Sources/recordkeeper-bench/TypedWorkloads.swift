@@ -30,9 +30,9 @@ enum RawCodec: String, CaseIterable {
 /// T1–T4: the typed `RecordRepository<Item>` against the raw baseline wrapped in a codec,
 /// producing the same values (`[Item]` in key order for a load), and the naive store (which is
 /// typed already). T1 and T3 run the raw side with both codecs of `RawCodec` in every repeat
-/// (rows `… raw+Foundation` and `… raw+RecordJSON`, the same RecordKeeper samples in both); T2
-/// and T4 use Foundation's (`RecordCoding.makeEncoder()` / `makeDecoder()`: JSON with sorted
-/// keys, one instance each, reused).
+/// (rows `… raw+Foundation` and `… raw+RecordJSON`, the same RecordKeeper samples in both), and
+/// so do T2 and T4 (each raw codec in turn over the same saves or reads). Foundation's coders are
+/// `RecordCoding.makeEncoder()` / `makeDecoder()`: JSON with sorted keys, one instance each, reused.
 extension BenchRunner {
     func runTypedWorkload(_ workload: WorkloadID) async throws {
         switch workload {
@@ -122,17 +122,16 @@ extension BenchRunner {
         let operations = options.upserts
         log("T2 typed single saves, N=\(n), durability \(durability.rawValue)")
         let raw = try RawSQLiteStore(path: try await fixture(.raw, n: n).path, durability: durability)
-        let encoder = RecordCoding.makeEncoder()
+        let foundationEncoder = RecordCoding.makeEncoder()
+        let recordEncoder = RecordJSONEncoder()
         let repository = makeRepository(try await RecordKeeperSide.open(url: try await fixture(.recordKeeper, n: n), durability: durability))
         let naive = NaiveJSONStore<Item>(fileURL: try await fixture(.naive, n: n))
         // The repository bases saves on versions it has seen (an unseen existing item is a
         // conflict), so it loads once first, as an app would.
         _ = try await repository.load()
 
-        var p50: [Implementation: [Double]] = [:]
-        var p99: [Implementation: [Double]] = [:]
-        var throughput: [Implementation: [Double]] = [:]
-        var operationCount: [Implementation: Int] = [:]
+        var runs: [Implementation: SaveLatencies] = [:]
+        var rawRuns: [RawCodec: SaveLatencies] = [:]
         for repeatIndex in 0..<options.repeats {
             let indexes = Dataset.randomIndexes(count: operations, below: n, seed: 6_000 + UInt64(repeatIndex))
             let items = indexes.map { Dataset.item($0, revision: nextRevision()) }
@@ -142,9 +141,25 @@ extension BenchRunner {
                 let wallStart = ContinuousClock.now
                 switch implementation {
                 case .raw:
-                    for item in items {
-                        latencies.append(try measure { try raw.put(key: item.id, data: try encoder.encode(item)) })
+                    // Each codec in turn, over the same keys: one row per codec (see `RawCodec`).
+                    // The second pass saves new revisions, so that it writes as much as the first.
+                    for (pass, codec) in RawCodec.order(forRepeat: repeatIndex).enumerated() {
+                        let items = pass == 0 ? items : indexes.map { Dataset.item($0, revision: nextRevision()) }
+                        latencies.removeAll(keepingCapacity: true)
+                        let codecStart = ContinuousClock.now
+                        switch codec {
+                        case .foundation:
+                            for item in items {
+                                latencies.append(try measure { try raw.put(key: item.id, data: try foundationEncoder.encode(item)) })
+                            }
+                        case .recordJSON:
+                            for item in items {
+                                latencies.append(try measure { try raw.put(key: item.id, data: try recordEncoder.encode(item)) })
+                            }
+                        }
+                        rawRuns[codec, default: SaveLatencies()].add(latencies, since: codecStart)
                     }
+                    continue
                 case .recordKeeper:
                     for item in items {
                         latencies.append(try await measureAsync { try await repository.save(item) })
@@ -159,20 +174,40 @@ extension BenchRunner {
                         if total > options.naiveBudget { break }
                     }
                 }
-                p50[implementation, default: []].append(Stats.percentile(latencies, 0.5) * 1e6)
-                p99[implementation, default: []].append(Stats.percentile(latencies, 0.99) * 1e6)
-                throughput[implementation, default: []].append(Double(latencies.count) / (ContinuousClock.now - wallStart).seconds)
-                operationCount[implementation, default: 0] += latencies.count
+                runs[implementation, default: SaveLatencies()].add(latencies, since: wallStart)
             }
         }
-        for implementation in Implementation.allCases {
-            guard let values = p50[implementation] else { continue }
-            let count = operationCount[implementation] ?? 0
-            record("T2", variant: durability.rawValue, n: n, implementation, metric: "p50_us", samples: values, count: count,
-                   note: implementation == .recordKeeper ? fsyncNote(durability) : nil)
-            record("T2", variant: durability.rawValue, n: n, implementation, metric: "p99_us", samples: p99[implementation] ?? [], count: count)
-            record("T2", variant: durability.rawValue, n: n, implementation, metric: "ops_per_s", samples: throughput[implementation] ?? [], count: count)
+        for codec in RawCodec.allCases {
+            let variant = codec.variant(durability.rawValue)
+            if let run = rawRuns[codec] { recordSaveRows("T2", variant: variant, n: n, .raw, run, note: codec.note) }
+            if let run = runs[.recordKeeper] {
+                recordSaveRows("T2", variant: variant, n: n, .recordKeeper, run, note: fsyncNote(durability))
+            }
+            if codec == .foundation, let run = runs[.naive] { recordSaveRows("T2", variant: variant, n: n, .naive, run) }
         }
+    }
+
+    /// T2's p50, p99 and wall-clock throughput of each repeat's saves, for one side.
+    private struct SaveLatencies {
+        var p50: [Double] = []
+        var p99: [Double] = []
+        var throughput: [Double] = []
+        var count = 0
+
+        mutating func add(_ latencies: [Double], since start: ContinuousClock.Instant) {
+            p50.append(Stats.percentile(latencies, 0.5) * 1e6)
+            p99.append(Stats.percentile(latencies, 0.99) * 1e6)
+            throughput.append(Double(latencies.count) / (ContinuousClock.now - start).seconds)
+            count += latencies.count
+        }
+    }
+
+    private func recordSaveRows(
+        _ workload: String, variant: String, n: Int, _ implementation: Implementation, _ run: SaveLatencies, note: String? = nil
+    ) {
+        record(workload, variant: variant, n: n, implementation, metric: "p50_us", samples: run.p50, count: run.count, note: note)
+        record(workload, variant: variant, n: n, implementation, metric: "p99_us", samples: run.p99, count: run.count)
+        record(workload, variant: variant, n: n, implementation, metric: "ops_per_s", samples: run.throughput, count: run.count)
     }
 
     // MARK: T3
@@ -231,13 +266,15 @@ extension BenchRunner {
         let reads = options.pointReads
         log("T4 typed item(id) reads, N=\(n), \(reads) reads")
         let raw = try RawSQLiteStore(path: try await fixture(.raw, n: n).path, durability: options.durability)
-        let decoder = RecordCoding.makeDecoder()
+        let foundationDecoder = RecordCoding.makeDecoder()
+        let recordDecoder = RecordJSONDecoder()
         let repository = makeRepository(try await RecordKeeperSide.open(url: try await fixture(.recordKeeper, n: n), durability: options.durability))
         let naive = NaiveJSONStore<Item>(fileURL: try await fixture(.naive, n: n))
         _ = try raw.readAll()
         _ = try await repository.load()
 
         var samples: [Implementation: [Double]] = [:]
+        var rawSamples: [RawCodec: [Double]] = [:]
         for repeatIndex in 0..<options.repeats {
             let keys = Dataset.randomIndexes(count: reads, below: n, seed: 8_000 + UInt64(repeatIndex)).map(Dataset.key)
             for implementation in order(forRepeat: repeatIndex) {
@@ -245,11 +282,20 @@ extension BenchRunner {
                 let seconds: Double
                 switch implementation {
                 case .raw:
-                    seconds = try measure {
-                        for key in keys {
-                            if let data = try raw.value(key: key), try decoder.decode(Item.self, from: data).id == key { found += 1 }
+                    for codec in RawCodec.order(forRepeat: repeatIndex) {
+                        let decode: (Data) throws -> Item = switch codec {
+                        case .foundation: { try foundationDecoder.decode(Item.self, from: $0) }
+                        case .recordJSON: { try recordDecoder.decode(Item.self, from: $0) }
                         }
+                        found = 0
+                        rawSamples[codec, default: []].append(try measure {
+                            for key in keys {
+                                if let data = try raw.value(key: key), try decode(data).id == key { found += 1 }
+                            }
+                        })
+                        guard found == reads else { throw BenchFailure("T4 \(codec.rawValue) found \(found) of \(reads)") }
                     }
+                    continue
                 case .recordKeeper:
                     seconds = try await measureAsync {
                         for key in keys where try await repository.item(key)?.id == key { found += 1 }
@@ -263,10 +309,18 @@ extension BenchRunner {
                 samples[implementation, default: []].append(seconds)
             }
         }
-        for implementation in Implementation.allCases {
-            guard let values = samples[implementation] else { continue }
-            record("T4", n: n, implementation, metric: "time_s", samples: values, count: values.count * reads)
-            record("T4", n: n, implementation, metric: "us_per_read", samples: values.map { $0 / Double(reads) * 1e6 }, count: values.count * reads)
+        for codec in RawCodec.allCases {
+            let variant = codec.variant()
+            let sides: [(Implementation, [Double]?, String?)] = [
+                (.raw, rawSamples[codec], codec.note), (.recordKeeper, samples[.recordKeeper], nil),
+                (.naive, codec == .foundation ? samples[.naive] : nil, nil),
+            ]
+            for (implementation, values, note) in sides {
+                guard let values else { continue }
+                record("T4", variant: variant, n: n, implementation, metric: "time_s", samples: values, count: values.count * reads, note: note)
+                record("T4", variant: variant, n: n, implementation, metric: "us_per_read",
+                       samples: values.map { $0 / Double(reads) * 1e6 }, count: values.count * reads)
+            }
         }
     }
 }

@@ -36,6 +36,30 @@ import Testing
     }
 
     @Test
+    func `a record and its version are read at the collection's new id after another store established it again`() async throws {
+        try await withTemporaryDirectory { directory in
+            let url = directory.appendingPathComponent("records.sqlite")
+            let first = RecordStore(url: url)
+            let second = RecordStore(url: url)
+            try await first.put("a", key: "old", data: Data("1"))
+            // `record` (payload and version) and `value` (payload only) share the cache.
+            #expect(try await first.record("a", key: "old")?.data == Data("1"))
+
+            try await second.put("b", key: "x", data: Data("b"))
+            try await second.removeCollection("a")
+            try await second.put("a", key: "new", data: Data("2"))
+            let stored = try #require(try await second.record("a", key: "new"))
+
+            #expect(try await first.record("a", key: "old") == nil)
+            #expect(try await first.record("a", key: "new") == stored)
+            #expect(try await first.value("a", key: "new") == Data("2"))
+            #expect(try await first.record("b", key: "x")?.data == Data("b"))
+            await first.close()
+            await second.close()
+        }
+    }
+
+    @Test
     func `an id freed by another store and given to another collection is not written through the old name`() async throws {
         try await withTemporaryDirectory { directory in
             let url = directory.appendingPathComponent("records.sqlite")

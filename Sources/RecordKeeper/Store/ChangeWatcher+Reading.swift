@@ -58,7 +58,7 @@ extension ChangeWatcher {
         }
         let logged = try engine.changeLog.loggedKeys(collection, after: cursor, limit: batchLimit)
         for key in logged.keys {
-            change[key] = try engine.records.record(collection, key: key)?.data
+            change[key] = try engine.records.payload(collection, key: key)
         }
         updated.cursor = logged.full ? (logged.last ?? last) : max(cursor, last)
         return (change, updated)

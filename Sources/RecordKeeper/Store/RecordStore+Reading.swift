@@ -22,18 +22,16 @@ extension RecordStore {
     /// caller's thread instead of hopping to an executor, and never wait for a lock there
     /// (see <doc:Concurrency>).
     public nonisolated(nonsending) func value(_ collection: String, key: String) async throws -> Data? {
-        try await record(collection, key: key, operation: .value)?.data
+        let name = try RecordNames.collection(collection, operation: .value)
+        let key = try RecordNames.key(key, collection: name, operation: .value)
+        return try await performRead(.value, collection: name, inline: true) { try $0.engine?.records.payload(name, key: key) }
     }
 
     /// One record with its version, or nil when there is none.
     public nonisolated(nonsending) func record(_ collection: String, key: String) async throws -> StoredRecord? {
-        try await record(collection, key: key, operation: .record)
-    }
-
-    private nonisolated(nonsending) func record(_ collection: String, key: String, operation: StoreOperation) async throws -> StoredRecord? {
-        let name = try RecordNames.collection(collection, operation: operation)
-        let key = try RecordNames.key(key, collection: name, operation: operation)
-        return try await performRead(operation, collection: name, inline: true) { try $0.engine?.records.record(name, key: key) }
+        let name = try RecordNames.collection(collection, operation: .record)
+        let key = try RecordNames.key(key, collection: name, operation: .record)
+        return try await performRead(.record, collection: name, inline: true) { try $0.engine?.records.record(name, key: key) }
     }
 
     /// The established collections, sorted by name, with their record counts.

@@ -119,29 +119,54 @@ struct RecordsTable {
     /// the answer kept only when the snapshot read is the one the id was noted at; otherwise
     /// one statement reads the collection with the record, and the connection notes it.
     func record(_ name: String, key: String) throws -> StoredRecord? {
+        try lookUp(
+            name, key: key,
+            direct: "SELECT payload, version FROM records WHERE collection_id = ?1 AND key = ?2",
+            joined: """
+                SELECT c.id, r.payload, r.version FROM collections c
+                LEFT JOIN records r ON r.collection_id = c.id AND r.key = ?2
+                WHERE c.name = ?1
+                """
+        ) { statement, first in
+            StoredRecord(key: key, data: statement.data(at: first), version: RecordVersion(statement.int64(at: first + 1)))
+        }
+    }
+
+    /// The payload of one record, or nil when there is none: `record(_:key:)` without reading
+    /// the version or making a `StoredRecord` (point reads by `value`).
+    func payload(_ name: String, key: String) throws -> Data? {
+        try lookUp(
+            name, key: key,
+            direct: "SELECT payload FROM records WHERE collection_id = ?1 AND key = ?2",
+            joined: """
+                SELECT c.id, r.payload FROM collections c
+                LEFT JOIN records r ON r.collection_id = c.id AND r.key = ?2
+                WHERE c.name = ?1
+                """
+        ) { statement, first in statement.data(at: first) }
+    }
+
+    /// One record of `name` by key, as `read` reads it from its columns starting at `first`.
+    /// `direct` selects those columns by collection id and key (`?1`, `?2`); `joined` selects
+    /// the collection's id and then the same columns from a left join on its name, so that a
+    /// record that is absent reads NULL there (every column `read` reads is `NOT NULL`).
+    private func lookUp<T>(
+        _ name: String, key: String, direct: StaticString, joined: StaticString, _ read: (Statement, Int32) -> T
+    ) throws -> T? {
         // A version that moved on before this read began (someone committed, and this
         // connection has read since) already says the id cannot be trusted: one statement then.
         if let (id, version) = connection.collectionRefs.candidate(name), version == nil || connection.dataVersion == version {
-            let found = try runner.one(
-                "SELECT payload, version FROM records WHERE collection_id = ?1 AND key = ?2",
-                id, key, collection: name, key: key
-            ) { StoredRecord(key: key, data: $0.data(at: 0), version: RecordVersion($0.int64(at: 1))) }
+            let found = try runner.one(direct, id, key, collection: name, key: key) { read($0, 0) }
             if version == nil || connection.dataVersion == version { return found }
         }
-        let read = try runner.one(
-            """
-            SELECT c.id, r.payload, r.version FROM collections c
-            LEFT JOIN records r ON r.collection_id = c.id AND r.key = ?2
-            WHERE c.name = ?1
-            """, name, key, collection: name, key: key
-        ) { statement -> (id: Int64, record: StoredRecord?) in
+        let row = try runner.one(joined, name, key, collection: name, key: key) { statement -> (id: Int64, value: T?) in
             let id = statement.int64(at: 0)
-            guard !statement.isNull(at: 2) else { return (id, nil) }
-            return (id, StoredRecord(key: key, data: statement.data(at: 1), version: RecordVersion(statement.int64(at: 2))))
+            guard !statement.isNull(at: 1) else { return (id, nil) }
+            return (id, read(statement, 1))
         }
-        guard let read else { return nil }
-        connection.collectionRefs.note(id: read.id, for: name, at: connection.dataVersion)
-        return read.record
+        guard let row else { return nil }
+        connection.collectionRefs.note(id: row.id, for: name, at: connection.dataVersion)
+        return row.value
     }
 
     /// Records of `name` in key order strictly after `after`, at most `limit`; nil when the

@@ -298,7 +298,7 @@ extension RecordSync {
                 for conflict in conflicts {
                     let record = SyncRecordKey(collection: conflict.collection, key: conflict.key)
                     guard carriedSet.contains(record), conflicting.insert(record).inserted else { continue }
-                    let local = try engine.records.record(record.collection, key: record.key)?.data
+                    let local = try engine.records.payload(record.collection, key: record.key)
                     let localItemVersion = operation.changes.first { $0.collection == record.collection && $0.key == record.key }?
                         .itemVersion
                     var server = conflict.server?.value ?? .tombstone

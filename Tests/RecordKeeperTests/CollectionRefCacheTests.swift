@@ -166,7 +166,7 @@ import Testing
 
     @Test
     func `the cache keeps every collection noted, beyond the first, up to its capacity`() {
-        var cache = CollectionRefCache()
+        let cache = CollectionRefCache()
         for id in 1...Int64(CollectionRefCache.capacity) { cache.note(id: id, for: "c\(id)", at: 3) }
         for id in 1...Int64(CollectionRefCache.capacity) { #expect(cache.candidate("c\(id)")?.id == id) }
         // A name noted again with another id replaces its entry.
@@ -182,7 +182,7 @@ import Testing
 
     @Test
     func `the cache keeps an entry only at the data version it was noted at`() {
-        var cache = CollectionRefCache()
+        let cache = CollectionRefCache()
         let ref = CollectionRef(id: 1, synced: false)
         cache.note(id: 1, for: "a", at: 7)
         // Noted by a read, without the sync flag: a write looks the collection up itself.

@@ -42,7 +42,7 @@ final class SQLiteConnection {
     static let querySQLLimit = 64
     /// The collections this connection looked up, kept while the store's data version says
     /// nothing changed (see `CollectionRefCache`; kept up by the transaction methods below).
-    var collectionRefs = CollectionRefCache()
+    let collectionRefs = CollectionRefCache()
 
     /// How a file is opened.
     enum OpenMode {

@@ -128,14 +128,22 @@ struct ItemVersionsTable {
     /// check of a repository's save, which then needs no other lookup of the collection. Only
     /// on the writer (always at the current format).
     func collectionID(_ name: String, ifItemVersion version: Int, coding: String?) throws -> CollectionRef? {
+        // A write that confirmed them before, with nothing written to the store by any other
+        // connection since and no item version set on this one, makes no lookup
+        // (`CollectionRefCache`, the same rule as the collection's id).
+        let recorded = CollectionRefCache.RecordedItemVersion(version: version, coding: coding)
+        if let known = runner.connection.collectionRefs.refInWrite(name, recorded: recorded) { return known }
+        let found: CollectionRef?
         do {
-            return try runner.one(
+            found = try runner.one(
                 "SELECT id, synced FROM collections WHERE name = ?1 AND item_version = ?2 AND payload_coding IS ?3",
                 name, version, coding, collection: name
             ) { CollectionRef(id: $0.int64(at: 0), synced: $0.int64(at: 1) != 0) }
         } catch where Self.predatesItemVersions(error) || Self.predatesPayloadCoding(error) {
             return nil
         }
+        if let found { runner.connection.collectionRefs.noteInWrite(found, for: name, recorded: recorded) }
+        return found
     }
 
     /// Every recorded item version, by collection name.
@@ -155,6 +163,7 @@ struct ItemVersionsTable {
         try runner.execute(
             "UPDATE collections SET item_version = ?2, payload_coding = ?3 WHERE id = ?1", id, version, coding,
             collection: collection)
+        runner.connection.collectionRefs.invalidate()
     }
 
     // MARK: Single records

@@ -240,6 +240,50 @@ import Testing
     }
 
     @Test(arguments: StoreKind.allCases)
+    func `an item version recorded by a store write is seen by the next save of an older repository`(kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ in
+            let old = RecordRepository<BookV1>(store: store, collection: "books")
+            try await old.save(ReadingApp.version1Books)
+            try await old.save(ReadingApp.version1Books[0], onConflict: .overwrite)
+            let before = try await store.allRecords("books")
+            // Only the recorded version changes, in a transaction of the same store (the
+            // writer's connection, which saw the saves above confirm version 1).
+            try await store.write { transaction in try transaction.setItemVersion(2, coding: nil, of: "books") }
+
+            let error = await #expect(throws: RepositoryError.self) {
+                try await old.save(ReadingApp.version1Books[1], onConflict: .overwrite)
+            }
+            #expect(error?.code == .newerItemVersion)
+            #expect(try await store.allRecords("books") == before)
+        }
+    }
+
+    @Test func `a repository of the older version cannot save over items another store on the file migrated`() async throws {
+        try await withTemporaryDirectory { directory in
+            let url = directory.appendingPathComponent("books.sqlite")
+            let first = RecordStore(url: url)
+            let old = RecordRepository<BookV1>(store: first, collection: "books")
+            try await old.save(ReadingApp.version1Books)
+            // Two more saves: the first store's writer now knows the collection at version 1.
+            try await old.save(ReadingApp.version1Books[0], onConflict: .overwrite)
+            try await old.save(ReadingApp.version1Books[1], onConflict: .overwrite)
+
+            let second = RecordStore(url: url)
+            _ = try await version2(second).load()
+            #expect(try await second.itemVersion(of: "books") == 2)
+            let migrated = try await second.allRecords("books")
+
+            let error = await #expect(throws: RepositoryError.self) {
+                try await old.save(ReadingApp.version1Books[0], onConflict: .overwrite)
+            }
+            #expect(error?.code == .newerItemVersion)
+            #expect(try await second.allRecords("books") == migrated)
+            await first.close()
+            await second.close()
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
     func `a repository of the older version cannot save over migrated items`(kind: StoreKind) async throws {
         try await withStore(kind) { store, _ in
             let old = RecordRepository<BookV1>(store: store, collection: "books")

@@ -19,7 +19,10 @@ package import Foundation
 ///
 /// `@inlinable` (with its two fields `@usableFromInline`): the store's point reads and small
 /// saves go through it on every request, from another module, where an opaque generic call
-/// and the value witnesses of its result cost a point read about 0.2 µs (W4).
+/// and the value witnesses of its result cost a point read about 0.2 µs (W4). The optimizer
+/// does not take it up, though: the release build of 2026-12-02 calls the generic `withLock`
+/// at all 424 of its call sites, and `@_alwaysEmitIntoClient` did not change that (see
+/// docs/PERFORMANCE.md, "Later the same evening").
 package final class Protected<Value>: @unchecked Sendable {
     @usableFromInline let lock = NSLock()
     @usableFromInline var value: Value

@@ -199,7 +199,7 @@ public actor RecordRepository<Item> where Item: Codable & Identifiable & Equatab
         defer { turns.release() }
         let queued = try ValidatedMessages(messages, operation: .apply)
         let key = try key(for: item.id)
-        try await write([(key, try encode(item, key: key))], onConflict: policy, enqueue: queued)
+        try await write([RecordUpsert(key: key, data: try encode(item, key: key))], onConflict: policy, enqueue: queued)
     }
 
     /// Upserts exactly `items`, in one transaction; items not in the array are left as they
@@ -230,18 +230,18 @@ public actor RecordRepository<Item> where Item: Codable & Identifiable & Equatab
             return
         }
         let queued = try ValidatedMessages(messages, operation: .apply)
-        var entries: [(key: String, data: Data)] = []
+        var entries: [RecordUpsert] = []
         entries.reserveCapacity(items.count)
         for item in items {
             let key = try key(for: item.id)
-            entries.append((key, try encode(item, key: key)))
+            entries.append(RecordUpsert(key: key, data: try encode(item, key: key)))
         }
         try await write(entries, onConflict: policy, enqueue: queued)
     }
 
     /// The write of a save, its items encoded: during the caller's turn.
     private func write(
-        _ entries: [(key: String, data: Data)], onConflict policy: ConflictPolicy, enqueue queued: ValidatedMessages
+        _ entries: [RecordUpsert], onConflict policy: ConflictPolicy, enqueue queued: ValidatedMessages
     ) async throws {
         // Validated and sorted once (a later duplicate ID wins), each upsert with its
         // expectation beside it: no dictionary of the whole save on either side.
@@ -256,7 +256,7 @@ public actor RecordRepository<Item> where Item: Codable & Identifiable & Equatab
         let written = try await store.applyReturningVersions(
             input, expectations: expectations, checking: { [migrator] in try migrator.run(in: $0) },
             unlessItemVersion: (itemVersion, strategies.recorded), enqueue: queued)
-        for ((key, _), version) in zip(input.upserts, written) { versions[key] = version }
+        for (upsert, version) in zip(input.upserts, written) { versions[upsert.key] = version }
     }
 
     /// Removes the item with `id`, if stored, and says whether it was: deleting an item that

@@ -50,13 +50,14 @@ final class LearningObserver: TransactionObserver {
     /// Notes the version each named key has before this transaction first changes it (one
     /// point lookup per key, only when the collection is learned).
     func recordsWillChange(
-        _ collection: ObservedCollection, upserting upserts: [(key: String, data: Data)], removing removals: [String],
+        _ collection: ObservedCollection, upserting upserts: [RecordUpsert], removing removals: [String],
         in transaction: WriteContext
     ) throws {
         guard learns(collection.name, in: transaction), var entry = learning[collection.name] else { return }
         let engine = transaction.engine
-        for (key, _) in upserts where entry.changes[key] == nil {
-            entry.changes[key] = VersionChange(before: try engine.records.version(collection.id, collection: collection.name, key: key))
+        for upsert in upserts where entry.changes[upsert.key] == nil {
+            entry.changes[upsert.key] = VersionChange(
+                before: try engine.records.version(collection.id, collection: collection.name, key: upsert.key))
         }
         for key in removals where entry.changes[key] == nil {
             entry.changes[key] = VersionChange(before: try engine.records.version(collection.id, collection: collection.name, key: key))

@@ -27,7 +27,7 @@ protocol TransactionObserver: AnyObject {
     /// input as given: an upsert of identical bytes may change nothing). Called before the
     /// first statement that changes them.
     func recordsWillChange(
-        _ collection: ObservedCollection, upserting upserts: [(key: String, data: Data)], removing removals: [String],
+        _ collection: ObservedCollection, upserting upserts: [RecordUpsert], removing removals: [String],
         in transaction: WriteContext) throws
     /// The transaction is about to remove `collection` and every record in it.
     func collectionWillBeRemoved(_ collection: ObservedCollection, in transaction: WriteContext) throws
@@ -54,7 +54,7 @@ protocol TransactionObserver: AnyObject {
 extension TransactionObserver {
     func transactionDidBegin(_ transaction: WriteContext) throws {}
     func recordsWillChange(
-        _ collection: ObservedCollection, upserting upserts: [(key: String, data: Data)], removing removals: [String],
+        _ collection: ObservedCollection, upserting upserts: [RecordUpsert], removing removals: [String],
         in transaction: WriteContext
     ) throws {}
     func collectionWillBeRemoved(_ collection: ObservedCollection, in transaction: WriteContext) throws {}

@@ -1,10 +1,21 @@
 import Foundation
 
+/// One record a write upserts: its key and payload.
+///
+/// A struct, not a `(key: String, data: Data)` tuple: an array of tuples is destroyed by the
+/// runtime's generic tuple walker (`tuple_destroy`, then a value witness for each field), which
+/// was about a third of a single `put`'s own Swift samples (W2); a struct's array is destroyed
+/// through its own compiled witness.
+struct RecordUpsert {
+    let key: String
+    let data: Data
+}
+
 /// Validated, normalized input of a write, checked before any transaction begins so that a
 /// bad key anywhere in a request writes nothing.
 struct ValidatedChanges {
     let collection: String
-    let upserts: [(key: String, data: Data)]
+    let upserts: [RecordUpsert]
     let removals: [String]
     /// True when normalization changed a key, so the stored keys differ from the input's bytes.
     let renamedKeys: Bool
@@ -27,7 +38,7 @@ struct ValidatedChanges {
     init(_ collection: String, key: String, data: Data, operation: StoreOperation) throws {
         self.collection = try RecordNames.collection(collection, operation: operation)
         let (stored, changed) = try RecordNames.keyNotingChange(key, collection: collection, operation: operation)
-        upserts = [(stored, data)]
+        upserts = [RecordUpsert(key: stored, data: data)]
         removals = []
         renamedKeys = changed
     }
@@ -40,7 +51,7 @@ struct ValidatedChanges {
 
     /// Upserts from a list in which a key may appear more than once: the later entry wins.
     /// The result is sorted by key (no dictionary is built).
-    init(_ collection: String, entries: [(key: String, data: Data)], operation: StoreOperation) throws {
+    init(_ collection: String, entries: [RecordUpsert], operation: StoreOperation) throws {
         if entries.count == 1 {
             // A repository's single save: as `put`, no list to sort.
             self = try ValidatedChanges(collection, key: entries[0].key, data: entries[0].data, operation: operation)
@@ -52,24 +63,24 @@ struct ValidatedChanges {
     }
 
     /// `entries` (more than one) sorted by key, the later of equal keys kept.
-    private init(collection: String, lastWins entries: [(key: String, data: Data)], operation: StoreOperation) throws {
+    private init(collection: String, lastWins entries: [RecordUpsert], operation: StoreOperation) throws {
         self.collection = collection
         var indexed: [(key: String, data: Data, index: Int)] = []
         indexed.reserveCapacity(entries.count)
         var renamed = false
-        for (index, (key, data)) in entries.enumerated() {
-            let (stored, changed) = try RecordNames.keyNotingChange(key, collection: collection, operation: operation)
+        for (index, entry) in entries.enumerated() {
+            let (stored, changed) = try RecordNames.keyNotingChange(entry.key, collection: collection, operation: operation)
             if changed { renamed = true }
-            indexed.append((stored, data, index))
+            indexed.append((stored, entry.data, index))
         }
         indexed.sort { $0.key == $1.key ? $0.index < $1.index : $0.key < $1.key }
-        var result: [(key: String, data: Data)] = []
+        var result: [RecordUpsert] = []
         result.reserveCapacity(indexed.count)
         for entry in indexed {
             if let last = result.last, last.key == entry.key {
-                result[result.count - 1] = (entry.key, entry.data)
+                result[result.count - 1] = RecordUpsert(key: entry.key, data: entry.data)
             } else {
-                result.append((entry.key, entry.data))
+                result.append(RecordUpsert(key: entry.key, data: entry.data))
             }
         }
         upserts = result
@@ -94,14 +105,14 @@ struct ValidatedChanges {
     /// ASCII.) `renamed` tells whether normalization changed any key.
     private static func validate(
         _ values: [String: Data], collection: String, operation: StoreOperation
-    ) throws -> (entries: [(key: String, data: Data)], renamed: Bool) {
-        var result: [(key: String, data: Data)] = []
+    ) throws -> (entries: [RecordUpsert], renamed: Bool) {
+        var result: [RecordUpsert] = []
         result.reserveCapacity(values.count)
         var renamed = false
         for (key, data) in values {
             let (stored, changed) = try RecordNames.keyNotingChange(key, collection: collection, operation: operation)
             if changed { renamed = true }
-            result.append((stored, data))
+            result.append(RecordUpsert(key: stored, data: data))
         }
         if result.count > 64 { result.sort { $0.key < $1.key } }
         return (result, renamed)

@@ -100,7 +100,7 @@ final class WriteContext {
     /// returns the version of each upserted key afterwards.
     @discardableResult
     func apply(
-        _ collection: String, upserts: [(key: String, data: Data)], removals: [String],
+        _ collection: String, upserts: [RecordUpsert], removals: [String],
         expecting expected: [String: RecordVersion?]? = nil
     ) throws -> [String: RecordVersion] {
         guard let expected else {
@@ -114,8 +114,8 @@ final class WriteContext {
         var expectations: [RecordVersion??] = []
         expectations.reserveCapacity(upserts.count)
         var matched = 0
-        for (key, _) in upserts {
-            let expectation = expected[key]
+        for upsert in upserts {
+            let expectation = expected[upsert.key]
             if expectation != nil { matched += 1 }
             expectations.append(expectation)
         }
@@ -123,14 +123,14 @@ final class WriteContext {
         var checks: [String: RecordVersion?] = [:]
         if matched < expected.count {
             var written = Set<String>(minimumCapacity: upserts.count)
-            for (key, _) in upserts { written.insert(key) }
+            for upsert in upserts { written.insert(upsert.key) }
             for (key, version) in expected where !written.contains(key) { checks[key] = .some(version) }
         }
         let written = try apply(
             collection, upserts: upserts, expectations: expectations, removals: removals, checks: checks)
         var versions: [String: RecordVersion] = [:]
         versions.reserveCapacity(upserts.count)
-        for ((key, _), version) in zip(upserts, written) { versions[key] = version }
+        for (upsert, version) in zip(upserts, written) { versions[upsert.key] = version }
         return versions
     }
 
@@ -138,7 +138,7 @@ final class WriteContext {
     /// `.some(nil)`: must be absent, `.some(v)`: must have version `v`), and `checks` for keys
     /// not upserted. Returns each upsert's version afterwards, in the order of `upserts`.
     func apply(
-        _ collection: String, upserts: [(key: String, data: Data)], expectations: [RecordVersion??],
+        _ collection: String, upserts: [RecordUpsert], expectations: [RecordVersion??],
         removals: [String], checks: [String: RecordVersion?]
     ) throws -> [RecordVersion?] {
         let ref = try establish(collection)
@@ -159,7 +159,8 @@ final class WriteContext {
         // nothing. After a conflict, the remaining keys are only checked, to name them all.
         var versions: [RecordVersion?] = []
         versions.reserveCapacity(upserts.count)
-        for ((key, data), expectation) in zip(upserts, expectations) {
+        for (upsert, expectation) in zip(upserts, expectations) {
+            let (key, data) = (upsert.key, upsert.data)
             guard let version = expectation else {
                 if conflicts.isEmpty {
                     let new = try engine.records.upsertReturningVersion(
@@ -225,12 +226,13 @@ final class WriteContext {
     }
 
     private func upsertUnconditionally(
-        _ upserts: [(key: String, data: Data)], ref: CollectionRef, collection: String
+        _ upserts: [RecordUpsert], ref: CollectionRef, collection: String
     ) throws {
         let id = ref.id
         // A single save into a transaction that has not needed the floor: the statement
         // reads it itself.
-        if upserts.count == 1, floor == nil, let (key, data) = upserts.first {
+        if upserts.count == 1, floor == nil, let upsert = upserts.first {
+            let (key, data) = (upsert.key, upsert.data)
             if try engine.records.upsertAtStoredFloor(id, collection: collection, key: key, data: data) {
                 try log(collection, key, ref)
             }
@@ -238,9 +240,10 @@ final class WriteContext {
         }
         guard !upserts.isEmpty else { return }
         let insertVersion = try insertVersion()
-        for (key, data) in upserts
-        where try engine.records.upsert(id, collection: collection, key: key, data: data, insertVersion: insertVersion) {
-            try log(collection, key, ref)
+        for upsert in upserts
+        where try engine.records.upsert(
+            id, collection: collection, key: upsert.key, data: upsert.data, insertVersion: insertVersion) {
+            try log(collection, upsert.key, ref)
         }
     }
 
@@ -256,13 +259,14 @@ final class WriteContext {
     /// its expectation (inside the transaction it always holds, so the key is written as
     /// unconditionally as before, and the outcome tells what became of it).
     func applyReporting(
-        _ collection: String, upserts: [(key: String, data: Data)], removals: [String],
+        _ collection: String, upserts: [RecordUpsert], removals: [String],
         expecting expected: [String: RecordVersion?]? = nil
     ) throws -> AppliedChanges {
         if let expected {
             return try applyReporting(collection, upserts: upserts, removals: removals, expected: expected)
         }
-        if upserts.count == 1, removals.isEmpty, let (key, data) = upserts.first {
+        if upserts.count == 1, removals.isEmpty, let upsert = upserts.first {
+            let (key, data) = (upsert.key, upsert.data)
             return try applyReporting(collection, key: key, data: data)
         }
         // A collection established only now holds nothing: every upsert is an insert.
@@ -282,7 +286,8 @@ final class WriteContext {
             applied.removed.append(key)
         }
         applied.versions.reserveCapacity(upserts.count)
-        for (key, data) in upserts {
+        for upsert in upserts {
+            let (key, data) = (upsert.key, upsert.data)
             let stored = existing == nil
                 ? nil : try engine.records.storedPayload(id, collection: collection, key: key, comparedTo: data)
             if let stored, stored.equal {
@@ -314,7 +319,7 @@ final class WriteContext {
         let found = try engine.records.collectionForWriting(collection, record: key, comparedTo: data)
         let ref = try found?.ref ?? engine.records.establishForWriting(collection)
         let stored = found?.stored
-        try tellRecordsWillChange(collection, ref: ref, upserts: [(key, data)], removals: [])
+        try tellRecordsWillChange(collection, ref: ref, upserts: [RecordUpsert(key: key, data: data)], removals: [])
         var applied = AppliedChanges()
         if let stored, stored.equal {
             applied.unchanged.append(key)
@@ -348,7 +353,7 @@ final class WriteContext {
     /// `applyReporting` with expectations: every upsert gets one (the stated one, or the
     /// version found now), so each outcome says whether it was added, changed or unchanged.
     private func applyReporting(
-        _ collection: String, upserts: [(key: String, data: Data)], removals: [String],
+        _ collection: String, upserts: [RecordUpsert], removals: [String],
         expected: [String: RecordVersion?]
     ) throws -> AppliedChanges {
         let ref = try establish(collection)
@@ -358,7 +363,8 @@ final class WriteContext {
         var expectations: [RecordVersion??] = []
         expectations.reserveCapacity(upserts.count)
         var matched = 0
-        for (key, _) in upserts {
+        for upsert in upserts {
+            let key = upsert.key
             if let expectation = expected[key] {
                 matched += 1
                 expectations.append(expectation)
@@ -371,7 +377,7 @@ final class WriteContext {
         var checks: [String: RecordVersion?] = [:]
         if matched < expected.count {
             var written = Set<String>(minimumCapacity: upserts.count)
-            for (key, _) in upserts { written.insert(key) }
+            for upsert in upserts { written.insert(upsert.key) }
             for (key, version) in expected where !written.contains(key) { checks[key] = .some(version) }
         }
         var stored: [Bool] = []
@@ -390,7 +396,8 @@ final class WriteContext {
             if wasStored { applied.removed.append(key) } else { applied.notFound.append(key) }
         }
         applied.versions.reserveCapacity(upserts.count)
-        for (((key, _), expectation), version) in zip(zip(upserts, expectations), written) {
+        for ((upsert, expectation), version) in zip(zip(upserts, expectations), written) {
+            let key = upsert.key
             guard let version else { continue }  // only after a conflict, which threw
             applied.versions[key] = version
             switch expectation {
@@ -403,7 +410,7 @@ final class WriteContext {
     }
 
     /// Makes `values` the whole content of `collection`.
-    func replace(_ collection: String, values: [(key: String, data: Data)]) throws {
+    func replace(_ collection: String, values: [RecordUpsert]) throws {
         let id = try engine.records.establishForWriting(collection).id
         let existing = try engine.records.versions(id, collection: collection)
         var removals: [String] = []
@@ -438,7 +445,7 @@ final class WriteContext {
 
     /// Tells the observers that the named keys of `collection` are about to change.
     private func tellRecordsWillChange(
-        _ collection: String, ref: CollectionRef, upserts: [(key: String, data: Data)], removals: [String]
+        _ collection: String, ref: CollectionRef, upserts: [RecordUpsert], removals: [String]
     ) throws {
         let observed = ObservedCollection(name: collection, ref: ref)
         for observer in observers {

@@ -183,7 +183,7 @@ extension RecordSync {
         // Nothing pending (the common case of a catching-up device): one statement a change
         // both checks the version and records it.
         let pendingExist = try engine.syncQueue.hasChanges()
-        var upserts: [String: [(key: String, data: Data)]] = [:]
+        var upserts: [String: [RecordUpsert]] = [:]
         var removals: [String: [String]] = [:]
         var applied = 0
         for change in page.changes {
@@ -208,7 +208,7 @@ extension RecordSync {
                     continue
                 }
                 switch change.value {
-                case .payload(let data): upserts[record.collection, default: []].append((key, data))
+                case .payload(let data): upserts[record.collection, default: []].append(RecordUpsert(key: key, data: data))
                 case .tombstone: removals[record.collection, default: []].append(key)
                 }
                 if conflictsExist {
@@ -233,7 +233,7 @@ extension RecordSync {
                 continue
             }
             switch change.value {
-            case .payload(let data): upserts[record.collection, default: []].append((key, data))
+            case .payload(let data): upserts[record.collection, default: []].append(RecordUpsert(key: key, data: data))
             case .tombstone: removals[record.collection, default: []].append(key)
             }
             try engine.syncRecords.setServerVersion(record, version, clearingAside: true)

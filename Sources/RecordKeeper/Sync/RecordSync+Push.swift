@@ -349,7 +349,7 @@ extension RecordSync {
     static func write(_ value: SyncValue, to record: SyncRecordKey, in context: WriteContext) throws {
         switch value {
         case .payload(let data):
-            try context.apply(record.collection, upserts: [(record.key, data)], removals: [])
+            try context.apply(record.collection, upserts: [RecordUpsert(key: record.key, data: data)], removals: [])
         case .tombstone:
             guard try context.engine.records.collectionForWriting(record.collection) != nil else { return }
             try context.apply(record.collection, upserts: [], removals: [record.key])

@@ -75,9 +75,8 @@ final class CollectionRefCache {
     /// payload coding are known to be `recorded`; nil outside a write transaction or when they
     /// are not known (then the caller reads them).
     func refInWrite(_ name: String, recorded: RecordedItemVersion) -> CollectionRef? {
-        guard inWrite, !confirmed.isEmpty, confirmed[name] == recorded, let entry = entry(name), let synced = entry.synced
-        else { return nil }
-        return CollectionRef(id: entry.id, synced: synced)
+        guard !confirmed.isEmpty, confirmed[name] == recorded else { return nil }
+        return refInWrite(name)
     }
 
     /// Notes a collection looked up or created inside the running write transaction. What a
@@ -93,7 +92,7 @@ final class CollectionRefCache {
     /// transaction read as `recorded`.
     func noteInWrite(_ ref: CollectionRef, for name: String, recorded: RecordedItemVersion) {
         guard inWrite else { return }
-        insert(Entry(id: ref.id, synced: ref.synced), for: name)
+        noteInWrite(ref, for: name)
         confirmed[name] = recorded
     }
 

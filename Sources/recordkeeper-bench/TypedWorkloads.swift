@@ -145,17 +145,14 @@ extension BenchRunner {
                     // The second pass saves new revisions, so that it writes as much as the first.
                     for (pass, codec) in RawCodec.order(forRepeat: repeatIndex).enumerated() {
                         let items = pass == 0 ? items : indexes.map { Dataset.item($0, revision: nextRevision()) }
+                        let encode: (Item) throws -> Data = switch codec {
+                        case .foundation: { try foundationEncoder.encode($0) }
+                        case .recordJSON: { try recordEncoder.encode($0) }
+                        }
                         latencies.removeAll(keepingCapacity: true)
                         let codecStart = ContinuousClock.now
-                        switch codec {
-                        case .foundation:
-                            for item in items {
-                                latencies.append(try measure { try raw.put(key: item.id, data: try foundationEncoder.encode(item)) })
-                            }
-                        case .recordJSON:
-                            for item in items {
-                                latencies.append(try measure { try raw.put(key: item.id, data: try recordEncoder.encode(item)) })
-                            }
+                        for item in items {
+                            latencies.append(try measure { try raw.put(key: item.id, data: try encode(item)) })
                         }
                         rawRuns[codec, default: SaveLatencies()].add(latencies, since: codecStart)
                     }

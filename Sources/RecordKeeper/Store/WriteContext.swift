@@ -332,8 +332,6 @@ final class WriteContext {
             let version = stored.version + 1
             written = try engine.records.upsert(ref.id, collection: collection, key: key, data: data, insertVersion: version)
                 ? version : nil
-        } else if floor == nil {
-            written = try engine.records.upsertAtStoredFloorReturningVersion(ref.id, collection: collection, key: key, data: data)
         } else {
             let version = try insertVersion()
             written = try engine.records.upsert(ref.id, collection: collection, key: key, data: data, insertVersion: version)

@@ -73,13 +73,15 @@ struct SyncQueueTable {
 
     /// A new, empty operation with a fresh id and the next sequence (never given out before:
     /// AUTOINCREMENT).
+    ///
+    /// The sequence is the row's rowid (`INTEGER PRIMARY KEY`), so SQLite's last insert rowid
+    /// gives it: no `RETURNING`, which runs through an ephemeral table of its own.
     private func newSyncOperation() throws -> Int64 {
-        let sequence = try runner.returning(
-            "INSERT INTO sync_operations (id, created_at) VALUES (?1, ?2) RETURNING sequence",
-            UUID().uuidString, Int64(Date().timeIntervalSince1970 * 1000)
-        ) { $0.int64(at: 0) }
-        guard let sequence else { throw runner.malformed("creating a sync operation returned no sequence") }
-        return sequence
+        guard try runner.execute(
+            "INSERT INTO sync_operations (id, created_at) VALUES (?1, ?2)",
+            UUID().uuidString, Int64(Date().timeIntervalSince1970 * 1000))
+        else { throw runner.malformed("creating a sync operation inserted no row") }
+        return runner.connection.lastInsertRowID
     }
 
     /// Captures every record of collection `id` (`name`) as operations of at most `chunk`

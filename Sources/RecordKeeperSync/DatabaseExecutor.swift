@@ -1,4 +1,5 @@
 package import Dispatch
+import Foundation
 
 /// The serial executor of blocking database work: one private dispatch queue per store (every
 /// `RecordStore` of RecordKeeper) or per connection (every `PostgresConnection` of
@@ -9,18 +10,38 @@ package import Dispatch
 /// waits for the server's answer, a push may wait on another's row lock). Running the actor on
 /// its own serial queue keeps that blocking work off Swift's cooperative thread pool, which has
 /// only as many threads as cores; dispatch queues run on threads of their own that may block.
-package final class DatabaseExecutor: SerialExecutor {
+///
+/// The queue is made on first use, not with the executor: a store's first requests are often
+/// inline reads that never reach a queue, and the first dispatch queue a process makes costs
+/// 30–60 µs (the dispatch library's and its Swift overlay's set-up), a twentieth of a cold
+/// open to a first read (W5).
+///
+/// `@unchecked Sendable`: `made`, the one mutable field, is read and written only with `lock`
+/// held.
+package final class DatabaseExecutor: SerialExecutor, @unchecked Sendable {
+    private let label: String
+    private let lock = NSLock()
+    private var made: DispatchQueue?
+
     /// The queue itself, for dispatch sources (timers, file events) whose handlers must run
     /// serially with the executor's work.
-    package let queue: DispatchQueue
+    package var queue: DispatchQueue {
+        lock.lock()
+        defer { lock.unlock() }
+        if let made { return made }
+        let queue = DispatchQueue(label: label, qos: .userInitiated)
+        made = queue
+        return queue
+    }
 
     package init(label: String) {
-        queue = DispatchQueue(label: label, qos: .userInitiated)
+        self.label = label
     }
 
     package func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
         let executor = asUnownedSerialExecutor()
+        let queue = queue
         queue.async {
             job.runSynchronously(on: executor)
         }

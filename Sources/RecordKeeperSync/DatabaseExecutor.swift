@@ -1,5 +1,4 @@
 package import Dispatch
-import Foundation
 
 /// The serial executor of blocking database work: one private dispatch queue per store (every
 /// `RecordStore` of RecordKeeper) or per connection (every `PostgresConnection` of
@@ -20,7 +19,7 @@ import Foundation
 /// held.
 package final class DatabaseExecutor: SerialExecutor, @unchecked Sendable {
     private let label: String
-    private let lock = NSLock()
+    private let lock = PlatformLock()
     private var made: DispatchQueue?
 
     /// The queue itself, for dispatch sources (timers, file events) whose handlers must run

@@ -1,5 +1,3 @@
-package import Foundation
-
 /// A value behind a lock, reached only inside ``withLock(_:)``: the package's one wrapper for
 /// state that several threads share. The store, sync, the PostgreSQL server and the relay all
 /// use it (it lives in this module because all of them import it). Synchronization's `Mutex`
@@ -24,7 +22,7 @@ package import Foundation
 /// at all 424 of its call sites, and `@_alwaysEmitIntoClient` did not change that (see
 /// docs/PERFORMANCE.md, "Later the same evening").
 package final class Protected<Value>: @unchecked Sendable {
-    @usableFromInline let lock = NSLock()
+    @usableFromInline let lock = PlatformLock()
     @usableFromInline var value: Value
 
     @inlinable
@@ -44,7 +42,7 @@ package final class Protected<Value>: @unchecked Sendable {
     /// For requests that must never wait on the caller's thread.
     @inlinable @inline(__always)
     package func withLockIfAvailable<T>(_ body: (inout Value) throws -> T) rethrows -> T? {
-        guard lock.try() else { return nil }
+        guard lock.tryLock() else { return nil }
         defer { lock.unlock() }
         return try body(&value)
     }

@@ -20,7 +20,8 @@ final class ReaderPool: Sendable {
     private let queued: Protected<QueuedReads>
 
     init(label: String, capacity: Int = ReaderPool.capacity) {
-        readers = (0..<capacity).map { SerializedConnection(ReadState(), label: "\(label) reader \($0 + 1)") }
+        let readerLabel = label + " reader"
+        readers = (0..<capacity).map { SerializedConnection(ReadState(), label: readerLabel, number: $0 + 1) }
         queued = Protected(QueuedReads(count: capacity))
     }
 

@@ -30,9 +30,9 @@ actor SerializedConnection<State: AnyObject> {
         self.state = Protected(state)
     }
 
-    /// A connection state on a serial queue of its own, named `label`.
-    init(_ state: sending State, label: String) {
-        self.init(state, executor: DatabaseExecutor(label: label))
+    /// A connection state on a serial queue of its own, named `label` (and `number`).
+    init(_ state: sending State, label: String, number: Int? = nil) {
+        self.init(state, executor: DatabaseExecutor(label: label, number: number))
     }
 
     /// Runs `body` with the state, waiting for the lock on the calling thread.

@@ -6,7 +6,7 @@ extension SQLiteConnection {
     /// the file even while another connection is creating the same store.
     ///
     /// Three plain statements, not one `SELECT` over `pragma_application_id()` and
-    /// `pragma_user_version()`: preparing those table-valued functions took 65–80 µs, three
+    /// `pragma_user_version()`: preparing those table-valued functions took 65–83 µs, three
     /// times the rest together, and every opening reads the header (a cold open to a first
     /// read, W5, takes about 1 ms).
     func header() throws(SQLiteFailure) -> (applicationID: Int32, userVersion: Int, schemaObjects: Int) {
@@ -17,21 +17,23 @@ extension SQLiteConnection {
         }
         guard isAutocommit else { return try fields() }
         try beginDeferred()
-        let read: (applicationID: Int32, userVersion: Int, schemaObjects: Int)
         do {
-            read = try fields()
+            let read = try fields()
+            try commit()
+            return read
         } catch {
+            // Never left open: a connection whose reads all ran in one stale snapshot would
+            // hide every later commit.
             do {
                 try rollback()
             } catch let second {
                 throw SQLiteFailure(
                     code: error.code.rawValue,
-                    message: "\(error.message); ending the read transaction after it failed too: \(second.message)")
+                    message: "\(error.message); ending the read transaction after it failed too: \(second.message)",
+                    systemErrno: error.systemErrno)
             }
             throw error
         }
-        try commit()
-        return read
     }
 
     /// `PRAGMA user_version`: the store's format version.

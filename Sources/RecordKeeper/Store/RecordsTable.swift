@@ -324,7 +324,10 @@ struct RecordsTable {
     /// and SQLite runs a `RETURNING` statement through an ephemeral table of its own (a B-tree
     /// and pager opened and closed per statement: a quarter of this statement's time in T2).
     func updateIfVersion(_ id: Int64, collection: String, key: String, data: Data, expected: Int64) throws -> Int64? {
-        try runner.execute(
+        guard expected < Int64.max else {
+            throw runner.malformed(collection: collection, key: key, "the record's version \(expected) is the largest there is")
+        }
+        return try runner.execute(
             """
             UPDATE records SET payload = ?3, version = ?4 + 1
             WHERE collection_id = ?1 AND key = ?2 AND version = ?4 AND payload IS NOT ?3

@@ -131,7 +131,7 @@ enum StoreOpener {
     /// Reads the header fields and refuses files this library must not touch.
     /// Returns the format version found (0 for a new, empty database).
     static func checkFormat(of connection: SQLiteConnection, path: String?) throws -> Int {
-        // One statement, so the header fields and the schema come from one state of the file:
+        // One read transaction, so the header fields and the schema come from one state of the file:
         // another connection may be creating this same store at this moment, and separate
         // reads could see its application id before and its version after its commit.
         let (applicationID, version, objectCount) = try connection.header()

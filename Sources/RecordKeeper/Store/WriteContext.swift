@@ -311,10 +311,10 @@ final class WriteContext {
         return applied
     }
 
-    /// `applyReporting` of a single upsert, in as many statements as `apply` makes for it (one
-    /// to find the collection, one to write): the lookup of the record is part of the
-    /// collection's, and an insert into a transaction that has not read the version floor lets
-    /// the statement read it.
+    /// `applyReporting` of a single upsert: one statement to find the collection and the
+    /// record, one to write, as `apply` makes for it; an insert into a transaction that has not
+    /// read the version floor reads it first, to know the version it gives (one `SELECT` of
+    /// `store_meta`, cheaper than the statement's `RETURNING` it replaces, see `updateIfVersion`).
     private func applyReporting(_ collection: String, key: String, data: Data) throws -> AppliedChanges {
         let found = try engine.records.collectionForWriting(collection, record: key, comparedTo: data)
         let ref = try found?.ref ?? engine.records.establishForWriting(collection)

@@ -278,20 +278,6 @@ struct RecordsTable {
             """, id, key, data, insertVersion, collection: collection, key: key)
     }
 
-    /// Like `upsert`, returning the record's new version, or nil when nothing was written: the
-    /// stored version is looked up, then the record updated at it or inserted at
-    /// `insertVersion`. (Inside the write transaction nothing changes between the two; two
-    /// plain statements cost less than one with `RETURNING`, see `updateIfVersion`.)
-    func upsertReturningVersion(
-        _ id: Int64, collection: String, key: String, data: Data, insertVersion: Int64
-    ) throws -> Int64? {
-        if let current = try version(id, collection: collection, key: key) {
-            return try updateIfVersion(id, collection: collection, key: key, data: data, expected: current.rawValue)
-        }
-        return try insertIfAbsent(id, collection: collection, key: key, data: data, version: insertVersion)
-            ? insertVersion : nil
-    }
-
     /// Like `upsert`, for a transaction that has not read the version floor: a new record
     /// gets the stored floor + 1, read by the statement itself (one statement instead of two
     /// for a single save).

@@ -162,13 +162,25 @@ final class WriteContext {
         for (upsert, expectation) in zip(upserts, expectations) {
             let (key, data) = (upsert.key, upsert.data)
             guard let version = expectation else {
-                if conflicts.isEmpty {
-                    let new = try engine.records.upsertReturningVersion(
-                        id, collection: collection, key: key, data: data, insertVersion: try insertVersion())
-                    if let new {
+                // Whatever is stored: an update of the version stored now (inside the transaction
+                // nothing changes it meanwhile), or an insert at the floor, read only then.
+                guard conflicts.isEmpty else { continue }
+                if let current = try engine.records.version(id, collection: collection, key: key) {
+                    if let new = try engine.records.updateIfVersion(
+                        id, collection: collection, key: key, data: data, expected: current.rawValue)
+                    {
                         try log(collection, key, ref)
                         versions.append(RecordVersion(new))
                     } else {
+                        versions.append(current)  // stored byte for byte already
+                    }
+                } else {
+                    let insertVersion = try insertVersion()
+                    if try engine.records.insertIfAbsent(id, collection: collection, key: key, data: data, version: insertVersion) {
+                        try log(collection, key, ref)
+                        versions.append(RecordVersion(insertVersion))
+                    } else {
+                        // Not reached: the lookup said it was absent.
                         versions.append(try engine.records.version(id, collection: collection, key: key))
                     }
                 }

@@ -4,6 +4,22 @@ import Testing
 @testable import RecordKeeper
 
 @Suite struct RecordRepositoryConflictTests {
+    @Test(arguments: StoreKind.allCases)
+    func `an overwrite of the stored bytes or of an absent item confirms the version it leaves`(kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ in
+            try await RecordRepository<Book>(store: store, collection: "books").save(Book(id: "a", title: "A"))
+            let stored = try #require(try await store.record("books", key: "a"))
+            // A repository that never loaded: the same bytes change nothing, and a new item is inserted.
+            let other = RecordRepository<Book>(store: store, collection: "books")
+            try await other.save([Book(id: "a", title: "A"), Book(id: "b", title: "B")], onConflict: .overwrite)
+            #expect(try await store.record("books", key: "a") == stored)
+            // Both versions are confirmed: saves based on them go through.
+            try await other.save([Book(id: "a", title: "A2"), Book(id: "b", title: "B2")])
+            #expect(try await store.record("books", key: "a")?.version == RecordVersion(stored.version.rawValue + 1))
+            #expect(try await other.load().map(\.title).sorted() == ["A2", "B2"])
+        }
+    }
+
     @Test(arguments: StoreKind.allCases, WriterOrder.allCases)
     func `two repositories saving the same loaded item: one succeeds, the other conflicts`(
         kind: StoreKind, order: WriterOrder

@@ -57,6 +57,8 @@ struct ResultCode: RawRepresentable, Hashable, Sendable, CustomStringConvertible
     // Extended codes (C macros Swift does not import: primary | (n << 8)).
     /// `SQLITE_IOERR_SHORT_READ`: a read found the file ending first.
     static let ioErrorShortRead = ResultCode(rawValue: SQLITE_IOERR | (2 << 8))
+    /// `SQLITE_CONSTRAINT_NOTNULL`: a NOT NULL column was given NULL.
+    static let constraintNotNull = ResultCode(rawValue: SQLITE_CONSTRAINT | (5 << 8))
     /// `SQLITE_CONSTRAINT_UNIQUE`: a UNIQUE constraint or index refused the row.
     static let constraintUnique = ResultCode(rawValue: SQLITE_CONSTRAINT | (8 << 8))
     /// `SQLITE_ABORT_ROLLBACK`: a statement of a transaction that was rolled back.

@@ -268,15 +268,26 @@ struct RecordsTable {
     /// Inserts or overwrites one record. Returns false (and writes nothing) when the stored
     /// payload is already byte-for-byte equal. A new record gets `insertVersion`, a changed one
     /// its previous version + 1.
+    ///
+    /// A version at `Int64.max` has no next one: SQLite's `+` would overflow into a
+    /// floating-point value, which the `INTEGER` column keeps as it is and reads back as
+    /// `Int64.max` again, so the overwrite would silently keep its version. The `CASE` gives
+    /// NULL instead, the column's `NOT NULL` refuses it, and `StatementRunner` reports
+    /// `malformedRecord` (``maximumVersionMessage``).
     func upsert(_ id: Int64, collection: String, key: String, data: Data, insertVersion: Int64) throws -> Bool {
         try runner.execute(
             """
             INSERT INTO records (collection_id, key, payload, version) VALUES (?1, ?2, ?3, ?4)
             ON CONFLICT (collection_id, key) DO UPDATE
-            SET payload = excluded.payload, version = records.version + 1
+            SET payload = excluded.payload,
+                version = CASE WHEN records.version < 9223372036854775807 THEN records.version + 1 END
             WHERE records.payload IS NOT excluded.payload
             """, id, key, data, insertVersion, collection: collection, key: key)
     }
+
+    /// SQLite's message when a write would give a record no version: the `CASE` of `upsert`
+    /// and `upsertAtStoredFloor` found a version, or the version floor, at `Int64.max`.
+    static let maximumVersionMessage = "NOT NULL constraint failed: records.version"
 
     /// Like `upsert`, for a transaction that has not read the version floor: a new record
     /// gets the stored floor + 1, read by the statement itself (one statement instead of two
@@ -285,9 +296,12 @@ struct RecordsTable {
         try runner.execute(
             """
             INSERT INTO records (collection_id, key, payload, version)
-            VALUES (?1, ?2, ?3, (SELECT value FROM store_meta WHERE name = 'last_version') + 1)
+            VALUES (?1, ?2, ?3, (
+                SELECT CASE WHEN value < 9223372036854775807 THEN value + 1 END
+                FROM store_meta WHERE name = 'last_version'))
             ON CONFLICT (collection_id, key) DO UPDATE
-            SET payload = excluded.payload, version = records.version + 1
+            SET payload = excluded.payload,
+                version = CASE WHEN records.version < 9223372036854775807 THEN records.version + 1 END
             WHERE records.payload IS NOT excluded.payload
             """, id, key, data, collection: collection, key: key)
     }
@@ -310,15 +324,23 @@ struct RecordsTable {
     /// and SQLite runs a `RETURNING` statement through an ephemeral table of its own (a B-tree
     /// and pager opened and closed per statement: a quarter of this statement's time in T2).
     func updateIfVersion(_ id: Int64, collection: String, key: String, data: Data, expected: Int64) throws -> Int64? {
-        guard expected < Int64.max else {
-            throw runner.malformed(collection: collection, key: key, "the record's version \(expected) is the largest there is")
-        }
+        let next = try version(after: expected, collection: collection, key: key)
         return try runner.execute(
             """
             UPDATE records SET payload = ?3, version = ?4 + 1
             WHERE collection_id = ?1 AND key = ?2 AND version = ?4 AND payload IS NOT ?3
             """, id, key, data, expected, collection: collection, key: key
-        ) ? expected + 1 : nil
+        ) ? next : nil
+    }
+
+    /// The version a record at `version` gets when it is overwritten: `version + 1`, or
+    /// `malformedRecord` for `Int64.max`, which no write gives (only a damaged or hand-edited
+    /// file holds it), instead of a trap or SQLite's overflow into a floating-point version.
+    func version(after version: Int64, collection: String, key: String) throws -> Int64 {
+        guard version < Int64.max else {
+            throw runner.malformed(collection: collection, key: key, "the record's version \(version) is the largest there is")
+        }
+        return version + 1
     }
 
     /// Removes one record; returns the version it had, or nil when it did not exist.

@@ -28,6 +28,13 @@ struct StatementRunner {
             // in the store legitimately (payloads are any bytes), but cannot be queried.
             error.code = .invalidArgument
             error.detail = "a payload of the collection is not JSON, so its fields cannot be queried"
+        } else if failure.code == .constraintNotNull, failure.message == RecordsTable.maximumVersionMessage {
+            // Only a damaged or hand-edited file holds a version (or a version floor) at
+            // `Int64.max`: the write has no next version to give (see `RecordsTable.upsert`).
+            error.code = .malformedRecord
+            error.detail =
+                "the record's version, or the store's version floor, is the largest there is (\(Int64.max)), "
+                + "so no write can give a next one; only a damaged or edited file holds it"
         } else if failure.code.matches(.error), failure.message == "malformed JSON", key != nil {
             // Only a declared index (format 7) reads a payload's JSON while a record is
             // written: its expression fails on a payload that is not JSON. That is the

@@ -56,8 +56,15 @@ final class WriteContext {
     }
 
     /// The version a record inserted now gets.
-    private func insertVersion() throws -> Int64 {
-        try currentFloor() + 1
+    private func insertVersion(_ collection: String) throws -> Int64 {
+        let floor = try currentFloor()
+        guard floor < Int64.max else {
+            // Only a damaged or edited file holds it (a removed record's version raised it).
+            throw engine.records.runner.malformed(
+                collection: collection,
+                "the store's version floor is the largest there is (\(floor)), so no new record can be given a version")
+        }
+        return floor + 1
     }
 
     private func currentFloor() throws -> Int64 {
@@ -175,7 +182,7 @@ final class WriteContext {
                         versions.append(current)  // stored byte for byte already
                     }
                 } else {
-                    let insertVersion = try insertVersion()
+                    let insertVersion = try insertVersion(collection)
                     if try engine.records.insertIfAbsent(id, collection: collection, key: key, data: data, version: insertVersion) {
                         try log(collection, key, ref)
                         versions.append(RecordVersion(insertVersion))
@@ -210,7 +217,7 @@ final class WriteContext {
                     expectedVersions[key] = .some(version)
                 }
             } else {
-                let insertVersion = try insertVersion()
+                let insertVersion = try insertVersion(collection)
                 if try engine.records.insertIfAbsent(id, collection: collection, key: key, data: data, version: insertVersion) {
                     try log(collection, key, ref)
                     versions.append(RecordVersion(insertVersion))
@@ -251,7 +258,7 @@ final class WriteContext {
             return
         }
         guard !upserts.isEmpty else { return }
-        let insertVersion = try insertVersion()
+        let insertVersion = try insertVersion(collection)
         for upsert in upserts
         where try engine.records.upsert(
             id, collection: collection, key: upsert.key, data: upsert.data, insertVersion: insertVersion) {
@@ -310,7 +317,9 @@ final class WriteContext {
             // The upsert gives an overwrite the stored version + 1 and an insert the version
             // given here: the floor is read only when an insert needs it (an overwrite leaves
             // the value unused, so it gets the version the overwrite gives).
-            let version = try stored.map { $0.version + 1 } ?? insertVersion()
+            let version = try stored.map {
+                try engine.records.version(after: $0.version, collection: collection, key: key)
+            } ?? insertVersion(collection)
             if try engine.records.upsert(id, collection: collection, key: key, data: data, insertVersion: version) {
                 try log(collection, key, ref)
                 if stored == nil { applied.added.append(key) } else { applied.changed.append(key) }
@@ -341,11 +350,11 @@ final class WriteContext {
         let written: Int64?
         if let stored {
             // An overwrite: the statement's insert version goes unused.
-            let version = stored.version + 1
+            let version = try engine.records.version(after: stored.version, collection: collection, key: key)
             written = try engine.records.upsert(ref.id, collection: collection, key: key, data: data, insertVersion: version)
                 ? version : nil
         } else {
-            let version = try insertVersion()
+            let version = try insertVersion(collection)
             written = try engine.records.upsert(ref.id, collection: collection, key: key, data: data, insertVersion: version)
                 ? version : nil
         }

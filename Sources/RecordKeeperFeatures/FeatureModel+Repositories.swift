@@ -25,11 +25,24 @@ extension FeatureModel {
     /// Following its repository (`follow(repository)`) runs the query again
     /// after each commit to the collection, by any writer; a failed run shows beside the last
     /// confirmed list.
+    ///
+    /// ``refresh()`` (and the refresh after ``perform(_:_:)``) reads as
+    /// ``RecordRepository/query(where:orderBy:limit:after:)`` does: the versions of the items
+    /// shown become the base of later saves. A run for a followed change, like
+    /// ``RecordRepository/observe(where:orderBy:limit:)``, teaches only the versions of items the
+    /// repository knows none of: a save based on what the model showed before another writer's
+    /// change still conflicts with it.
     public convenience init<Item>(
         repository: RecordRepository<Item>, where predicate: ItemPredicate<Item>?,
         orderBy order: [ItemOrder<Item>] = [], limit: Int? = nil
     ) where Value == [Item], Item: Queryable {
-        self.init(load: { try await repository.query(where: predicate, orderBy: order, limit: limit).elements })
+        self.init(
+            load: { try await repository.query(where: predicate, orderBy: order, limit: limit).elements },
+            loadForChange: {
+                try await repository.query(
+                    where: predicate, orderBy: order, limit: limit, after: nil, remembering: .unknownOnly
+                ).elements
+            })
     }
 
     /// Keeps the model current with every change committed to `repository`'s collection

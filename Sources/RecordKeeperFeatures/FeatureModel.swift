@@ -47,6 +47,9 @@ public final class FeatureModel<Value: Sendable> {
     public var content: Value? { state.content }
 
     @ObservationIgnored private let load: @Sendable () async throws -> Value
+    /// What a refresh asked for by a followed change stream runs instead of `load`, when it
+    /// differs (a query model's runs leave the versions its repository knows as they are).
+    @ObservationIgnored private let loadForChange: (@Sendable () async throws -> Value)?
     @ObservationIgnored private var turns = OperationTurns()
     /// Refreshes asked for by change streams that have not started yet: a change arriving
     /// while one waits needs no second refresh, since the waiting one will see it.
@@ -64,6 +67,14 @@ public final class FeatureModel<Value: Sendable> {
     ///   content. It runs off the main actor.
     public init(load: @escaping @Sendable () async throws -> Value) {
         self.load = load
+        self.loadForChange = nil
+    }
+
+    /// A model whose refreshes run `load`, and whose refreshes for a followed change run
+    /// `loadForChange`.
+    init(load: @escaping @Sendable () async throws -> Value, loadForChange: @escaping @Sendable () async throws -> Value) {
+        self.load = load
+        self.loadForChange = loadForChange
     }
 
     // MARK: Operations
@@ -153,12 +164,12 @@ public final class FeatureModel<Value: Sendable> {
 
     // MARK: Turns
 
-    private func runRefresh() async {
+    private func runRefresh(forChange: Bool = false) async {
         let before = state
         state.startLoading()
         loadCount += 1
         do {
-            let value = try await load()
+            let value = try await (forChange ? loadForChange ?? load : load)()
             state.finish(.success(value))
         } catch where error is CancellationError || Task.isCancelled {
             // Cancellation the app asked for (stopFollowing, a screen's task that ended) is
@@ -193,7 +204,7 @@ public final class FeatureModel<Value: Sendable> {
         await takeTurn()
         waitingFollowRefreshes -= 1
         defer { releaseTurn() }
-        await runRefresh()
+        await runRefresh(forChange: true)
     }
 
     private func takeTurn() async {

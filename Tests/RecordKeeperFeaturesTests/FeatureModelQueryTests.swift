@@ -37,4 +37,30 @@ struct FeatureModelQueryTests {
             await waitUntilObserved { top.content?.map(\.id) == ["c5", "c4"] }
         }
     }
+
+    @Test(arguments: StoreKind.allCases) @MainActor
+    func `a followed change leaves the versions a save is based on, and a refresh moves them on`(kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ in
+            let chores = RecordRepository<Chore>(store: store, collection: "chores")
+            try await chores.save((1...3).map { Chore(id: "c\($0)", rank: $0) })
+            let top = FeatureModel(repository: chores, where: Chore.rank >= 2, orderBy: [Chore.rank.descending])
+            await top.follow(chores)
+            await top.refresh()
+            let stale = try #require(top.content?.first { $0.id == "c2" })
+
+            let other = RecordRepository<Chore>(store: store, collection: "chores")
+            var theirs = try #require(try await other.item("c2"))
+            theirs.rank = 20
+            try await other.save(theirs)
+            await waitUntilObserved { top.content?.first == theirs }
+            // The model shows the other writer's change, but a save of the copy read before it
+            // still conflicts with it.
+            await #expect(throws: RecordConflict.self) { try await chores.save(Chore(id: stale.id, rank: 7)) }
+
+            await top.refresh()
+            try await chores.save(Chore(id: "c2", rank: 7))
+            #expect(try await other.item("c2")?.rank == 7)
+        }
+    }
 }
+

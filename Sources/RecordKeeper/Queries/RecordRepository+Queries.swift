@@ -19,6 +19,24 @@ extension RecordRepository where Item: Queryable {
         where predicate: ItemPredicate<Item>? = nil, orderBy order: [ItemOrder<Item>] = [], limit: Int? = nil,
         after: QueryPageToken? = nil
     ) async throws -> QueryPage<Item> {
+        try await query(where: predicate, orderBy: order, limit: limit, after: after, remembering: .all)
+    }
+
+    /// Which versions of a query's items become the base of later saves.
+    package enum RememberedVersions: Sendable {
+        /// Every item's (an explicit read: `query`).
+        case all
+        /// Only those of items the repository knows no version of; a known version is never
+        /// moved on (an observed query's runs, which come by themselves after other writers'
+        /// commits: a save based on an older copy must still conflict with them).
+        case unknownOnly
+    }
+
+    /// `query(where:orderBy:limit:after:)`, remembering the versions `remembering` says.
+    package func query(
+        where predicate: ItemPredicate<Item>?, orderBy order: [ItemOrder<Item>], limit: Int?,
+        after: QueryPageToken?, remembering: RememberedVersions
+    ) async throws -> QueryPage<Item> {
         await takeTurn()
         defer { turns.release() }
         let query = try storedQuery(predicate, order: order, limit: limit, after: after)
@@ -34,7 +52,12 @@ extension RecordRepository where Item: Queryable {
             if let version = newer[record.key] { throw migrator.newerRecordError(key: record.key, version: version) }
             items.append(try Self.decode(record.data, key: record.key, collection: collection, decoder: coder))
         }
-        for record in page.elements { versions[record.key] = record.version }
+        switch remembering {
+        case .all:
+            for record in page.elements { versions[record.key] = record.version }
+        case .unknownOnly:
+            for record in page.elements where versions[record.key] == nil { versions[record.key] = record.version }
+        }
         learnStoreWrites()
         return QueryPage(elements: items, next: page.next)
     }

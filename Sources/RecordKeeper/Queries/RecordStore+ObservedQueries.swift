@@ -59,14 +59,20 @@ extension RecordRepository where Item: Queryable {
     ///     show(due)
     /// }
     /// ```
-    /// Each run goes through the repository (so it takes its turn with its other operations
-    /// and teaches it the versions it read).
+    /// Each run goes through the repository, taking its turn with its other operations.
+    ///
+    /// **Versions.** An item the repository knows no version of (never loaded, read or saved
+    /// through it) becomes known at the version the stream yields, so a screen can save what
+    /// it shows. A version the repository knows is never moved on by the stream: another
+    /// writer's change arrives by itself, and a save based on a copy read before it still
+    /// throws ``RecordConflict`` (read it again, with ``item(_:)``, ``load()`` or
+    /// ``query(where:orderBy:limit:after:)``, to base a save on it), as with ``changes()``.
     public func observe(
         where predicate: ItemPredicate<Item>? = nil, orderBy order: [ItemOrder<Item>] = [], limit: Int? = nil
     ) async -> AsyncThrowingStream<[Item], any Error> {
         let changes = await store.changes(in: collection)
         return store.observing(changes) { [self] in
-            try await self.query(where: predicate, orderBy: order, limit: limit).elements
+            try await self.query(where: predicate, orderBy: order, limit: limit, after: nil, remembering: .unknownOnly).elements
         }
     }
 }

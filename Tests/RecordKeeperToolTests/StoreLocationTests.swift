@@ -35,6 +35,24 @@ import Testing
         }
     }
 
+    @Test(arguments: ["s/new.sqlite", "q/r/n.sqlite", "./t/x.sqlite", "ab/x.sqlite"])
+    func `import creates a store under missing relative directories, and a failed one removes them`(path: String)
+        async throws
+    {
+        try await withTool { tool in
+            let good = try tool.file("in.ndjson", #"{"collection":"c","key":"k","value":1}"# + "\n")
+            let bad = try tool.file("bad.ndjson", #"{"collection":"c","key":"k","value":1}"# + "\nnot json\n")
+            let top = path.split(separator: "/").first { $0 != "." }.map(String.init) ?? path
+            let failed = try await tool.run(["--store", path, "import", bad])
+            #expect(failed.status == 65, "\(failed.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: tool.directory.appendingPathComponent(top).path))
+
+            let result = try await tool.run(["--store", path, "import", good])
+            #expect(result.status == 0, "\(result.stderr)")
+            #expect(try await tool.run(["--store", path, "get", "c", "k"]).output == "1\n")
+        }
+    }
+
     @Test func `a dry-run import into a missing store creates nothing`() async throws {
         try await withTool { tool in
             let file = try tool.file("in.ndjson", #"{"collection":"c","key":"k","value":1}"# + "\n")

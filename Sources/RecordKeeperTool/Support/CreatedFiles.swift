@@ -28,12 +28,26 @@ struct CreatedFiles: Sendable {
         existing = Set(Self.suffixes.filter { FileManager.default.fileExists(atPath: storePath + $0) })
         wasEmptyFile = existing.contains("") && (SystemCalls.fileSize(storePath) == 0)
         var missing: [String] = []
-        var directory = (storePath as NSString).deletingLastPathComponent
+        var directory = Self.parent(of: storePath)
         while !directory.isEmpty, directory != "/", !FileManager.default.fileExists(atPath: directory) {
             missing.append(directory)
-            directory = (directory as NSString).deletingLastPathComponent
+            directory = Self.parent(of: directory)
         }
         missingDirectories = missing
+    }
+
+    /// The directory part of `path`: "" for a bare name, "/" for a name in the root.
+    ///
+    /// Not `NSString.deletingLastPathComponent`: on Linux (swift-corelibs-foundation, Swift
+    /// 6.3) it traps on a relative name of one character (`"s"`), which is what the walk up
+    /// from `s/new.sqlite` reaches.
+    static func parent(of path: String) -> String {
+        var trimmed = Substring(path)
+        while trimmed.count > 1, trimmed.hasSuffix("/") { trimmed.removeLast() }
+        guard let slash = trimmed.lastIndex(of: "/") else { return "" }
+        var parent = trimmed[..<slash]
+        while parent.count > 1, parent.hasSuffix("/") { parent.removeLast() }  // "a//b"
+        return parent.isEmpty ? "/" : String(parent)
     }
 
     /// Whether there was no store before (nothing, or an empty file): only then is there

@@ -1,3 +1,5 @@
+public import Foundation
+
 /// A query that cannot be run as asked: nothing was read. Names the field and the problem.
 ///
 /// ```swift
@@ -42,4 +44,9 @@ public struct QueryError: Error, Sendable, Equatable, CustomStringConvertible {
         if !field.isEmpty { text += ", field \"\(field)\"" }
         return text + ": " + detail
     }
+}
+
+extension QueryError: LocalizedError {
+    /// The same sentence as ``description``, for apps that show `localizedDescription`.
+    public var errorDescription: String? { description }
 }

@@ -135,6 +135,9 @@ import Testing
                 try await store.query("items", RecordQuery(orderBy: [RecordField("s").ascending], after: token))
             }
             #expect(error?.code == .invalidArgument)
+            // An app shows `localizedDescription`: the same sentence as `description`.
+            #expect(error?.localizedDescription == error?.description)
+            #expect(error?.localizedDescription.hasPrefix("Could not query collection \"items\"") == true)
             await #expect(throws: QueryError.self) { try await store.query("items", RecordQuery(limit: 0)) }
         }
     }

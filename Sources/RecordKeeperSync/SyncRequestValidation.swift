@@ -7,25 +7,41 @@ package enum SyncRequestValidation {
             // Messages are built only on failure (pushes carry many thousands of changes).
             let which = { "operation \(operation.id.uuidString)" }
             try validateName(operation.device, "device of \(which())")
+            // Sequences count a device's operations from 1 (0 stands for "none" in a device's
+            // last sequence), and the next of the largest one does not exist.
+            if operation.sequence < 1 || operation.sequence == Int64.max {
+                throw SyncError(
+                    .invalidRequest,
+                    "the sequence of \(which()) must be from 1 to \(Int64.max - 1), not \(operation.sequence)")
+            }
             if operation.changes.isEmpty {
                 throw SyncError(.invalidRequest, "\(which()) has no changes")
             }
             if operation.changes.count == 1 {
-                let change = operation.changes[0]
-                try validateName(change.collection, "collection in \(which())")
-                try validateName(change.key, "key in \(which()) (collection \(change.collection))")
+                try validateChange(operation.changes[0], which)
                 continue
             }
             var seen = Set<SyncRecordKey>()
             for change in operation.changes {
-                try validateName(change.collection, "collection in \(which())")
-                try validateName(change.key, "key in \(which()) (collection \(change.collection))")
+                try validateChange(change, which)
                 if !seen.insert(SyncRecordKey(collection: change.collection, key: change.key)).inserted {
                     throw SyncError(
                         .invalidRequest,
                         "\(which()) changes record \(change.collection)/\(change.key) more than once")
                 }
             }
+        }
+    }
+
+    /// A change names a record, and its base, when given, is a server version (from 1).
+    private static func validateChange(_ change: SyncChange, _ which: () -> String) throws(SyncError) {
+        try validateName(change.collection, "collection in \(which())")
+        try validateName(change.key, "key in \(which()) (collection \(change.collection))")
+        if let base = change.base, base.rawValue < 1 {
+            throw SyncError(
+                .invalidRequest,
+                "the base of \(change.collection)/\(change.key) in \(which()) must be a server version (from 1), "
+                    + "not \(base.rawValue)")
         }
     }
 

@@ -125,7 +125,7 @@ struct PostgresSyncConcurrencyTests {
                         let outcomes = try await server.push(
                             space: space,
                             operations: (0..<2).map { n in
-                                operation(device, Int64(push * 2 + n), put("notes", "\(device)-\(push)-\(n)", "v", base: nil))
+                                operation(device, Int64(push * 2 + n + 1), put("notes", "\(device)-\(push)-\(n)", "v", base: nil))
                             })
                         #expect(outcomes.allSatisfy { $0.result.appliedVersion != nil })
                     }

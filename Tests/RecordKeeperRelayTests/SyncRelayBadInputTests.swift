@@ -46,6 +46,33 @@ import Testing
         #expect(try await inner.pull(space: "alice", after: .start, limit: 10).changes.isEmpty)
     }
 
+    @Test func `operations with a sequence or a base out of range are 400 naming them, and nothing is applied`()
+        async throws
+    {
+        let inner = InMemorySyncServer()
+        try await withRelay(server: inner) { relay in
+            let token = try RelayHarness.token(space: "alice")
+            for sequence: Int64 in [0, -1, Int64.min, Int64.max] {
+                let operation = SyncOperation.writing(["a": "1"], sequence: sequence)
+                let response = try await relay.push([operation], token: token)
+                #expect(response.status == 400)
+                #expect(response.errorMessage == "the sequence of operation \(operation.id.uuidString) must be from 1 to "
+                    + "\(Int64.max - 1), not \(sequence)")
+            }
+            for base: Int64 in [0, -5] {
+                let operation = SyncOperation(
+                    device: "phone", sequence: 1,
+                    changes: [SyncChange(collection: "notes", key: "a", value: .tombstone, base: SyncServerVersion(base))])
+                let response = try await relay.push([operation], token: token)
+                #expect(response.status == 400)
+                #expect(response.errorMessage == "the base of notes/a in operation \(operation.id.uuidString) must be a "
+                    + "server version (from 1), not \(base)")
+            }
+        }
+        // The server's own check refused them (every server runs it): nothing applied or recorded.
+        #expect(try await inner.pull(space: "alice", after: .start, limit: 10).changes.isEmpty)
+    }
+
     @Test func `bad pull parameters are 400 with the reason`() async throws {
         try await withRelay { relay in
             let token = try RelayHarness.token(space: "alice")

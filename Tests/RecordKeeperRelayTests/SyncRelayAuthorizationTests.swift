@@ -33,6 +33,23 @@ import Testing
         #expect(try await inner.pull(space: "bob", after: .start, limit: 10).changes.isEmpty)
     }
 
+    @Test func `a space written decomposed or precomposed in a token is one space`() async throws {
+        let inner = InMemorySyncServer()
+        try await withRelay(server: inner) { relay in
+            let decomposed = try RelayHarness.token(RelayAccess(space: "x"), extra: ["space": .string("cafe\u{301}")])
+            let precomposed = try RelayHarness.token(RelayAccess(space: "x"), extra: ["space": .string("caf\u{E9}")])
+            let pushed = try await relay.push([.writing(["k": "v"], sequence: 1)], token: decomposed)
+            #expect(pushed.status == 200)
+            let page = try await relay.pull("after=0", token: precomposed).decoded(SyncPage.self)
+            #expect(page.changes.map(\.key) == ["k"])
+            // A request naming the space in the other form names the token's space.
+            #expect(try await relay.pull("after=0&space=caf%C3%A9", token: decomposed).status == 200)
+            #expect(try await relay.pull("after=0&space=cafe%CC%81", token: precomposed).status == 200)
+        }
+        // The server holds it under the NFC name, as a store syncing "café" directly names it.
+        #expect(try await inner.pull(space: "caf\u{E9}", after: .start, limit: 10).changes.map(\.key) == ["k"])
+    }
+
     @Test func `a read-only token pulls but cannot push`() async throws {
         try await withRelay { relay in
             let token = try RelayHarness.token(space: "alice", readOnly: true)

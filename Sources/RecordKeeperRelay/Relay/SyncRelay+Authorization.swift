@@ -22,7 +22,7 @@ extension SyncRelay {
 
     /// Refuses a request that names a space other than the token's.
     func requireSpace(_ named: String?, of access: RelayAccess) throws(RelayRefusal) {
-        guard let named, named != access.space else { return }
+        guard let named, !access.isSpace(named) else { return }
         throw RelayResponses.forbidden(
             "the token does not grant space \(JWTError.shown(named))", reason: "other_space", space: access.space)
     }

@@ -72,7 +72,9 @@ enum SyncCommand {
         }
         if let relay {
             // Through a relay the space is the token's.
-            if let space, space != relay.space {
+            // Compared in NFC: the relay normalizes the token's space, as a store normalizes
+            // the space it syncs (docs/SYNC.md, "Space names are normalized").
+            if let space, space.precomposedStringWithCanonicalMapping != relay.space.precomposedStringWithCanonicalMapping {
                 throw ToolError(.dataError, "--space \(quoted(space)) is not the token's space \(quoted(relay.space)): "
                                 + "through a relay a store syncs the space its token grants; nothing was changed")
             }

@@ -37,7 +37,8 @@ extension RecordSync {
             try engine.syncState.register(name, policy: policy)
             added = true
             if let ref = try engine.records.collectionForWriting(name) {
-                try engine.syncQueue.captureExistingRecords(ref.id, collection: name, chunk: uploadChunk)
+                try engine.syncQueue.captureExistingRecords(
+                    ref.id, collection: name, chunk: uploadChunk, bytes: uploadBytes)
             }
         }
         // Records of the new collections that are already on the server come down with the

@@ -187,6 +187,10 @@ public actor RecordSync {
     static let pullLimit = 1000
     /// Changes per operation of the initial upload of a collection's existing records.
     static let uploadChunk = 1000
+    /// Bytes of keys and payloads per operation of the initial upload (a record larger than
+    /// this is an operation of its own): about 1.4 MB as JSON, far below a relay's default
+    /// body limit of 8 MiB, so that every operation can be pushed through it.
+    static let uploadBytes = 1 << 20
 
     /// Creates a sync client. No I/O.
     public init(store: RecordStore, server: any RecordSyncServer) {

@@ -85,55 +85,78 @@ struct SyncQueueTable {
     }
 
     /// Captures every record of collection `id` (`name`) as operations of at most `chunk`
-    /// changes each (the initial upload when sync starts for a collection), in key order. Each
-    /// operation is one `INSERT … SELECT` of the next `chunk` records after the last key
-    /// captured. Returns how many operations it wrote.
+    /// changes and about `bytes` bytes of keys and payloads each (the initial upload when sync
+    /// starts for a collection), in key order; a record larger than `bytes` is an operation of
+    /// its own. Returns how many operations it wrote.
+    ///
+    /// The byte budget keeps each operation well under a relay's body limit (8 MiB unless its
+    /// operator chose otherwise): an operation's changes apply together, so a push cannot
+    /// split one, and an initial upload of a thousand large records in one operation could
+    /// never be pushed through the relay. Each operation is one look-up of the next keys and
+    /// payload sizes (`length` of a blob reads its size only), then one `INSERT … SELECT` of the
+    /// records up to the last key that fits.
     @discardableResult
-    func captureExistingRecords(_ id: Int64, collection name: String, chunk: Int) throws -> Int {
-        var last: [UInt8]?
+    func captureExistingRecords(_ id: Int64, collection name: String, chunk: Int, bytes: Int) throws -> Int {
+        var last: String?
         var operations = 0
-        while true {
+        while let cut = try uploadCut(id, collection: name, after: last, chunk: chunk, bytes: bytes) {
             let sequence = try newSyncOperation()
-            let captured: [UInt8]? = try runner.run(collection: name) {
+            try runner.run(collection: name) {
                 try runner.connection.withStatement(
                     last == nil
                         ? """
                         INSERT INTO sync_operation_changes (sequence, collection, key, payload, item_version)
                         SELECT ?1, ?2, key, payload, (SELECT item_version FROM collections WHERE id = ?3)
-                        FROM records WHERE collection_id = ?3
-                        ORDER BY key LIMIT ?5 RETURNING key
+                        FROM records WHERE collection_id = ?3 AND key <= ?5
                         """
                         : """
                         INSERT INTO sync_operation_changes (sequence, collection, key, payload, item_version)
                         SELECT ?1, ?2, key, payload, (SELECT item_version FROM collections WHERE id = ?3)
-                        FROM records WHERE collection_id = ?3 AND key > ?4
-                        ORDER BY key LIMIT ?5 RETURNING key
+                        FROM records WHERE collection_id = ?3 AND key > ?4 AND key <= ?5
                         """
                 ) { statement in
                     // ?4 only in the second form: not the runner's binding of ?1, ?2, … in order.
                     try statement.bind(sequence, at: 1)
                     try statement.bind(name, at: 2)
                     try statement.bind(id, at: 3)
-                    if let last { try statement.bind(String(decoding: last, as: UTF8.self), at: 4) }
-                    try statement.bind(Int64(chunk), at: 5)
-                    // RETURNING gives no order: the chunk's greatest key in SQLite's (binary) order.
-                    var greatest: [UInt8]?
-                    while try statement.step() {
-                        let key = Array(statement.string(at: 0).utf8)
-                        if key.contains(0) { throw keyWithNUL(statement.string(at: 0), collection: name) }
-                        if let current = greatest, !current.lexicographicallyPrecedes(key) { continue }
-                        greatest = key
-                    }
-                    return greatest
+                    if let last { try statement.bind(last, at: 4) }
+                    try statement.bind(cut, at: 5)
+                    try statement.run()
                 }
             }
-            guard let captured else {
-                // Nothing left: the operation just created stays empty, so it goes.
-                try delete(sequence)
-                return operations
-            }
             operations += 1
-            last = captured
+            last = cut
+        }
+        return operations
+    }
+
+    /// The last key of the next operation of an initial upload: after `after` (from the first
+    /// key when nil), at most `chunk` records and, past the first, at most `bytes` bytes of
+    /// keys and payloads. Nil when no record is left.
+    private func uploadCut(_ id: Int64, collection name: String, after: String?, chunk: Int, bytes: Int) throws -> String? {
+        try runner.run(collection: name) {
+            try runner.connection.withStatement(
+                after == nil
+                    ? "SELECT key, length(payload) FROM records WHERE collection_id = ?1 ORDER BY key LIMIT ?3"
+                    : """
+                    SELECT key, length(payload) FROM records WHERE collection_id = ?1 AND key > ?2
+                    ORDER BY key LIMIT ?3
+                    """
+            ) { statement in
+                try statement.bind(id, at: 1)
+                if let after { try statement.bind(after, at: 2) }
+                try statement.bind(Int64(chunk), at: 3)
+                var cut: String?
+                var total = 0
+                while try statement.step() {
+                    let key = statement.string(at: 0)
+                    if key.utf8.contains(0) { throw keyWithNUL(key, collection: name) }
+                    total += key.utf8.count + Int(statement.int64(at: 1))
+                    if cut != nil, total > bytes { break }
+                    cut = key
+                }
+                return cut
+            }
         }
     }
 

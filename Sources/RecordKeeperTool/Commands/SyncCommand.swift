@@ -147,8 +147,9 @@ enum SyncCommand {
             report = try await sync.sync()
         } catch let error as SyncError {
             let pending = try await store.syncStatus()?.pendingOperations
-            // What was already done (a new device id taken) is said first.
+            // What was already done (a new device id taken, collections started) is said first.
             if !context.quiet, let recovery { try context.output.write(describe(recovery) + "\n") }
+            if !context.quiet { for line in startedLines(request) { try context.output.write(line + "\n") } }
             // Conflicts its push recorded before the failure are in the store: say so, as a
             // sync that succeeds does (not with --json, whose failures print nothing).
             if !arguments.has("json") {
@@ -293,7 +294,12 @@ extension ToolError {
                 : "local data untouched;\(queue) run sync again later"
             self.init(.storeRefused, "the sync server could not be reached: \(error.message); \(local)")
         case .invalidRequest:
-            self.init(.dataError, "invalid sync request: \(error.message); nothing was changed")
+            // Once the sync began (the store started syncing collections, pages were pulled),
+            // the store is not as it was: the message says what it can.
+            let local = touched
+                ? "what this sync did before the refusal stays in the store;\(queue) correct what the message names"
+                : "nothing was changed"
+            self.init(.dataError, "invalid sync request: \(error.message); \(local)")
         case .newerServerSchema:
             self.init(.storeRefused, "the sync server is newer than this tool: \(error.message); local data untouched")
         case .configuration:

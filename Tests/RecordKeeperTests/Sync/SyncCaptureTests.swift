@@ -121,6 +121,30 @@ import RecordKeeperTestSupport
     }
 
     @Test(arguments: StoreKind.allCases)
+    func `large records present at start are uploaded in operations of about a mebibyte, a larger one alone`(kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ in
+            var values: [String: Data] = [:]
+            for key in ["a", "b", "c", "d", "e", "f", "g", "h", "i", "j"] {
+                values[key] = Data(repeating: UInt8(ascii: "x"), count: 300_000)
+            }
+            values["k"] = Data(repeating: UInt8(ascii: "y"), count: 2_000_000)
+            values["l"] = Data("small")
+            try await store.replace("notes", values: values)
+            let server = ScriptedServer()
+            let sync = RecordSync(store: store, server: server)
+            try await sync.start(space: "s", collections: ["notes"])
+            let pending = try await pendingOperations(store)
+            #expect(pending.map { $0.keys.map(\.key).sorted() }
+                    == [["a", "b", "c"], ["d", "e", "f"], ["g", "h", "i"], ["j"], ["k"], ["l"]])
+            #expect(try await sync.sync().pushedChanges == 12)
+            let other = RecordSync(store: RecordStore.inMemory(), server: server)
+            try await other.start(space: "s", collections: ["notes"])
+            _ = try await other.sync()
+            #expect(try await other.store.read("notes") == values)
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
     func `start with another space is refused and changes nothing`(kind: StoreKind) async throws {
         try await withStore(kind) { store, _ in
             let sync = RecordSync(store: store, server: InMemorySyncServer())

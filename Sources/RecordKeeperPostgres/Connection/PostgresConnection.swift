@@ -57,6 +57,9 @@ public actor PostgresConnection {
     var timeoutDescription = "the time given"
     /// The socket was given up (a timeout or a cancellation): the next statement connects again.
     var needsReset = false
+    /// The last attempt to connect again failed (the server still down, refusing, not
+    /// answering): the connection stays broken, and the next statement tries again.
+    private var reconnectFailed = false
     /// How long connecting (and reconnecting) may take: connect_timeout, else the default.
     private let connectTimeout: Duration?
 
@@ -305,10 +308,27 @@ public actor PostgresConnection {
                     .connection, operation: operation,
                     message: needsReset ? "the connection was given up" : Self.message(of: handle))
             }
-            try Self.reset(handle, timeout: connectTimeout, wake: running.wake, operation: operation)
+            do {
+                try Self.reset(handle, timeout: connectTimeout, wake: running.wake, operation: operation)
+            } catch {
+                reconnectFailed = true
+                throw error
+            }
+            reconnectFailed = false
             needsReset = false
         }
         return handle
+    }
+
+    /// Whether the session was lost while the connection was open: libpq found its socket
+    /// broken (a session that ended while idle is found out by the next statement), or a
+    /// timeout or cancellation gave it up, so the next statement connects again; false when
+    /// connecting again was tried since and failed (another attempt would most likely wait
+    /// and fail the same way) and for a closed connection. A ``PostgresSyncServer`` runs a
+    /// request that lost its session once more (see `PostgresSyncServer.withConnection`).
+    var lostSession: Bool {
+        guard let handle, !reconnectFailed else { return false }
+        return needsReset || PQstatus(handle) != CONNECTION_OK
     }
 
     private func check(

@@ -16,21 +16,35 @@ package import Foundation
 /// opens more), so it runs as many requests at once as it has connections: pushes of different
 /// spaces run in parallel in PostgreSQL, pushes of one space queue on the space's counter row.
 ///
-/// **Bounded requests.** Each push and pull must end within ``timeout`` (default
-/// ``defaultTimeout``, 30 s): a server that stops answering (a stalled backend, a row lock held
-/// by someone else, a dead peer) gives ``RecordKeeper/SyncError/Code/unreachable`` then, with
-/// the statement cancelled on the server and nothing of the request kept (an outcome not
-/// received is unknown: push the same operations again). Cancelling the calling task cancels
-/// the running statement on the server (`PQcancel`) and throws `CancellationError`.
+/// **Bounded requests.** Each push and pull (each attempt: see "Lost sessions") must end
+/// within ``timeout`` (default ``defaultTimeout``, 30 s): a server that stops answering (a
+/// stalled backend, a row lock held by someone else, a dead peer) gives
+/// ``RecordKeeper/SyncError/Code/unreachable`` then, with the statement cancelled on the server
+/// and nothing of the request kept (an outcome not received is unknown: push the same
+/// operations again). Cancelling the calling task cancels the running statement on the server
+/// (`PQcancel`) and throws `CancellationError`.
+///
+/// **Lost sessions.** A connection whose session ended while it waited for a request
+/// (PostgreSQL restarted, an administrator ended its backend) looks open until a statement
+/// finds it broken. A request whose session is lost that way runs once more on the same
+/// connection, which connects again (bounded by the conninfo's `connect_timeout`), and that
+/// attempt has ``timeout`` of its own: once the server is back, a restart costs no failed
+/// requests. If the second attempt fails too, its failure is reported
+/// (``RecordKeeper/SyncError/Code/unreachable``). Running a push again is safe: a push that
+/// committed before its answer was lost is answered with the stored outcomes
+/// (`isRedelivery`), never applied twice.
 public final class PostgresSyncServer: SyncCompactingServer {
     /// Test hooks: called on the connection's queue at fixed points of a push, with the space.
     /// A hook may block (the push holds the space's counter lock meanwhile), or throw (the push
-    /// fails and its transaction rolls back).
+    /// fails and its transaction rolls back; after COMMIT, the push fails all the same).
     package struct Hooks: Sendable {
         /// After the space's counter row is locked, before anything is read.
         package var afterCounterLock: (@Sendable (String) throws -> Void)?
         /// After every write of the push, before COMMIT.
         package var beforeCommit: (@Sendable (String) throws -> Void)?
+        /// After the push's COMMIT, on its connection, before its outcomes are returned: a
+        /// hook that ends the session there (or throws) loses the answer of a committed push.
+        package var afterCommit: (@Sendable (String, isolated PostgresConnection) throws -> Void)?
         /// Inside each deletion batch of a compaction, after its DELETE, before its COMMIT.
         package var inCompactionBatch: (@Sendable (String) throws -> Void)?
         /// The clock ages are measured with (operations received, cursors handed out,
@@ -40,11 +54,13 @@ public final class PostgresSyncServer: SyncCompactingServer {
         package init(
             afterCounterLock: (@Sendable (String) throws -> Void)? = nil,
             beforeCommit: (@Sendable (String) throws -> Void)? = nil,
+            afterCommit: (@Sendable (String, isolated PostgresConnection) throws -> Void)? = nil,
             inCompactionBatch: (@Sendable (String) throws -> Void)? = nil,
             now: (@Sendable () -> Date)? = nil
         ) {
             self.afterCounterLock = afterCounterLock
             self.beforeCommit = beforeCommit
+            self.afterCommit = afterCommit
             self.inCompactionBatch = inCompactionBatch
             self.now = now
         }
@@ -171,6 +187,27 @@ public final class PostgresSyncServer: SyncCompactingServer {
 
     /// Runs `body` on a free connection, waiting for one if all are busy. Cancelling the task
     /// cancels the statement the connection runs.
+    ///
+    /// When `body` fails because the connection lost its session (see `isLostSession(_:on:)`),
+    /// typically one that ended while the connection sat idle in the pool (a PostgreSQL restart,
+    /// a terminated backend: libpq only notices at the next statement), `body` runs once more
+    /// on the same connection, whose first statement connects again (bounded by
+    /// `connect_timeout`); what that second attempt throws is thrown. Without it, every pooled
+    /// connection would fail one request after each restart.
+    ///
+    /// Running `body` twice is safe for every request of this server, as each may have taken
+    /// effect before its session was lost (the answer of a COMMIT lost on the way), or not:
+    /// - a push: its operations are recorded in its transaction, and a re-delivered operation
+    ///   is answered with its stored outcome and has no second effect (docs/SYNC.md "Exactly
+    ///   once per space"); uncommitted, the server rolled the transaction back;
+    /// - a pull (also each pull of a live pull), `spaces`, `holds`: read-only, apart from a
+    ///   pull's cursor mark, an upsert keeping the lowest (recorded twice, the same);
+    /// - a compaction step: the horizon only moves forward, to a bound computed again; a
+    ///   deletion batch deletes rows its statement finds still due (a batch that committed
+    ///   finds its rows gone, so only the counts reported miss them, as they would if the
+    ///   compaction had failed there).
+    ///
+    /// A new body must be as safe to repeat, or not run through here.
     func withConnection<T: Sendable>(
         _ body: (PostgresConnection) async throws -> T
     ) async throws -> T {
@@ -178,7 +215,13 @@ public final class PostgresSyncServer: SyncCompactingServer {
         let connection = connections[index]
         do {
             let value = try await withTaskCancellationHandler {
-                try await body(connection)
+                do {
+                    return try await body(connection)
+                } catch {
+                    guard await Self.isLostSession(error, on: connection) else { throw error }
+                    // Once: a session lost again (or failing to connect) is reported.
+                    return try await body(connection)
+                }
             } onCancel: {
                 connection.cancelRunningStatement()
             }
@@ -188,6 +231,19 @@ public final class PostgresSyncServer: SyncCompactingServer {
             await pool.checkIn(index)
             throw error
         }
+    }
+
+    /// Whether `error` means `connection` lost its session while the request ran: a connection
+    /// failure (``PostgresError/isConnectionFailure``) that is neither a timeout (the server did
+    /// not answer in time: another attempt would not either, and would double the wait) nor a
+    /// cancellation, the task not cancelled, and the connection now broken (not a statement the
+    /// server cancelled on a live session, 57014 or 55P03, nor a failure to connect again:
+    /// see `PostgresConnection.lostSession`).
+    private static func isLostSession(_ error: any Error, on connection: PostgresConnection) async -> Bool {
+        guard !Task.isCancelled, let error = error as? PostgresError, error.isConnectionFailure,
+            error.kind != .timeout, error.kind != .cancelled
+        else { return false }
+        return await connection.lostSession
     }
 
     public func push(space: String, operations: [SyncOperation]) async throws -> [SyncOutcome] {
@@ -201,11 +257,13 @@ public final class PostgresSyncServer: SyncCompactingServer {
         do {
             outcomes = try await withConnection { connection in
                 try await connection.withTimeout(timeout) { connection in
-                    try connection.transaction(.readCommitted, operation: "push") { connection in
+                    let outcomes = try connection.transaction(.readCommitted, operation: "push") { connection in
                         try Self.push(
                             space: space, operations: operations, on: connection, hooks: hooks, now: now,
                             notifies: notifies)
                     }
+                    try hooks.afterCommit?(space, connection)
+                    return outcomes
                 }
             }
         } catch {

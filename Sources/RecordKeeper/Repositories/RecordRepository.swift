@@ -265,7 +265,9 @@ public actor RecordRepository<Item> where Item: Codable & Identifiable & Equatab
     /// With ``ConflictPolicy/fail`` the removal is based on the version this repository last
     /// confirmed: if the record changed since (or exists although the repository never saw
     /// it), nothing is removed and it throws ``RecordConflict`` ("Could not delete from
-    /// collection …"). `messages` are queued in the same transaction.
+    /// collection …"). An item someone else deleted meanwhile is no conflict: it is gone, as
+    /// asked, and this returns false. `messages` are queued in the same transaction, also
+    /// when it returns false.
     ///
     /// ```swift
     /// if try await books.delete("moby-dick") == false { print("it was not on the shelf") }

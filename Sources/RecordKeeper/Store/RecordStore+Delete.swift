@@ -41,7 +41,9 @@ extension RecordStore {
 
     /// A repository's delete: `check` first (the item version), then the removal with its
     /// expectation (nil: unconditional; `.some(nil)`: must be absent) and `queued`, in one
-    /// transaction whose versions no other repository learns.
+    /// transaction whose versions no other repository learns. A record already gone is no
+    /// conflict, whatever version was expected: what the delete asked for holds, and it
+    /// returns false (`queued` is still queued, as for a key that was never stored).
     nonisolated(nonsending) func delete(
         _ collection: String, key: String, expecting expected: RecordVersion??, enqueue queued: ValidatedMessages,
         checking check: @Sendable (RecordTransaction) throws -> Void
@@ -54,6 +56,8 @@ extension RecordStore {
                 let transaction = RecordTransaction(context: context)
                 defer { transaction.invalidate() }
                 try check(transaction)
+                var expected = expected
+                if case .some(.some) = expected, try !context.isStored(name, key: key) { expected = nil }
                 let before = context.removedRecords
                 try context.apply(name, upserts: [], removals: [key], expecting: expected.map { [key: $0] })
                 try context.enqueue(queued)
@@ -89,6 +93,12 @@ extension WriteContext {
         let before = removedRecords
         try apply(collection, upserts: [], removals: [key], expecting: version.map { [key: $0] })
         return removedRecords > before
+    }
+
+    /// Whether `collection` holds a record at `key`.
+    func isStored(_ collection: String, key: String) throws -> Bool {
+        guard let ref = try engine.records.collectionForWriting(collection) else { return false }
+        return try engine.records.version(ref.id, collection: collection, key: key) != nil
     }
 
     /// The conflict of a conditional delete of a record that is not stored at all.

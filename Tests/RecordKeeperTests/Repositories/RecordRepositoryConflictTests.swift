@@ -130,6 +130,27 @@ import Testing
     }
 
     @Test(arguments: StoreKind.allCases)
+    func `deleting an item someone else already deleted is no conflict and returns false`(kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ in
+            let first = RecordRepository<Book>(store: store, collection: "books")
+            let second = RecordRepository<Book>(store: store, collection: "books")
+            try await first.save([Book(id: "a", title: "A"), Book(id: "b", title: "B")])
+            _ = try await second.load()
+            #expect(try await first.delete("a"))
+            let message = OutboxMessage(kind: "book.delete", payload: Data("a".utf8))
+            #expect(try await second.delete("a", enqueue: [message]) == false, "gone, as asked")
+            #expect(try await store.outbox.pending().map(\.kind) == ["book.delete"], "its operation is queued all the same")
+            #expect(try await store.read("books")?.keys.sorted() == ["b"])
+            // Deleted and stored again meanwhile: a new record the deleter never saw conflicts.
+            try await first.save(Book(id: "b", title: "B2"))
+            _ = try await first.delete("b")
+            try await first.save(Book(id: "b", title: "B3"))
+            await #expect(throws: RecordConflict.self) { try await second.delete("b") }
+            #expect(try await store.read("books")?.keys.sorted() == ["b"])
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
     func `replaceAll conflicts when others added, changed or removed items`(kind: StoreKind) async throws {
         try await withStore(kind) { store, _ in
             let mine = RecordRepository<Book>(store: store, collection: "books")

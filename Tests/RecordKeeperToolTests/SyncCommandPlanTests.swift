@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 import RecordKeeper
 import Testing
 @testable import RecordKeeperTool
@@ -89,6 +92,14 @@ import Testing
         let credentials = ToolError(SyncError(.authentication, "password"), pending: nil, touched: false)
         #expect(credentials.exitCode.rawValue == 77)
         #expect(!credentials.message.contains("later"))
+        // TLS the machine cannot use (an untrusted certificate; on Linux libcurl's words under
+        // URLError.unknown) is a setting too; other unknown failures stay "try later".
+        let tls = URLError(.unknown, userInfo: [NSLocalizedDescriptionKey: "SSL certificate problem: self-signed certificate"])
+        let untrusted = ToolError(SyncError(.unreachable, "x", underlying: tls), pending: nil, touched: false)
+        #expect(untrusted.exitCode.rawValue == 78)
+        #expect(untrusted.message.contains("trying again does not help"))
+        let other = URLError(.unknown, userInfo: [NSLocalizedDescriptionKey: "something else"])
+        #expect(ToolError(SyncError(.unreachable, "x", underlying: other), pending: nil, touched: false).exitCode == .storeRefused)
         let forked = ToolError(SyncError(.forkedDevice, "refused"), pending: 1, touched: true)
         #expect(forked.exitCode == .dataError)
         #expect(forked.message.contains("recordkeeper sync --recover"))

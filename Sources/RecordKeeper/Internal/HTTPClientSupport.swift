@@ -5,7 +5,7 @@ import Foundation
 
 /// Sending a request and the words for its failures, shared by ``HTTPOutboxTransport`` and
 /// ``HTTPSyncServer``.
-enum HTTPClientSupport {
+package enum HTTPClientSupport {
     /// Sends `request` through `session`. A cancelled task is `CancellationError` (URLSession
     /// reports it as `URLError.cancelled` on Apple platforms; on Linux the request is abandoned,
     /// not cancelled: ``AbandonableRequest``); any other
@@ -47,18 +47,50 @@ enum HTTPClientSupport {
             what = "the connection was lost before an answer arrived; the server may have applied it"
         case .notConnectedToInternet:
             what = "could not connect: there is no network connection"
-        case .secureConnectionFailed, .serverCertificateUntrusted, .serverCertificateHasBadDate,
-             .serverCertificateNotYetValid, .serverCertificateHasUnknownRoot, .clientCertificateRejected,
-             .clientCertificateRequired:
-            what = "the TLS connection failed (certificate or handshake)"
+        case _ where isTLSFailure(error):
+            what = tlsWords(error)
         case .cancelled:
             what = "the request was cancelled"
         case .badServerResponse:
             what = "the server's answer was not valid HTTP"
+                + (error.failingURL?.scheme?.lowercased() == "http" ? " (a server that serves TLS needs an https:// URL)" : "")
+        case .badURL, .unsupportedURL:
+            what = "the URL cannot be used (a scheme other than http or https, a port outside 1–65535, a malformed host)"
         default:
             what = error.localizedDescription
         }
         return "\(what) (URLError \(error.code.rawValue))"
+    }
+
+    /// Whether `error` is a TLS connection that failed: a certificate this device does not
+    /// trust (a private CA, self-signed, expired, for another name) or a failed handshake (a
+    /// server that speaks no TLS at an `https://` URL). Apple platforms give these their own
+    /// codes; FoundationNetworking on Linux (libcurl) gives `URLError.unknown` with libcurl's
+    /// and OpenSSL's words, which name SSL.
+    package static func isTLSFailure(_ error: (any Error)?) -> Bool {
+        guard let error = error as? URLError else { return false }
+        switch error.code {
+        case .secureConnectionFailed, .serverCertificateUntrusted, .serverCertificateHasBadDate,
+             .serverCertificateNotYetValid, .serverCertificateHasUnknownRoot, .clientCertificateRejected,
+             .clientCertificateRequired:
+            return true
+        case .unknown:
+            let text = error.localizedDescription
+            return text.contains("SSL") || text.contains("TLS")
+        default:
+            return false
+        }
+    }
+
+    /// The words of a failed TLS connection, with its cause as the platform gives it.
+    private static func tlsWords(_ error: URLError) -> String {
+        let cause = error.localizedDescription
+        if cause.contains("wrong version number") || cause.contains("packet length too long") {
+            return "the TLS connection failed: the server speaks no TLS at this address (\(cause)); a server "
+                + "without TLS is reached with an http:// URL"
+        }
+        return "the TLS connection failed: \(cause); the server's certificate must be one this device trusts "
+            + "(a certificate of a private CA needs that CA in the system's trust store)"
     }
 
     /// The first 200 characters of a response body, for error messages.

@@ -87,7 +87,9 @@ extension HTTPSyncServer {
                 ? "nothing was changed"
                 : "the relay may have applied the push; pushing the same operations again applies none twice"
         ) { [url] words, error in
-            SyncError(.unreachable, "the \(operation) through \(url.absoluteString) failed: \(words)", underlying: error)
+            // A URL this device cannot use at all is a setting to correct, not a server to wait for.
+            let code: SyncError.Code = error.code == .badURL || error.code == .unsupportedURL ? .configuration : .unreachable
+            return SyncError(code, "the \(operation) through \(url.absoluteString) failed: \(words)", underlying: error)
         }
         guard let http = response as? HTTPURLResponse else {
             throw SyncError(.serverFailure, "the answer of \(url.absoluteString) to the \(operation) was not HTTP")

@@ -36,7 +36,15 @@ extension SyncCommand {
     /// The relay `server` names, with the token of `--token-file` or of `RECORDKEEPER_SYNC_TOKEN`.
     /// Checked without reaching the relay: the URL, the token's form and its `space` claim.
     static func relay(_ server: String, context: CommandContext) throws -> Relay {
-        guard let url = URL(string: server), url.host?.isEmpty == false, url.query == nil, url.fragment == nil else {
+        // The scheme in any case (URLSession takes it in lower case only), a port 1–65535.
+        guard var components = URLComponents(string: server), components.host?.isEmpty == false,
+            components.query == nil, components.fragment == nil, components.port.map({ (1...65_535).contains($0) }) ?? true
+        else {
+            throw ToolError(.configuration, "--server \(quoted(server)) is not a relay URL (http(s)://HOST[:PORT][/PATH], "
+                            + "a port from 1 to 65535); nothing was changed")
+        }
+        components.scheme = components.scheme?.lowercased()
+        guard let url = components.url else {
             throw ToolError(.configuration, "--server \(quoted(server)) is not a relay URL (http(s)://HOST[:PORT][/PATH]); "
                             + "nothing was changed")
         }

@@ -288,6 +288,12 @@ extension ToolError {
     init(_ error: SyncError, pending: Int?, touched: Bool) {
         let queue = pending.map { " \($0) local operation(s) stay pending;" } ?? ""
         switch error.code {
+        case .unreachable where HTTPClientSupport.isTLSFailure(error.underlying):
+            // A certificate this machine does not trust, or TLS against a plain-HTTP server:
+            // settings to correct (docs/RELAY.md "Trusting the relay's certificate").
+            let local = touched ? "nothing local was lost" : "local data untouched"
+            self.init(.configuration, "the sync server could not be reached: \(error.message); trying again does not "
+                      + "help; \(local);\(queue) see \"Trusting the relay's certificate\" in docs/RELAY.md")
         case .unreachable:
             let local = touched
                 ? "nothing local was lost (what was applied before the connection broke stays);\(queue) run sync again later"

@@ -23,8 +23,15 @@ enum MigrateCommand {
         do {
             connection = try await PostgresConnection(conninfo: conninfo)
         } catch {
-            throw RelayToolError(
-                error.kind == .invalidArgument ? .usage : .unavailable, "\(prefix)cannot connect: \(error.message)")
+            // Settings libpq or the server refuses (a malformed conninfo, a database that does
+            // not exist, a wrong password) are corrected, not waited out: 78, as for serve.
+            let code: ExitCode =
+                switch error.kind {
+                case .invalidArgument: .usage
+                case .configuration, .authentication: .configuration
+                default: .unavailable
+                }
+            throw RelayToolError(code, "\(prefix)cannot connect: \(error.message)")
         }
         let applied: [Int64]
         let version: Int64

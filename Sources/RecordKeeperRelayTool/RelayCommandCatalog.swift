@@ -85,7 +85,11 @@ enum RelayCommandCatalog {
                 """),
         CommandSpec(
             name: "check", arguments: [],
-            options: [shardMap],
+            options: [
+                .value(
+                    "shard-map", "FILE",
+                    help: "The shard map to check, a JSON file naming several databases (required; docs/SCALING.md; default $RECORDKEEPER_RELAY_SHARD_MAP).")
+            ],
             summary: "Check that a shard map leaves every existing space on the shard holding it.",
             discussion: """
                 Lists the spaces of every shard and prints each one the map would route to another shard

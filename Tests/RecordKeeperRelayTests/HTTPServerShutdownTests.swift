@@ -28,7 +28,10 @@ import Testing
         var configuration = HTTPServer.Configuration()
         configuration.log = { _ in }
         configuration.relaxedForTests()
-        let server = try HTTPServer(configuration: configuration, routes: [Self.holding(gate, arrivals), Self.quick])
+        let summaries = Protected<[HTTPRequestSummary]>([])
+        let server = try HTTPServer(
+            configuration: configuration, routes: [Self.holding(gate, arrivals), Self.quick],
+            observer: { summary in summaries.withLock { $0.append(summary) } })
         let port = server.port
         let held = try await RawConnection.open(port: port)
         try await held.send("GET /hold HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -56,6 +59,10 @@ import Testing
         #expect(String(decoding: finished.body, as: UTF8.self) == "held\n")
         await shutdown.value
         await #expect(throws: RawConnection.Failure.self) { _ = try await RawConnection.open(port: port) }
+        // The 503s of the shutdown are logged and counted under their route, not "unmatched".
+        let refusals = summaries.withLock { $0 }.filter { $0.status == 503 }
+        #expect(refusals.count == 2)
+        #expect(refusals.allSatisfy { $0.route == "/quick" }, "\(refusals.map(\.route))")
     }
 
     @Test func `handlers still running when the grace period ends are cancelled and answer`() async throws {

@@ -45,6 +45,9 @@ import Testing
                 (["token", "--space", "a", "--secret-file", directory.appendingPathComponent("none").path], 66, "does not exist"),
                 (["token", "--space", "a", "--secret-file", short.path], 78, "needs at least 32 bytes; this one has 5"),
                 (["token", "--space", "a", "--secret-file", short.path, "--ttl", "soon"], 64, "--ttl takes seconds"),
+                (["token", "--space", "a", "--secret-file", secret.path, "--collections", ""], 64, "holds an empty name"),
+                (["token", "--space", "a", "--secret-file", secret.path, "--collections", "a,,b"], 64, "holds an empty name"),
+                (["token", "--space", "a", "--secret-file", secret.path, "--collections", "a, a"], 64, "names a collection twice"),
                 (["serve", "--jwt-secret-file", short.path], 64, "serve needs --database"),
                 (["serve", "--database", "host=x", "--listen", "nowhere"], 64, "--listen takes HOST:PORT"),
                 (["serve", "--database", "host=x", "--jwt-secret-file", secret.path, "--tls-cert", "c.pem"], 64, "--tls-cert and --tls-key go together"),
@@ -103,6 +106,21 @@ import Testing
             #expect(stopped.log.contains("space=\(space)"))
             #expect(!stopped.log.contains(token))
             #expect(stopped.log.hasSuffix("recordkeeper-relay: stopped\n"))
+        }
+    }
+
+    @Test(.enabled(if: TestPostgres.enabled, TestPostgres.disabledReason))
+    func `migrate exits 78 for settings to correct and 69 for a server that does not answer`() async throws {
+        let conninfo = try TestPostgres.requireConninfo()
+        let cases: [(String, Int32, String)] = [
+            ("bogus_option=1", 78, "invalid connection option"),
+            (conninfo + " dbname=recordkeeper_no_such_database", 78, "does not exist"),
+            ("host=127.0.0.1 port=1 connect_timeout=5", 69, "cannot connect"),
+        ]
+        for (database, status, words) in cases {
+            let result = try await RelayProcess.run(["migrate", "--database", database])
+            #expect(result.status == status, "\(database): \(result.error)")
+            #expect(result.error.contains(words), "\(database): \(result.error)")
         }
     }
 

@@ -121,6 +121,14 @@ import Testing
                 }
             }
             #expect(relay.server.calls == (pushes: 0, pulls: 1), "only the good token's pull reached the server")
+            // Each refusal's log line names its reason (a fixed name), never the token.
+            let refusedLines = { relay.lines.lines.filter { $0.contains("status=401") } }
+            try await waitUntil("every refusal logged", polling: .milliseconds(10)) { refusedLines().count == cases.count * 2 }
+            for reason in ["no_token", "expired", "not_yet_valid", "bad_signature", "wrong_algorithm", "wrong_audience",
+                           "missing_claim", "malformed"] {
+                #expect(refusedLines().contains { $0.contains(" reason=\(reason)") }, "\(reason): \(refusedLines())")
+            }
+            for token in cases.compactMap(\.0) { #expect(!refusedLines().contains { $0.contains(token) }) }
         }
     }
 

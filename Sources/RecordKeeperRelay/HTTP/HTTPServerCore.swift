@@ -97,19 +97,25 @@ final class HTTPServerCore: Sendable {
         exchange.headers = values.headers
         exchange.query = values.query
         exchange.malformed = values.malformed
+        let match = router.match(method: exchange.method, path: path)
+        switch match {
+        case .found(let route): exchange.route = route.path
+        case .methodNotAllowed: exchange.route = path
+        case .notFound: break
+        }
+        // Shutting down: 503 for every request, logged and counted under its route.
         if state.withLock({ $0.phase != .running }) {
             return respond(exchange, ErrorBodies.unavailable(), on: connection)
         }
-        switch router.match(method: exchange.method, path: path) {
+        switch match {
         case .notFound:
             return respond(exchange, ErrorBodies.response(404, "no such endpoint"), on: connection)
         case .methodNotAllowed(let allowed):
-            exchange.route = path
             var response = ErrorBodies.response(405, "\(method) is not allowed here")
             response.headers.set("Allow", allowed.map(\.rawValue).joined(separator: ", "))
             return respond(exchange, response, on: connection)
-        case .found(let route):
-            exchange.route = route.path
+        case .found:
+            break
         }
         if let length = exchange.headers["Content-Length"] {
             guard let bytes = Int(length.trimmingCharacters(in: .whitespaces)), bytes >= 0 else {

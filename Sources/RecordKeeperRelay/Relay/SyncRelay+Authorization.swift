@@ -28,7 +28,8 @@ extension SyncRelay {
     }
 
     /// Runs `body` for the access the request's token grants, and turns a refusal into its
-    /// response (counted in the metrics, with the token's space in the log line when known).
+    /// response (counted in the metrics, with the token's space, when known, and the refusal's
+    /// fixed reason name in the log line: `space=alice reason=expired`; never the token).
     func authorized(
         _ request: HTTPRequest, _ body: (RelayAccess) async throws(RelayRefusal) -> HTTPResponse
     ) async -> HTTPResponse {
@@ -40,7 +41,10 @@ extension SyncRelay {
         } catch {
             if let reason = error.reason { metrics.recordRefusal(reason) }
             var response = error.response
-            if let space = error.space ?? space { response.logFields = [("space", space)] }
+            var fields: [(key: String, value: String)] = []
+            if let space = error.space ?? space { fields.append(("space", space)) }
+            if let reason = error.reason { fields.append(("reason", reason)) }
+            response.logFields = fields
             return response
         }
     }

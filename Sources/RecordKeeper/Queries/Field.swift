@@ -93,6 +93,39 @@ extension Field where Value: Comparable {
     }
 }
 
+// An optional field (`Field<Word, Int?>`) compares with a value of the type it wraps: a record
+// whose field is missing or `null` matches no comparison (see docs/QUERIES.md).
+extension Field {
+    public static func < <Wrapped: Comparable>(field: Self, value: Wrapped) -> ItemPredicate<Item> where Value == Wrapped? {
+        field.compare(.less, value)
+    }
+    public static func <= <Wrapped: Comparable>(field: Self, value: Wrapped) -> ItemPredicate<Item> where Value == Wrapped? {
+        field.compare(.lessOrEqual, value)
+    }
+    public static func > <Wrapped: Comparable>(field: Self, value: Wrapped) -> ItemPredicate<Item> where Value == Wrapped? {
+        field.compare(.greater, value)
+    }
+    public static func >= <Wrapped: Comparable>(field: Self, value: Wrapped) -> ItemPredicate<Item> where Value == Wrapped? {
+        field.compare(.greaterOrEqual, value)
+    }
+
+    /// `lower <= field <= upper`, for an optional field: false when the field is missing or `null`.
+    public func between<Wrapped: Comparable>(_ lower: Wrapped, _ upper: Wrapped) -> ItemPredicate<Item>
+    where Value == Wrapped? {
+        let path = path
+        return ItemPredicate { context in
+            .between(try context.path(path), try context.value(lower, path), try context.value(upper, path))
+        }
+    }
+
+    /// The optional field is a string starting with `prefix` (by code points); false when it is
+    /// missing or `null`.
+    public func hasPrefix<Wrapped: StringProtocol>(_ prefix: String) -> ItemPredicate<Item> where Value == Wrapped? {
+        let path = path
+        return ItemPredicate { context in .hasPrefix(try context.path(path), prefix) }
+    }
+}
+
 extension Field where Value: StringProtocol {
     /// The field is a string starting with `prefix` (by code points).
     public func hasPrefix(_ prefix: String) -> ItemPredicate<Item> {

@@ -62,6 +62,43 @@ import Testing
         }
     }
 
+    struct Rated: Codable, Identifiable, Equatable, Sendable, Queryable {
+        var id: String
+        var score: Int?
+        var seen: Date?
+        var title: String?
+
+        static let score = Field<Rated, Int?>("score")
+        static let seen = Field<Rated, Date?>("seen")
+        static let title = Field<Rated, String?>("title")
+        static let queryFields: [any QueryField] = [score, seen, title]
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func `optional fields take range comparisons and prefixes, which a missing value never matches`(kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ in
+            let items = RecordRepository<Rated>(store: store, collection: "rated")
+            try await items.save([
+                Rated(id: "a", score: 1, seen: Self.start, title: "apple"),
+                Rated(id: "b", score: 5, seen: Self.start + 60, title: "banana"),
+                Rated(id: "c", score: nil, seen: nil, title: nil),
+                Rated(id: "d", score: 9, seen: Self.start + 120, title: "apricot"),
+            ])
+            func ids(_ predicate: ItemPredicate<Rated>) async throws -> [String] {
+                try await items.query(where: predicate).elements.map(\.id)
+            }
+            #expect(try await ids(Rated.score < 6) == ["a", "b"])
+            #expect(try await ids(Rated.score <= 5) == ["a", "b"])
+            #expect(try await ids(Rated.score > 1) == ["b", "d"])
+            #expect(try await ids(Rated.score >= 9) == ["d"])
+            #expect(try await ids(Rated.score.between(2, 9)) == ["b", "d"])
+            #expect(try await ids(!(Rated.score < 6)) == ["c", "d"], "not turns exactly the false ones true")
+            #expect(try await ids(Rated.seen >= Self.start + 60) == ["b", "d"])
+            #expect(try await ids(Rated.title.hasPrefix("ap")) == ["a", "d"])
+            #expect(try await items.count(where: Rated.score == nil) == 1)
+        }
+    }
+
     @Test(arguments: StoreKind.allCases)
     func `a field the item type does not declare is an error naming it`(kind: StoreKind) async throws {
         try await withStore(kind) { store, _ in

@@ -37,6 +37,7 @@ struct QueryShapeKey: Hashable {
         case .hasPrefix(let field, let prefix):
             .hasPrefix(field, prefix.unicodeScalars.allSatisfy { $0.value == 0x10FFFF } ? "" : "a")
         case .isNull: predicate
+        case .contains(let field, let element): .contains(field, placeholder(element))
         case .and(let all): .and(all.map(outline))
         case .or(let all): .or(all.map(outline))
         case .not(let inner): .not(outline(inner))
@@ -78,6 +79,8 @@ extension QuerySQL {
         case .hasPrefix(_, let prefix):
             values.append(.string(prefix))
             if let upper = successor(of: prefix) { values.append(.string(upper)) }
+        case .contains(_, let element):
+            if element != .null { values.append(element) }
         case .isNull:
             return
         case .and(let all), .or(let all):

@@ -148,6 +148,16 @@ struct QuerySQL {
             return "(typeof(\(column)) = 'text' AND \(range))"
         case .isNull(let field):
             return "\(field.sqlExpression) IS NULL"
+        case .contains(let field, let element):
+            // json_each of a scalar gives the scalar itself: only an array's elements count.
+            // An element's value compares as json_extract's does (never across kinds); an
+            // object or array element's value is its JSON text, so it is ruled out.
+            let payload = "CAST(payload AS TEXT)"
+            let match = element == .null
+                ? "element.type = 'null'"
+                : "element.type NOT IN ('object', 'array') AND element.value = \(bind(element))"
+            return "(json_type(\(payload), '\(field.jsonPath)') = 'array' AND EXISTS (SELECT 1 FROM "
+                + "json_each(\(payload), '\(field.jsonPath)') AS element WHERE \(match)))"
         case .and(let all):
             return all.isEmpty ? "1" : "(" + all.map { render($0) }.joined(separator: " AND ") + ")"
         case .or(let all):

@@ -19,6 +19,10 @@ public indirect enum RecordPredicate: Sendable, Hashable {
     case isIn(FieldPath, [QueryValue])
     /// The field is a string that starts with the given string (by UTF-8 bytes).
     case hasPrefix(FieldPath, String)
+    /// The field is an array with an element equal to the value (compared as `==` compares;
+    /// ``QueryValue/null`` matches a `null` element). A field that is not an array, or is
+    /// missing, contains nothing.
+    case contains(FieldPath, QueryValue)
     /// The field is missing or `null`.
     case isNull(FieldPath)
     /// Every condition holds (an empty list always holds).
@@ -42,7 +46,7 @@ public indirect enum RecordPredicate: Sendable, Hashable {
     var fields: [FieldPath] {
         switch self {
         case .compare(let field, _, _), .between(let field, _, _), .isIn(let field, _), .hasPrefix(let field, _),
-            .isNull(let field):
+            .isNull(let field), .contains(let field, _):
             [field]
         case .and(let all), .or(let all): all.flatMap(\.fields)
         case .not(let inner): inner.fields
@@ -57,7 +61,7 @@ public indirect enum RecordPredicate: Sendable, Hashable {
             return false
         }
         switch self {
-        case .compare(_, _, let value): return isDate(value)
+        case .compare(_, _, let value), .contains(_, let value): return isDate(value)
         case .between(_, let lower, let upper): return isDate(lower) || isDate(upper)
         case .isIn(_, let values): return values.contains(where: isDate)
         case .hasPrefix, .isNull: return false
@@ -78,6 +82,7 @@ public indirect enum RecordPredicate: Sendable, Hashable {
         case .isIn(let path, let values):
             return .isIn(try field(path), try values.map { try value($0, path) })
         case .hasPrefix(let path, let prefix): return .hasPrefix(try field(path), prefix)
+        case .contains(let path, let element): return .contains(try field(path), try value(element, path))
         case .isNull(let path): return .isNull(try field(path))
         case .and(let all): return .and(try all.map { try $0.mapped(field: field, value: value) })
         case .or(let all): return .or(try all.map { try $0.mapped(field: field, value: value) })
@@ -133,6 +138,8 @@ public struct RecordField: Sendable, Hashable {
     public func `in`(_ values: [QueryValue]) -> RecordPredicate { .isIn(path, values) }
     /// The field is a string starting with `prefix`.
     public func hasPrefix(_ prefix: String) -> RecordPredicate { .hasPrefix(path, prefix) }
+    /// The field is an array with an element equal to `element` (`RecordField("tags").contains("swift")`).
+    public func contains(_ element: QueryValue) -> RecordPredicate { .contains(path, element) }
     /// The field is missing or `null`.
     public var isNull: RecordPredicate { .isNull(path) }
     /// The field is present and not `null`.

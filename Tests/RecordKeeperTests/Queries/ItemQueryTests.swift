@@ -99,6 +99,47 @@ import Testing
         }
     }
 
+    struct Tagged: Codable, Identifiable, Equatable, Sendable, Queryable {
+        var id: String
+        var tags: [String]
+        var days: Set<Date>?
+        var label: String
+
+        static let tags = Field<Tagged, [String]>("tags")
+        static let days = Field<Tagged, Set<Date>?>("days")
+        static let label = Field<Tagged, String>("label")
+        static let queryFields: [any QueryField] = [tags, days, label]
+    }
+
+    @Test(arguments: StoreKind.allCases, strategies)
+    func `array and set fields answer contains, element by element`(kind: StoreKind, strategies: RecordCoding.Strategies) async throws {
+        try await withStore(kind) { store, _ in
+            let items = RecordRepository<Tagged>(store: store, collection: "tagged", strategies: strategies)
+            try await items.save([
+                Tagged(id: "a", tags: ["swift", "sqlite"], days: [Self.start], label: "swift"),
+                Tagged(id: "b", tags: ["swiftui"], days: nil, label: "x"),
+                Tagged(id: "c", tags: [], days: [Self.start + 86_400, Self.start], label: "y"),
+                Tagged(id: "d", tags: ["SQLite", "swift"], days: [], label: "z"),
+            ])
+            func ids(_ predicate: ItemPredicate<Tagged>) async throws -> [String] {
+                try await items.query(where: predicate).elements.map(\.id)
+            }
+            #expect(try await ids(Tagged.tags.contains("swift")) == ["a", "d"])
+            #expect(try await ids(Tagged.tags.contains("sqlite")) == ["a"], "elements compare exactly")
+            #expect(try await ids(Tagged.tags.contains("swi")).isEmpty, "an element, not a substring")
+            #expect(try await ids(!Tagged.tags.contains("swift")) == ["b", "c"])
+            #expect(try await ids(Tagged.days.contains(Self.start)) == ["a", "c"], "dates as the coder writes them")
+            #expect(try await ids(Tagged.days.contains(Self.start + 1)).isEmpty)
+            #expect(try await ids(Tagged.tags.contains("swift") && Tagged.days.contains(Self.start)) == ["a"])
+            #expect(try await items.count(where: Tagged.tags.contains("swiftui") || Tagged.tags.contains("SQLite")) == 2)
+            // A page after a page, with contains in the query: the same statement shape, new values.
+            let first = try await items.query(where: Tagged.tags.contains("swift"), orderBy: [Tagged.label.ascending], limit: 1)
+            let second = try await items.query(
+                where: Tagged.tags.contains("swift"), orderBy: [Tagged.label.ascending], limit: 1, after: first.next)
+            #expect(first.elements.map(\.id) + second.elements.map(\.id) == ["a", "d"])
+        }
+    }
+
     @Test(arguments: StoreKind.allCases)
     func `a field the item type does not declare is an error naming it`(kind: StoreKind) async throws {
         try await withStore(kind) { store, _ in

@@ -57,6 +57,29 @@ import Testing
     }
 
     @Test(arguments: StoreKind.allCases)
+    func `contains matches array elements of the same kind, never a scalar, an object or a substring`(kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ in
+            try await Self.fill(store, [
+                ("a", #"{"v":[1,"2",true,null]}"#),
+                ("b", #"{"v":"1"}"#),
+                ("c", #"{"v":[[1],{"x":1},"[1]"]}"#),
+                ("d", #"{"v":[2.0,"one"]}"#),
+                ("e", #"{"w":[1]}"#),
+            ])
+            let v = RecordField("v")
+            #expect(try await keys(store, v.contains(1)) == ["a"])
+            #expect(try await keys(store, v.contains("2")) == ["a"], "the string, not the number")
+            #expect(try await keys(store, v.contains(2)) == ["d"], "2 equals 2.0")
+            #expect(try await keys(store, v.contains(true)) == ["a"])
+            #expect(try await keys(store, v.contains(.null)) == ["a"])
+            #expect(try await keys(store, v.contains("1")) == [], "a string field is not an array of it")
+            #expect(try await keys(store, v.contains("[1]")) == ["c"], "a nested array is not its JSON text")
+            #expect(try await keys(store, v.contains("on")) == [])
+            #expect(try await keys(store, !v.contains(1)) == ["b", "c", "d", "e"])
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
     func `missing and null fields, nested paths and boolean logic`(kind: StoreKind) async throws {
         try await withStore(kind) { store, _ in
             try await Self.fill(store, Self.rows)

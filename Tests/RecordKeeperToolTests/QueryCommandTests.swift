@@ -70,4 +70,20 @@ import Testing
             #expect(try await tool.runOnStore(["index", "items", "--add", "a b"]).status == 64)
         }
     }
+
+    @Test func `adding an index over a value that is not JSON exits 65 naming the key and declares nothing`() async throws {
+        try await withTool { tool in
+            try await filled(tool)
+            #expect(try await tool.runOnStore(["put", "items", "b2", "plain text"]).status == 0)
+            let refused = try await tool.runOnStore(["index", "items", "--add", "n"])
+            #expect(refused.status == 65, "\(refused.stderr)")
+            #expect(refused.stderr.hasPrefix("recordkeeper: Could not save to collection \"items\" (key \"b2\")"),
+                    "\(refused.stderr)")
+            #expect(refused.stderr.contains("payload is not JSON"), "\(refused.stderr)")
+            #expect(refused.stderr.split(separator: "\n").count == 1)
+            #expect(refused.stdout.isEmpty)
+            #expect(try await tool.runOnStore(["index", "items"]).output == "", "no index was declared")
+            #expect(try await tool.runOnStore(["put", "items", "e", "more text"]).status == 0)
+        }
+    }
 }

@@ -39,7 +39,9 @@ enum CommandCatalog {
             summary: "List the collection's declared indexes, or add and drop them.",
             discussion: """
                 Prints the declared fields, one per line, after any change. Every payload of a collection with a
-                declared index must be JSON. A malformed FIELD exits 64.
+                declared index must be JSON: --add over a payload that is not JSON exits 65 naming its key. A
+                malformed FIELD exits 64; listing a collection that does not exist exits 66. Dropping an index
+                that is not declared says so on stderr and exits 0.
                 """),
         CommandSpec(
             name: "get",

@@ -76,6 +76,22 @@ import Testing
         }
     }
 
+    @Test func `keys and collection names with a backslash list unambiguously, the backslash doubled`() async throws {
+        try await withTool { tool in
+            try await tool.runOnStore(["put", "notes", #"a\tb"#, "1"])  // a backslash and a t
+            try await tool.runOnStore(["put", "notes", "a\tb", "2"])  // a tab
+            try await tool.runOnStore(["put", #"c\d"#, "k", "3"])
+            // In key order: the tab (0x09) sorts before the backslash (0x5C).
+            let keys = { (result: ToolResult) in result.outputLines.map { $0.split(separator: "\t")[0] } }
+            #expect(keys(try await tool.runOnStore(["list", "notes"])) == ["a\\tb", #"a\\tb"#])
+            #expect(keys(try await tool.runOnStore(["list", "notes", "--limit", "5"])) == ["a\\tb", #"a\\tb"#],
+                    "a query lists keys the same way")
+            #expect(try await tool.runOnStore(["collections"]).outputLines == [#"c\\d"# + "\t1\t1", "notes\t2\t2"])
+            let missing = try await tool.runOnStore(["get", #"c\d"#, #"x\y"#])
+            #expect(missing.stderr == #"recordkeeper: no record "x\\y" in collection "c\\d""# + "\n")
+        }
+    }
+
     @Test func `delete removes one record and says whether there was one, like the library`() async throws {
         try await withTool { tool in
             try await tool.runOnStore(["put", "users", "alice", "1"])

@@ -59,6 +59,26 @@ import Testing
         }
     }
 
+    @Test func `put --base64 accepts line-wrapped base64 and still refuses other characters`() async throws {
+        try await withTool { tool in
+            let bytes = Data((0..<200).map { UInt8(truncatingIfNeeded: $0 &* 37) })
+            // As `base64` writes it: lines of 76 characters, a newline after the last.
+            let wrapped = bytes.base64EncodedString(options: [.lineLength76Characters, .endLineWithLineFeed]) + "\n"
+            #expect(wrapped.split(separator: "\n").count == 4)
+            #expect(try await tool.runOnStore(["put", "blobs", "piped", "--base64", "-"], input: Data(wrapped.utf8)).status == 0)
+            let crlf = bytes.base64EncodedString(options: [.lineLength64Characters, .endLineWithCarriageReturn, .endLineWithLineFeed])
+            #expect(try await tool.runOnStore(["put", "blobs", "argument", "--base64", " \t" + crlf + " \n"]).status == 0)
+            #expect(try await tool.runOnStore(["get", "blobs", "piped", "--raw"]).stdout == bytes)
+            #expect(try await tool.runOnStore(["get", "blobs", "argument", "--raw"]).stdout == bytes)
+            for garbage in ["aGk=!", "aG\u{2028}k=", "aG k", "a-Gk="] {
+                let refused = try await tool.runOnStore(["put", "blobs", "bad", "--base64", garbage])
+                #expect(refused.status == 65, "\(garbage): \(refused.stderr)")
+                #expect(refused.stderr == "recordkeeper: VALUE is not valid base64; nothing was written\n")
+            }
+            #expect(try await tool.runOnStore(["get", "blobs", "bad"]).status == 66)
+        }
+    }
+
     @Test func `collections and list show counts, sizes, versions and values`() async throws {
         try await withTool { tool in
             try await tool.runOnStore(["put", "users", "bob", "\"b\""])

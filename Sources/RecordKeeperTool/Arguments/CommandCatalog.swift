@@ -55,7 +55,7 @@ enum CommandCatalog {
                         ArgumentSpec(name: "VALUE", isOptional: false)],
             options: [
                 .flag("json", help: "Require VALUE to be JSON and store its compact form."),
-                .flag("base64", help: "VALUE is base64; store the decoded bytes."),
+                .flag("base64", help: "VALUE is base64 (line breaks allowed); store the decoded bytes."),
                 .value("if-version", "VERSION",
                        help: "Only if the record still has VERSION (see list), or 'absent': only if it does not exist."),
             ],
@@ -185,7 +185,7 @@ enum CommandCatalog {
                 .value("keep", "local|server", help: "Which side to keep."),
                 .value("merged", "VALUE", help: "Write VALUE instead ('-' reads standard input)."),
                 .flag("json", help: "With --merged: require VALUE to be JSON and store its compact form."),
-                .flag("base64", help: "With --merged: VALUE is base64; store the decoded bytes."),
+                .flag("base64", help: "With --merged: VALUE is base64 (line breaks allowed); store the decoded bytes."),
             ],
             summary: "Resolve a sync conflict by keeping the local or the server's value, or with a merged one.",
             discussion: """

@@ -130,7 +130,8 @@ import Testing
             #expect(try await tool.runOnStore(["--quiet", "delete", "users", "bob"]).output == "")
             let gone = try await tool.runOnStore(["delete", "users", "bob", "--if-version", "1"])
             #expect(gone.status == 75, "a conditional delete of a record that is gone is a conflict")
-            #expect(gone.stderr.hasPrefix("recordkeeper: Could not delete from collection \"users\": \"bob\" was removed"))
+            #expect(gone.stderr.hasPrefix("recordkeeper: Could not delete from collection \"users\": no record \"bob\" "
+                                          + "(expected version 1); nothing was removed."), "\(gone.stderr)")
         }
     }
 
@@ -175,6 +176,16 @@ import Testing
             #expect(stale.status == 75)
             #expect(stale.stderr.hasPrefix("recordkeeper: Could not delete from collection \"c\": \"k\" changed since it "
                                            + "was loaded (version 7, now 1); nothing was removed."))
+            // A record that was never stored is not said to have been removed.
+            let never = try await tool.runOnStore(["put", "c", "zz", "2", "--if-version", "3"])
+            #expect(never.status == 75)
+            #expect(never.stderr.hasPrefix("recordkeeper: Could not save to collection \"c\": no record \"zz\" "
+                                           + "(expected version 3); nothing was written."), "\(never.stderr)")
+            let neverDeleted = try await tool.runOnStore(["delete", "elsewhere", "zz", "--if-version", "3"])
+            #expect(neverDeleted.status == 75)
+            #expect(neverDeleted.stderr.hasPrefix("recordkeeper: Could not delete from collection \"elsewhere\": no record "
+                                                  + "\"zz\" (expected version 3); nothing was removed."), "\(neverDeleted.stderr)")
+            #expect(try await tool.runOnStore(["get", "c", "zz"]).status == 66)
         }
     }
 

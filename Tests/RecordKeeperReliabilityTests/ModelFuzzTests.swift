@@ -214,7 +214,13 @@ struct Fuzzer {
         let removals = changes.removals.map(describe).sorted().joined(separator: ", ")
         operation = "apply(\(describe(collection)), upserts: [\(upserts)], removals: [\(removals)])"
         let keys = Array(changes.upserts.keys) + Array(changes.removals)
-        try await write(collection: collection, keys: keys) { [changes] in try await $0.apply(collection, changes: changes) } effect: { model in
+        // Removals alone, like removeCollection, create no store that does not exist yet.
+        let removalsOnly = changes.upserts.isEmpty && !changes.removals.isEmpty
+        try await write(collection: collection, keys: keys, opens: !removalsOnly) { [changes] in
+            try await $0.apply(collection, changes: changes)
+        } effect: { model in
+            // Removals alone establish nothing, as a delete does (an empty change does).
+            if removalsOnly, model[collection] == nil { return }
             var records = model[collection] ?? [:]
             for (key, data) in changes.upserts { records[key] = data }
             for key in changes.removals { records[key] = nil }

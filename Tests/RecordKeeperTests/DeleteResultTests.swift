@@ -51,7 +51,8 @@ import Testing
             let gone = await #expect(throws: RecordConflict.self) {
                 try await store.delete("notes", key: "k", ifVersion: RecordVersion(1))
             }
-            #expect(gone?.localizedDescription.hasPrefix(#"Could not delete from collection "notes": "k" was removed"#) == true)
+            #expect(gone?.localizedDescription ==
+                    #"Could not delete from collection "notes": no record "k" (expected version 1); nothing was removed."#)
         }
     }
 

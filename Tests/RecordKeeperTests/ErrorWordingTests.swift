@@ -51,7 +51,7 @@ import Testing
             }
             #expect(conflict?.errorDescription == "Could not save to collection \"c\": "
                     + "\"a\" changed since it was loaded (version 1, now 2); "
-                    + "\"gone\" was removed since it was loaded (at version 4); nothing was written.")
+                    + "no record \"gone\" (expected version 4); nothing was written.")
         }
     }
 

@@ -27,6 +27,41 @@ import Testing
     }
 
     @Test(arguments: StoreKind.allCases)
+    func `an apply that only removes keys establishes nothing, like delete`(kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ in
+            try await store.put("other", key: "k", data: Data("1"))
+            let applied = try await store.apply("notes", changes: RecordChanges(upserts: [:], removals: ["a", "b"]))
+            #expect(applied.notFound.sorted() == ["a", "b"])
+            #expect(applied.writtenCount == 0)
+            #expect(try await store.read("notes") == nil)
+            // Expecting the keys absent holds; expecting a version is a conflict, as for delete.
+            try await store.apply("notes", changes: RecordChanges(upserts: [:], removals: ["a"]), expecting: ["a": nil])
+            let conflict = await #expect(throws: RecordConflict.self) {
+                try await store.apply(
+                    "notes", changes: RecordChanges(upserts: [:], removals: ["a"]), expecting: ["a": RecordVersion(3)])
+            }
+            #expect(conflict?.action == .delete)
+            #expect(conflict?.currentVersions == ["a": RecordVersion?.none])
+            try await store.write { transaction in
+                let inside = try transaction.apply("notes", changes: RecordChanges(upserts: [:], removals: ["a"]))
+                #expect(inside.notFound == ["a"])
+            }
+            #expect(try await store.collections().map(\.name) == ["other"])
+        }
+    }
+
+    @Test func `an apply that only removes keys creates no store file`() async throws {
+        try await withTemporaryDirectory { directory in
+            let url = directory.appendingPathComponent("records.sqlite")
+            let store = RecordStore(url: url)
+            let applied = try await store.apply("notes", changes: RecordChanges(upserts: [:], removals: ["a"]))
+            #expect(applied.notFound == ["a"])
+            #expect(!FileManager.default.fileExists(atPath: url.path))
+            await store.close()
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
     func `removing the last record keeps the collection established`(kind: StoreKind) async throws {
         try await withStore(kind) { store, _ in
             try await store.put("notes", key: "a", data: Data("1"))

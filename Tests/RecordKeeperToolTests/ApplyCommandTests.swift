@@ -34,6 +34,21 @@ import Testing
         }
     }
 
+    @Test func `removing keys of a collection that does not exist creates nothing`() async throws {
+        try await withTool { tool in
+            let file = try tool.file("changes.json", #"{"removals": ["x", "y"]}"#)
+            let before = try await tool.runOnStore(["apply", "new", file])
+            #expect(before.status == 0, "\(before.stderr)")
+            #expect(before.output == "applied to \"new\": added 0, changed 0, removed 0, unchanged 0, already absent 2; "
+                    + "nothing was written\n")
+            #expect(!FileManager.default.fileExists(atPath: tool.storePath), "no store was created")
+            try await tool.runOnStore(["put", "users", "alice", "1"])
+            #expect(try await tool.runOnStore(["apply", "new", file]).status == 0)
+            #expect(try await tool.runOnStore(["collections"]).outputLines == ["users\t1\t1"], "no collection was created")
+            #expect(try await tool.runOnStore(["list", "new"]).status == 66)
+        }
+    }
+
     @Test func `re-applying an identical upsert reports it unchanged and writes nothing`() async throws {
         try await withTool { tool in
             let file = try tool.file("changes.json", #"{"upserts": {"k": [1, 2], "n": 3}}"#)

@@ -2,6 +2,10 @@ import TestHelpers
 import Foundation
 import Testing
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// `backup DEST [--overwrite]`.
 @Suite struct BackupCommandTests {
     @Test func `backup writes a private copy that passes check and holds the same records`() async throws {
@@ -87,6 +91,43 @@ import Testing
             // The store is untouched and a backup without the limit works.
             #expect(try await tool.run(["--store", tool.storePath, "check"]).status == 0)
             #expect(try await tool.runOnStore(["backup", destination]).status == 0)
+        }
+    }
+
+    @Test(.enabled(if: OtherUser.nobody != nil, OtherUser.unavailableReason), arguments: [0o444, 0o644] as [mode_t])
+    func `another user backs up a store it may read but not write`(mode: mode_t) async throws {
+        let user = try #require(OtherUser.nobody)
+        try await withTemporaryDirectory { directory in
+            // root's store, 0444 or 0644, in a directory others may enter and read but not write.
+            let shared = directory.appendingPathComponent("shared", isDirectory: true)
+            let output = directory.appendingPathComponent("output", isDirectory: true)
+            for folder in [shared, output] { try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true) }
+            let owner = ToolRunner(directory: shared)
+            #expect(try await owner.runOnStore(["put", "notes", "today", #""milk""#]).status == 0)
+            #expect(try await owner.runOnStore(["put", "notes", "later", #""bread""#]).status == 0)
+            #expect(chmod(directory.path, 0o755) == 0)
+            #expect(chmod(shared.path, 0o755) == 0)
+            #expect(chmod(output.path, 0o777) == 0)
+            #expect(chmod(owner.storePath, mode) == 0)
+            let before = try FileManager.default.contentsOfDirectory(atPath: shared.path).sorted()
+            let bytes = try Data(contentsOf: URL(fileURLWithPath: owner.storePath))
+            var tool = ToolRunner(directory: output)
+            tool.user = user
+
+            let destination = output.appendingPathComponent("copy.sqlite").path
+            let result = try await tool.run(["backup", destination, "--store", owner.storePath])
+            #expect(result.status == 0, "\(result.stderr)")
+            #expect(result.output == "backed up \(owner.storePath) to \(destination)\n")
+            let copy = try await owner.run(["--store", destination, "list", "notes", "--values"])
+            #expect(copy.status == 0, "\(copy.stderr)")
+            #expect(copy.output == (try await owner.runOnStore(["list", "notes", "--values"])).output)
+            #expect(try await owner.run(["--store", destination, "check"]).status == 0)
+            #expect(try FileManager.default.contentsOfDirectory(atPath: shared.path).sorted() == before)
+            #expect(try Data(contentsOf: URL(fileURLWithPath: owner.storePath)) == bytes, "the store was only read")
+            // Writing is still refused, saying why.
+            let put = try await tool.run(["put", "notes", "today", #""eggs""#, "--store", owner.storePath])
+            #expect(put.status == 74)
+            #expect(put.stderr.contains("read-only"), "\(put.stderr)")
         }
     }
 }

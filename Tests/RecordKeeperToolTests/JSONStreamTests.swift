@@ -87,8 +87,12 @@ import Testing
         #expect(String(decoding: PayloadCoding.text(for: Data([0xFF])), as: UTF8.self) == "base64:/w==")
     }
 
-    @Test func `names with control characters stay on one line`() {
+    @Test func `names with control characters stay on one line, and a backslash is doubled`() {
         #expect(JSONText.displayName("a\tb\nc\u{1}") == "a\\tb\\nc\\u0001")
+        #expect(JSONText.displayName(#"a\tb"#) == #"a\\tb"#)
+        #expect(JSONText.displayName(#"a\tb"#) != JSONText.displayName("a\tb"), "a backslash and a t, and a tab")
+        #expect(JSONText.displayName(#"\u0001"#) == #"\\u0001"#)
+        #expect(JSONText.displayName("plain é") == "plain é")
         #expect(String(decoding: JSONText.quoted("q\"\\\u{7}"), as: UTF8.self) == #""q\"\\\u0007""#)
     }
 

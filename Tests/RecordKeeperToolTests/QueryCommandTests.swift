@@ -70,4 +70,47 @@ import Testing
             #expect(try await tool.runOnStore(["index", "items", "--add", "a b"]).status == 64)
         }
     }
+
+    @Test func `adding an index over a value that is not JSON exits 65 naming the key and declares nothing`() async throws {
+        try await withTool { tool in
+            try await filled(tool)
+            #expect(try await tool.runOnStore(["put", "items", "b2", "plain text"]).status == 0)
+            let refused = try await tool.runOnStore(["index", "items", "--add", "n"])
+            #expect(refused.status == 65, "\(refused.stderr)")
+            #expect(refused.stderr.hasPrefix("recordkeeper: Could not save to collection \"items\" (key \"b2\")"),
+                    "\(refused.stderr)")
+            #expect(refused.stderr.contains("payload is not JSON"), "\(refused.stderr)")
+            #expect(refused.stderr.split(separator: "\n").count == 1)
+            #expect(refused.stdout.isEmpty)
+            #expect(try await tool.runOnStore(["index", "items"]).output == "", "no index was declared")
+            #expect(try await tool.runOnStore(["put", "items", "e", "more text"]).status == 0)
+        }
+    }
+
+    @Test func `index of a missing collection exits 66 and dropping an undeclared index says nothing was dropped`() async throws {
+        try await withTool { tool in
+            try await filled(tool)
+            let missing = try await tool.runOnStore(["index", "nothing"])
+            #expect(missing.status == 66)
+            #expect(missing.stderr == "recordkeeper: no collection \"nothing\" in \(tool.storePath)\n")
+            #expect(missing.stdout.isEmpty)
+            #expect(try await tool.runOnStore(["list", "nothing"]).status == 66, "as list says")
+
+            #expect(try await tool.runOnStore(["index", "items", "--add", "n"]).status == 0)
+            let undeclared = try await tool.runOnStore(["index", "items", "--drop", "s"])
+            #expect(undeclared.status == 0)
+            #expect(undeclared.stderr == "no index on \"s\" in \"items\"; nothing was dropped\n")
+            #expect(undeclared.output == "n\n", "stdout stays the field list")
+            let quiet = try await tool.runOnStore(["--quiet", "index", "items", "--drop", "s"])
+            #expect(quiet.status == 0)
+            #expect(quiet.stderr.isEmpty)
+            let elsewhere = try await tool.runOnStore(["index", "nothing", "--drop", "n"])
+            #expect(elsewhere.status == 0, "like delete of a record in a missing collection")
+            #expect(elsewhere.stderr == "no index on \"n\" in \"nothing\"; nothing was dropped\n")
+            #expect(elsewhere.stdout.isEmpty)
+            #expect(try await tool.runOnStore(["collections"]).outputLines.map { $0.split(separator: "\t")[0] } == ["items"],
+                    "no collection was created")
+            #expect(try await tool.runOnStore(["index", "items"]).output == "n\n")
+        }
+    }
 }

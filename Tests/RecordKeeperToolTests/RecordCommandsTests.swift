@@ -59,6 +59,26 @@ import Testing
         }
     }
 
+    @Test func `put --base64 accepts line-wrapped base64 and still refuses other characters`() async throws {
+        try await withTool { tool in
+            let bytes = Data((0..<200).map { UInt8(truncatingIfNeeded: $0 &* 37) })
+            // As `base64` writes it: lines of 76 characters, a newline after the last.
+            let wrapped = bytes.base64EncodedString(options: [.lineLength76Characters, .endLineWithLineFeed]) + "\n"
+            #expect(wrapped.split(separator: "\n").count == 4)
+            #expect(try await tool.runOnStore(["put", "blobs", "piped", "--base64", "-"], input: Data(wrapped.utf8)).status == 0)
+            let crlf = bytes.base64EncodedString(options: [.lineLength64Characters, .endLineWithCarriageReturn, .endLineWithLineFeed])
+            #expect(try await tool.runOnStore(["put", "blobs", "argument", "--base64", " \t" + crlf + " \n"]).status == 0)
+            #expect(try await tool.runOnStore(["get", "blobs", "piped", "--raw"]).stdout == bytes)
+            #expect(try await tool.runOnStore(["get", "blobs", "argument", "--raw"]).stdout == bytes)
+            for garbage in ["aGk=!", "aG\u{2028}k=", "aG k", "a-Gk="] {
+                let refused = try await tool.runOnStore(["put", "blobs", "bad", "--base64", garbage])
+                #expect(refused.status == 65, "\(garbage): \(refused.stderr)")
+                #expect(refused.stderr == "recordkeeper: VALUE is not valid base64; nothing was written\n")
+            }
+            #expect(try await tool.runOnStore(["get", "blobs", "bad"]).status == 66)
+        }
+    }
+
     @Test func `collections and list show counts, sizes, versions and values`() async throws {
         try await withTool { tool in
             try await tool.runOnStore(["put", "users", "bob", "\"b\""])
@@ -73,6 +93,22 @@ import Testing
             #expect(values[0].hasSuffix("\t[1]"))
             #expect(try await tool.runOnStore(["list", "notes", "--values"]).outputLines.first?
                 .hasPrefix("tab\\tkey\t1\t") == true)
+        }
+    }
+
+    @Test func `keys and collection names with a backslash list unambiguously, the backslash doubled`() async throws {
+        try await withTool { tool in
+            try await tool.runOnStore(["put", "notes", #"a\tb"#, "1"])  // a backslash and a t
+            try await tool.runOnStore(["put", "notes", "a\tb", "2"])  // a tab
+            try await tool.runOnStore(["put", #"c\d"#, "k", "3"])
+            // In key order: the tab (0x09) sorts before the backslash (0x5C).
+            let keys = { (result: ToolResult) in result.outputLines.map { $0.split(separator: "\t")[0] } }
+            #expect(keys(try await tool.runOnStore(["list", "notes"])) == ["a\\tb", #"a\\tb"#])
+            #expect(keys(try await tool.runOnStore(["list", "notes", "--limit", "5"])) == ["a\\tb", #"a\\tb"#],
+                    "a query lists keys the same way")
+            #expect(try await tool.runOnStore(["collections"]).outputLines == [#"c\\d"# + "\t1\t1", "notes\t2\t2"])
+            let missing = try await tool.runOnStore(["get", #"c\d"#, #"x\y"#])
+            #expect(missing.stderr == #"recordkeeper: no record "x\\y" in collection "c\\d""# + "\n")
         }
     }
 
@@ -94,7 +130,8 @@ import Testing
             #expect(try await tool.runOnStore(["--quiet", "delete", "users", "bob"]).output == "")
             let gone = try await tool.runOnStore(["delete", "users", "bob", "--if-version", "1"])
             #expect(gone.status == 75, "a conditional delete of a record that is gone is a conflict")
-            #expect(gone.stderr.hasPrefix("recordkeeper: Could not delete from collection \"users\": \"bob\" was removed"))
+            #expect(gone.stderr.hasPrefix("recordkeeper: Could not delete from collection \"users\": no record \"bob\" "
+                                          + "(expected version 1); nothing was removed."), "\(gone.stderr)")
         }
     }
 
@@ -139,6 +176,16 @@ import Testing
             #expect(stale.status == 75)
             #expect(stale.stderr.hasPrefix("recordkeeper: Could not delete from collection \"c\": \"k\" changed since it "
                                            + "was loaded (version 7, now 1); nothing was removed."))
+            // A record that was never stored is not said to have been removed.
+            let never = try await tool.runOnStore(["put", "c", "zz", "2", "--if-version", "3"])
+            #expect(never.status == 75)
+            #expect(never.stderr.hasPrefix("recordkeeper: Could not save to collection \"c\": no record \"zz\" "
+                                           + "(expected version 3); nothing was written."), "\(never.stderr)")
+            let neverDeleted = try await tool.runOnStore(["delete", "elsewhere", "zz", "--if-version", "3"])
+            #expect(neverDeleted.status == 75)
+            #expect(neverDeleted.stderr.hasPrefix("recordkeeper: Could not delete from collection \"elsewhere\": no record "
+                                                  + "\"zz\" (expected version 3); nothing was removed."), "\(neverDeleted.stderr)")
+            #expect(try await tool.runOnStore(["get", "c", "zz"]).status == 66)
         }
     }
 

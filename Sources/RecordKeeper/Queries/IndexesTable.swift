@@ -43,12 +43,46 @@ struct IndexesTable {
 
     /// Records the index of `field` for collection `id` and creates it (in the caller's write
     /// transaction). False when it was already declared.
+    ///
+    /// Creating the index reads the field of every stored payload: a payload that is not JSON
+    /// fails it with `invalidArgument`, naming that record's key (the first in key order) and
+    /// keeping SQLite's "malformed JSON"; the caller's transaction then rolls back.
     func declareIndex(_ id: Int64, collection: String, field: FieldPath) throws -> Bool {
         let inserted = try runner.execute(
             "INSERT INTO declared_indexes (collection_id, field) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
             id, field.description, collection: collection)
-        try runner.run(collection: collection) { try connection.execute(DeclaredIndex(collectionID: id, field: field).createSQL) }
+        do {
+            try runner.run(collection: collection) { try connection.execute(DeclaredIndex(collectionID: id, field: field).createSQL) }
+        } catch var error as RecordStoreError where error.sqliteMessage == "malformed JSON" {
+            error.code = .invalidArgument
+            error.key = try firstPayloadNotJSON(id, collection: collection)
+            error.detail =
+                (error.key == nil ? "a payload of the collection is not JSON" : "the record's payload is not JSON")
+                + ", so field \(RecordStoreError.quoted(field.description)) cannot be indexed (a declared index needs "
+                + "every payload of the collection to be JSON); nothing was declared"
+            throw error
+        }
         return inserted
+    }
+
+    /// The key of the first record of collection `id`, in key order, whose payload SQLite's JSON
+    /// functions refuse (as the expression of a declared index does); nil when there is none.
+    private func firstPayloadNotJSON(_ id: Int64, collection: String) throws -> String? {
+        // The scan runs in key order and stops at the first payload it cannot parse: the key
+        // after the last one it read.
+        var last = ""  // Keys are never empty.
+        do {
+            try runner.each(
+                "SELECT key, json_type(CAST(payload AS TEXT)) FROM records WHERE collection_id = ?1 ORDER BY key",
+                id, collection: collection
+            ) { last = $0.string(at: 0) }
+            return nil
+        } catch let error as RecordStoreError where error.sqliteMessage == "malformed JSON" {
+            return try runner.one(
+                "SELECT key FROM records WHERE collection_id = ?1 AND key > ?2 ORDER BY key LIMIT 1",
+                id, last, collection: collection
+            ) { $0.string(at: 0) }
+        }
     }
 
     /// Forgets the index of `field` for collection `id` and drops it. False when it was not declared.

@@ -11,8 +11,9 @@ extension RecordStore {
     /// JSON: a write of another payload fails with ``RecordStoreError/Code/invalidArgument``
     /// (keeping SQLite's "malformed JSON") and stores nothing of that request.
     /// - Returns: false when the field was already declared.
-    /// - Throws: ``RecordStoreError`` (also when a stored payload is not JSON: nothing is
-    ///   declared then).
+    /// - Throws: ``RecordStoreError``; ``RecordStoreError/Code/invalidArgument`` when a stored
+    ///   payload of the collection is not JSON, with ``RecordStoreError/key`` naming that
+    ///   record (the first in key order): nothing is declared then.
     @discardableResult
     public nonisolated func declareIndex(_ collection: String, on field: FieldPath) async throws -> Bool {
         let name = try RecordNames.collection(collection, operation: .index)

@@ -47,8 +47,9 @@ public struct RecordConflict: Error, Sendable, Equatable, LocalizedError {
     }
 
     /// Says, for up to five keys, what was found instead of what was expected: a record that
-    /// must not exist "already exists, at version 3"; one that was loaded at version 2 "changed
-    /// since it was loaded (version 2, now 3)" or "was removed since it was loaded".
+    /// must not exist "already exists, at version 3"; one expected at version 2 "changed since
+    /// it was loaded (version 2, now 3)", or, when none is stored (removed meanwhile, or never
+    /// stored at all: the store cannot tell), "no record "k" (expected version 2)".
     public var errorDescription: String? {
         let shown = keys.prefix(5).map(describe).joined(separator: "; ")
         let more = keys.count > 5 ? "; and \(keys.count - 5) more" : ""
@@ -73,7 +74,9 @@ public struct RecordConflict: Error, Sendable, Equatable, LocalizedError {
         case (let expected?, let current?):
             return "\(name) changed since it was loaded (version \(expected.rawValue), now \(current.rawValue))"
         case (let expected?, nil):
-            return "\(name) was removed since it was loaded (at version \(expected.rawValue))"
+            // Removed since it was loaded, or never stored (a version from elsewhere): say what
+            // was found, not a history the store cannot know.
+            return "no record \(name) (expected version \(expected.rawValue))"
         case (nil, nil):
             return "\(name) is not stored, as expected"  // Not a conflict; never constructed so.
         }

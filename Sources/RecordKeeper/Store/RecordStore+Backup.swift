@@ -16,8 +16,10 @@ extension RecordStore {
     /// Other processes and connections keep writing meanwhile; this store's own requests wait
     /// for the copy. The copy is first written to a temporary file next to `destination`,
     /// flushed to disk, then moved into place, so `destination` is never a partial copy. It is
-    /// readable by its owner only (mode 0600). The store's own file is only read. Works for
-    /// in-memory stores too, which makes it a way to save one to a file.
+    /// readable by its owner only (mode 0600). The store's own file is only read, so a store
+    /// this process may read but not write (another user's, in a directory it may not write)
+    /// is copied as reads read it. Works for in-memory stores too, which makes it a way to save
+    /// one to a file.
     ///
     /// To restore, open the copy (or move it to the store's path while no process has the store
     /// open, removing any `-wal` and `-shm` files left next to that path).
@@ -46,13 +48,13 @@ extension RecordStore {
         if let storePath, !(await isPresentForBackup()) {
             throw backupError(.cannotOpen, "there is no store at \(storePath); nothing was written")
         }
-        try await perform(.backup, collection: nil) { engine in
-            let temporary = try BackupTarget.createTemporaryFile(
-                next: target, storePath: storePath, protection: options.fileProtection)
+        let protection = options.fileProtection
+        @Sendable func copy(_ engine: RecordEngine) throws {
+            let temporary = try BackupTarget.createTemporaryFile(next: target, storePath: storePath, protection: protection)
             do {
                 do {
                     try engine.runner.run {
-                        try engine.connection.backup(into: temporary, protectionFlag: options.fileProtection.sqliteOpenFlag)
+                        try engine.connection.backup(into: temporary, protectionFlag: protection.sqliteOpenFlag)
                     }
                 } catch var error as RecordStoreError {
                     error.detail = error.detail ?? "writing the copy to \(target)"
@@ -61,6 +63,19 @@ extension RecordStore {
                 try BackupTarget.finish(temporary, at: target, storePath: storePath, overwrite: overwrite)
             } catch {
                 throw BackupTarget.removing(temporary, after: error, storePath: storePath)
+            }
+        }
+        do {
+            try await perform(.backup, collection: nil) { try copy($0) }
+        } catch let error as RecordStoreError where error.operation == .open && error.code == .readOnly && storePath != nil {
+            // The writer cannot open a store this process may read but not write (in a
+            // directory it may not write, the -wal and -shm files cannot be made); a reader
+            // can, as for every read, and a copy only reads.
+            try await performRead(.backup, collection: nil) { source in
+                guard let engine = source.engine else {
+                    throw backupError(.cannotOpen, "there is no store at \(storePath ?? "-"); nothing was written")
+                }
+                try copy(engine)
             }
         }
     }

@@ -149,7 +149,10 @@ public actor RecordStore {
 
     /// Applies a record-level change in one transaction: removes only the named keys, upserts
     /// only the given payloads (skipping those already stored byte-for-byte), and touches no
-    /// other record. Establishes the collection, even when the change is empty.
+    /// other record. Establishes the collection, even when the change is empty, but not when it
+    /// only removes keys: like ``delete(_:key:ifVersion:)``, removals alone create nothing (no
+    /// collection, and no store when there is none yet and no messages are queued), and report
+    /// every key as not found.
     ///
     /// With `expected`, the change is conditional: it is applied only if every key named there
     /// still has the stated version, where nil means "must not exist"; otherwise nothing is
@@ -192,6 +195,13 @@ public actor RecordStore {
             try ValidatedChanges.normalizedVersions($0, collection: input.collection, operation: .apply)
         }
         let queued = try ValidatedMessages(messages, operation: .apply)
+        if input.upserts.isEmpty, !input.removals.isEmpty, queued.messages.isEmpty {
+            let isStore = try await performRead(.apply, collection: input.collection) { $0.engine != nil }
+            if !isStore {
+                return try WriteContext.removalsOnly(
+                    fromAbsent: input.collection, removals: input.removals, expecting: expected)
+            }
+        }
         let inline = mayWriteInline(input.upserts.count + input.removals.count + queued.messages.count)
         return try await performWrite(.apply, collection: input.collection, inline: inline, origin: .recordAPI) {
             context in

@@ -281,6 +281,9 @@ final class WriteContext {
         _ collection: String, upserts: [RecordUpsert], removals: [String],
         expecting expected: [String: RecordVersion?]? = nil
     ) throws -> AppliedChanges {
+        if upserts.isEmpty, !removals.isEmpty, try engine.records.collectionForWriting(collection) == nil {
+            return try Self.removalsOnly(fromAbsent: collection, removals: removals, expecting: expected)
+        }
         if let expected {
             return try applyReporting(collection, upserts: upserts, removals: removals, expected: expected)
         }
@@ -336,6 +339,27 @@ final class WriteContext {
     /// record, one to write, as `apply` makes for it; an insert into a transaction that has not
     /// read the version floor reads it first, to know the version it gives (one `SELECT` of
     /// `store_meta`, cheaper than the statement's `RETURNING` it replaces, see `updateIfVersion`).
+    /// An apply that only removes keys of a collection that is not established (or of a store
+    /// that does not exist yet): like `delete`, it establishes nothing. Every key is not found,
+    /// so an expectation of a version (anything but "absent") is a conflict.
+    static func removalsOnly(
+        fromAbsent collection: String, removals: [String], expecting expected: [String: RecordVersion?]?
+    ) throws -> AppliedChanges {
+        var current: [String: RecordVersion?] = [:]
+        var expectedVersions: [String: RecordVersion?] = [:]
+        for (key, version) in expected ?? [:] where version != nil {
+            current[key] = .some(nil)
+            expectedVersions[key] = .some(version)
+        }
+        guard current.isEmpty else {
+            throw RecordConflict(
+                collection: collection, currentVersions: current, expectedVersions: expectedVersions, action: .delete)
+        }
+        var applied = AppliedChanges()
+        applied.notFound = removals
+        return applied
+    }
+
     private func applyReporting(_ collection: String, key: String, data: Data) throws -> AppliedChanges {
         let found = try engine.records.collectionForWriting(collection, record: key, comparedTo: data)
         let ref = try found?.ref ?? engine.records.establishForWriting(collection)

@@ -39,7 +39,9 @@ enum CommandCatalog {
             summary: "List the collection's declared indexes, or add and drop them.",
             discussion: """
                 Prints the declared fields, one per line, after any change. Every payload of a collection with a
-                declared index must be JSON. A malformed FIELD exits 64.
+                declared index must be JSON: --add over a payload that is not JSON exits 65 naming its key. A
+                malformed FIELD exits 64; listing a collection that does not exist exits 66. Dropping an index
+                that is not declared says so on stderr and exits 0.
                 """),
         CommandSpec(
             name: "get",
@@ -53,7 +55,7 @@ enum CommandCatalog {
                         ArgumentSpec(name: "VALUE", isOptional: false)],
             options: [
                 .flag("json", help: "Require VALUE to be JSON and store its compact form."),
-                .flag("base64", help: "VALUE is base64; store the decoded bytes."),
+                .flag("base64", help: "VALUE is base64 (line breaks allowed); store the decoded bytes."),
                 .value("if-version", "VERSION",
                        help: "Only if the record still has VERSION (see list), or 'absent': only if it does not exist."),
             ],
@@ -183,7 +185,7 @@ enum CommandCatalog {
                 .value("keep", "local|server", help: "Which side to keep."),
                 .value("merged", "VALUE", help: "Write VALUE instead ('-' reads standard input)."),
                 .flag("json", help: "With --merged: require VALUE to be JSON and store its compact form."),
-                .flag("base64", help: "With --merged: VALUE is base64; store the decoded bytes."),
+                .flag("base64", help: "With --merged: VALUE is base64 (line breaks allowed); store the decoded bytes."),
             ],
             summary: "Resolve a sync conflict by keeping the local or the server's value, or with a merged one.",
             discussion: """

@@ -25,7 +25,10 @@ enum QueryCommands {
         return .ok
     }
 
-    /// Adds and drops declared indexes, then prints the declared fields.
+    /// Adds and drops declared indexes, then prints the declared fields. Listing the indexes
+    /// of a collection that does not exist is exit 66, as `list` of it is; dropping an index
+    /// that is not declared succeeds and says so on stderr (the field list stays stdout's),
+    /// as `delete` of a record that is not stored does.
     static func index(_ context: CommandContext) async throws -> ExitCode {
         let collection = try context.name(0, "collection name")
         let adds = try (context.arguments.allValues["add"] ?? []).map { try field($0, "--add") }
@@ -33,7 +36,12 @@ enum QueryCommands {
         let store = adds.isEmpty ? try context.store.existingStore() : try context.store.writableStore()
         for field in adds { try await store.declareIndex(collection, on: field) }
         for field in drops where try await !store.dropIndex(collection, on: field) {
-            if !context.quiet { StandardError.writeLine("recordkeeper: no index on \(field) was declared") }
+            if !context.quiet {
+                StandardError.writeLine("no index on \(quoted(field.description)) in \(quoted(collection)); nothing was dropped")
+            }
+        }
+        if adds.isEmpty, drops.isEmpty, try await store.records(collection, limit: 1) == nil {
+            throw ToolError(.notFound, "no collection \(quoted(collection)) in \(context.store.path)")
         }
         for field in try await store.declaredIndexes(collection) { try context.output.write("\(field)\n") }
         return .ok

@@ -28,7 +28,8 @@ enum WriteCommands {
 
     /// The bytes a VALUE argument stands for (standard input for `-`), as `put` reads them:
     /// exactly, or with `--json` the compact form of a JSON value, with `--base64` the decoded
-    /// bytes. `resolve --merged` reads its value the same way.
+    /// bytes (ASCII whitespace in the base64 text, such as line breaks, is ignored).
+    /// `resolve --merged` reads its value the same way.
     ///
     /// - Throws: ``UsageError`` for both flags; ``ToolError`` (65) for a value that is not what
     ///   the flag says.
@@ -57,7 +58,10 @@ enum WriteCommands {
             }
             data = Data(compact)
         } else if asBase64 {
-            let text = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            // Line-wrapped base64 (`base64` wraps at 76 characters) is accepted: ASCII whitespace
+            // is dropped anywhere, then the rest is decoded strictly (any other character is
+            // refused, unlike `.ignoreUnknownCharacters`).
+            let text = String(decoding: bytes.filter { !isASCIIWhitespace($0) }, as: UTF8.self)
             guard let decoded = Data(base64Encoded: text) else {
                 throw ToolError(.dataError, "\(source) is not valid base64; nothing was written")
             }
@@ -66,6 +70,11 @@ enum WriteCommands {
             data = Data(bytes)
         }
         return data
+    }
+
+    /// Space, tab, line feed, vertical tab, form feed and carriage return.
+    private static func isASCIIWhitespace(_ byte: UInt8) -> Bool {
+        byte == 0x20 || (0x09...0x0D).contains(byte)
     }
 
     /// Runs a write of the one record `key`, so that its failure names the key even when it

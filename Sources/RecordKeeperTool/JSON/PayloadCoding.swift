@@ -123,11 +123,16 @@ enum JSONText {
     }
 
     /// A collection name or key for one line of text output: control characters (tab, newline,
-    /// ...) escaped as in JSON, so one record stays one line; everything else unchanged.
+    /// ...) escaped as in JSON, so one record stays one line, and a backslash doubled, so that
+    /// the escapes are unambiguous (`a\\tb` is a backslash and a t, `a\tb` a tab); everything
+    /// else unchanged.
     static func displayName(_ name: String) -> String {
-        guard name.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else { return name }
+        guard name.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F || $0 == "\\" }) else {
+            return name
+        }
         return String(name.unicodeScalars.map { scalar -> String in
             switch scalar.value {
+            case 0x5C: return "\\\\"
             case 0x0A: return "\\n"
             case 0x09: return "\\t"
             case 0x0D: return "\\r"
@@ -139,7 +144,7 @@ enum JSONText {
     }
 }
 
-/// A name for a message, in quotes, with control characters escaped and long names shortened.
+/// A name for a message, in quotes, escaped as ``JSONText/displayName(_:)`` does and shortened when long.
 func quoted(_ name: String) -> String {
     let shown = name.count > 80 ? String(name.prefix(77)) + "…" : name
     return "\"" + JSONText.displayName(shown) + "\""

@@ -81,6 +81,27 @@ import Testing
     }
 
     @Test(arguments: StoreKind.allCases)
+    func `declaring an index over a payload that is not JSON names that record and declares nothing`(kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ in
+            try await store.replace("notes", values: [
+                "a": Data(#"{"title":"x"}"#.utf8), "b": Data("plain text".utf8), "c": Data("more text".utf8),
+            ])
+            let refused = await #expect(throws: RecordStoreError.self) {
+                try await store.declareIndex("notes", on: FieldPath("title"))
+            }
+            #expect(refused?.code == .invalidArgument)
+            #expect(refused?.collection == "notes")
+            #expect(refused?.key == "b", "the first such record in key order")
+            #expect(refused?.sqliteMessage == "malformed JSON")
+            #expect(refused?.errorDescription?.contains("(key \"b\")") == true, "\(String(describing: refused))")
+            #expect(try await store.declaredIndexes("notes") == [])
+            #expect(!Self.usesIndex(try await store.queryPlan("notes", RecordQuery(where: RecordField("title") == "x"))))
+            // Without an index, payloads that are not JSON are still accepted.
+            try await store.put("notes", key: "d", data: Data("still text".utf8))
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
     func `a repository declares indexes by its key strategy`(kind: StoreKind) async throws {
         try await withStore(kind) { store, _ in
             let words = RecordRepository<ItemQueryTests.Word>(

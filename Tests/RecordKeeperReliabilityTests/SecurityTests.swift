@@ -54,6 +54,11 @@ import RecordKeeper
         SQLLiteral(
             file: "Sources/RecordKeeper/Queries/QuerySQL.swift",
             text: #"SELECT key, payload, version\(sortColumns)"#),
+        // `contains`: the validated JSON path twice, and the element's match, which is library
+        // text around a bound placeholder (`?N`).
+        SQLLiteral(
+            file: "Sources/RecordKeeper/Queries/QuerySQL.swift",
+            text: #"(json_type(CAST(payload AS TEXT), '\(path)') = 'array' AND EXISTS (SELECT 1 FROM json_each(CAST(payload AS TEXT), '\(path)') AS element WHERE \(match)))"#),
         SQLLiteral(
             file: "Sources/RecordKeeper/Queries/DeclaredIndex.swift",
             text: #"CREATE INDEX IF NOT EXISTS \"\(name)\" ON records (collection_id, \(field.sqlExpression)) WHERE collection_id = \(collectionID)"#),

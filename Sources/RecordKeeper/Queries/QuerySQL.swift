@@ -152,12 +152,12 @@ struct QuerySQL {
             // json_each of a scalar gives the scalar itself: only an array's elements count.
             // An element's value compares as json_extract's does (never across kinds); an
             // object or array element's value is its JSON text, so it is ruled out.
-            let payload = "CAST(payload AS TEXT)"
+            // The path is a validated FieldPath's (see `jsonPath`); the value is bound.
+            let path = field.jsonPath
             let match = element == .null
                 ? "element.type = 'null'"
                 : "element.type NOT IN ('object', 'array') AND element.value = \(bind(element))"
-            return "(json_type(\(payload), '\(field.jsonPath)') = 'array' AND EXISTS (SELECT 1 FROM "
-                + "json_each(\(payload), '\(field.jsonPath)') AS element WHERE \(match)))"
+            return "(json_type(CAST(payload AS TEXT), '\(path)') = 'array' AND EXISTS (SELECT 1 FROM json_each(CAST(payload AS TEXT), '\(path)') AS element WHERE \(match)))"
         case .and(let all):
             return all.isEmpty ? "1" : "(" + all.map { render($0) }.joined(separator: " AND ") + ")"
         case .or(let all):

@@ -335,10 +335,6 @@ final class WriteContext {
         return applied
     }
 
-    /// `applyReporting` of a single upsert: one statement to find the collection and the
-    /// record, one to write, as `apply` makes for it; an insert into a transaction that has not
-    /// read the version floor reads it first, to know the version it gives (one `SELECT` of
-    /// `store_meta`, cheaper than the statement's `RETURNING` it replaces, see `updateIfVersion`).
     /// An apply that only removes keys of a collection that is not established (or of a store
     /// that does not exist yet): like `delete`, it establishes nothing. Every key is not found,
     /// so an expectation of a version (anything but "absent") is a conflict.
@@ -360,6 +356,10 @@ final class WriteContext {
         return applied
     }
 
+    /// `applyReporting` of a single upsert: one statement to find the collection and the
+    /// record, one to write, as `apply` makes for it; an insert into a transaction that has not
+    /// read the version floor reads it first, to know the version it gives (one `SELECT` of
+    /// `store_meta`, cheaper than the statement's `RETURNING` it replaces, see `updateIfVersion`).
     private func applyReporting(_ collection: String, key: String, data: Data) throws -> AppliedChanges {
         let found = try engine.records.collectionForWriting(collection, record: key, comparedTo: data)
         let ref = try found?.ref ?? engine.records.establishForWriting(collection)

@@ -17,12 +17,12 @@ import Testing
         try await withRelay { relay in
             let cases: [(String, String)] = [
                 ("{\"operations\": [", "the body is not a push request: the body: "),
-                ("[]", "the body is not a push request: the body is not a"),
+                ("[]", "the body is not a push request: the body is not an object"),
                 ("{}", "the body is not a push request: operations is missing"),
                 (#"{"operations":[{"id":"not-a-uuid","device":"d","sequence":1,"changes":[]}]}"#,
                  "the body is not a push request: operations[0].id: "),
                 (#"{"operations":[{"id":"6F1C0000-0000-4000-8000-000000000001","device":"d","sequence":"one","changes":[]}]}"#,
-                 "the body is not a push request: operations[0].sequence is not an Int64"),
+                 "the body is not a push request: operations[0].sequence is not a whole number"),
             ]
             for (body, message) in cases {
                 let response = try await post(relay, body)

@@ -123,8 +123,17 @@ enum RelayResponses {
         }
     }
 
+    /// What a value of `type` is in JSON's words ("a whole number", "an object"), never a
+    /// Swift type name a client could not act on.
     private static func article(_ type: Any.Type) -> String {
-        let name = String(describing: type)
-        return "a" + ("AEIOU".contains(name.first ?? "x") ? "n " : " ") + name
+        switch type {
+        case is Int.Type, is Int64.Type, is Int32.Type, is UInt64.Type, is UInt.Type: return "a whole number"
+        case is Double.Type, is Float.Type: return "a number"
+        case is String.Type: return "a string"
+        case is Bool.Type: return "true or false"
+        default: break
+        }
+        // Every other wire type is a JSON object, or a list of them.
+        return String(describing: type).hasPrefix("Array<") ? "an array" : "an object"
     }
 }

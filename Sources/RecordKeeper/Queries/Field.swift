@@ -96,15 +96,19 @@ extension Field where Value: Comparable {
 // An optional field (`Field<Word, Int?>`) compares with a value of the type it wraps: a record
 // whose field is missing or `null` matches no comparison (see docs/QUERIES.md).
 extension Field {
+    /// The optional field is present and less than `value`.
     public static func < <Wrapped: Comparable>(field: Self, value: Wrapped) -> ItemPredicate<Item> where Value == Wrapped? {
         field.compare(.less, value)
     }
+    /// The optional field is present and at most `value`.
     public static func <= <Wrapped: Comparable>(field: Self, value: Wrapped) -> ItemPredicate<Item> where Value == Wrapped? {
         field.compare(.lessOrEqual, value)
     }
+    /// The optional field is present and greater than `value`.
     public static func > <Wrapped: Comparable>(field: Self, value: Wrapped) -> ItemPredicate<Item> where Value == Wrapped? {
         field.compare(.greater, value)
     }
+    /// The optional field is present and at least `value`.
     public static func >= <Wrapped: Comparable>(field: Self, value: Wrapped) -> ItemPredicate<Item> where Value == Wrapped? {
         field.compare(.greaterOrEqual, value)
     }

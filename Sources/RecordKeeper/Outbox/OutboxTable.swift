@@ -125,6 +125,11 @@ struct OutboxTable {
         try runner.execute("DELETE FROM outbox WHERE id = ?1 AND dead = 1", id, key: id.uuidString)
     }
 
+    /// Whether `id` is a pending operation (queued, not a dead letter).
+    func isPending(_ id: UUID) throws -> Bool {
+        try runner.one("SELECT 1 FROM outbox WHERE id = ?1 AND dead = 0", id, key: id.uuidString) { _ in true } ?? false
+    }
+
     // MARK: Delivery
 
     /// Pending operations a processor may start now, in enqueue order, at most `limit`: due by

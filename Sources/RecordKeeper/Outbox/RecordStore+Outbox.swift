@@ -81,24 +81,34 @@ public struct Outbox: Sendable {
     /// place in enqueue order, so it goes before later operations of its ordering key.
     /// - Throws: ``RecordStoreError/Code/invalidArgument`` when `id` is not a dead letter.
     public func requeue(_ id: UUID) async throws {
-        let found = try await store.performWrite(.outboxRequeue, collection: nil) { context in
-            try context.engine.outbox.requeue(id, now: Date())
+        let state = try await store.performWrite(.outboxRequeue, collection: nil) { context in
+            let outbox = context.engine.outbox
+            return try outbox.requeue(id, now: Date()) ? DeadLetterState.dead : try outbox.isPending(id) ? .pending : .absent
         }
-        if found { store.outboxSignal.notify() } else { throw Self.notDead(id, .outboxRequeue) }
+        if state == .dead { store.outboxSignal.notify() } else { throw Self.notDead(id, state, .outboxRequeue) }
     }
 
-    /// Removes one dead letter, explicitly and for good.
-    /// - Throws: ``RecordStoreError/Code/invalidArgument`` when `id` is not a dead letter.
+    /// Removes one dead letter, explicitly and for good. A pending operation cannot be
+    /// discarded: it is delivered, or becomes a dead letter when it fails for good or uses up
+    /// its attempts; an outbox never drops an operation on its own.
+    /// - Throws: ``RecordStoreError/Code/invalidArgument`` when `id` is not a dead letter (the
+    ///   message says whether it is still pending or not queued at all); nothing is removed.
     public func discard(_ id: UUID) async throws {
-        let found = try await store.performWrite(.outboxDiscard, collection: nil) { context in
-            try context.engine.outbox.discard(id)
+        let state = try await store.performWrite(.outboxDiscard, collection: nil) { context in
+            let outbox = context.engine.outbox
+            return try outbox.discard(id) ? DeadLetterState.dead : try outbox.isPending(id) ? .pending : .absent
         }
-        if !found { throw Self.notDead(id, .outboxDiscard) }
+        if state != .dead { throw Self.notDead(id, state, .outboxDiscard) }
     }
 
-    private static func notDead(_ id: UUID, _ operation: StoreOperation) -> RecordStoreError {
+    /// What `requeue` or `discard` found at an id.
+    private enum DeadLetterState: Sendable { case dead, pending, absent }
+
+    private static func notDead(_ id: UUID, _ state: DeadLetterState, _ operation: StoreOperation) -> RecordStoreError {
         RecordStoreError(
             code: .invalidArgument, operation: operation, key: id.uuidString,
-            detail: "there is no dead letter with this id")
+            detail: state == .pending
+                ? "the operation is still pending, not a dead letter: only dead letters are requeued or discarded"
+                : "there is no dead letter with this id, nor a pending operation")
     }
 }

@@ -181,9 +181,13 @@ import RecordKeeperTestSupport
             try await store.outbox.discard(bad2.id)
             #expect(try await store.outbox.deadLetters().isEmpty)
 
+            // A pending operation is never discarded, and the error says it is pending.
             let notDead = await #expect(throws: RecordStoreError.self) { try await store.outbox.discard(bad1.id) }
             #expect(notDead?.code == .invalidArgument)
-            await #expect(throws: RecordStoreError.self) { try await store.outbox.requeue(UUID()) }
+            #expect(notDead?.detail?.contains("still pending") == true, "\(String(describing: notDead))")
+            #expect(try await store.outbox.pending().map(\.id) == [bad1.id])
+            let unknown = await #expect(throws: RecordStoreError.self) { try await store.outbox.requeue(UUID()) }
+            #expect(unknown?.detail?.contains("nor a pending operation") == true, "\(String(describing: unknown))")
 
             #expect(try await processor.deliverDue().delivered == 1)
             #expect(try await store.outbox.pending().isEmpty)

@@ -10,7 +10,7 @@ public import Foundation
 ///
 /// It compacts like `PostgresSyncServer` (``compact(space:olderThan:)``), measuring ages with
 /// the clock it was given, so tests move time forward instead of waiting.
-public actor InMemorySyncServer: SyncCompactingServer {
+public actor InMemorySyncServer: SyncCompactingServer, SyncPagesPulling {
     private struct Space {
         var counter: Int64 = 0
         var outcomes: [UUID: (outcome: SyncOutcome, receivedAt: Date)] = [:]
@@ -81,7 +81,15 @@ public actor InMemorySyncServer: SyncCompactingServer {
     public func pull(
         space: String, after cursor: SyncCursor, limit: Int, collections: Set<String>?
     ) async throws -> SyncPage {
+        try await pullPages(space: space, after: cursor, limit: limit, collections: collections, pages: 1)[0]
+    }
+
+    /// Up to `pages` consecutive pages from one snapshot (``SyncPagesPulling``).
+    package func pullPages(
+        space: String, after cursor: SyncCursor, limit: Int, collections: Set<String>?, pages: Int
+    ) async throws -> [SyncPage] {
         try SyncRequestValidation.validatePull(space: space, cursor: cursor, limit: limit, collections: collections)
+        let pages = max(1, pages)
         let current = spaces[space] ?? Space()
         if SyncHorizon.isBehind(cursor, horizon: current.horizon) {
             throw SyncHorizon.behind(cursor, horizon: current.horizon, space: space)
@@ -98,19 +106,20 @@ public actor InMemorySyncServer: SyncCompactingServer {
                 if a.value.version != b.value.version { return a.value.version < b.value.version }
                 return SyncOrdering.precedes(a.key.collection, a.key.key, b.key.collection, b.key.key)
             }
-        let page = SyncPage.assemble(
-            after.prefix(limit + 1).map { id, record in
-                SyncPulledChange(
-                    collection: id.collection, key: id.key, value: record.value,
-                    version: record.version, itemVersion: record.itemVersion)
-            },
-            limit: limit, head: current.counter, cursor: cursor, horizon: current.horizon)
+        let read = after.prefix(limit * pages + 1).map { id, record in
+            SyncPulledChange(
+                collection: id.collection, key: id.key, value: record.value,
+                version: record.version, itemVersion: record.itemVersion)
+        }
+        let result = SyncPage.assemblePages(
+            read, limit: limit, pages: pages, head: current.counter, cursor: cursor, horizon: current.horizon)
         if spaces[space] != nil {
+            // The lowest cursor handed out is the first page's.
             let bucket = SyncHorizon.bucket(of: now())
-            let mark = SyncHorizon.mark(of: page.cursor)
+            let mark = SyncHorizon.mark(of: result[0].cursor)
             spaces[space]?.marks[bucket] = min(mark, current.marks[bucket] ?? mark)
         }
-        return page
+        return result
     }
 
     public func compact(space: String, olderThan age: Duration) async throws -> SyncCompaction {

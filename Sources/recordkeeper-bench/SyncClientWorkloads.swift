@@ -143,7 +143,7 @@ extension BenchRunner {
 
 /// A server that times the calls it passes on, so a row can tell the server's part of a
 /// `RecordSync` pass from the client's (the time outside these calls).
-final class TimedSyncServer: RecordSyncServer {
+final class TimedSyncServer: RecordSyncServer, SyncPagesPulling {
     let server: PostgresSyncServer
     /// Seconds spent inside push and pull calls. A lock because the protocol is Sendable;
     /// the bench calls one at a time.
@@ -174,5 +174,17 @@ final class TimedSyncServer: RecordSyncServer {
         spent.withLock { $0 += time }
         guard let page else { throw BenchFailure("the timed pull returned no page") }
         return page
+    }
+
+    /// The relay fills an answer of several pages with one read (S6 through the relay).
+    func pullPages(
+        space: String, after cursor: SyncCursor, limit: Int, collections: Set<String>?, pages: Int
+    ) async throws -> [SyncPage] {
+        var read: [SyncPage] = []
+        let time = try await measureAsync {
+            read = try await server.pullPages(space: space, after: cursor, limit: limit, collections: collections, pages: pages)
+        }
+        spent.withLock { $0 += time }
+        return read
     }
 }

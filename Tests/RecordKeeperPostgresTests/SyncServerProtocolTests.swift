@@ -270,6 +270,53 @@ import Testing
     }
 
     @Test(arguments: ServerKind.allCases)
+    func `several pages read at once are the pages of sequential pulls, also filtered and past the end`(kind: ServerKind)
+        async throws
+    {
+        guard let server = try await kind.make(), let pager = server as? any SyncPagesPulling else {
+            #expect(kind == .postgres && !TestPostgres.enabled, "every server kind reads several pages at once")
+            return
+        }
+        let space = TestPostgres.space()
+        // 12 operations of 1 record, one of 7 records (page boundaries fall inside it), one tag
+        // in three.
+        var operations = (1...12).map { i in
+            operation("phone", Int64(i), put(i % 3 == 0 ? "tags" : "notes", "k\(i)", "v\(i)", base: nil))
+        }
+        operations.append(
+            SyncOperation(device: "phone", sequence: 13, changes: (1...7).map { put("bulk", "b\($0)", "x\($0)", base: nil) }))
+        _ = try await server.push(space: space, operations: operations)
+
+        for collections: Set<String>? in [nil, ["tags", "bulk"]] {
+            for (limit, pages) in [(4, 2), (4, 3), (3, 100), (1000, 5)] {
+                var cursor = SyncCursor.start
+                while true {
+                    var sequential: [SyncPage] = []
+                    var next = cursor
+                    repeat {
+                        let page = try await server.pull(space: space, after: next, limit: limit, collections: collections)
+                        sequential.append(page)
+                        next = page.cursor
+                    } while sequential.last!.hasMore && sequential.count < pages
+                    let read = try await pager.pullPages(
+                        space: space, after: cursor, limit: limit, collections: collections, pages: pages)
+                    #expect(read == sequential, "limit \(limit), pages \(pages), collections \(String(describing: collections))")
+                    cursor = sequential.last!.cursor
+                    if !sequential.last!.hasMore { break }
+                }
+                #expect(cursor == SyncCursor(counter: 13))
+            }
+        }
+        // Past the end: one page, empty, at the counter.
+        let done = try await pager.pullPages(space: space, after: SyncCursor(counter: 13), limit: 4, collections: nil, pages: 3)
+        #expect(done == [SyncPage(changes: [], cursor: SyncCursor(counter: 13), hasMore: false)])
+        let error = await #expect(throws: SyncError.self) {
+            try await pager.pullPages(space: space, after: .start, limit: 0, collections: nil, pages: 3)
+        }
+        #expect(error?.code == .invalidRequest)
+    }
+
+    @Test(arguments: ServerKind.allCases)
     func `a pull of some collections pages through theirs only, and a complete page ends at the space's counter`(
         kind: ServerKind
     ) async throws {

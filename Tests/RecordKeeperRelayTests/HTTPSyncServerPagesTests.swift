@@ -21,7 +21,9 @@ struct HTTPSyncServerPagesTests {
             let client = HTTPSyncServer(url: URL(string: relay.base)!) { try RelayHarness.token(space: "alice") }
             let pulled = try await sequentialPages(client, limit: 4)
             #expect(pulled == direct)
-            #expect(relay.server.calls.pulls == direct.count, "each page pulled once from the server")
+            // The in-memory server reads several pages at once, as PostgreSQL does: one read
+            // of the server per answer.
+            #expect(relay.server.calls.pulls == (direct.count + 2) / 3, "each answer read once from the server")
             let requests = pullRequests(relay)
             #expect(requests.count == (direct.count + 2) / 3, "\(requests)")
             #expect(requests.first?.hasSuffix("pages=3") == true, "\(requests)")

@@ -10,12 +10,14 @@ extension PostgresSyncServer {
     /// that commits later, and a page cut short ends at its last row, never at the counter.
     ///
     /// A cursor behind the space's compaction horizon is refused (``SyncError/Code/behindHorizon``):
-    /// the tombstones it has not seen may be gone. Returns the page and, when the cursor it
-    /// hands out is below the lowest one recorded for `bucket` (or none is), its mark to record.
+    /// the tombstones it has not seen may be gone. Returns up to `pages` consecutive pages (see
+    /// ``SyncPage/assemblePages(_:limit:pages:head:cursor:horizon:)``: one statement reads
+    /// them all) and, when the lowest cursor they hand out (the first page's) is below the
+    /// lowest one recorded for `bucket` (or none is), its mark to record.
     static func pull(
-        space: String, after cursor: SyncCursor, limit: Int, collections: Set<String>?, bucket: Int64,
+        space: String, after cursor: SyncCursor, limit: Int, pages: Int = 1, collections: Set<String>?, bucket: Int64,
         on connection: isolated PostgresConnection
-    ) throws -> (SyncPage, mark: Int64?) {
+    ) throws -> ([SyncPage], mark: Int64?) {
         let head = try connection.execute(
             """
             SELECT s.counter, s.horizon,
@@ -46,7 +48,7 @@ extension PostgresSyncServer {
         // 100,000 records); with the bound, the ordered scan of the feed index is the plan.
         var parameters: [PostgresValue] = [
             .text(space), .int64(counter), .int64(afterVersion), .text(afterCollection),
-            .text(afterKey), .int64(Int64(limit) + 1),
+            .text(afterKey), .int64(Int64(limit) * Int64(pages) + 1),
         ]
         if let collections { parameters.append(.binaryTextArray(collections.sorted())) }
         let rows = try connection.execute(
@@ -62,10 +64,11 @@ extension PostgresSyncServer {
                     version: SyncServerVersion(try rows.int64(row, 2)),
                     itemVersion: try rows.optionalInt64(row, 4).map { Int(truncatingIfNeeded: $0) }))
         }
-        let page = SyncPage.assemble(changes, limit: limit, head: counter, cursor: cursor, horizon: horizon)
-        let mark = SyncHorizon.mark(of: page.cursor)
+        let result = SyncPage.assemblePages(
+            changes, limit: limit, pages: pages, head: counter, cursor: cursor, horizon: horizon)
+        let mark = SyncHorizon.mark(of: result[0].cursor)
         let lowers = exists && (lowest.map { mark < $0 } ?? true)
-        return (page, lowers ? mark : nil)
+        return (result, lowers ? mark : nil)
     }
 
     /// Records that a cursor with `mark` was handed out in `bucket` (lowering the bucket's

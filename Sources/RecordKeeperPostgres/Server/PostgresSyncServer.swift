@@ -33,7 +33,7 @@ package import Foundation
 /// (``RecordKeeper/SyncError/Code/unreachable``). Running a push again is safe: a push that
 /// committed before its answer was lost is answered with the stored outcomes
 /// (`isRedelivery`), never applied twice.
-public final class PostgresSyncServer: SyncCompactingServer {
+public final class PostgresSyncServer: SyncCompactingServer, SyncPagesPulling {
     /// Test hooks: called on the connection's queue at fixed points of a push, with the space.
     /// A hook may block (the push holds the space's counter lock meanwhile), or throw (the push
     /// fails and its transaction rolls back; after COMMIT, the push fails all the same).
@@ -286,7 +286,17 @@ public final class PostgresSyncServer: SyncCompactingServer {
     public func pull(
         space: String, after cursor: SyncCursor, limit: Int, collections: Set<String>?
     ) async throws -> SyncPage {
+        try await pullPages(space: space, after: cursor, limit: limit, collections: collections, pages: 1)[0]
+    }
+
+    /// Up to `pages` consecutive pages of a pull in one snapshot and one statement
+    /// (``/RecordKeeperSync/SyncPagesPulling``): what the relay answers a device catching up
+    /// with, in one round trip to PostgreSQL instead of one per page.
+    package func pullPages(
+        space: String, after cursor: SyncCursor, limit: Int, collections: Set<String>?, pages: Int
+    ) async throws -> [SyncPage] {
         try SyncRequestValidation.validatePull(space: space, cursor: cursor, limit: limit, collections: collections)
+        let pages = max(1, min(pages, SyncPage.maximumLimit / limit))
         let timeout = timeout
         let bucket = SyncHorizon.bucket(of: now())
         do {
@@ -295,14 +305,14 @@ public final class PostgresSyncServer: SyncCompactingServer {
             // afterwards, only when it is the lowest of its hour (see Self.recordMark).
             return try await withConnection { connection in
                 try await connection.withTimeout(timeout) { connection in
-                    let (page, mark) = try connection.transaction(.repeatableRead, readOnly: true, operation: "pull") {
+                    let (result, mark) = try connection.transaction(.repeatableRead, readOnly: true, operation: "pull") {
                         connection in
                         try Self.pull(
-                            space: space, after: cursor, limit: limit, collections: collections, bucket: bucket,
-                            on: connection)
+                            space: space, after: cursor, limit: limit, pages: pages, collections: collections,
+                            bucket: bucket, on: connection)
                     }
                     if let mark { try Self.recordMark(mark, space: space, bucket: bucket, on: connection) }
-                    return page
+                    return result
                 }
             }
         } catch {

@@ -15,7 +15,7 @@ public import RecordKeeperSync
 /// Each shard's schema is checked (and migrated when behind) once, when it connects, never per
 /// request; no request takes a lock beyond its own space's rows. The first request of each
 /// space also makes sure no other shard holds the space (``route(_:)``).
-public final class ShardedPostgresSyncServer: SyncCompactingServer {
+public final class ShardedPostgresSyncServer: SyncCompactingServer, SyncPagesPulling {
     /// Where each space goes.
     public let map: SyncShardMap
     /// One server per shard, in the map's order.
@@ -89,6 +89,12 @@ public final class ShardedPostgresSyncServer: SyncCompactingServer {
         space: String, after cursor: SyncCursor, limit: Int, collections: Set<String>?, wait: Duration
     ) async throws -> SyncPage {
         try await route(space).pull(space: space, after: cursor, limit: limit, collections: collections, wait: wait)
+    }
+
+    package func pullPages(
+        space: String, after cursor: SyncCursor, limit: Int, collections: Set<String>?, pages: Int
+    ) async throws -> [SyncPage] {
+        try await route(space).pullPages(space: space, after: cursor, limit: limit, collections: collections, pages: pages)
     }
 
     public func compact(space: String, olderThan age: Duration) async throws -> SyncCompaction {

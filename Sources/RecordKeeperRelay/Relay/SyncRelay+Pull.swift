@@ -38,6 +38,13 @@ extension SyncRelay {
     /// changes in all: fewer requests for a device catching up, each page what a pull of its
     /// cursor would have answered.
     private func pages(_ key: RelayPullAhead.Key, wait: Duration) async throws(RelayRefusal) -> [SyncPage] {
+        if wait == .zero {
+            do {
+                if let read = try await pagesInOneRead(key) { return read }
+            } catch {
+                throw RelayResponses.failure(error, operation: "pull", space: key.space, log: configuration.log)
+            }
+        }
         let first = try await firstPage(
             space: key.space, after: key.cursor, limit: key.limit, collections: key.collections, wait: wait)
         return wait == .zero ? await pages(from: first, key) : [first]
@@ -48,6 +55,7 @@ extension SyncRelay {
     private func pagesAhead(_ key: RelayPullAhead.Key) async -> [SyncPage]? {
         let first: SyncPage
         do {
+            if let read = try await pagesInOneRead(key) { return read }
             first = try await pull(space: key.space, after: key.cursor, limit: key.limit, collections: key.collections, wait: .zero)
         } catch {
             // Not this request's failure to answer: the device's own pull of this cursor pulls
@@ -59,6 +67,23 @@ extension SyncRelay {
         }
         metrics.recordPull(changes: first.changes.count)
         return await pages(from: first, key)
+    }
+
+    /// The pages of an answer of `key` in one read, when the server reads several pages at once
+    /// (``/RecordKeeperSync/SyncPagesPulling``: one snapshot and one statement of PostgreSQL
+    /// instead of one per page) and the answer has more than one page; nil otherwise (and for a
+    /// token whose collections this relay filters itself), when the pages are pulled one by one.
+    /// As many pages as the one-by-one pulls would make: up to `key.pages` while the answer
+    /// stays within ``SyncRelay/Configuration/maxPullLimit`` changes.
+    private func pagesInOneRead(_ key: RelayPullAhead.Key) async throws -> [SyncPage]? {
+        let count = min(key.pages, max(1, configuration.maxPullLimit / key.limit))
+        guard count > 1, let pager = server as? any SyncPagesPulling,
+            (key.collections?.count ?? 0) <= SyncPullFilter.maximumCollections
+        else { return nil }
+        let pages = try await pager.pullPages(
+            space: key.space, after: key.cursor, limit: key.limit, collections: key.collections, pages: count)
+        for page in pages { metrics.recordPull(changes: page.changes.count) }
+        return pages
     }
 
     /// `first` and the pages after it, up to `key.pages` in all.

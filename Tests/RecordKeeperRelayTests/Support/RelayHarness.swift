@@ -63,7 +63,10 @@ func withRelay<T>(
     configuration.pullAheadKeptFor = .seconds(3600)
     configure(&configuration)
     let counting = CountingSyncServer(server)
-    let relay = SyncRelay(server: counting, configuration: configuration)
+    // A server that reads several pages at once is served so, as the relay serves PostgreSQL.
+    let served: any RecordSyncServer =
+        if let pager = server as? any SyncPagesPulling { CountingPagesServer(counting, pager) } else { counting }
+    let relay = SyncRelay(server: served, configuration: configuration)
     var http = HTTPServer.Configuration(host: "127.0.0.1", port: 0)
     http.log = { lines.append($0) }
     http.relaxedForTests()
@@ -106,6 +109,12 @@ final class CountingSyncServer: RecordSyncServer {
         counts.withLock { $0.pulls += 1 }
         filters.withLock { $0.append(collections) }
         return try await inner.pull(space: space, after: cursor, limit: limit, collections: collections)
+    }
+
+    /// Counts a read of several pages at once (one pull), for ``CountingPagesServer``.
+    func countPull(_ collections: Set<String>?) {
+        counts.withLock { $0.pulls += 1 }
+        filters.withLock { $0.append(collections) }
     }
 
     func pull(
@@ -154,5 +163,42 @@ extension ClientResponse {
             let error: Detail
         }
         return (try? JSONDecoder().decode(Body.self, from: body))?.error.message
+    }
+}
+
+/// ``CountingSyncServer`` for a server that reads several pages at once: an answer of several
+/// pages read at once counts as one pull.
+final class CountingPagesServer: RecordSyncServer, SyncPagesPulling {
+    let counting: CountingSyncServer
+    let pager: any SyncPagesPulling
+
+    init(_ counting: CountingSyncServer, _ pager: any SyncPagesPulling) {
+        self.counting = counting
+        self.pager = pager
+    }
+
+    func push(space: String, operations: [SyncOperation]) async throws -> [SyncOutcome] {
+        try await counting.push(space: space, operations: operations)
+    }
+
+    func pull(space: String, after cursor: SyncCursor, limit: Int) async throws -> SyncPage {
+        try await counting.pull(space: space, after: cursor, limit: limit)
+    }
+
+    func pull(space: String, after cursor: SyncCursor, limit: Int, collections: Set<String>?) async throws -> SyncPage {
+        try await counting.pull(space: space, after: cursor, limit: limit, collections: collections)
+    }
+
+    func pull(
+        space: String, after cursor: SyncCursor, limit: Int, collections: Set<String>?, wait: Duration
+    ) async throws -> SyncPage {
+        try await counting.pull(space: space, after: cursor, limit: limit, collections: collections, wait: wait)
+    }
+
+    func pullPages(
+        space: String, after cursor: SyncCursor, limit: Int, collections: Set<String>?, pages: Int
+    ) async throws -> [SyncPage] {
+        counting.countPull(collections)
+        return try await pager.pullPages(space: space, after: cursor, limit: limit, collections: collections, pages: pages)
     }
 }

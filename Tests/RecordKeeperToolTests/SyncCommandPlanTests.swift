@@ -98,6 +98,11 @@ import Testing
         let untrusted = ToolError(SyncError(.unreachable, "x", underlying: tls), pending: nil, touched: false)
         #expect(untrusted.exitCode.rawValue == 78)
         #expect(untrusted.message.contains("trying again does not help"))
+        // A handshake cut short (a relay restarting) may pass later: still "try later".
+        let cut = URLError(.unknown, userInfo: [
+            NSLocalizedDescriptionKey: "OpenSSL SSL_connect: SSL_ERROR_SYSCALL in connection to relay:443",
+        ])
+        #expect(ToolError(SyncError(.unreachable, "x", underlying: cut), pending: nil, touched: false).exitCode == .storeRefused)
         let other = URLError(.unknown, userInfo: [NSLocalizedDescriptionKey: "something else"])
         #expect(ToolError(SyncError(.unreachable, "x", underlying: other), pending: nil, touched: false).exitCode == .storeRefused)
         let forked = ToolError(SyncError(.forkedDevice, "refused"), pending: 1, touched: true)

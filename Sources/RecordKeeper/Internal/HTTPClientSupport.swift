@@ -62,13 +62,12 @@ package enum HTTPClientSupport {
         return "\(what) (URLError \(error.code.rawValue))"
     }
 
-    /// Whether `error` is a TLS connection that failed: a certificate this device does not
-    /// trust (a private CA, self-signed, expired, for another name) or a failed handshake (a
-    /// server that speaks no TLS at an `https://` URL). Apple platforms give these their own
-    /// codes; FoundationNetworking on Linux (libcurl) gives `URLError.unknown` with libcurl's
-    /// and OpenSSL's words, which name SSL.
-    package static func isTLSFailure(_ error: (any Error)?) -> Bool {
-        guard let error = error as? URLError else { return false }
+    /// Whether `error` is a TLS connection that failed, for the words of ``describe``: a
+    /// certificate this device does not trust, a handshake that failed (a server that speaks no
+    /// TLS at an `https://` URL, or a connection cut during the handshake). Apple platforms give
+    /// these their own codes; FoundationNetworking on Linux (libcurl) gives `URLError.unknown`
+    /// with libcurl's and OpenSSL's words, which name SSL.
+    static func isTLSFailure(_ error: URLError) -> Bool {
         switch error.code {
         case .secureConnectionFailed, .serverCertificateUntrusted, .serverCertificateHasBadDate,
              .serverCertificateNotYetValid, .serverCertificateHasUnknownRoot, .clientCertificateRejected,
@@ -82,6 +81,32 @@ package enum HTTPClientSupport {
         }
     }
 
+    /// Whether `error` is a TLS failure that settings cause and waiting does not mend: a server
+    /// certificate this device does not trust (a private CA, self-signed, expired, for another
+    /// name), or an `https://` URL of a server that speaks no TLS. Not a handshake cut short
+    /// (a relay or load balancer restarting: `SSL_ERROR_SYSCALL`, a reset), which a later
+    /// attempt may pass, nor a client certificate (not this library's settings).
+    package static func isTLSSettingsFailure(_ error: (any Error)?) -> Bool {
+        guard let error = error as? URLError else { return false }
+        switch error.code {
+        case .serverCertificateUntrusted, .serverCertificateHasBadDate, .serverCertificateNotYetValid,
+             .serverCertificateHasUnknownRoot:
+            return true
+        case .unknown:
+            let text = error.localizedDescription
+            return settingsWords.contains { text.contains($0) }
+        default:
+            return false
+        }
+    }
+
+    /// libcurl's and OpenSSL's words for a certificate not trusted and for no TLS at all.
+    private static let settingsWords = [
+        "SSL certificate problem", "certificate verify failed", "unable to get local issuer", "self-signed",
+        "self signed", "certificate has expired", "no alternative certificate subject name", "does not match target host",
+        "wrong version number", "packet length too long",
+    ]
+
     /// The words of a failed TLS connection, with its cause as the platform gives it.
     private static func tlsWords(_ error: URLError) -> String {
         let cause = error.localizedDescription
@@ -89,8 +114,14 @@ package enum HTTPClientSupport {
             return "the TLS connection failed: the server speaks no TLS at this address (\(cause)); a server "
                 + "without TLS is reached with an http:// URL"
         }
-        return "the TLS connection failed: \(cause); the server's certificate must be one this device trusts "
-            + "(a certificate of a private CA needs that CA in the system's trust store)"
+        if error.code == .clientCertificateRejected || error.code == .clientCertificateRequired {
+            return "the TLS connection failed: the server asked for a client certificate or refused this device's (\(cause))"
+        }
+        if isTLSSettingsFailure(error) {
+            return "the TLS connection failed: \(cause); the server's certificate must be one this device trusts "
+                + "(a certificate of a private CA needs that CA in the system's trust store)"
+        }
+        return "the TLS connection failed during its handshake: \(cause)"
     }
 
     /// The first 200 characters of a response body, for error messages.

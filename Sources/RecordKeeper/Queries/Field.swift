@@ -130,35 +130,30 @@ extension Field {
     }
 }
 
-extension Field where Value: Sequence, Value.Element: Encodable {
+/// A collection a queried field may hold that its `Codable` code writes as a JSON array of its
+/// elements: `Array` and `Set`. Its fields take ``Field/contains(_:)``.
+public protocol QueryableArray: Sequence where Element: Encodable {}
+
+extension Array: QueryableArray where Element: Encodable {}
+extension Set: QueryableArray where Element: Encodable {}
+
+extension Field where Value: QueryableArray, Value.Element: Sendable {
     /// The field is an array with an element equal to `element` (`Note.tags.contains("swift")`),
     /// for fields of arrays and sets. A record whose field is missing or `null` contains nothing.
     public func contains(_ element: Value.Element) -> ItemPredicate<Item> {
         let path = path
-        let element = SendableElement(element)
-        return ItemPredicate { context in .contains(try context.path(path), try context.value(element.value, path)) }
+        return ItemPredicate { context in .contains(try context.path(path), try context.value(element, path)) }
     }
 }
 
 extension Field {
     /// The optional array (or set) field has an element equal to `element`; a record whose
     /// field is missing or `null` contains nothing.
-    public func contains<Wrapped: Sequence>(_ element: Wrapped.Element) -> ItemPredicate<Item>
-    where Value == Wrapped?, Wrapped.Element: Encodable {
+    public func contains<Wrapped: QueryableArray>(_ element: Wrapped.Element) -> ItemPredicate<Item>
+    where Value == Wrapped?, Wrapped.Element: Sendable {
         let path = path
-        let element = SendableElement(element)
-        return ItemPredicate { context in .contains(try context.path(path), try context.value(element.value, path)) }
+        return ItemPredicate { context in .contains(try context.path(path), try context.value(element, path)) }
     }
-}
-
-/// An element of a `Sendable` collection, carried into a predicate's builder. An array or set
-/// that is `Sendable` holds `Sendable` elements, but a generic `Sequence.Element` says nothing
-/// of it.
-private struct SendableElement<Element: Encodable>: @unchecked Sendable {
-    // Sendable: the element came out of a `Value: Sendable` collection (Field requires it),
-    // which a Sendable array or set is only when its elements are; it is read, never mutated.
-    let value: Element
-    init(_ value: Element) { self.value = value }
 }
 
 extension Field where Value: StringProtocol {

@@ -86,7 +86,8 @@ public actor StoredValue<Value: Codable & Sendable> {
         version = written.first?.value
     }
 
-    /// Removes the stored value, so ``load()`` returns the default again.
+    /// Removes the stored value, so ``load()`` returns the default again. A value someone else
+    /// removed meanwhile is no conflict: it is gone, as asked.
     /// - Throws: ``RecordConflict`` (with ``ConflictPolicy/fail``) when the record changed
     ///   since it was last loaded or saved here; ``RecordStoreError``.
     public func remove(onConflict policy: ConflictPolicy = .fail) async throws {
@@ -94,7 +95,12 @@ public actor StoredValue<Value: Codable & Sendable> {
         defer { turns.release() }
         var changes = RecordChanges()
         changes[key] = nil
-        _ = try await store.applyReturningVersions(collection, changes: changes, expecting: expectation(policy))
+        do {
+            _ = try await store.applyReturningVersions(collection, changes: changes, expecting: expectation(policy))
+        } catch let conflict as RecordConflict {
+            // Removed by someone else meanwhile: gone, as asked (as a repository's delete).
+            guard conflict.currentVersions[key] == .some(nil) else { throw conflict }
+        }
         version = nil
     }
 

@@ -66,7 +66,7 @@ public struct RecordConflict: Error, Sendable, Equatable, LocalizedError {
         let current = currentVersions[key] ?? nil
         guard let expectation = expectedVersions[key] else {
             return current.map { "\(name) changed since it was loaded (now version \($0.rawValue))" }
-                ?? "\(name) was removed since it was loaded"
+                ?? "no record \(name)"
         }
         switch (expectation, current) {
         case (nil, let current?):

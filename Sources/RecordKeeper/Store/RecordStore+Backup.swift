@@ -49,34 +49,47 @@ extension RecordStore {
             throw backupError(.cannotOpen, "there is no store at \(storePath); nothing was written")
         }
         let protection = options.fileProtection
+        // The temporary copy made, if any: removed when the request fails after making it (a
+        // read whose snapshot turns out stale fails after its body returned).
+        let made = Protected<String?>(nil)
         @Sendable func copy(_ engine: RecordEngine) throws {
             let temporary = try BackupTarget.createTemporaryFile(next: target, storePath: storePath, protection: protection)
+            made.withLock { $0 = temporary }
             do {
-                do {
-                    try engine.runner.run {
-                        try engine.connection.backup(into: temporary, protectionFlag: protection.sqliteOpenFlag)
-                    }
-                } catch var error as RecordStoreError {
-                    error.detail = error.detail ?? "writing the copy to \(target)"
-                    throw error
+                try engine.runner.run {
+                    try engine.connection.backup(into: temporary, protectionFlag: protection.sqliteOpenFlag)
                 }
-                try BackupTarget.finish(temporary, at: target, storePath: storePath, overwrite: overwrite)
-            } catch {
-                throw BackupTarget.removing(temporary, after: error, storePath: storePath)
+            } catch var error as RecordStoreError {
+                error.detail = error.detail ?? "writing the copy to \(target)"
+                throw error
             }
         }
         do {
-            try await perform(.backup, collection: nil) { try copy($0) }
-        } catch let error as RecordStoreError where error.operation == .open && error.code == .readOnly && storePath != nil {
-            // The writer cannot open a store this process may read but not write (in a
-            // directory it may not write, the -wal and -shm files cannot be made); a reader
-            // can, as for every read, and a copy only reads.
-            try await performRead(.backup, collection: nil) { source in
-                guard let engine = source.engine else {
-                    throw backupError(.cannotOpen, "there is no store at \(storePath ?? "-"); nothing was written")
+            do {
+                try await perform(.backup, collection: nil) { try copy($0) }
+            } catch let error as RecordStoreError
+                where error.operation == .open && error.code == .readOnly && storePath != nil && made.withLock({ $0 }) == nil
+            {
+                // The writer cannot open a store this process may read but not write (in a
+                // directory it may not write, the -wal and -shm files cannot be made); a reader
+                // can, as for every read, and a copy only reads. A reader of such a store
+                // reads without locks and checks afterwards that the file did not change
+                // meanwhile, failing the read if it did: so the copy goes into place only
+                // once the read has returned.
+                try await performRead(.backup, collection: nil) { source in
+                    guard let engine = source.engine else {
+                        throw backupError(.cannotOpen, "there is no store at \(storePath ?? "-"); nothing was written")
+                    }
+                    try copy(engine)
                 }
-                try copy(engine)
             }
+            guard let temporary = made.withLock({ $0 }) else {
+                throw backupError(.cannotOpen, "no copy was made; nothing was written")
+            }
+            try BackupTarget.finish(temporary, at: target, storePath: storePath, overwrite: overwrite)
+        } catch {
+            guard let temporary = made.withLock({ $0 }) else { throw error }
+            throw BackupTarget.removing(temporary, after: error, storePath: storePath)
         }
     }
 

@@ -55,9 +55,18 @@ extension RecordStore {
                 context in
                 let transaction = RecordTransaction(context: context)
                 defer { transaction.invalidate() }
+                // Nothing stored at the key (never, or removed meanwhile): nothing to remove and
+                // no conflict. A collection that does not exist (never made, or removed
+                // meanwhile) stays so: not even the repository's item version is recorded.
+                if try context.engine.records.collectionForWriting(name) == nil {
+                    try context.enqueue(queued)
+                    return false
+                }
                 try check(transaction)
-                var expected = expected
-                if case .some(.some) = expected, try !context.isStored(name, key: key) { expected = nil }
+                if try !context.isStored(name, key: key) {
+                    try context.enqueue(queued)
+                    return false
+                }
                 let before = context.removedRecords
                 try context.apply(name, upserts: [], removals: [key], expecting: expected.map { [key: $0] })
                 try context.enqueue(queued)

@@ -189,7 +189,8 @@ public actor RecordSync {
     static let uploadChunk = 1000
     /// Bytes of keys and payloads per operation of the initial upload (a record larger than
     /// this is an operation of its own): about 1.4 MB as JSON, far below a relay's default
-    /// body limit of 8 MiB, so that every operation can be pushed through it.
+    /// body limit of 8 MiB, so that operations of many records can be pushed through it (a
+    /// single record of more than about 6 MiB cannot be, in any operation).
     static let uploadBytes = 1 << 20
 
     /// Creates a sync client. No I/O.

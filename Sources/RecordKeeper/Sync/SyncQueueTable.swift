@@ -124,6 +124,14 @@ struct SyncQueueTable {
                     try statement.run()
                 }
             }
+            // The look-up found a record up to `cut`, so the insert took at least one: a key
+            // the look-up and the insert read differently (bytes that are not UTF-8, written by
+            // another tool) would otherwise never move `last` on.
+            guard runner.connection.changes > 0 else {
+                throw RecordStoreError(
+                    code: .malformedRecord, operation: runner.operation, collection: name, key: cut, path: runner.path,
+                    detail: "a key of the collection is not valid UTF-8, so its records cannot be uploaded; nothing was written")
+            }
             operations += 1
             last = cut
         }

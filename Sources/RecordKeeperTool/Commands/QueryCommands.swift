@@ -37,7 +37,7 @@ enum QueryCommands {
         for field in adds { try await store.declareIndex(collection, on: field) }
         for field in drops where try await !store.dropIndex(collection, on: field) {
             if !context.quiet {
-                StandardError.writeLine("no index on \(quoted(field.description)) in \(quoted(collection)); nothing was dropped")
+                StandardError.writeLine("recordkeeper: no index on \(quoted(field.description)) in \(quoted(collection)); nothing was dropped")
             }
         }
         if adds.isEmpty, drops.isEmpty, try await store.records(collection, limit: 1) == nil {

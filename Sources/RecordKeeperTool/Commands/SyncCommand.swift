@@ -148,8 +148,10 @@ enum SyncCommand {
         } catch let error as SyncError {
             let pending = try await store.syncStatus()?.pendingOperations
             // What was already done (a new device id taken, collections started) is said first.
-            if !context.quiet, let recovery { try context.output.write(describe(recovery) + "\n") }
-            if !context.quiet { for line in startedLines(request) { try context.output.write(line + "\n") } }
+            // Not with --json, whose failures print nothing on standard output.
+            let prose = !context.quiet && !arguments.has("json")
+            if prose, let recovery { try context.output.write(describe(recovery) + "\n") }
+            if prose { for line in startedLines(request) { try context.output.write(line + "\n") } }
             // Conflicts its push recorded before the failure are in the store: say so, as a
             // sync that succeeds does (not with --json, whose failures print nothing).
             if !arguments.has("json") {
@@ -288,7 +290,7 @@ extension ToolError {
     init(_ error: SyncError, pending: Int?, touched: Bool) {
         let queue = pending.map { " \($0) local operation(s) stay pending;" } ?? ""
         switch error.code {
-        case .unreachable where HTTPClientSupport.isTLSFailure(error.underlying):
+        case .unreachable where HTTPClientSupport.isTLSSettingsFailure(error.underlying):
             // A certificate this machine does not trust, or TLS against a plain-HTTP server:
             // settings to correct (docs/RELAY.md "Trusting the relay's certificate").
             let local = touched ? "nothing local was lost" : "local data untouched"

@@ -147,6 +147,11 @@ import Testing
             try await first.save(Book(id: "b", title: "B3"))
             await #expect(throws: RecordConflict.self) { try await second.delete("b") }
             #expect(try await store.read("books")?.keys.sorted() == ["b"])
+            // A collection removed meanwhile stays removed: the delete re-creates nothing.
+            _ = try await second.load()
+            try await store.removeCollection("books")
+            #expect(try await second.delete("b") == false)
+            #expect(try await store.read("books") == nil)
         }
     }
 

@@ -43,6 +43,24 @@ import Testing
     }
 
     @Test(arguments: StoreKind.allCases)
+    func `removing a value someone else removed is no conflict, removing one they changed is`(kind: StoreKind) async throws {
+        try await withStore(kind) { (store: RecordStore, _: URL) async throws in
+            let phone = StoredValue(store: store, collection: "settings", key: "theme", default: Theme.system)
+            let tablet = StoredValue(store: store, collection: "settings", key: "theme", default: Theme.system)
+            try await phone.save(.dark)
+            _ = try await tablet.load()
+            try await phone.remove()
+            try await tablet.remove()  // gone, as asked
+            #expect(try await tablet.load() == .system)
+            try await phone.save(.light)
+            _ = try await tablet.load()
+            try await phone.save(.dark)
+            await #expect(throws: RecordConflict.self) { try await tablet.remove() }
+            #expect(try await phone.load() == .dark, "a changed value stays")
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
     func `a value changed elsewhere since it was loaded conflicts and stays`(kind: StoreKind) async throws {
         try await withStore(kind) { (store: RecordStore, _: URL) async throws in
             let phone = StoredValue(store: store, collection: "settings", key: "theme", default: Theme.system)

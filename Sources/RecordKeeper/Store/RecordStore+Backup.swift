@@ -44,6 +44,7 @@ extension RecordStore {
         guard destination.isFileURL else {
             throw backupError(.invalidArgument, "the destination \(destination) is not a file URL")
         }
+        if let locationError = core.locationError { throw locationError }
         try BackupTarget.check(target, storePath: storePath, overwrite: overwrite)
         if let storePath, !(await isPresentForBackup()) {
             throw backupError(.cannotOpen, "there is no store at \(storePath); nothing was written")

@@ -330,6 +330,15 @@ public actor RecordStore {
         core.close()
     }
 
+    /// ``close()`` whose checkpoint does not wait for other connections' locks: when another
+    /// connection holds one, the checkpoint fails at once (reported as for `close()`; nothing
+    /// is lost, the commits stay in the log). For a process about to exit after a request
+    /// already waited out the busy timeout (the `recordkeeper` tool), so that it does not wait
+    /// a second time.
+    package func closeWithoutWaiting() async {
+        core.close(waitingForLocks: false)
+    }
+
     /// True when the store may hold data: it is open or opening, or its file exists (or its
     /// URL is unusable: the request then reports that).
     func isPresent() -> Bool {

@@ -79,19 +79,29 @@ final class StoreCore: Sendable {
     /// commit and the log is empty. The next request opens them again. A checkpoint that finds
     /// another connection busy for longer than the busy timeout is skipped (nothing is lost);
     /// any other failure is reported to the event handler.
-    func close() {
+    func close(waitingForLocks: Bool = true) {
         writer.withLock { state in
             Self.releaseBetweenTransactions(state)
             readers?.closeAll()
             checkpointer.withLock { $0.connection = nil }
             if let connection = state.connection {
-                do throws(SQLiteFailure) {
-                    try connection.checkpoint(.truncate)
-                } catch {
-                    options.eventHandler?(.checkpointFailed(RecordStoreError(error, operation: .close, path: path)))
+                let failure = waitingForLocks
+                    ? Self.truncateLog(connection) : connection.refusingToWait { Self.truncateLog(connection) }
+                if let failure {
+                    options.eventHandler?(.checkpointFailed(RecordStoreError(failure, operation: .close, path: path)))
                 }
             }
             state.dropConnection()
+        }
+    }
+
+    /// The truncating checkpoint of `close`; its failure, if any.
+    private static func truncateLog(_ connection: SQLiteConnection) -> SQLiteFailure? {
+        do throws(SQLiteFailure) {
+            try connection.checkpoint(.truncate)
+            return nil
+        } catch {
+            return error
         }
     }
 }

@@ -33,7 +33,7 @@ public enum RecordKeeperTool {
             try output.flush()
             return code.rawValue
         } catch {
-            await opened.closeAll()
+            await opened.closeAll(after: error)
             do {
                 try output.flush()
             } catch let flushError {

@@ -3,7 +3,8 @@ import Foundation
 import RecordKeeper
 import Testing
 
-/// What a person reads when a store cannot be created because its directory is not writable.
+/// What a person reads when a store (or a backup's copy) cannot be created because its
+/// directory is not writable.
 @Suite struct UnwritableDirectoryWordingTests {
     @Test(.enabled(if: WriteProtection.isAvailable, WriteProtection.unavailableReason))
     func `a new store in an unwritable directory says the directory is not writable`() async throws {
@@ -42,6 +43,24 @@ import Testing
             #expect(description.hasSuffix(")."))
             #expect(!description.contains(".."))
             #expect(!FileManager.default.fileExists(atPath: sub.path))
+        }
+    }
+
+    @Test(.enabled(if: WriteProtection.isAvailable, WriteProtection.unavailableReason))
+    func `a backup into an unwritable directory names that directory, not the store's`() async throws {
+        try await withTemporaryDirectory { directory in
+            let store = RecordStore(url: directory.appendingPathComponent("records.sqlite"))
+            try await store.put("c", key: "k", data: Data("1".utf8))
+            let locked = directory.appendingPathComponent("locked", isDirectory: true)
+            try FileManager.default.createDirectory(at: locked, withIntermediateDirectories: true)
+            try #require(WriteProtection.protect(locked))
+            defer { WriteProtection.unprotect(locked) }
+            let error = await #expect(throws: RecordStoreError.self) {
+                try await store.backup(to: locked.appendingPathComponent("copy.sqlite"))
+            }
+            #expect(error?.code == .readOnly)
+            #expect(error?.detail?.hasPrefix("the copy could not be created because the directory \(locked.path) is not writable (") == true)
+            #expect(error?.recoverySuggestion == "Choose a destination in a directory this user may write; nothing was written there.")
         }
     }
 }

@@ -55,6 +55,38 @@ import Testing
         }
     }
 
+    @Test func `every repository error is one sentence naming its collection and key`() {
+        let codes: [RepositoryError.Code] = [
+            .undecodableRecord, .keyMismatch, .codingMismatch, .unencodableValue, .unsupportedSchemaVersion,
+            .invalidDocumentKey, .migrationFailed, .missingMigrationStep, .newerItemVersion,
+        ]
+        for code in codes {
+            let sentence = RepositoryError(code: code, collection: "events", key: "launch").errorDescription ?? ""
+            #expect(sentence.hasPrefix("Could not "), "\(code): \(sentence)")
+            #expect(sentence.contains(#"collection "events" (key "launch")"#), "\(code): \(sentence)")
+            #expect(sentence.hasSuffix("."), "\(code): \(sentence)")
+            #expect(!sentence.contains("RepositoryError"), "\(code): \(sentence)")
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func `a repository opened with other payload strategies says what was recorded and what to do`(kind: StoreKind) async throws {
+        struct Event: Codable, Identifiable, Equatable, Sendable {
+            var id: String
+            var roomName: String
+        }
+        try await withStore(kind) { store, _ in
+            try await RecordRepository<Event>(store: store, collection: "events").save(Event(id: "a", roomName: "Main"))
+            let snake = RecordRepository<Event>(store: store, collection: "events", strategies: .init(keys: .snakeCase))
+            let error = await #expect(throws: RepositoryError.self) { try await snake.load() }
+            #expect(error?.code == .codingMismatch)
+            #expect(error?.errorDescription == "Could not use collection \"events\": the items were written with "
+                    + "\(RecordCoding.Strategies.default), and this repository reads and writes "
+                    + "\(RecordCoding.Strategies(keys: .snakeCase)); nothing was changed.")
+            #expect(error?.recoverySuggestion?.contains("raise the item version") == true)
+        }
+    }
+
     @Test func `put on a damaged store names the key`() async throws {
         try await withTemporaryDirectory { directory in
             let url = directory.appendingPathComponent("records.sqlite")

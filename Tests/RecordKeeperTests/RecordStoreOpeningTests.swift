@@ -125,6 +125,42 @@ import Testing
         }
     }
 
+    @Test func `a URL that is not a file URL is refused at every request and nothing is created`() async throws {
+        try await withTemporaryDirectory { directory in
+            // Its path names a file in this test's directory: a store that ignored the scheme
+            // would create its file there.
+            let url = try #require(URL(string: "https://example.com\(directory.path)/records.sqlite"))
+            let log = EventLog()
+            let store = RecordStore(url: url, options: .init(eventHandler: { log.append($0) }))
+            let expected =
+                "Could not open the store at \(url.absoluteString): the URL is not a file URL; nothing was created."
+            let put = await #expect(throws: RecordStoreError.self) { try await store.put("c", key: "k", data: Data("v")) }
+            #expect(put?.code == .invalidArgument)
+            #expect(put?.operation == .open)
+            #expect(put?.path == url.absoluteString)
+            #expect(put?.localizedDescription == expected)
+            let read = await #expect(throws: RecordStoreError.self) { try await store.read("c") }
+            #expect(read?.localizedDescription == expected)
+            let removal = await #expect(throws: RecordStoreError.self) { try await store.removeCollection("c") }
+            #expect(removal?.code == .invalidArgument)
+            let info = await #expect(throws: RecordStoreError.self) { try await store.info() }
+            #expect(info?.code == .invalidArgument)
+            let backup = await #expect(throws: RecordStoreError.self) {
+                try await store.backup(to: directory.appendingPathComponent("copy.sqlite"))
+            }
+            #expect(backup?.code == .invalidArgument)
+            _ = await store.changes(in: "c")
+            let reported = log.all.compactMap { event -> RecordStoreError? in
+                switch event {
+                case .openingFailed(let error), .changeObservationFailed(let error): error
+                default: nil
+                }
+            }
+            #expect(!reported.isEmpty && reported.allSatisfy { $0.code == .invalidArgument })
+            #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path) == [])
+        }
+    }
+
     @Test func `an opening failure is thrown and a later request retries`() async throws {
         try await withTemporaryDirectory { directory in
             // A file stands where the store's directory should be: never removed by the store.

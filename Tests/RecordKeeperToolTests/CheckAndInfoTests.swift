@@ -67,6 +67,10 @@ import Testing
             #expect(check.status == 65)
             #expect(check.output.hasPrefix("integrity: "))
             #expect(check.stderr.contains("keep a copy of the file"))
+            // What to do next, since later writes are not refused.
+            #expect(check.stderr.contains("stop writing to it"), "\(check.stderr)")
+            #expect(check.stderr.contains("restore a backup or export what still reads into a new store"))
+            #expect(check.stderr.contains(#"docs/BACKUP.md, "A damaged store""#))
             let read = try await tool.runOnStore(["list", "c"])
             #expect(read.status == 69)
             #expect(try Data(contentsOf: url) == bytes)

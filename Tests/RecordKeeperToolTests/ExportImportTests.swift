@@ -197,12 +197,29 @@ import Testing
         }
     }
 
-    @Test func `an empty input imports nothing`() async throws {
+    @Test(arguments: ["", "\n\n", "{\"collections\": {}}"])
+    func `an input that names no collection imports nothing, says so and creates no store`(input: String) async throws {
         try await withTool { tool in
+            let file = try tool.file("empty", input)
+            for replace in [[], ["--replace"]] {
+                let result = try await tool.runOnStore(["import", file] + replace)
+                #expect(result.status == 0, "\(result.stderr)")
+                #expect(result.output == "the input holds no collections and no records; nothing was imported\n")
+            }
+            #expect(!FileManager.default.fileExists(atPath: tool.storePath))
+        }
+    }
+
+    @Test func `an empty input never removes records, with or without replace`() async throws {
+        try await withTool { tool in
+            #expect(try await tool.runOnStore(["put", "notes", "a", "1"]).status == 0)
             let file = try tool.file("empty.ndjson", "")
-            let result = try await tool.runOnStore(["import", file])
-            #expect(result.status == 0)
-            #expect(result.output == "imported 0 collections: added 0, changed 0, removed 0, unchanged 0\n")
+            for replace in [[], ["--replace"]] {
+                let result = try await tool.runOnStore(["import", file] + replace)
+                #expect(result.status == 0, "\(result.stderr)")
+                #expect(result.output == "the input holds no collections and no records; nothing was imported\n")
+            }
+            #expect(try await tool.runOnStore(["get", "notes", "a"]).output == "1\n")
         }
     }
 

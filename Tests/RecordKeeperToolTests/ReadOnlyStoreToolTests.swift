@@ -52,6 +52,17 @@ import Testing
     }
 
     @Test(.enabled(if: OtherUser.nobody != nil, OtherUser.unavailableReason))
+    func `info on a store the user may only read reports the file's journal mode`() async throws {
+        try await withOthersStore(mode: 0o444) { tool, _ in
+            // Read through an immutable connection (no -shm can be made), whose own mode is
+            // "delete": the file itself is in WAL mode, as `sqlite3 file 'PRAGMA journal_mode'` says.
+            let info = try await tool.runOnStore(["info"])
+            #expect(info.status == 0, "\(info.stderr)")
+            #expect(info.outputLines.contains("journal mode: wal"), "\(info.output)")
+        }
+    }
+
+    @Test(.enabled(if: OtherUser.nobody != nil, OtherUser.unavailableReason))
     func `a store the user may not read at all says cannot read`() async throws {
         try await withOthersStore(mode: 0o600) { tool, _ in
             let got = try await tool.runOnStore(["get", "notes", "today"])

@@ -55,6 +55,8 @@ final class SQLiteConnection {
         case immutable
     }
 
+    /// How the file was opened.
+    let mode: OpenMode
     /// The busy timeout in milliseconds, restored after `refusingToWait`.
     private let busyMilliseconds: Int32
     /// Frames in the write-ahead log after the last commit through this connection, when
@@ -88,6 +90,7 @@ final class SQLiteConnection {
         }
         self.handle = handle
         self.path = path
+        self.mode = mode
         sqlite3_extended_result_codes(handle, 1)
         let milliseconds = busyTimeout.components.seconds * 1000
             + busyTimeout.components.attoseconds / 1_000_000_000_000_000

@@ -151,9 +151,8 @@ struct ItemMigrator: Sendable {
     private func codingMismatchError(_ stored: RecordCoding.Strategies) -> RepositoryError {
         RepositoryError(
             code: .codingMismatch, collection: collection,
-            detail: "the items were written with \(stored); this repository reads and writes \(strategies). "
-                + "Open it with the recorded strategies, or raise the item version to rewrite every item with "
-                + "the new ones; nothing was changed")
+            detail: "the items were written with \(stored), and this repository reads and writes \(strategies); "
+                + "nothing was changed")
     }
 
     /// The steps from `found` to ``currentVersion``.

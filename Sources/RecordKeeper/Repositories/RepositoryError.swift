@@ -116,8 +116,11 @@ extension RepositoryError: LocalizedError {
         case .keyMismatch:
             return "Could not read \(place): " + (detail ?? "the key does not correspond to an item ID") + "."
         case .unencodableValue:
-            return "Could not save to \(place): the value does not encode"
+            return "Could not save to \(place): " + (detail ?? "the value does not encode")
                 + (underlying.map { " (\(Self.summary(of: $0)))" } ?? "") + "; nothing was written."
+        case .codingMismatch:
+            return "Could not use \(place): "
+                + (detail ?? "its items were written with other payload strategies than this repository's") + "."
         case .unsupportedSchemaVersion:
             let found = schemaVersion.map(String.init) ?? "unknown"
             let supported = supportedSchemaVersions.map { " (supported: \(Self.shown($0)))" } ?? ""
@@ -134,7 +137,7 @@ extension RepositoryError: LocalizedError {
             return "Could not use \(place): " + (detail ?? "it was written by a newer version of the app")
                 + "; it was left untouched."
         default:
-            return description
+            return "Could not use \(place): " + (detail ?? "a repository error occurred (\(code.name))") + "."
         }
     }
 
@@ -147,6 +150,10 @@ extension RepositoryError: LocalizedError {
             return "Update the app to a version that knows this schema; the stored records were left unchanged."
         case .newerItemVersion:
             return "Update the app to a version that knows this item version; the stored records were left unchanged."
+        case .codingMismatch:
+            return "Open the repository with the payload strategies recorded for the collection (an app that does not "
+                + "know them needs an update), or raise the item version to rewrite every item with the new ones; "
+                + "the stored records were left unchanged."
         case .migrationFailed, .missingMigrationStep:
             return "The stored records were left unchanged. Fix the migration step and try again."
         default:

@@ -44,6 +44,7 @@ extension RecordStore {
         guard destination.isFileURL else {
             throw backupError(.invalidArgument, "the destination \(destination) is not a file URL")
         }
+        if let locationError = core.locationError { throw locationError }
         try BackupTarget.check(target, storePath: storePath, overwrite: overwrite)
         if let storePath, !(await isPresentForBackup()) {
             throw backupError(.cannotOpen, "there is no store at \(storePath); nothing was written")
@@ -144,7 +145,12 @@ enum BackupTarget {
         let temporary = (directory as NSString).appendingPathComponent(".\(name).backup-\(UUID().uuidString)")
         let descriptor = open(temporary, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else {
-            throw systemError(errno, "could not create the temporary file \(temporary)", storePath: storePath, file: temporary)
+            let number = errno
+            // Said as a store's unwritable directory is: which directory, and that it is not writable.
+            let what = [EACCES, EPERM, EROFS].contains(number)
+                ? "the copy could not be created because the directory \(directory) is not writable"
+                : "could not create the temporary file \(temporary)"
+            throw systemError(number, what, storePath: storePath, file: temporary)
         }
         close(descriptor)
         do {

@@ -48,13 +48,23 @@ extension RecordStore {
             return try engine.runner.run {
                 StoreInfo(
                     path: path, formatVersion: try connection.userVersion(),
-                    sqliteVersion: SQLiteConnection.libraryVersion, journalMode: try connection.journalMode(),
+                    sqliteVersion: SQLiteConnection.libraryVersion, journalMode: try Self.journalMode(of: connection, path: path),
                     durability: try connection.synchronousIsFull() ? .full : .normal,
                     fullFsync: try connection.fullFsyncFlags().fullfsync, pageSize: try connection.pageSize(),
                     pageCount: try connection.pageCount(), freePageCount: try connection.freePageCount(),
                     fileBytes: try path.flatMap(Self.fileSize), walBytes: try path.flatMap { try Self.fileSize($0 + "-wal") })
             }
         }
+    }
+
+    /// The file's journal mode. An `immutable` connection (a store whose directory this process
+    /// cannot write, read without its `-wal` and `-shm`) runs in a mode of its own and says
+    /// `delete` even for a file in WAL mode: the file's header says which it is (its version
+    /// bytes are 2 in WAL mode; otherwise every connection starts in `delete` mode).
+    private static func journalMode(of connection: SQLiteConnection, path: String?) throws -> String {
+        guard connection.mode == .immutable, let path else { return try connection.journalMode() }
+        guard let header = try StoreOpener.readHeader(path) else { return "none" }
+        return header.isWriteAheadLog ? "wal" : "delete"
     }
 
     /// SQLite's integrity check: `["ok"]` when the database is healthy, else one line per

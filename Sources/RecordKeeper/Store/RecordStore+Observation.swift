@@ -39,6 +39,8 @@ extension RecordStore {
     /// does). A failure to read the log is reported to ``Options/eventHandler`` as
     /// ``RecordStoreEvent/changeObservationFailed(_:)``, and the stream retries at the next
     /// change. No collection can have an empty name, so the stream for `""` finishes at once.
+    /// A store whose URL is not a file URL reports that (``RecordStoreError/Code/invalidArgument``)
+    /// the same way, and its streams finish at once.
     ///
     /// ```swift
     /// for await change in await store.changes(in: "notes") {
@@ -47,6 +49,11 @@ extension RecordStore {
     /// ```
     public func changes(in collection: String) -> AsyncStream<RecordChanges> {
         guard !collection.isEmpty else { return AsyncStream { $0.finish() } }
+        if let locationError = core.locationError {
+            // Nothing at such a URL can ever change: the stream ends, and says why.
+            options.eventHandler?(.changeObservationFailed(locationError))
+            return AsyncStream { $0.finish() }
+        }
         let name = RecordNames.normalized(collection)
         let watcher = watcher
         let id: UUID

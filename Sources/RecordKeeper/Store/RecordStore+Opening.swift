@@ -32,6 +32,7 @@ extension RecordStore {
     private func runOpening(_ id: UInt64) async throws {
         do {
             if let openingHook { try await openingHook() }
+            if let locationError = core.locationError { throw locationError }
             let (connection, timings) = try StoreOpener.open(path: path, options: options)
             // Watch first, then read the identity: a change in between is seen by both or
             // makes the first commit check the path.

@@ -75,6 +75,9 @@ public actor RecordStore {
 
     /// Creates a store for the file at `url`. Does no I/O: the file is opened by the first
     /// request that needs it.
+    ///
+    /// `url` must be a file URL: for any other (`https:`, …) every request throws
+    /// ``RecordStoreError/Code/invalidArgument`` (operation `open`) and nothing is created.
     public init(url: URL, options: Options = Options()) {
         self.init(location: url, options: options, openingHook: nil)
     }
@@ -98,13 +101,22 @@ public actor RecordStore {
         let watcher = ChangeWatcher(path: path, options: options)
         self.watcher = watcher
         self.core = StoreCore(
-            path: path, options: options, label: label,
+            path: path, options: options, label: label, locationError: location.flatMap(Self.locationError(of:)),
             observers: Self.transactionObservers(path: path, watcher: watcher, outbox: outboxSignal, learned: learned))
         watcher.attach(core)
     }
 
     deinit {
         watcher.storeReleased()
+    }
+
+    /// Why the store cannot be at `url` (it is not a file URL), or nil. Its path alone would
+    /// name a local file the URL never meant, so no request may use it.
+    private static func locationError(of url: URL) -> RecordStoreError? {
+        guard !url.isFileURL else { return nil }
+        return RecordStoreError(
+            code: .invalidArgument, operation: .open, path: url.absoluteString,
+            detail: "the URL is not a file URL; nothing was created")
     }
 
     /// The file path of `url`, as `url.path` gives it. The first `URL.path` of a process costs
@@ -318,9 +330,19 @@ public actor RecordStore {
         core.close()
     }
 
-    /// True when the store may hold data: it is open or opening, or its file exists.
+    /// ``close()`` whose checkpoint does not wait for other connections' locks: when another
+    /// connection holds one, the checkpoint fails at once (reported as for `close()`; nothing
+    /// is lost, the commits stay in the log). For a process about to exit after a request
+    /// already waited out the busy timeout (the `recordkeeper` tool), so that it does not wait
+    /// a second time.
+    package func closeWithoutWaiting() async {
+        core.close(waitingForLocks: false)
+    }
+
+    /// True when the store may hold data: it is open or opening, or its file exists (or its
+    /// URL is unusable: the request then reports that).
     func isPresent() -> Bool {
-        if opening != nil || core.isOpen { return true }
+        if opening != nil || core.isOpen || core.locationError != nil { return true }
         guard let path else { return false }
         return FileManager.default.fileExists(atPath: path)
     }

@@ -40,6 +40,9 @@ extension RecordStoreError: LocalizedError {
             return "Keep a copy of the file and inspect it with `recordkeeper check`."
         case .cannotOpen:
             return "Check that the directory exists or can be created, and that nothing else is in the way."
+        case .readOnly where operation == .backup:
+            // A backup only reads the store: what was not writable is the destination.
+            return "Choose a destination in a directory this user may write; nothing was written there."
         case .readOnly:
             return "Make the store file and its directory writable."
         case .protectedDataUnavailable:

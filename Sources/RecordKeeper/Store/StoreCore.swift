@@ -33,6 +33,9 @@ import Foundation
 /// never the other way; the file generation last.
 final class StoreCore: Sendable {
     let path: String?
+    /// Set when the store was created with a URL that is not a file URL: every opening, of
+    /// the writer and of a reader, throws it instead of using `path`.
+    let locationError: RecordStoreError?
     let options: RecordStore.Options
     /// The writer and what goes with it; its queue is the store's executor.
     let writer: SerializedConnection<CoreState>
@@ -54,10 +57,11 @@ final class StoreCore: Sendable {
     static let checkpointThreshold = 1000
 
     init(
-        path: String?, options: RecordStore.Options, label: String,
+        path: String?, options: RecordStore.Options, label: String, locationError: RecordStoreError? = nil,
         observers makeObservers: @escaping @Sendable () -> [any TransactionObserver]
     ) {
         self.path = path
+        self.locationError = locationError
         self.options = options
         self.writer = SerializedConnection(CoreState(), label: label)
         self.readers = path == nil ? nil : ReaderPool(label: label)
@@ -75,19 +79,29 @@ final class StoreCore: Sendable {
     /// commit and the log is empty. The next request opens them again. A checkpoint that finds
     /// another connection busy for longer than the busy timeout is skipped (nothing is lost);
     /// any other failure is reported to the event handler.
-    func close() {
+    func close(waitingForLocks: Bool = true) {
         writer.withLock { state in
             Self.releaseBetweenTransactions(state)
             readers?.closeAll()
             checkpointer.withLock { $0.connection = nil }
             if let connection = state.connection {
-                do throws(SQLiteFailure) {
-                    try connection.checkpoint(.truncate)
-                } catch {
-                    options.eventHandler?(.checkpointFailed(RecordStoreError(error, operation: .close, path: path)))
+                let failure = waitingForLocks
+                    ? Self.truncateLog(connection) : connection.refusingToWait { Self.truncateLog(connection) }
+                if let failure {
+                    options.eventHandler?(.checkpointFailed(RecordStoreError(failure, operation: .close, path: path)))
                 }
             }
             state.dropConnection()
+        }
+    }
+
+    /// The truncating checkpoint of `close`; its failure, if any.
+    private static func truncateLog(_ connection: SQLiteConnection) -> SQLiteFailure? {
+        do throws(SQLiteFailure) {
+            try connection.checkpoint(.truncate)
+            return nil
+        } catch {
+            return error
         }
     }
 }
@@ -218,6 +232,7 @@ extension StoreCore {
         _ body: (ReadSource) throws -> T
     ) throws -> T? {
         guard let path else { return nil }
+        if let locationError { throw locationError }
         let generation = currentFileGeneration()
         if readState.connection != nil, readState.fileGeneration != generation { readState.connection = nil }
         if readState.connection == nil {

@@ -57,6 +57,9 @@ enum ImportCommand {
         var counts = ImportCounts()
         if needsFirstPass {
             counts = try await plan(input, store: context.store, replace: replace, showProgress: showProgress)
+            // Nothing named (an empty file, `{"collections": {}}`): nothing to create or write,
+            // and `--replace` touches only collections the input names.
+            if counts.collections == 0 { return try reportNothingImported(context) }
         }
         let created = CreatedFiles(storePath: context.store.path)
         let createsStore = try !context.store.holdsStore && created.hadNoStore
@@ -89,9 +92,19 @@ enum ImportCommand {
             written = try await write()
         }
         if !needsFirstPass { counts = written }
+        if counts.collections == 0 { return try reportNothingImported(context) }
         if !context.quiet {
             try context.output.write("imported \(counts.collections) collections: added \(counts.added), changed "
                                      + "\(counts.changed), removed \(counts.removed), unchanged \(counts.unchanged)\n")
+        }
+        return .ok
+    }
+
+    /// The summary of an input that names no collection (and so holds no record): it imported
+    /// nothing, which the summary says rather than counting zeros.
+    private static func reportNothingImported(_ context: CommandContext) throws -> ExitCode {
+        if !context.quiet {
+            try context.output.write("the input holds no collections and no records; nothing was imported\n")
         }
         return .ok
     }

@@ -14,7 +14,7 @@ enum StoreCommands {
             // SQLite can stop the check itself on a damaged page; that is the check's answer.
             try context.output.write("integrity: damaged (\(error.sqliteMessage ?? "the database file is damaged"))\n")
             throw ToolError(.dataError, "the store at \(context.store.path) is damaged: SQLite could not finish the "
-                            + "integrity check; keep a copy of the file before changing it")
+                            + "integrity check; " + damageAdvice)
         }
         guard problems == ["ok"] else {
             try context.output.write("integrity: \(problems.count) problem(s)\n")
@@ -22,7 +22,7 @@ enum StoreCommands {
                 try context.output.write("  \(problem)\n")
             }
             throw ToolError(.dataError, "the store at \(context.store.path) failed the integrity check "
-                            + "(\(problems.count) problem(s)); keep a copy of the file before changing it")
+                            + "(\(problems.count) problem(s)); " + damageAdvice)
         }
         let info = try await store.info()
         let summaries = try await store.collections()
@@ -45,6 +45,13 @@ enum StoreCommands {
         }
         return .ok
     }
+
+    /// What to do about a damaged store. Writes to it are not refused (they may still
+    /// succeed, into the damaged file), so the message says to stop them first.
+    private static let damageAdvice =
+        "writes to it may still succeed but go into the damaged file: stop writing to it, keep a copy of the file "
+        + "(with its -wal and -shm files) before changing it, then restore a backup or export what still reads into "
+        + "a new store (docs/BACKUP.md, \"A damaged store\")"
 
     /// Path, format, SQLite settings and sizes.
     static func info(_ context: CommandContext) async throws -> ExitCode {

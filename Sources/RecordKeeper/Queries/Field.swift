@@ -131,7 +131,7 @@ extension Field {
 }
 
 /// A collection a queried field may hold that its `Codable` code writes as a JSON array of its
-/// elements: `Array` and `Set`. Its fields take ``Field/contains(_:)``.
+/// elements: `Array` and `Set`. Its fields take `contains(_:)` (`Note.tags.contains("swift")`).
 public protocol QueryableArray: Sequence where Element: Encodable {}
 
 extension Array: QueryableArray where Element: Encodable {}

@@ -295,7 +295,14 @@ extension StoreCore {
         do {
             let result = try perform(state, operation, collection: collection, refuseWaiting: refuseWaiting) {
                 engine -> T in
-                try engine.beginWrite()
+                do {
+                    try engine.beginWrite()
+                } catch var error as RecordStoreError where error.collection == nil {
+                    // A lock held past the busy timeout fails the transaction's start: still a
+                    // failure of this request's collection, which the message names.
+                    error.collection = collection
+                    throw error
+                }
                 let context = WriteContext(
                     engine: engine, origin: origin, observers: observers(state), fileIdentity: state.fileIdentity)
                 do {

@@ -14,7 +14,7 @@ enum WriteCommands {
         let data = try payload(argument, context, command: "put")
         let store = try context.store.writableStore()
         let expected = try expectedVersion(context, allowAbsent: true)
-        try await namingKey(key) {
+        try await naming(collection, key) {
             if let expected {
                 var changes = RecordChanges()
                 changes[key] = data
@@ -77,14 +77,16 @@ enum WriteCommands {
         byte == 0x20 || (0x09...0x0D).contains(byte)
     }
 
-    /// Runs a write of the one record `key`, so that its failure names the key even when it
-    /// happened before the record was reached (opening aside, which concerns the whole store).
+    /// Runs a write of the one record `key` of `collection`, so that its failure names both
+    /// even when it happened before the record was reached (a lock held past the busy timeout
+    /// at the transaction's start; opening aside, which concerns the whole store).
     @discardableResult
-    private static func namingKey<T>(_ key: String, _ body: () async throws -> T) async throws -> T {
+    private static func naming<T>(_ collection: String, _ key: String, _ body: () async throws -> T) async throws -> T {
         do {
             return try await body()
-        } catch var error as RecordStoreError where error.key == nil && error.operation != .open {
-            error.key = key
+        } catch var error as RecordStoreError where (error.key == nil || error.collection == nil) && error.operation != .open {
+            if error.key == nil { error.key = key }
+            if error.collection == nil { error.collection = collection }
             throw error
         }
     }

@@ -5,7 +5,7 @@ import TestHelpers
 import Testing
 
 /// `GET /v1/pull?…&collections=[…]`: names checked (400 for bad ones, nothing read), the
-/// token's collections narrowing what is asked (never widened by it), pages cut short ending at
+/// token's collections narrowing a pull that names none, a pull naming others refused, pages cut short ending at
 /// a change the token may see, and a device whose relay does not filter (a relay older than
 /// `collections=`) still getting only the collections it asked for.
 @Suite struct SyncRelayCollectionsTests {
@@ -68,22 +68,28 @@ import Testing
         }
     }
 
-    @Test func `a token's collections narrow the collections asked for and are never widened by them`() async throws {
+    @Test func `a token's collections narrow a pull naming none, and a pull naming others is refused, reading nothing`() async throws {
         try await withRelay(server: try await busyServer()) { relay in
             let token = try RelayHarness.token(space: "alice", collections: ["notes", "tags"])
             let asked: [([String]?, [String])] = [
                 (nil, ["notes", "tags"]),
-                (["tags", "private"], ["tags"]),
-                (["private"], []),
-                (["notes", "tags", "private"], ["notes", "tags"]),
+                (["tags"], ["tags"]),
+                (["notes", "tags"], ["notes", "tags"]),
             ]
             for (collections, expected) in asked {
                 let query = "after=0" + (collections.map { "&collections=" + percentEncoded($0) } ?? "")
                 let page = try await relay.pull(query, token: token).decoded(SyncPage.self)
                 #expect(Set(page.changes.map(\.collection)) == Set(expected), "\(collections ?? [])")
-                #expect(page.cursor == SyncCursor(counter: 30), "the cursor passes what the token may not see")
+                #expect(page.cursor == SyncCursor(counter: 30), "the cursor passes what the pull did not ask for")
             }
-            #expect(relay.server.pulledFilters == [["notes", "tags"], ["tags"], [], ["notes", "tags"]])
+            // A device syncing a collection the token does not grant would have its cursor moved
+            // past that collection's changes, for good: 403, as a push to it is.
+            for collections in [["tags", "private"], ["private"], ["notes", "tags", "private"]] {
+                let refused = try await relay.pull("after=0&collections=" + percentEncoded(collections), token: token)
+                #expect(refused.status == 403, "\(collections)")
+                #expect(refused.errorMessage?.contains("does not grant collection(s) 'private'") == true, "\(refused.errorMessage ?? "-")")
+            }
+            #expect(relay.server.pulledFilters == [["notes", "tags"], ["tags"], ["notes", "tags"]], "refused pulls read nothing")
 
             // A page cut short ends at a change the token may see (the server filtered it),
             // so a device accepts it: the relay used to cut such pages after filtering them.

@@ -118,6 +118,19 @@ struct SyncToolThroughRelayTests {
                 #expect(refused.status == 65, "\(refused.stderr)")
                 #expect(refused.stderr.contains("syncs space \"alice\", not \"bob\""), "\(refused.stderr)")
                 #expect(try Data(contentsOf: store) == before)
+
+                // A token granting other collections than the store syncs: refused (77) before
+                // the cursor moves, so a later sync with a full token still brings the change.
+                let other = directory.appendingPathComponent("other.sqlite")
+                #expect(try await tool(other, start + [alice.path]).status == 0)
+                #expect(try await tool(other, ["put", "notes", "missed", "1"]).status == 0)
+                #expect(try await tool(other, ["sync", "--server", server, "--token-file", alice.path]).status == 0)
+                let tags = try tokenFile(directory, "tags", try LiveRelay.token("alice", collections: ["tags"]))
+                let narrow = try await tool(store, ["sync", "--server", server, "--token-file", tags.path])
+                #expect(narrow.status == 77, "\(narrow.stderr)")
+                #expect(narrow.stderr.contains("does not grant collection(s) 'notes'"), "\(narrow.stderr)")
+                #expect(try await tool(store, ["sync", "--server", server, "--token-file", alice.path]).status == 0)
+                #expect(try await tool(store, ["get", "notes", "missed"]).status == 0, "the change still came")
             }
         }
     }

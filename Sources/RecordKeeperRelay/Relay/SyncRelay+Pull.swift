@@ -223,7 +223,18 @@ extension SyncRelay {
         case (nil, nil): return nil
         case (let requested?, nil): return requested
         case (nil, let granted?): return granted
-        case (let requested?, let granted?): return requested.intersection(granted)
+        case (let requested?, _?):
+            // A device names the collections it syncs. Pulling only the granted ones would move
+            // its cursor past the others' changes, which it would then never get, even with a
+            // token that grants them: refused, as a push to them is.
+            let refused = requested.filter { !access.allows(RelayAccess.normalized($0)) }.sorted()
+            if !refused.isEmpty {
+                throw RelayResponses.forbidden(
+                    "the token does not grant collection(s) " + refused.map { JWTError.shown($0) }.joined(separator: ", ")
+                        + "; a pull that left them out would move the cursor past their changes: nothing was read",
+                    reason: "other_collection", space: access.space)
+            }
+            return requested
         }
     }
 

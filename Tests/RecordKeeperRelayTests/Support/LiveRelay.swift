@@ -20,8 +20,10 @@ struct LiveRelay {
     var url: URL { URL(string: process.url)! }
 
     /// A token for `space`, valid for an hour from now unless `expiresIn` says otherwise.
-    static func token(_ space: String, readOnly: Bool = false, expiresIn: TimeInterval = 3600) throws -> String {
-        let access = RelayAccess(space: space, readOnly: readOnly)
+    static func token(
+        _ space: String, readOnly: Bool = false, collections: Set<String>? = nil, expiresIn: TimeInterval = 3600
+    ) throws -> String {
+        let access = RelayAccess(space: space, readOnly: readOnly, collections: collections)
         return try JWTSigner(key: .hs256(secret: secret)).sign(access.claims(expiresAt: Date().timeIntervalSince1970 + expiresIn))
     }
 

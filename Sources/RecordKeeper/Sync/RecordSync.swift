@@ -192,6 +192,11 @@ public actor RecordSync {
     /// body limit of 8 MiB, so that operations of many records can be pushed through it (a
     /// single record of more than about 6 MiB cannot be, in any operation).
     static let uploadBytes = 1 << 20
+    /// About how many bytes of a push one captured operation may take (payloads in base64,
+    /// keys and the JSON around them): a local transaction larger than that is captured as
+    /// several operations in a row, so that each fits through a relay's default body limit of
+    /// 8 MiB with room to spare (SyncQueueTable.splitCaptured).
+    static let capturedPushBytes = 4 << 20
 
     /// Creates a sync client. No I/O.
     public init(store: RecordStore, server: any RecordSyncServer) {

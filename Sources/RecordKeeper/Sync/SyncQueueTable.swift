@@ -29,10 +29,11 @@ struct SyncQueueTable {
 
     // MARK: Capture
 
-    /// Writes one operation whose changes are `records`' current values (absent: tombstone).
-    /// Returns its sequence.
+    /// Writes one operation whose changes are `records`' current values (absent: tombstone),
+    /// or several in a row when they would be more than `pushBytes` in a push (see
+    /// ``splitCaptured(_:pushBytes:)``). Returns the first one's sequence.
     @discardableResult
-    func capture(_ records: [SyncRecordKey]) throws -> Int64 {
+    func capture(_ records: [SyncRecordKey], pushBytes: Int = RecordSync.capturedPushBytes) throws -> Int64 {
         // A key the server cannot store would be refused with the whole push, again at every
         // push, blocking every later operation: the local write is refused instead.
         for record in records where record.key.utf8.contains(0) {
@@ -59,7 +60,58 @@ struct SyncQueueTable {
             WHERE item_version IS NOT NULL
             AND (collection, key) IN (SELECT collection, key FROM sync_operation_changes WHERE sequence = ?1)
             """, sequence)
+        if records.count > 1 { try splitCaptured(sequence, pushBytes: pushBytes) }
         return sequence
+    }
+
+    /// About how many bytes a change takes in a push's JSON: its payload in base64, its key
+    /// (twice: escaped text is rarely longer), its collection and the fields around them.
+    private static let changeOverheadBytes = 160
+
+    /// Moves the changes of operation `sequence`, in (collection, key) order, into operations
+    /// of about `pushBytes` each in a push (the first stays `sequence`, the others take the
+    /// next sequences), when they are more than that in all: an operation applies whole on the
+    /// server, so a push cannot split one, and one larger than a relay's body limit (8 MiB
+    /// unless its operator chose otherwise) could never be pushed, blocking every later one. A
+    /// local transaction that large thus reaches the server in parts, each whole or not at all.
+    /// One statement sums the operation's sizes (`length` of a blob reads its size only); a
+    /// split reads them per change, then moves each later part with one statement.
+    private func splitCaptured(_ sequence: Int64, pushBytes: Int) throws {
+        let total = try runner.one(
+            """
+            SELECT total(coalesce(length(payload), 0) * 4 / 3 + 2 * length(key) + length(collection) + ?2)
+            FROM sync_operation_changes WHERE sequence = ?1
+            """, sequence, Int64(Self.changeOverheadBytes)
+        ) { $0.double(at: 0) } ?? 0
+        guard total > Double(pushBytes) else { return }
+        // The first change of each part after the first, in (collection, key) order.
+        var starts: [SyncRecordKey] = []
+        var size = 0
+        try runner.each(
+            """
+            SELECT collection, key, coalesce(length(payload), 0) * 4 / 3 + 2 * length(key) + length(collection) + ?2
+            FROM sync_operation_changes WHERE sequence = ?1 ORDER BY collection, key
+            """, sequence, Int64(Self.changeOverheadBytes)
+        ) { row in
+            let bytes = Int(row.int64(at: 2))
+            if size > 0, size + bytes > pushBytes {
+                starts.append(SyncRecordKey(collection: row.string(at: 0), key: row.string(at: 1)))
+                size = 0
+            }
+            size += bytes
+        }
+        // From the last part back, so each statement moves exactly the changes from its start on
+        // that are still in the first operation.
+        var parts: [(start: SyncRecordKey, sequence: Int64)] = []
+        for start in starts { parts.append((start, try newSyncOperation())) }
+        for part in parts.reversed() {
+            try runner.execute(
+                """
+                UPDATE sync_operation_changes SET sequence = ?2
+                WHERE sequence = ?1 AND (collection, key) >= (?3, ?4)
+                """, sequence, part.sequence, part.start.collection, part.start.key,
+                collection: part.start.collection, key: part.start.key)
+        }
     }
 
     /// The error for a key the sync server cannot store: refused locally, or it would be refused

@@ -145,6 +145,32 @@ import RecordKeeperTestSupport
     }
 
     @Test(arguments: StoreKind.allCases)
+    func `a local transaction too large for one push is captured as several operations in key order`(kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ in
+            let server = ScriptedServer()
+            let sync = RecordSync(store: store, server: server)
+            try await sync.start(space: "s", collections: ["notes"])
+            // 30 records of 200 KB: about 8 MB in a push, past what one operation may take.
+            var values: [String: Data] = [:]
+            for n in 0..<30 { values[String(format: "k%02d", n)] = Data(repeating: UInt8(ascii: "a") + UInt8(n % 26), count: 200_000) }
+            _ = try await store.apply("notes", changes: RecordChanges(upserts: values))
+            let pending = try await pendingOperations(store)
+            #expect(pending.count == 2, "\(pending.map(\.count))")
+            let keys = pending.map { $0.keys.map(\.key).sorted() }
+            #expect(keys.joined().sorted() == values.keys.sorted(), "every change captured once")
+            #expect(keys.count == 2 && keys[0].last! < keys[1].first!, "the parts follow key order")
+            // A small transaction stays one operation.
+            _ = try await store.apply("notes", changes: RecordChanges(upserts: ["x": Data("1"), "y": Data("2")]))
+            #expect(try await pendingOperations(store).count == 3)
+            #expect(try await sync.sync().pushedOperations == 3)
+            let other = RecordSync(store: RecordStore.inMemory(), server: server)
+            try await other.start(space: "s", collections: ["notes"])
+            _ = try await other.sync()
+            #expect(try await other.store.read("notes") == values.merging(["x": Data("1"), "y": Data("2")]) { $1 })
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
     func `start with another space is refused and changes nothing`(kind: StoreKind) async throws {
         try await withStore(kind) { store, _ in
             let sync = RecordSync(store: store, server: InMemorySyncServer())

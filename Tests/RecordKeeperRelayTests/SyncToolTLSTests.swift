@@ -39,6 +39,11 @@ import Testing
                 #expect(mismatched.status == 78, "\(mismatched.stderr)")
                 #expect(mismatched.stderr.contains("the TLS connection failed"), "\(mismatched.stderr)")
             }
+            for scheme in ["ftp://127.0.0.1:1", "WS://relay.example"] {
+                let other = try await sync(store, server: scheme, token: token)
+                #expect(other.status == 78, "\(scheme): \(other.stderr)")
+                #expect(other.stderr.contains("a relay is reached with an http:// or https:// URL"), "\(scheme): \(other.stderr)")
+            }
             for server in ["http://127.0.0.1:99999", "http://127.0.0.1:0"] {
                 let unusable = try await sync(store, server: server, token: token)
                 #expect(unusable.status == 78, "\(server): \(unusable.stderr)")

@@ -26,6 +26,16 @@ extension SyncCommand {
         var readOnly: Bool
     }
 
+    /// The scheme of `server` in lower case when it starts like a URL (`scheme://`), else nil.
+    static func urlScheme(_ server: String) -> String? {
+        guard let range = server.range(of: "://") else { return nil }
+        let scheme = server[..<range.lowerBound]
+        guard let first = scheme.unicodeScalars.first, first.isASCII, CharacterSet.letters.contains(first),
+            scheme.unicodeScalars.allSatisfy({ $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "+.-".unicodeScalars.contains($0)) })
+        else { return nil }
+        return scheme.lowercased()
+    }
+
     /// Whether `server` names a relay: an `http://` or `https://` URL (any case). Anything
     /// else is a PostgreSQL connection string.
     static func isRelayURL(_ server: String) -> Bool {

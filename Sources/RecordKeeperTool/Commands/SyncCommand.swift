@@ -42,7 +42,15 @@ enum SyncCommand {
                 message: "sync needs --server CONNINFO or a relay's http(s) URL (or \(serverVariable) in the environment)",
                 command: "sync")
         }
-        // An http(s) URL is a relay, whose token names the space; anything else is a conninfo.
+        // An http(s) URL is a relay, whose token names the space; anything else is a conninfo
+        // (libpq's key=value form, or its postgres:// and postgresql:// URIs): a URL of another
+        // scheme is neither, a setting to correct.
+        if let scheme = urlScheme(conninfo), !isRelayURL(conninfo), !["postgres", "postgresql"].contains(scheme) {
+            let source = arguments.values["server"] == nil ? serverVariable : "--server"
+            throw ToolError(
+                .configuration, "\(source) \(quoted(conninfo)) is a \(scheme):// URL: a relay is reached with an http:// or "
+                    + "https:// URL, a PostgreSQL server with a connection string or a postgresql:// URI; nothing was changed")
+        }
         let relay = isRelayURL(conninfo) ? try Self.relay(conninfo, context: context) : nil
         if relay == nil {
             if arguments.values["token-file"] != nil {

@@ -32,6 +32,16 @@ import Testing
         #expect(removed.errors == "learner: Could not remove the word gato: there is no word 'gato'\n")
     }
 
+    @Test func `a conflict tells the person to run the command again, not to merge`() {
+        let conflict = RecordConflict(
+            collection: "words", currentVersions: ["ballena": RecordVersion(3)], expectedVersions: ["ballena": RecordVersion(2)],
+            action: .save)
+        let text = LearnerError.describe(conflict)
+        #expect(text.hasSuffix("Run the command again."), "\(text)")
+        #expect(!text.contains("merge"), "\(text)")
+        #expect(LearnerError.exitCode(for: conflict) == .conflict)
+    }
+
     @Test @MainActor func `a review saves only the words it showed`() async throws {
         let repository = InMemoryLearnerRepository()
         for (word, translation) in [("uno", "one"), ("dos", "two"), ("tres", "three")] {

@@ -92,12 +92,14 @@ struct SyncToolThroughRelayTests {
                 let bob = try tokenFile(directory, "bob", try LiveRelay.token("bob"))
                 let expired = try tokenFile(directory, "expired", try LiveRelay.token("alice", expiresIn: -3600))
                 let garbage = try tokenFile(directory, "garbage", "not a token")
+                let empty = try tokenFile(directory, "empty", "  ")
                 let fresh = directory.appendingPathComponent("fresh.sqlite")
                 let start = ["sync", "--server", server, "--collections", "notes", "--token-file"]
                 let cases: [([String], Int32, String)] = [
                     (start + [alice.path, "--space", "bob"], 65, "is not the token's space"),
                     (start + [expired.path], 77, "the relay refused the token"),
                     (start + [garbage.path], 77, "not a JWT with a space claim"),
+                    (start + [empty.path], 77, "is empty"),
                     (start + [directory.appendingPathComponent("none").path], 66, "does not exist"),
                     (["sync", "--server", server, "--collections", "notes"], 64, "RECORDKEEPER_SYNC_TOKEN"),
                     (["sync", "--server", "host=localhost", "--token-file", alice.path], 64, "--token-file is for a relay"),

@@ -44,6 +44,9 @@ struct LearnerError: Error {
     static func describe(_ error: any Error) -> String {
         if let error = error as? LearnerError { return error.message }
         var text = (error as? any LocalizedError)?.errorDescription ?? String(describing: error)
+        // The library's suggestion for a conflict speaks to code (load, merge, save); a person
+        // runs the command again, which loads what the other process saved.
+        if error is RecordConflict { return text + " Run the command again." }
         if let suggestion = (error as? any LocalizedError)?.recoverySuggestion {
             text += " " + suggestion
         }

@@ -70,6 +70,10 @@ extension SyncCommand {
                                     + "nothing was changed")
             }
             token = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            if token.isEmpty {
+                throw ToolError(.noPermission, "the token file \(path) is empty: put the token from "
+                                + "'recordkeeper-relay token' or the app's sign-in in it; nothing was changed")
+            }
         } else if let value = context.environment[tokenVariable], !value.isEmpty {
             token = value.trimmingCharacters(in: .whitespacesAndNewlines)
         } else {

@@ -93,6 +93,18 @@ import Testing
         }
     }
 
+    @Test func `a list given twice in a change set is refused, nothing written`() async throws {
+        try await withTool { tool in
+            for text in [#"{"upserts": {"a": 1}, "upserts": {"b": 2}}"#, #"{"removals": ["z"], "removals": ["b"]}"#] {
+                let file = try tool.file("twice.json", text)
+                let result = try await tool.runOnStore(["apply", "c", file])
+                #expect(result.status == 65, "\(text)")
+                #expect(result.stderr.contains("appears twice in the change set"), "\(result.stderr)")
+            }
+            #expect(try await tool.runOnStore(["list", "c"]).status == 66, "nothing was written")
+        }
+    }
+
     @Test func `errors never echo payload bytes`() async throws {
         try await withTool { tool in
             let secret = "s3cr3t-payload"

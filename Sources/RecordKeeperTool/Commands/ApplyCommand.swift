@@ -42,7 +42,12 @@ enum ApplyCommand {
     static func parseChangeSet(_ json: JSONStream) throws -> RecordChanges {
         var changes = RecordChanges()
         var removals: [String: JSONTextPosition] = [:]  // Key and where it was given.
+        var members: Set<String> = []
         try json.readObject { member in
+            // A member given twice would merge two lists a person meant as one (or a typo).
+            guard members.insert(member).inserted else {
+                throw json.error("\(quoted(member)) appears twice in the change set; give each list once")
+            }
             switch member {
             case "upserts":
                 try json.readObject { key in

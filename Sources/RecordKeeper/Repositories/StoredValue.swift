@@ -93,6 +93,10 @@ public actor StoredValue<Value: Codable & Sendable> {
     public func remove(onConflict policy: ConflictPolicy = .fail) async throws {
         await takeTurn()
         defer { turns.release() }
+        // Never seen stored here: when nothing is stored, there is nothing to remove, and no
+        // store or collection to create for it (as `RecordStore.delete`). One stored meanwhile
+        // by someone else still conflicts below.
+        if version == nil, try await store.record(collection, key: key) == nil { return }
         var changes = RecordChanges()
         changes[key] = nil
         do {

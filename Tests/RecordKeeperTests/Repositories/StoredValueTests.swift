@@ -43,6 +43,19 @@ import Testing
     }
 
     @Test(arguments: StoreKind.allCases)
+    func `removing a value never saved writes nothing, not even a store`(kind: StoreKind) async throws {
+        try await withStore(kind) { (store: RecordStore, url: URL) async throws in
+            let theme = StoredValue(store: store, collection: "settings", key: "theme", default: Theme.system)
+            try await theme.remove()
+            #expect(try await store.read("settings") == nil)
+            if kind == .onDisk { #expect(!FileManager.default.fileExists(atPath: url.path), "no store was created") }
+            // Stored by someone else meanwhile: a removal based on "absent" conflicts.
+            try await store.put("settings", key: "theme", data: try RecordCoding.encode(Theme.dark))
+            await #expect(throws: RecordConflict.self) { try await theme.remove() }
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
     func `removing a value someone else removed is no conflict, removing one they changed is`(kind: StoreKind) async throws {
         try await withStore(kind) { (store: RecordStore, _: URL) async throws in
             let phone = StoredValue(store: store, collection: "settings", key: "theme", default: Theme.system)

@@ -42,6 +42,11 @@ import Testing
             #expect(listed.outputLines.count == 2)
             let exported = try await tool.runOnStore(["export"])
             #expect(exported.status == 0, "\(exported.stderr)")
+            // An export into the directory this user may not write names the directory.
+            let unwritable = try await tool.runOnStore(["export", "--output", directory.appendingPathComponent("e.json").path])
+            #expect(unwritable.status == 74, "\(unwritable.stderr)")
+            #expect(unwritable.stderr.contains("the directory \(directory.path) is not writable"), "\(unwritable.stderr)")
+            #expect(!unwritable.stderr.contains(".partial-"), "\(unwritable.stderr)")
             #expect(try await tool.runOnStore(["collections"]).status == 0)
 
             let put = try await tool.runOnStore(["put", "notes", "today", #""eggs""#])

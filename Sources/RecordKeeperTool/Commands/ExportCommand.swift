@@ -91,7 +91,16 @@ enum ExportCommand {
         if let path {
             descriptor = SystemCalls.createPrivate(path)
             guard descriptor >= 0 else {
-                throw ToolError(.ioError, "cannot create \(path): \(SystemCalls.lastErrorMessage)")
+                // `path` is the temporary file next to the output: name the directory, which is
+                // what the person can change, as a store's unwritable directory is named.
+                let number = SystemCalls.lastErrorNumber, reason = SystemCalls.lastErrorMessage
+                let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
+                if [EACCES, EPERM, EROFS].contains(number) {
+                    throw ToolError(
+                        .ioError, "cannot write the export: the directory \(directory.isEmpty ? "." : directory) is not "
+                            + "writable (\(reason)); choose another --output")
+                }
+                throw ToolError(.ioError, "cannot create \(path): \(reason)")
             }
             // The file it replaces keeps its mode: never wider (nor narrower) than it was.
             if let mode, !SystemCalls.setPermissions(descriptor, mode) {

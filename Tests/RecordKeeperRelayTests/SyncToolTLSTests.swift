@@ -1,5 +1,8 @@
 import Foundation
 import RecordKeeperRelay
+#if canImport(Glibc)
+    import Glibc
+#endif
 import TestHelpers
 import Testing
 
@@ -34,11 +37,13 @@ import Testing
                 #expect(untrusted.stderr.contains("trying again does not help"), "\(untrusted.stderr)")
                 #expect(untrusted.stderr.contains("Trusting the relay's certificate"), "\(untrusted.stderr)")
             }
-            try await withServer(routes: [health]) { plain in
-                let mismatched = try await sync(store, server: "https://127.0.0.1:\(plain.port)", token: token)
-                #expect(mismatched.status == 78, "\(mismatched.stderr)")
-                #expect(mismatched.stderr.contains("the TLS connection failed"), "\(mismatched.stderr)")
-            }
+            // A plain-HTTP server that answers at once, whatever it receives. (libmicrohttpd,
+            // sent a TLS ClientHello, sometimes closes without answering on a slow machine:
+            // curl then reports SSL_ERROR_SYSCALL, a handshake cut short, rightly exit 69.)
+            let plain = try PlainAnswerer()
+            let mismatched = try await sync(store, server: "https://127.0.0.1:\(plain.port)", token: token)
+            #expect(mismatched.status == 78, "\(mismatched.stderr)")
+            #expect(mismatched.stderr.contains("the server speaks no TLS at this address"), "\(mismatched.stderr)")
             for scheme in ["ftp://127.0.0.1:1", "WS://relay.example"] {
                 let other = try await sync(store, server: scheme, token: token)
                 #expect(other.status == 78, "\(scheme): \(other.stderr)")
@@ -64,5 +69,55 @@ import Testing
             #expect(result.status == 69, "\(result.stderr)")
             #expect(result.stderr.contains("through http://127.0.0.1:1 failed: could not connect"), "\(result.stderr)")
         }
+    }
+}
+
+/// A TCP server on 127.0.0.1 that answers every connection with a plain HTTP 400 at once,
+/// before reading anything, then reads until the client closes: what a plain-HTTP server
+/// looks like to a TLS client, the same way every time.
+///
+/// `@unchecked Sendable`: `descriptor` and `port` are set in `init` and only read afterwards;
+/// the accepting thread owns the connections it accepts.
+private final class PlainAnswerer: @unchecked Sendable {
+    let port: Int
+    private let descriptor: Int32
+
+    init() throws {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = 0
+        address.sin_addr = in_addr(s_addr: inet_addr("127.0.0.1"))
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { address in
+                bind(descriptor, address, length) == 0 && getsockname(descriptor, address, &length) == 0
+            }
+        }
+        guard bound, listen(descriptor, 8) == 0 else {
+            let error = POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
+            close(descriptor)
+            throw error
+        }
+        self.descriptor = descriptor
+        port = Int(UInt16(bigEndian: address.sin_port))
+        let thread = Thread {
+            while true {
+                let connection = accept(descriptor, nil, nil)
+                guard connection >= 0 else { return }  // the listening socket was closed
+                let answer = Array("HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".utf8)
+                _ = answer.withUnsafeBytes { write(connection, $0.baseAddress, $0.count) }
+                var buffer = [UInt8](repeating: 0, count: 4096)
+                while buffer.withUnsafeMutableBytes({ read(connection, $0.baseAddress, $0.count) }) > 0 {}
+                close(connection)
+            }
+        }
+        thread.start()
+    }
+
+    deinit {
+        shutdown(descriptor, Int32(SHUT_RDWR))
+        close(descriptor)
     }
 }

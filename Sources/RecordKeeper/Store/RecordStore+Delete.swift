@@ -58,12 +58,12 @@ extension RecordStore {
                 // Nothing stored at the key (never, or removed meanwhile): nothing to remove and
                 // no conflict. A collection that does not exist (never made, or removed
                 // meanwhile) stays so: not even the repository's item version is recorded.
-                if try context.engine.records.collectionForWriting(name) == nil {
+                guard let ref = try context.engine.records.collectionForWriting(name) else {
                     try context.enqueue(queued)
                     return false
                 }
                 try check(transaction)
-                if try !context.isStored(name, key: key) {
+                guard try context.engine.records.version(ref.id, collection: name, key: key) != nil else {
                     try context.enqueue(queued)
                     return false
                 }
@@ -102,12 +102,6 @@ extension WriteContext {
         let before = removedRecords
         try apply(collection, upserts: [], removals: [key], expecting: version.map { [key: $0] })
         return removedRecords > before
-    }
-
-    /// Whether `collection` holds a record at `key`.
-    func isStored(_ collection: String, key: String) throws -> Bool {
-        guard let ref = try engine.records.collectionForWriting(collection) else { return false }
-        return try engine.records.version(ref.id, collection: collection, key: key) != nil
     }
 
     /// The conflict of a conditional delete of a record that is not stored at all.

@@ -19,6 +19,13 @@ public final class ClosedPort: @unchecked Sendable {
     /// Binds a new socket to a free port.
     /// - Throws: a `POSIXError` when the socket cannot be made or bound.
     public init() throws {
+        (descriptor, port) = try Self.bindLoopback()
+    }
+
+    /// A new TCP socket bound to a free port of 127.0.0.1, and that port; the caller owns the
+    /// socket (it may `listen` on it).
+    /// - Throws: a `POSIXError` when the socket cannot be made or bound.
+    public static func bindLoopback() throws -> (descriptor: Int32, port: Int) {
         #if canImport(Glibc)
             let stream = Int32(SOCK_STREAM.rawValue)
         #else
@@ -41,8 +48,7 @@ public final class ClosedPort: @unchecked Sendable {
             close(descriptor)
             throw error
         }
-        self.descriptor = descriptor
-        port = Int(UInt16(bigEndian: address.sin_port))
+        return (descriptor, Int(UInt16(bigEndian: address.sin_port)))
     }
 
     deinit { close(descriptor) }

@@ -18,13 +18,15 @@ extension RecordRepository {
         let collection = collection
         let coding = coding
         let strategies = strategies
+        let limits = loadWindowLimits
         for attempt in 0..<2 {
             let read = try await store.readWithItemVersion(collection, operation: .read) { engine, name, state in
                 let records = try engine.itemVersions.recordItemVersions(name, above: current)
                 if try migrator.needsMigration(state, records: records), attempt == 0 { return LoadRead<Item>.needsMigration }
                 return .loaded(try Self.scan(
                     engine, name, collection: collection, newer: records.newer, partial: partial,
-                    decoder: PayloadCoder(coding, strategies: strategies), migrator: migrator))
+                    makeCoder: { PayloadCoder(coding, strategies: strategies) }, migrator: migrator,
+                    limits: limits))
             }.result
             switch read {
             case nil:
@@ -41,38 +43,87 @@ extension RecordRepository {
     }
 
     /// The records of `name` decoded in key order, skipping (`partial`) or stopping at the
-    /// first that is `newer` or does not decode.
+    /// first that is `newer` or does not decode. The payloads are copied out of the statement
+    /// a window at a time and a large window is decoded on several threads (`LoadWindow`); the
+    /// outcome is the one a decode of each record in turn gives.
     private static func scan(
         _ engine: RecordEngine, _ name: String, collection: String, newer: [String: Int], partial: Bool,
-        decoder: PayloadCoder, migrator: ItemMigrator
+        makeCoder: @escaping @Sendable () -> PayloadCoder, migrator: ItemMigrator,
+        limits: LoadWindow.Limits
     ) throws -> LoadedItems<Item> {
         var loaded = LoadedItems<Item>()
         var decodingFailure: RepositoryError?
+        var window = LoadWindow(limits)
+        var decoding: WindowDecoding<Item>?
+        let decode = { @Sendable (payload: UnsafeRawBufferPointer, key: String, coder: PayloadCoder) throws(RepositoryError) -> Item in
+            do {
+                return try Self.decode(payload, key: key, collection: collection, decoder: coder)
+            } catch let error as RepositoryError {
+                throw error
+            } catch {
+                throw RepositoryError(code: .undecodableRecord, collection: collection, key: key, underlying: error)
+            }
+        }
+        /// Takes the results of the window being decoded, if any.
+        func finishDecoding() {
+            guard let running = decoding else { return }
+            decoding = nil
+            guard decodingFailure == nil else { return }
+            for chunk in running.finish() {
+                guard chunk.failures.isEmpty else {
+                    var items = chunk.items.makeIterator()
+                    var failures = chunk.failures.makeIterator()
+                    var failure = failures.next()
+                    for position in chunk.range {
+                        if let found = failure, found.position == position {
+                            guard partial else {
+                                decodingFailure = found.error
+                                return
+                            }
+                            loaded.skipped.append(SkippedRecord(key: running.window.keys[position], error: found.error))
+                            failure = failures.next()
+                        } else if let item = items.next() {
+                            loaded.items.append(item)
+                            loaded.keys.append(running.window.keys[position])
+                            loaded.versions.append(running.window.versions[position])
+                        }
+                    }
+                    continue
+                }
+                loaded.items.append(contentsOf: chunk.items)
+                loaded.keys.append(contentsOf: running.window.keys[chunk.range])
+                loaded.versions.append(contentsOf: running.window.versions[chunk.range])
+            }
+        }
+        /// Takes the results of the window before, then starts decoding the one just read.
+        func decodeWindow() {
+            finishDecoding()
+            if decodingFailure == nil, window.count > 0 {
+                decoding = WindowDecoding(window, partial: partial, makeCoder: makeCoder, decode)
+            }
+            window = LoadWindow(limits)
+        }
         _ = try engine.records.forEachRecordPayload(name) { key, payload, version in
             if !newer.isEmpty, let itemVersion = newer[key] {
                 let error = migrator.newerRecordError(key: key, version: itemVersion)
-                if partial {
-                    loaded.skipped.append(SkippedRecord(key: key, error: error))
-                    return true
+                guard partial else {
+                    loaded.failure = error
+                    return false
                 }
-                loaded.failure = error
-                return false
+                window.append(key: key, version: version, failure: error)
+            } else if decodingFailure == nil {
+                window.append(key: key, payload: payload, version: version)
             }
-            guard decodingFailure == nil else { return true }  // still looking for a newer record
-            do {
-                loaded.items.append(try Self.decode(payload, key: key, collection: collection, decoder: decoder))
-                loaded.keys.append(key)
-                loaded.versions.append(version)
-            } catch let error as RepositoryError {
-                if partial {
-                    loaded.skipped.append(SkippedRecord(key: key, error: error))
-                } else {
-                    decodingFailure = error
-                    // Without newer records nothing can take precedence: stop here.
-                    return !newer.isEmpty
-                }
+            if window.isFull {
+                decodeWindow()
+                // Without newer records nothing can take precedence over a decoding failure.
+                if decodingFailure != nil, newer.isEmpty { return false }
             }
             return true
+        }
+        if loaded.failure == nil {
+            decodeWindow()
+            finishDecoding()
         }
         if loaded.failure == nil { loaded.failure = decodingFailure }
         if loaded.failure != nil {
@@ -81,6 +132,11 @@ extension RecordRepository {
             loaded.versions = []
         }
         return loaded
+    }
+
+    /// Tests: loads copy and decode in windows of other sizes.
+    func useLoadWindow(_ limits: LoadWindow.Limits) {
+        loadWindowLimits = limits
     }
 
     /// One record, after migrating the collection if it holds older items.

@@ -64,6 +64,9 @@ public actor RecordRepository<Item> where Item: Codable & Identifiable & Equatab
     /// True once the stored item version was found current (or made current): writes then
     /// only confirm it inside their transaction.
     var isPrepared = false
+    /// How a load copies records out of SQLite and shares their decoding between threads
+    /// (`LoadWindow`); tests make the windows small.
+    var loadWindowLimits = LoadWindow.Limits.standard
     /// The stored JSON path (key strategy applied) of each field `Item` declares for queries,
     /// made by the first query (see `RecordRepository+Queries`).
     var queryPaths: [FieldPath: FieldPath]?

@@ -73,6 +73,12 @@ import Testing
             #expect(partial.items == [expected[0]])
             #expect(partial.skipped.map(\.key) == ["anathem", "solaris"])
             #expect(partial.skipped.map(\.error.code) == [.undecodableRecord, .newerItemVersion])
+            // The same in a window decoded on two threads, one chunk per record (`LoadWindow`).
+            let windowed = ReadingApp.v2(stores[0])
+            await windowed.useLoadWindow(LoadWindow.Limits(records: 4, bytes: 1 << 20, recordsPerThread: 1, threads: 2))
+            let windowedError = await #expect(throws: RepositoryError.self) { try await windowed.load() }
+            #expect(windowedError?.code == .newerItemVersion && windowedError?.key == "solaris")
+            #expect(try await windowed.loadPartial() == partial)
             // A point read reads the record's own item version by the same statement.
             let pointError = await #expect(throws: RepositoryError.self) { try await books.item("solaris") }
             #expect(pointError?.code == .newerItemVersion && pointError?.itemVersion == 3)

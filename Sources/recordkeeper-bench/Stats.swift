@@ -43,6 +43,14 @@ func measureAsync(_ body: () async throws -> Void) async rethrows -> Double {
     return (clock.now - start).seconds
 }
 
+/// The CPU time the whole process (every thread) has used so far, in seconds: beside a
+/// wall-clock time, it shows work spread over several threads.
+func processCPUSeconds() -> Double {
+    var time = timespec()
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &time)
+    return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
+}
+
 /// Memory figures of the current process, in bytes: from /proc/self/status on Linux; the peak
 /// from `getrusage` on Apple platforms.
 enum ProcessMemory {

@@ -103,14 +103,14 @@ extension BenchRunner {
     /// samples, so that each gets its ratio), and the naive store's beside the Foundation row.
     private func recordTypedRows(
         _ workload: String, prefix: String = "", n: Int, raw: [RawCodec: [Double]], others: [Implementation: [Double]],
-        naiveNote: String? = nil
+        metric: String = "time_s", naiveNote: String? = nil
     ) {
         for codec in RawCodec.allCases {
             let variant = codec.variant(prefix)
-            if let values = raw[codec] { record(workload, variant: variant, n: n, .raw, metric: "time_s", samples: values, note: codec.note) }
-            if let values = others[.recordKeeper] { record(workload, variant: variant, n: n, .recordKeeper, metric: "time_s", samples: values) }
+            if let values = raw[codec] { record(workload, variant: variant, n: n, .raw, metric: metric, samples: values, note: codec.note) }
+            if let values = others[.recordKeeper] { record(workload, variant: variant, n: n, .recordKeeper, metric: metric, samples: values) }
             if codec == .foundation, let values = others[.naive] {
-                record(workload, variant: variant, n: n, .naive, metric: "time_s", samples: values, note: naiveNote)
+                record(workload, variant: variant, n: n, .naive, metric: metric, samples: values, note: naiveNote)
             }
         }
     }
@@ -222,10 +222,15 @@ extension BenchRunner {
 
         var samples: [Implementation: [Double]] = [:]
         var rawSamples: [RawCodec: [Double]] = [:]
+        // CPU time of the whole process beside the wall-clock time: the repository decodes a
+        // large load on several threads, raw on one.
+        var cpu: [Implementation: [Double]] = [:]
+        var rawCPU: [RawCodec: [Double]] = [:]
         for repeatIndex in 0..<options.repeats {
             for implementation in order(forRepeat: repeatIndex) {
                 var count = 0
                 let seconds: Double
+                let cpuStart = processCPUSeconds()
                 switch implementation {
                 case .raw:
                     // The primary-key scan is already in key (UTF-8 byte) order: the same
@@ -235,12 +240,14 @@ extension BenchRunner {
                         case .foundation: { try foundationDecoder.decode(Item.self, from: $0) }
                         case .recordJSON: { try recordDecoder.decode(Item.self, from: $0) }
                         }
+                        let codecCPUStart = processCPUSeconds()
                         rawSamples[codec, default: []].append(try measure {
                             var items: [Item] = []
                             items.reserveCapacity(n)
                             try raw.forEachRecord { _, payload in items.append(try decode(Data(payload))) }
                             count = items.count
                         })
+                        rawCPU[codec, default: []].append(processCPUSeconds() - codecCPUStart)
                         guard count == n else { throw BenchFailure("T3 \(codec.rawValue) loaded \(count) of \(n)") }
                     }
                     continue
@@ -251,9 +258,11 @@ extension BenchRunner {
                 }
                 guard count == n else { throw BenchFailure("T3 \(implementation.rawValue) loaded \(count) of \(n)") }
                 samples[implementation, default: []].append(seconds)
+                cpu[implementation, default: []].append(processCPUSeconds() - cpuStart)
             }
         }
         recordTypedRows("T3", n: n, raw: rawSamples, others: samples, naiveNote: "copy of the in-memory dictionary")
+        recordTypedRows("T3", n: n, raw: rawCPU, others: cpu, metric: "cpu_s", naiveNote: "copy of the in-memory dictionary")
     }
 
     // MARK: T4

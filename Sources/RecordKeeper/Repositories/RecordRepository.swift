@@ -161,6 +161,10 @@ public actor RecordRepository<Item> where Item: Codable & Identifiable & Equatab
     /// Remembers every record's version as the base of later saves, and forgets keys that are
     /// no longer stored. Migrates the collection first if it holds items of an older item
     /// version (see ``init(store:collection:itemVersion:migrations:coding:strategies:)``).
+    ///
+    /// A large collection (a few thousand items and more) is decoded on several threads while
+    /// the store's reader reads on: `Item`'s `init(from:)` may run on more than one thread at
+    /// once. The result and the first failure are the same as decoding one record after another.
     /// - Throws: ``RepositoryError`` with code `undecodableRecord` (naming the key) when any
     ///   record does not decode, or `keyMismatch` when a record is stored under a key its
     ///   item's ID does not give; never a shorter list (``loadPartial()`` is the form that

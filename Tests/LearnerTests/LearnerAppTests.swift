@@ -134,5 +134,28 @@ import Testing
         #expect(throws: LearnerError.self) { try LearnerArguments.parse(["read", "x", "--page"]) }
         #expect(throws: LearnerError.self) { try LearnerArguments.parse(["--help=yes"]) }
         #expect(throws: LearnerError.self) { try LearnerArguments.parse(["read", "x", "--page", "-3"]).positiveInteger("page") }
+        let twice = #expect(throws: LearnerError.self) { try LearnerArguments.parse(["read", "x", "--page", "5", "--page=6"]) }
+        #expect(twice?.message == "option --page is given twice; give it once")
+        let large = #expect(throws: LearnerError.self) {
+            try LearnerArguments.parse(["read", "x", "--page", "99999999999999999999"]).positiveInteger("page")
+        }
+        #expect(large?.message == "--page 99999999999999999999 is too large; the largest is \(Int.max)")
+        let zero = #expect(throws: LearnerError.self) { try LearnerArguments.parse(["read", "x", "--page", "000"]).positiveInteger("page") }
+        #expect(zero?.message == "--page needs a positive whole number, not '000'")
+    }
+
+    @Test @MainActor func `a translation or title on more than one line is refused and nothing is saved`() async throws {
+        let repository = InMemoryLearnerRepository()
+        let translation = await run(["words", "add", "ballena", "whale\nsecond line"], on: repository)
+        #expect(translation.status == 64)
+        #expect(translation.errors.contains("a translation is 1 to 200 characters on one line"))
+        let title = await run(["read", "moby-dick", "--page", "3", "--title", "Moby\nDick"], on: repository)
+        #expect(title.status == 64)
+        #expect(title.errors.contains("a title is 1 to 200 characters on one line"))
+        let empty = await run(["read", "moby-dick", "--page", "3", "--title", "  "], on: repository)
+        #expect(empty.status == 64)
+        #expect(try await repository.words().isEmpty)
+        #expect(try await repository.books().isEmpty)
+        #expect(try await repository.position(in: "moby-dick") == nil)
     }
 }

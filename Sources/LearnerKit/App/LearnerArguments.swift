@@ -41,6 +41,9 @@ struct LearnerArguments: Equatable {
                 guard inline == nil else { throw LearnerError(.usage, "option --\(name) takes no value") }
                 result.flags.insert(name)
             } else if valueOptions.contains(name) {
+                guard result.values[name] == nil else {
+                    throw LearnerError(.usage, "option --\(name) is given twice; give it once")
+                }
                 if let inline {
                     result.values[name] = inline
                 } else if index < arguments.count {
@@ -59,9 +62,10 @@ struct LearnerArguments: Equatable {
     /// The value of `--name` as a positive integer, if given.
     func positiveInteger(_ name: String) throws(LearnerError) -> Int? {
         guard let text = values[name] else { return nil }
-        guard let number = Int(text), number > 0 else {
-            throw LearnerError(.usage, "--\(name) needs a positive whole number, not '\(text)'")
+        if let number = Int(text), number > 0 { return number }
+        if !text.isEmpty, text.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }), text.contains(where: { $0 != "0" }) {
+            throw LearnerError(.usage, "--\(name) \(text) is too large; the largest is \(Int.max)")
         }
-        return number
+        throw LearnerError(.usage, "--\(name) needs a positive whole number, not '\(text)'")
     }
 }

@@ -33,7 +33,7 @@ struct LearnerCommands {
         try allowOptions(["page", "title"])
         let bookID = try Self.slug(arguments.words[1])
         let page = try arguments.positiveInteger("page")
-        let title = arguments.values["title"]
+        let title = try arguments.values["title"].map { text throws(LearnerError) in try Self.title(text) }
         let repository = repository
         let model = FeatureModel<Reading>(load: {
             Reading(book: try await repository.book(bookID), position: try await repository.position(in: bookID))
@@ -229,7 +229,7 @@ struct LearnerCommands {
 
     static func word(_ text: String) throws(LearnerError) -> String {
         let word = text.trimmingCharacters(in: .whitespacesAndNewlines).lowercased()
-        guard !word.isEmpty, word.count <= 100, !word.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+        guard !word.isEmpty, word.count <= 100, !hasControlCharacters(word) else {
             throw LearnerError(.usage, "a word is 1 to 100 characters without control characters")
         }
         return word
@@ -237,10 +237,23 @@ struct LearnerCommands {
 
     static func translation(_ text: String) throws(LearnerError) -> String {
         let translation = text.trimmingCharacters(in: .whitespacesAndNewlines)
-        guard !translation.isEmpty, translation.count <= 200 else {
-            throw LearnerError(.usage, "a translation is 1 to 200 characters")
+        guard !translation.isEmpty, translation.count <= 200, !hasControlCharacters(translation) else {
+            throw LearnerError(.usage, "a translation is 1 to 200 characters on one line, without control characters")
         }
         return translation
+    }
+
+    /// A book's title as given by `--title`: printed on one line wherever the book is.
+    static func title(_ text: String) throws(LearnerError) -> String {
+        let title = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !title.isEmpty, title.count <= 200, !hasControlCharacters(title) else {
+            throw LearnerError(.usage, "a title is 1 to 200 characters on one line, without control characters")
+        }
+        return title
+    }
+
+    private static func hasControlCharacters(_ text: String) -> Bool {
+        text.unicodeScalars.contains { $0.properties.generalCategory == .control }
     }
 
     static func day(_ date: Date) -> String {

@@ -23,6 +23,11 @@ import Testing
                  "the body is not a push request: operations[0].id: "),
                 (#"{"operations":[{"id":"6F1C0000-0000-4000-8000-000000000001","device":"d","sequence":"one","changes":[]}]}"#,
                  "the body is not a push request: operations[0].sequence is not a whole number"),
+                (#"{"operations":[{"id":"6F1C0000-0000-4000-8000-000000000001","device":"d","sequence":99999999999999999999,"changes":[]}]}"#,
+                 "the body is not a push request: operations[0].sequence is 99999999999999999999, which is not a whole "
+                    + "number from \(Int64.min) to \(Int64.max)"),
+                (#"{"operations":[{"id":"6F1C0000-0000-4000-8000-000000000001","device":"d","sequence":1.5,"changes":[]}]}"#,
+                 "the body is not a push request: operations[0].sequence is 1.5, which is not a whole number"),
             ]
             for (body, message) in cases {
                 let response = try await post(relay, body)

@@ -111,6 +111,15 @@ enum RelayResponses {
         }
         switch error {
         case DecodingError.dataCorrupted(let context):
+            // RecordJSONDecoder's "Number 1e30 does not fit in Int64.": say it in JSON's words.
+            let text = context.debugDescription
+            if !context.codingPath.isEmpty, text.hasPrefix("Number "), let fit = text.range(of: " does not fit in ") {
+                let number = text[text.index(text.startIndex, offsetBy: 7)..<fit.lowerBound]
+                let type = text[fit.upperBound...]
+                let whole = type.hasPrefix("Int") || type.hasPrefix("UInt")
+                return "\(path(context.codingPath)) is \(number), which is not "
+                    + (whole ? "a whole number from \(Int64.min) to \(Int64.max)" : "a finite number")
+            }
             return "\(path(context.codingPath)): \(context.debugDescription)"
         case DecodingError.keyNotFound(let key, let context):
             return "\(path(context.codingPath + [key])) is missing"

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import RecordKeeperSync
 
 /// The records of a load, copied out of the read statement a window at a time so that their
 /// payloads can be decoded on several threads (``WindowDecoding``). SQLite stays on the
@@ -7,8 +8,9 @@ import Foundation
 /// key order.
 ///
 /// A window is decoded on the reading thread when it is small (fewer than
-/// `Limits.recordsPerThread` records per thread) or the device has one core; otherwise in chunks,
-/// each with its own decoder, while the reading thread copies the next window.
+/// `Limits.recordsPerThread` records or `Limits.bytesPerThread` bytes per thread) or the device
+/// has one core; otherwise in chunks, each with its own decoder, on other threads while the
+/// reading thread copies the next window, and on the reading thread too once it has.
 struct LoadWindow {
     /// How large a window grows and how finely it is shared between threads.
     struct Limits: Sendable {
@@ -16,8 +18,9 @@ struct LoadWindow {
         /// beside the items themselves), however large the collection.
         var records = 16_384
         var bytes = 8 << 20
-        /// The fewest records worth a thread of their own.
+        /// The fewest records, or payload bytes, worth a thread of their own.
         var recordsPerThread = 1_024
+        var bytesPerThread = 512 << 10
         /// The threads a window is decoded on, at most.
         var threads = max(1, ProcessInfo.processInfo.activeProcessorCount)
 
@@ -36,6 +39,15 @@ struct LoadWindow {
 
     var count: Int { keys.count }
     var isFull: Bool { keys.count >= limits.records || bytes.count >= limits.bytes }
+
+    /// The threads worth sharing this window's decoding: one per `recordsPerThread` records or
+    /// per `bytesPerThread` bytes (large payloads fill a window with fewer records), at most
+    /// `threads`, never more than the records.
+    var threadsWorthIt: Int {
+        let byRecords = count / max(1, limits.recordsPerThread)
+        let byBytes = bytes.count / max(1, limits.bytesPerThread)
+        return max(1, min(limits.threads, max(byRecords, byBytes), count))
+    }
 
     init(_ limits: Limits) {
         self.limits = limits
@@ -103,19 +115,36 @@ struct LoadWindow {
     }
 }
 
-/// One window being decoded: on the calling thread when it is small, else in chunks on
-/// Dispatch's global queue, while the caller reads the next window. ``finish()`` waits for the
-/// chunks and gives them in key order.
+/// One window being decoded: on the calling thread when it is small, else in chunks that
+/// Dispatch's global queue and the caller share. Worker blocks start at once; ``finish()``
+/// makes the caller decode every chunk no worker has claimed yet, then wait only for the chunks
+/// workers are decoding. So a load always makes progress, even when the global queue has no
+/// thread free, and no worker ever waits for anything.
 ///
-/// `@unchecked Sendable` because the chunks' result slots are a raw buffer: chunk `i` writes
-/// only slot `i`, and nothing reads the slots before ``finish()`` has waited for every chunk
-/// (the group's wait orders those writes before the reads). The window itself is immutable
-/// once decoding starts.
+/// `@unchecked Sendable` because the chunks' result slots are a raw buffer: a chunk is claimed
+/// once, under `claims`' lock, and only its claimer writes its slot. A worker writes its slot,
+/// then counts the chunk as done under the lock and signals `done`; ``finish()`` waits for
+/// each signal and reads the count under the lock before it reads any slot, so every write
+/// happens before the reads. The window itself is immutable once decoding starts. Worker
+/// blocks hold the object until they end, so the buffer outlives every write; `deinit` waits
+/// for nothing (a block that starts after ``finish()`` finds no chunk and ends).
 final class WindowDecoding<Item: Sendable>: @unchecked Sendable {
     let window: LoadWindow
+    private let partial: Bool
+    private let makeCoder: @Sendable () -> PayloadCoder
+    private let decode: @Sendable (UnsafeRawBufferPointer, String, PayloadCoder) throws(RepositoryError) -> Item
     private let ranges: [Range<Int>]
     private let results: UnsafeMutableBufferPointer<LoadWindow.Chunk<Item>?>
-    private let group = DispatchGroup()
+    private let claims = Protected(Claims())
+    private let done = DispatchSemaphore(value: 0)
+
+    private struct Claims {
+        /// The next chunk nobody has claimed.
+        var next = 0
+        /// Chunks claimed by workers, and how many of them they have finished.
+        var byWorkers = 0
+        var finishedByWorkers = 0
+    }
 
     /// Starts decoding `window`; every record is decoded by `decode` (on several threads at
     /// once, each with its own coder from `makeCoder`).
@@ -124,33 +153,60 @@ final class WindowDecoding<Item: Sendable>: @unchecked Sendable {
         _ decode: @escaping @Sendable (UnsafeRawBufferPointer, String, PayloadCoder) throws(RepositoryError) -> Item
     ) {
         self.window = window
-        let count = window.count
-        let threads = min(window.limits.threads, count / max(1, window.limits.recordsPerThread))
+        self.partial = partial
+        self.makeCoder = makeCoder
+        self.decode = decode
+        let threads = window.threadsWorthIt
         // Twice the threads: a chunk whose thread is descheduled (a busy device) holds up less.
         let chunkCount = threads > 1 ? threads * 2 : 1
+        let count = window.count
         ranges = (0..<chunkCount).map { index in (count * index / chunkCount)..<(count * (index + 1) / chunkCount) }
         results = .allocate(capacity: chunkCount)
         results.initialize(repeating: nil)
-        guard chunkCount > 1 else {
-            results[0] = window.decode(ranges[0], partial: partial, makeCoder: makeCoder, decode)
-            return
-        }
-        for index in ranges.indices {
-            DispatchQueue.global().async(group: group) { [self] in
-                results[index] = window.decode(ranges[index], partial: partial, makeCoder: makeCoder, decode)
-            }
+        // The caller is one of the threads (in `finish()`); the others come from the global queue.
+        for _ in 1..<threads {
+            DispatchQueue.global(qos: .userInitiated).async { [self] in work() }
         }
     }
 
     deinit {
-        group.wait()  // only ever already done: `finish()` waited; kept so no chunk outlives the buffer
         results.deinitialize()
         results.deallocate()
     }
 
-    /// The chunks in key order, once every one has been decoded.
+    /// A worker's part: claims and decodes chunks until none is left.
+    private func work() {
+        while let index = claims.withLock({ claims -> Int? in
+            guard claims.next < ranges.count else { return nil }
+            claims.next += 1
+            claims.byWorkers += 1
+            return claims.next - 1
+        }) {
+            results[index] = window.decode(ranges[index], partial: partial, makeCoder: makeCoder, decode)
+            claims.withLock { $0.finishedByWorkers += 1 }
+            done.signal()
+        }
+    }
+
+    /// Leaves the chunks nobody has started undecoded: for a load that ends before taking
+    /// this window's items (a failure). Chunks being decoded end on their own.
+    func cancel() {
+        claims.withLock { $0.next = ranges.count }
+    }
+
+    /// The chunks in key order, once every one has been decoded: the caller decodes those
+    /// nobody has started, then waits for those workers are decoding.
     func finish() -> [LoadWindow.Chunk<Item>] {
-        group.wait()
+        while let index = claims.withLock({ claims -> Int? in
+            guard claims.next < ranges.count else { return nil }
+            claims.next += 1
+            return claims.next - 1
+        }) {
+            results[index] = window.decode(ranges[index], partial: partial, makeCoder: makeCoder, decode)
+        }
+        let byWorkers = claims.withLock { $0.byWorkers }
+        for _ in 0..<byWorkers { done.wait() }
+        precondition(claims.withLock { $0.finishedByWorkers } == byWorkers, "every claimed chunk has finished")
         return results.map { $0! }
     }
 }

@@ -55,6 +55,8 @@ extension RecordRepository {
         var decodingFailure: RepositoryError?
         var window = LoadWindow(limits)
         var decoding: WindowDecoding<Item>?
+        // A load that ends early (a newer record, a failed read) takes no more items.
+        defer { decoding?.cancel() }
         let decode = { @Sendable (payload: UnsafeRawBufferPointer, key: String, coder: PayloadCoder) throws(RepositoryError) -> Item in
             do {
                 return try Self.decode(payload, key: key, collection: collection, decoder: coder)

@@ -87,6 +87,37 @@ import Testing
         }
     }
 
+    @Test(arguments: StoreKind.allCases)
+    func `a windowed load names a newer app's record after full windows, before an earlier broken record`(
+        kind: StoreKind
+    ) async throws {
+        try await withDevices(kind, count: 2) { stores in
+            let server = InMemorySyncServer()
+            let syncs = stores.map { RecordSync(store: $0, server: server) }
+            for sync in syncs { try await sync.start(space: "alice", collections: ["books"]) }
+            let books = (0..<40).map { BookV2(id: String(format: "b%02d", $0), title: "Book \($0)", authors: [], rating: $0 % 5) }
+            try await ReadingApp.v2(stores[0]).save(books)
+            try await ReadingApp.v3(stores[1]).save(
+                ReadingApp.BookV3(id: "solaris", title: "Solaris", authors: ["Lem"], rating: 8, scale: 10))
+            for sync in syncs { _ = try await sync.sync() }
+            _ = try await syncs[0].sync()
+            try await stores[0].put("books", key: "aaa", data: Data(#"{"id":"aaa"}"#.utf8))  // window 0, chunk 0
+
+            // Windows of 4 records in 4 chunks on two threads: solaris comes after ten full
+            // windows, some still decoding when the reader meets it.
+            let windowed = ReadingApp.v2(stores[0])
+            await windowed.useLoadWindow(LoadWindow.Limits(records: 4, bytes: 1 << 20, recordsPerThread: 1, threads: 2))
+            for _ in 0..<3 {
+                let error = await #expect(throws: RepositoryError.self) { try await windowed.load() }
+                #expect(error?.code == .newerItemVersion && error?.key == "solaris")
+                let partial = try await windowed.loadPartial()
+                #expect(partial.items == books)
+                #expect(partial.skipped.map(\.key) == ["aaa", "solaris"])
+                #expect(partial.skipped.map(\.error.code) == [.undecodableRecord, .newerItemVersion])
+            }
+        }
+    }
+
     @Test func `loaded versions are found by key in and out of key order and after later changes`() {
         let keys = ["a", "b", "é", "k000001", "zz"]
         let versions = (1...5).map { RecordVersion(Int64($0)) }

@@ -19,6 +19,8 @@ import Testing
         LoadWindow.Limits(records: 7, bytes: 1 << 20, recordsPerThread: 2, threads: 3),
         LoadWindow.Limits(records: 50, bytes: 100, recordsPerThread: 1, threads: 2),
         LoadWindow.Limits(records: 1_000, bytes: 1 << 20, recordsPerThread: 1_000, threads: 1),
+        LoadWindow.Limits(records: 500, bytes: 1 << 20, recordsPerThread: 100, threads: 2),  // 3,000 = 6 full windows
+        LoadWindow.Limits(records: 1_000, bytes: 1 << 20, recordsPerThread: 1_000_000, bytesPerThread: 1_000, threads: 2),
     ]
 
     private static func entries(_ count: Int) -> [Entry] {
@@ -90,6 +92,40 @@ import Testing
                 try await repository.save(Entry(id: broken[3], number: 9))
             }
             try await repository.save(Entry(id: expected[1].id, number: 9))
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func `a windowed load fails on the first broken record in key order, not the first chunk to finish`(
+        kind: StoreKind
+    ) async throws {
+        try await withStore(kind) { store, _ in
+            try await RecordRepository<Entry>(store: store, collection: "entries").save(Self.entries(60))
+            // Windows of 40 in four chunks of 10: chunk 1, chunk 3, and the second window.
+            for position in [17, 35, 45] {
+                try await store.put("entries", key: String(format: "k%05d", position), data: Data("{}".utf8))
+            }
+            let repository = RecordRepository<Entry>(store: store, collection: "entries")
+            await repository.useLoadWindow(LoadWindow.Limits(records: 40, bytes: 1 << 20, recordsPerThread: 1, threads: 2))
+            for _ in 0..<5 {
+                let error = await #expect(throws: RepositoryError.self) { try await repository.load() }
+                #expect(error?.key == "k00017")
+                #expect(try await repository.loadPartial().skipped.map(\.key) == ["k00017", "k00035", "k00045"])
+            }
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func `a record larger than a whole window is loaded in a window of its own`(kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ in
+            var entries = Self.entries(30)
+            entries[12] = Entry(id: "k00012-large", number: 12)
+            try await RecordRepository<Entry>(store: store, collection: "entries").save(entries)
+            let large = #"{"id":"k00012-large","number":12,"padding":""# + String(repeating: "x", count: 200_000) + #""}"#
+            try await store.put("entries", key: "k00012-large", data: Data(large.utf8))
+            let repository = RecordRepository<Entry>(store: store, collection: "entries")
+            await repository.useLoadWindow(LoadWindow.Limits(records: 8, bytes: 10_000, recordsPerThread: 1, bytesPerThread: 1_000, threads: 2))
+            #expect(try await repository.load() == entries.sorted { $0.id < $1.id })
         }
     }
 

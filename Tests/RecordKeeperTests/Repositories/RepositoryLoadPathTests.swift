@@ -51,22 +51,32 @@ import Testing
         }
     }
 
-    @Test(arguments: StoreKind.allCases)
-    func `a load names a record of a newer app before an earlier record that does not decode, and so does a point read`(
-        kind: StoreKind
+    /// Runs `body` with a version-2 store holding `books` and, pulled from a device running
+    /// version 3, the book "solaris" written at item version 3.
+    private func withSolarisFromNewerApp(
+        _ kind: StoreKind, beside books: [BookV2], _ body: (RecordStore) async throws -> Void
     ) async throws {
         try await withDevices(kind, count: 2) { stores in
             let server = InMemorySyncServer()
             let syncs = stores.map { RecordSync(store: $0, server: server) }
             for sync in syncs { try await sync.start(space: "alice", collections: ["books"]) }
-            try await ReadingApp.v2(stores[0]).save(expected[0])
+            try await ReadingApp.v2(stores[0]).save(books)
             try await ReadingApp.v3(stores[1]).save(
                 ReadingApp.BookV3(id: "solaris", title: "Solaris", authors: ["Lem"], rating: 8, scale: 10))
             for sync in syncs { _ = try await sync.sync() }
             _ = try await syncs[0].sync()
-            try await stores[0].put("books", key: "anathem", data: Data(#"{"id":"anathem"}"#.utf8))
+            try await body(stores[0])
+        }
+    }
 
-            let books = ReadingApp.v2(stores[0])
+    @Test(arguments: StoreKind.allCases)
+    func `a load names a record of a newer app before an earlier record that does not decode, and so does a point read`(
+        kind: StoreKind
+    ) async throws {
+        try await withSolarisFromNewerApp(kind, beside: [expected[0]]) { store in
+            try await store.put("books", key: "anathem", data: Data(#"{"id":"anathem"}"#.utf8))
+
+            let books = ReadingApp.v2(store)
             let error = await #expect(throws: RepositoryError.self) { try await books.load() }
             #expect(error?.code == .newerItemVersion && error?.key == "solaris")
             let partial = try await books.loadPartial()
@@ -74,7 +84,7 @@ import Testing
             #expect(partial.skipped.map(\.key) == ["anathem", "solaris"])
             #expect(partial.skipped.map(\.error.code) == [.undecodableRecord, .newerItemVersion])
             // The same in a window decoded on two threads, one chunk per record (`LoadWindow`).
-            let windowed = ReadingApp.v2(stores[0])
+            let windowed = ReadingApp.v2(store)
             await windowed.useLoadWindow(LoadWindow.Limits(records: 4, bytes: 1 << 20, recordsPerThread: 1, threads: 2))
             let windowedError = await #expect(throws: RepositoryError.self) { try await windowed.load() }
             #expect(windowedError?.code == .newerItemVersion && windowedError?.key == "solaris")
@@ -91,21 +101,13 @@ import Testing
     func `a windowed load names a newer app's record after full windows, before an earlier broken record`(
         kind: StoreKind
     ) async throws {
-        try await withDevices(kind, count: 2) { stores in
-            let server = InMemorySyncServer()
-            let syncs = stores.map { RecordSync(store: $0, server: server) }
-            for sync in syncs { try await sync.start(space: "alice", collections: ["books"]) }
-            let books = (0..<40).map { BookV2(id: String(format: "b%02d", $0), title: "Book \($0)", authors: [], rating: $0 % 5) }
-            try await ReadingApp.v2(stores[0]).save(books)
-            try await ReadingApp.v3(stores[1]).save(
-                ReadingApp.BookV3(id: "solaris", title: "Solaris", authors: ["Lem"], rating: 8, scale: 10))
-            for sync in syncs { _ = try await sync.sync() }
-            _ = try await syncs[0].sync()
-            try await stores[0].put("books", key: "aaa", data: Data(#"{"id":"aaa"}"#.utf8))  // window 0, chunk 0
+        let books = (0..<40).map { BookV2(id: String(format: "b%02d", $0), title: "Book \($0)", authors: [], rating: $0 % 5) }
+        try await withSolarisFromNewerApp(kind, beside: books) { store in
+            try await store.put("books", key: "aaa", data: Data(#"{"id":"aaa"}"#.utf8))  // window 0, chunk 0
 
             // Windows of 4 records in 4 chunks on two threads: solaris comes after ten full
             // windows, some still decoding when the reader meets it.
-            let windowed = ReadingApp.v2(stores[0])
+            let windowed = ReadingApp.v2(store)
             await windowed.useLoadWindow(LoadWindow.Limits(records: 4, bytes: 1 << 20, recordsPerThread: 1, threads: 2))
             for _ in 0..<3 {
                 let error = await #expect(throws: RepositoryError.self) { try await windowed.load() }

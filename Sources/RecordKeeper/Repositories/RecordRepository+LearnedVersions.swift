@@ -9,8 +9,13 @@ extension RecordRepository {
     ///
     /// Called before every write computes its expectations, and after every read that sets
     /// versions (a change that committed after the read continues from what it read).
-    func learnStoreWrites() {
-        for (key, change) in inbox.drain() where versions[key] == change.before {
+    ///
+    /// The changes of keys in `unseen` are dropped: a partial load's skipped records stay
+    /// unseen, so that a save under such a key conflicts. Their record may have come from a
+    /// store write (absent before, so its change would match the skipped key's nil version),
+    /// and learning it would let a save replace a record the app could not read.
+    func learnStoreWrites(except unseen: Set<String> = []) {
+        for (key, change) in inbox.drain() where versions[key] == change.before && !unseen.contains(key) {
             versions[key] = change.after
         }
     }

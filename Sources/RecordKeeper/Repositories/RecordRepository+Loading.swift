@@ -63,6 +63,7 @@ extension RecordRepository {
         defer { turns.release() }
         let loaded = try await currentItems(partial: true) ?? LoadedItems<Item>()
         versions = KnownVersions(loadedKeys: loaded.keys, versions: loaded.versions)
+        learnStoreWrites(except: Set(loaded.skipped.map(\.key)))
         return PartialLoad(items: loaded.items, skipped: loaded.skipped)
     }
 

@@ -49,6 +49,27 @@ import Testing
     }
 
     @Test(arguments: StoreKind.allCases)
+    func `a skipped record the store's own API wrote before the load still conflicts`(kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ in
+            // The repository exists first, so it is told about the store's own writes.
+            let books = RecordRepository<Book>(store: store, collection: "books")
+            try await books.save(Book(id: "a", title: "A"))
+            try await store.put("books", key: "bad", data: Data("garbage".utf8))
+            try await store.put("books", key: "c", data: Data(#"{"id":"c","title":"C","pages":1}"#.utf8))
+            await #expect(throws: RepositoryError.self) { try await books.load() }
+            #expect(try await books.loadPartial().skipped.map(\.key) == ["bad"])
+
+            await #expect(throws: RecordConflict.self) { try await books.save(Book(id: "bad", title: "Bad")) }
+            #expect(try await store.value("books", key: "bad") == Data("garbage".utf8))
+            // The records that loaded, and store writes after the load, are bases as before.
+            try await books.save(Book(id: "c", title: "C, revised"))
+            try await store.put("books", key: "a", data: Data(#"{"id":"a","title":"A by the store","pages":1}"#.utf8))
+            try await books.save(Book(id: "a", title: "A, revised"))
+            #expect(try await books.loadPartial().items.map(\.title) == ["A, revised", "C, revised"])
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
     func `a partial load of a clean or absent collection is complete`(kind: StoreKind) async throws {
         try await withStore(kind) { store, _ in
             let books = RecordRepository<Book>(store: store, collection: "books")

@@ -29,6 +29,7 @@ import Testing
             #expect(keys(try await tool.runOnStore(["list", "items", "--where", "s = 3"])) == [], "3 is the number 3")
             #expect(keys(try await tool.runOnStore(["list", "items", "--where", #"s = "3""#])) == ["c"])
             #expect(keys(try await tool.runOnStore(["list", "items", "--where", "s = pear"])) == ["a"])
+            #expect(keys(try await tool.runOnStore(["list", "items", "--where", #"s != ">x""#])).count == 4, "quoted: text")
             #expect(keys(try await tool.runOnStore(["list", "items", "--where", "due = null"])) == ["d"])
             #expect(keys(try await tool.runOnStore(["list", "items", "--order", "n:desc"])) == ["a", "d", "c", "b"])
             #expect(keys(try await tool.runOnStore(["list", "items", "--order", "n", "--limit", "2"])) == ["b", "c"])
@@ -39,7 +40,7 @@ import Testing
         }
     }
 
-    @Test(arguments: ["n", "n ~ 3", "n = ", "n[0] = 1", " = 3", "n != ", "n = {\"a\":1}"])
+    @Test(arguments: ["n", "n ~ 3", "n = ", "n[0] = 1", " = 3", "n != ", "n = {\"a\":1}", "n <> 1", "n => 5", "n == 1", "n < >1"])
     func `a malformed predicate exits 64 with the reason`(predicate: String) async throws {
         try await withTool { tool in
             try await filled(tool)

@@ -1,3 +1,5 @@
+import Foundation
+
 /// An item type whose repository answers queries: it declares, once, the fields queries may
 /// name (see ``Field``).
 ///
@@ -201,7 +203,11 @@ struct ItemQueryContext {
         return stored
     }
 
+    /// A date stays a ``QueryValue/date(_:)`` until the whole predicate is built, so that
+    /// `storedQuery` can move bounds with a fraction of a second to whole seconds
+    /// (`RecordPredicate.overWholeSeconds()`) before the coder writes them.
     func value(_ value: some Encodable, _ path: FieldPath) throws -> QueryValue {
-        try QueryValue.encoded(value, with: coder, field: path)
+        if let date = value as? Date { return .date(date) }
+        return try QueryValue.encoded(value, with: coder, field: path)
     }
 }

@@ -78,8 +78,9 @@ enum QueryCommands {
         guard let start = text.firstIndex(where: operators.contains) else {
             throw usage("--where \(quoted(text)): no operator (one of = != < <= > >=)")
         }
-        var end = text.index(after: start)
-        if end < text.endIndex, text[end] == "=" { end = text.index(after: end) }
+        // The whole run of operator characters, so that `<>` or `=>` is refused, not read as
+        // `<` with the value `> 1`.
+        let end = text[start...].firstIndex { !operators.contains($0) } ?? text.endIndex
         let symbol = String(text[start..<end])
         guard let comparison = RecordPredicate.Comparison(rawValue: symbol) else {
             throw usage("--where \(quoted(text)): \(quoted(symbol)) is not an operator (one of = != < <= > >=)")
@@ -88,6 +89,10 @@ enum QueryCommands {
         let path = try field(name, "--where \(quoted(text))")
         let valueText = text[end...].trimmingCharacters(in: .whitespaces)
         guard !valueText.isEmpty else { throw usage("--where \(quoted(text)): no value after \(symbol)") }
+        if let first = valueText.first, operators.contains(first) {
+            throw usage("--where \(quoted(text)): the value \(quoted(valueText)) starts like an operator; "
+                + "to compare with that text, write it as a JSON string (\"\(valueText)\")")
+        }
         let value = try value(valueText, in: text)
         switch (comparison, value) {
         case (.equal, .null): return .isNull(path)

@@ -62,6 +62,36 @@ import Testing
         }
     }
 
+    @Test(arguments: StoreKind.allCases)
+    func `date bounds with a fraction of a second select exactly the items whose whole-second ISO 8601 dates match`(
+        kind: StoreKind
+    ) async throws {
+        try await withStore(kind) { store, _ in
+            let words = RecordRepository<Word>(store: store, collection: "words", strategies: .init(dates: .iso8601))
+            try await words.save((0..<12).map { index in
+                Word(id: String(format: "w%02d", index), text: "t", dueAt: Self.start + Double(index) * 0.4, level: 0, kind: .noun)
+            })
+            let stored = try await words.load()  // dates as stored: whole seconds
+            #expect(Set(stored.map(\.dueAt)).count == 5)
+            typealias Case = (ItemPredicate<Word>, (Date) -> Bool)
+            for offset in [-0.5, 0, 1.9, 2, 2.1, 4.4, 9] {
+                let bound = Self.start + offset
+                let cases: [Case] = [
+                    (Word.dueAt >= bound, { $0 >= bound }), (Word.dueAt > bound, { $0 > bound }),
+                    (Word.dueAt <= bound, { $0 <= bound }), (Word.dueAt < bound, { $0 < bound }),
+                    (Word.dueAt == bound, { $0 == bound }), (Word.dueAt != bound, { $0 != bound }),
+                    (Word.dueAt.between(bound - 1.3, bound), { $0 >= bound - 1.3 && $0 <= bound }),
+                    (Word.dueAt.in([bound, bound + 1]), { $0 == bound || $0 == bound + 1 }),
+                    (!(Word.dueAt > bound), { !($0 > bound) }),
+                ]
+                for (index, (predicate, holds)) in cases.enumerated() {
+                    let found = try await words.query(where: predicate).elements.map(\.id)
+                    #expect(found == stored.filter { holds($0.dueAt) }.map(\.id), "offset \(offset), case \(index)")
+                }
+            }
+        }
+    }
+
     struct Rated: Codable, Identifiable, Equatable, Sendable, Queryable {
         var id: String
         var score: Int?

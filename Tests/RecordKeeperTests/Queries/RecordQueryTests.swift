@@ -205,6 +205,13 @@ import Testing
             try await entries.save((0..<4).map { Entry(id: "e\($0)", at: start + Double($0) * 86_400) })
             let after = RecordField("at") >= .date(start + 86_400 * 2)
             #expect(try await keys(store, after) == ["e2", "e3"])
+            // Stored ISO 8601 dates keep whole seconds: a bound with a fraction moves to the
+            // whole second that answers the same for every stored date.
+            #expect(try await keys(store, RecordField("at") >= .date(start + 86_400 - 0.5)) == ["e1", "e2", "e3"])
+            #expect(try await keys(store, RecordField("at") > .date(start + 86_400 + 0.5)) == ["e2", "e3"])
+            #expect(try await keys(store, RecordField("at") <= .date(start + 86_400 + 0.5)) == ["e0", "e1"])
+            #expect(try await keys(store, RecordField("at") == .date(start + 0.5)) == [])
+            #expect(try await keys(store, RecordField("at") != .date(start + 0.5)) == ["e0", "e1", "e2", "e3"])
         }
     }
 }

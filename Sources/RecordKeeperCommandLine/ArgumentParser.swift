@@ -8,20 +8,24 @@ package struct OptionSpec: Sendable, Equatable {
     package let valueName: String?
     /// One line for the help text.
     package let help: String
+    /// Whether the option may be given more than once (`list --where`); any other option given
+    /// twice is a usage error, never "the last one wins".
+    package let repeats: Bool
 
-    package init(name: String, shortName: Character?, valueName: String?, help: String) {
+    package init(name: String, shortName: Character?, valueName: String?, help: String, repeats: Bool = false) {
         self.name = name
         self.shortName = shortName
         self.valueName = valueName
         self.help = help
+        self.repeats = repeats
     }
 
     package static func flag(_ name: String, short: Character? = nil, help: String) -> OptionSpec {
         OptionSpec(name: name, shortName: short, valueName: nil, help: help)
     }
 
-    package static func value(_ name: String, _ valueName: String, help: String) -> OptionSpec {
-        OptionSpec(name: name, shortName: nil, valueName: valueName, help: help)
+    package static func value(_ name: String, _ valueName: String, repeats: Bool = false, help: String) -> OptionSpec {
+        OptionSpec(name: name, shortName: nil, valueName: valueName, help: help, repeats: repeats)
     }
 
     package var takesValue: Bool { valueName != nil }
@@ -64,7 +68,7 @@ package struct ParsedCommandLine: Equatable {
     package var positionals: [String] = []
     /// Flags that were given, by long name.
     package var flags: Set<String> = []
-    /// Options with a value, by long name; the last occurrence wins.
+    /// Options with a value, by long name (the last occurrence of one that repeats).
     package var values: [String: String] = [:]
     /// Every value of each option with a value, by long name, in command-line order (for
     /// options that may repeat, such as `list --where`).
@@ -143,6 +147,9 @@ package enum ArgumentParser {
                                      command: result.command)
                 }
                 if spec.takesValue {
+                    if !spec.repeats, result.values[spec.name] != nil {
+                        throw UsageError(message: "option --\(spec.name) is given twice; give it once", command: result.command)
+                    }
                     if let inlineValue {
                         result.values[spec.name] = inlineValue
                         result.allValues[spec.name, default: []].append(inlineValue)

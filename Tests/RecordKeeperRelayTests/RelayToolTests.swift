@@ -56,6 +56,8 @@ import Testing
                 (["serve", "--database", "host=x", "--jwt-secret-file", secret.path, "--max-pages-per-answer", "17"], 64, "--max-pages-per-answer"),
                 (["serve", "--database", "host=x", "--jwt-secret-file", secret.path, "--pulls-ahead", "-1"], 64, "--pulls-ahead"),
                 (["launch"], 64, "unknown command 'launch'"),
+                (["token", "--space", "alice", "--secret-file", secret.path, "--space", "bob"], 64,
+                 "option --space is given twice; give it once"),
             ]
             for (arguments, status, message) in cases {
                 let result = try await RelayProcess.run(arguments)

@@ -27,6 +27,16 @@ import Testing
         }
     }
 
+    @Test func `an option given twice is refused unless it repeats`() throws {
+        #expect(usageError(["--store", "a.sqlite", "get", "users", "alice", "--store", "b.sqlite"])?.message
+                == "option --store is given twice; give it once")
+        #expect(usageError(["put", "n", "k", "1", "--if-version", "1", "--if-version=2"])?.message
+                == "option --if-version is given twice; give it once")
+        let list = try parse(["list", "items", "--where", "n > 1", "--where", "n < 5", "--order", "n", "--order", "s:desc"])
+        #expect(list.allValues["where"] == ["n > 1", "n < 5"])
+        #expect(list.allValues["order"] == ["n", "s:desc"])
+    }
+
     @Test func `command flags and values are collected by long name`() throws {
         let parsed = try parse(["export", "users", "--format", "ndjson", "--output=out.ndjson", "-q"])
         #expect(parsed.positionals == ["users"])
@@ -42,10 +52,6 @@ import Testing
 
     @Test func `an empty argument stays an argument`() throws {
         #expect(try parse(["get", "", "key"]).positionals == ["", "key"])
-    }
-
-    @Test func `the last value of a repeated option wins`() throws {
-        #expect(try parse(["info", "--store", "a", "--store", "b"]).values["store"] == "b")
     }
 
     @Test func `an unknown command is a usage error`() {

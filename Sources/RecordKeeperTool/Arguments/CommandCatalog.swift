@@ -17,9 +17,9 @@ enum CommandCatalog {
             name: "list", arguments: [ArgumentSpec(name: "COLLECTION", isOptional: false)],
             options: [
                 .flag("values", help: "Also print each value (JSON, or base64:... for other bytes)."),
-                .value("where", "'FIELD OP VALUE'",
+                .value("where", "'FIELD OP VALUE'", repeats: true,
                        help: "Only records whose JSON FIELD compares so; OP is = != < <= > >=; may repeat (all must hold)."),
-                .value("order", "FIELD[:desc]", help: "Sort by FIELD (ascending unless :desc); may repeat. Ties by key."),
+                .value("order", "FIELD[:desc]", repeats: true, help: "Sort by FIELD (ascending unless :desc); may repeat. Ties by key."),
                 .value("limit", "N", help: "At most N records."),
             ],
             summary: "List the records of a collection in key order, or those a query selects in its order.",
@@ -33,8 +33,8 @@ enum CommandCatalog {
         CommandSpec(
             name: "index", arguments: [ArgumentSpec(name: "COLLECTION", isOptional: false)],
             options: [
-                .value("add", "FIELD", help: "Declare an index on FIELD of the stored JSON (creates the store if needed)."),
-                .value("drop", "FIELD", help: "Drop the declared index on FIELD."),
+                .value("add", "FIELD", repeats: true, help: "Declare an index on FIELD of the stored JSON (creates the store if needed)."),
+                .value("drop", "FIELD", repeats: true, help: "Drop the declared index on FIELD."),
             ],
             summary: "List the collection's declared indexes, or add and drop them.",
             discussion: """

@@ -127,6 +127,25 @@ import Testing
         }
     }
 
+    @Test func `a backup with overwrite never turns a FIFO or a symbolic link into a file`() async throws {
+        try await withTemporaryDirectory { directory in
+            let store = RecordStore(url: directory.appendingPathComponent("records.sqlite"))
+            try await store.put("c", key: "k", data: Data("1"))
+            let fifo = directory.appendingPathComponent("fifo")
+            #expect(mkfifo(fifo.path, 0o600) == 0)
+            let target = directory.appendingPathComponent("target")
+            try Data("kept".utf8).write(to: target)
+            let link = directory.appendingPathComponent("link")
+            try FileManager.default.createSymbolicLink(at: link, withDestinationURL: target)
+            for (url, kind) in [(fifo, "a FIFO"), (link, "a symbolic link")] {
+                let error = await #expect(throws: RecordStoreError.self) { try await store.backup(to: url, overwrite: true) }
+                #expect(error?.errorDescription?.contains("is \(kind), not a regular file") == true, "\(String(describing: error))")
+                #expect(FileKind.nonRegular(at: url.path) == kind)
+            }
+            #expect(try Data(contentsOf: target) == Data("kept".utf8))
+        }
+    }
+
     @Test func `a backup leaves the store's file byte for byte as it was`() async throws {
         try await withTemporaryDirectory { directory in
             let url = directory.appendingPathComponent("records.sqlite")

@@ -1,4 +1,5 @@
 import Foundation
+import RecordKeeper
 import Testing
 
 /// `export` and `import`: formats, round trips, merge, replace, dry run, and bad input.
@@ -97,6 +98,33 @@ import Testing
             #expect(written == (try await tool.runOnStore(["export", "--format", "ndjson"]).output))
             #expect(try FileManager.default.contentsOfDirectory(atPath: tool.directory.path)
                 .filter { $0.contains(".partial-") }.isEmpty)
+        }
+    }
+
+    @Test func `an export never replaces the store's own file, a FIFO or a symbolic link`() async throws {
+        try await withTool { tool in
+            try await fill(tool)
+            let before = try Data(contentsOf: URL(fileURLWithPath: tool.storePath))
+            let own = try await tool.runOnStore(["export", "users", "--output", tool.storePath])
+            #expect(own.status == 73)
+            #expect(own.stderr.contains("is the store's own file"), "\(own.stderr)")
+            #expect(try Data(contentsOf: URL(fileURLWithPath: tool.storePath)) == before)
+
+            let fifo = tool.directory.appendingPathComponent("fifo").path
+            #expect(mkfifo(fifo, 0o600) == 0)
+            let link = tool.directory.appendingPathComponent("link").path
+            let target = tool.directory.appendingPathComponent("target.json").path
+            try Data("kept".utf8).write(to: URL(fileURLWithPath: target))
+            try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: target)
+            for (path, kind) in [(fifo, "a FIFO"), (link, "a symbolic link")] {
+                let result = try await tool.runOnStore(["export", "--output", path])
+                #expect(result.status == 73)
+                #expect(result.stderr.contains("is \(kind), not a regular file"), "\(result.stderr)")
+                #expect(FileKind.nonRegular(at: path) == kind, "left as it was")
+            }
+            #expect(try String(contentsOfFile: target, encoding: .utf8) == "kept")
+            #expect(try await tool.runOnStore(["export", "--output", ""]).status == 64)
+            #expect(try await tool.runOnStore(["list", "users"]).status == 0)
         }
     }
 

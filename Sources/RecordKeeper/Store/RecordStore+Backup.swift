@@ -110,18 +110,23 @@ extension RecordStore {
 /// it, and moving the finished copy into place durably.
 enum BackupTarget {
     /// Refuses destinations a backup must not write: an existing file (unless `overwrite`),
-    /// the store's own file, a directory, a path with a write-ahead log next to it (an open
+    /// the store's own file, a directory, a device, FIFO or symbolic link, a path with a write-ahead log next to it (an open
     /// store; SQLite would apply that log to the copy), or a missing directory.
     static func check(_ target: String, storePath: String?, overwrite: Bool) throws {
         func refuse(_ detail: String, code: RecordStoreError.Code = .invalidArgument) -> RecordStoreError {
             RecordStoreError(code: code, operation: .backup, path: storePath, detail: detail)
         }
-        if let storePath, target == storePath || isSameFile(target, storePath) {
+        if let storePath, target == storePath || FileKind.isSameFile(target, storePath) {
             throw refuse("the destination \(target) is the store's own file")
         }
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: target, isDirectory: &isDirectory) {
             if isDirectory.boolValue { throw refuse("the destination \(target) is a directory") }
+            // The finished copy is renamed over the destination, which would turn a device, a
+            // FIFO or a symbolic link into a regular file (as root, /dev/null).
+            if let kind = FileKind.nonRegular(at: target) {
+                throw refuse("the destination \(target) is \(kind), not a regular file; it was left as it is")
+            }
             if !overwrite {
                 throw refuse("a file already exists at \(target); it was left as it is (pass overwrite: true to replace it)")
             }
@@ -219,13 +224,6 @@ enum BackupTarget {
         guard FileSync.synchronize(descriptor) else {
             throw systemError(errno, "could not flush \(path) to disk", storePath: storePath)
         }
-    }
-
-    private static func isSameFile(_ first: String, _ second: String) -> Bool {
-        var a = stat()
-        var b = stat()
-        guard stat(first, &a) == 0, stat(second, &b) == 0 else { return false }
-        return a.st_dev == b.st_dev && a.st_ino == b.st_ino
     }
 
     private static func systemError(_ number: Int32, _ what: String, storePath: String?, file: String? = nil) -> RecordStoreError {

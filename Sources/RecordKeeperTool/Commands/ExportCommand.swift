@@ -15,6 +15,7 @@ enum ExportCommand {
         let format = try resolveFormat(context.arguments.values["format"], outputPath: outputPath)
         let showProgress = ProgressReporter.shouldShow(quiet: context.quiet)
         let store = try context.store.existingStore()
+        if let outputPath { try checkDestination(outputPath, storePath: context.store.path) }
         // A file export is written next to its destination (a new file, 0600, or the mode of
         // the file it replaces) and renamed into place at the end, so a failed or interrupted
         // export never leaves a partial file under the requested name, nor one beside it.
@@ -56,6 +57,20 @@ enum ExportCommand {
             }
         }
         return .ok
+    }
+
+    /// Refuses an `--output` the final rename would wreck: anything but a regular file (it
+    /// would become one: a device, a FIFO, a symbolic link) and the store's own files.
+    static func checkDestination(_ output: String, storePath: String) throws {
+        guard !output.isEmpty else { throw UsageError(message: "--output needs a file path", command: "export") }
+        if let kind = FileKind.nonRegular(at: output) {
+            throw ToolError(.cannotCreate, "\(output) is \(kind), not a regular file, and was left as it is: an export "
+                + "replaces the file at --output; give the path of a file, or leave out --output to write to standard output")
+        }
+        for suffix in ["", "-wal", "-shm", "-journal"] where FileKind.isSameFile(output, storePath + suffix) {
+            throw ToolError(.cannotCreate, "\(output) is the store's own \(suffix.isEmpty ? "file" : "\(suffix) file"); "
+                + "it was left as it is: export to another path")
+        }
     }
 
     static func resolveFormat(_ option: String?, outputPath: String?) throws(UsageError) -> Format {

@@ -1,0 +1,37 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// What is at a path, for writers that replace a file by renaming a finished copy over it
+/// (backups, the tool's exports): such a rename would turn a device, a FIFO or a symbolic
+/// link into a regular file, and must never land on the store's own file.
+package enum FileKind {
+    /// What is at `path` when it is not a regular file ("a symbolic link", "a device", "a
+    /// FIFO", "a socket", "a directory"); nil when nothing is there or it is a regular file.
+    /// A symbolic link is reported as itself, not followed.
+    package static func nonRegular(at path: String) -> String? {
+        var info = stat()
+        guard lstat(path, &info) == 0 else { return nil }
+        switch info.st_mode & S_IFMT {
+        case S_IFREG: return nil
+        case S_IFLNK: return "a symbolic link"
+        case S_IFCHR, S_IFBLK: return "a device"
+        case S_IFIFO: return "a FIFO"
+        case S_IFSOCK: return "a socket"
+        case S_IFDIR: return "a directory"
+        default: return "not a regular file"
+        }
+    }
+
+    /// Whether both paths name the same existing file (device and inode, links followed).
+    package static func isSameFile(_ first: String, _ second: String) -> Bool {
+        var a = stat()
+        var b = stat()
+        guard stat(first, &a) == 0, stat(second, &b) == 0 else { return false }
+        return a.st_dev == b.st_dev && a.st_ino == b.st_ino
+    }
+}

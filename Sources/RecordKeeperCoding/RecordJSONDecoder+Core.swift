@@ -230,7 +230,7 @@ final class RecordDecoderCore: Decoder {
             return unsafeBitCast(try date(at: entry, path: path()), to: T.self)
         case .data:
             let text = try string(at: entry, path: path())
-            guard let data = Data(base64Encoded: text) else {
+            guard let data = StrictBase64.decode(text) else {
                 throw DecodingError.dataCorrupted(DecodingError.Context(
                     codingPath: path(), debugDescription: "Encountered Data is not valid Base64."))
             }

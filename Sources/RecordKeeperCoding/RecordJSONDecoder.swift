@@ -26,7 +26,9 @@ public import Foundation
 /// UTF-16 or UTF-32 payloads (the first byte is checked: such payloads are handed to
 /// Foundation's `JSONDecoder`). Keys are matched by their UTF-8 bytes, so a key stored in a
 /// different Unicode normalization than the coding key's string does not match. Of a key that
-/// appears twice in an object, the first is used, as in Foundation.
+/// appears twice in an object, the first is used, as in Foundation. `Data` is read from
+/// canonical base64 only (padding only at the end, unused bits zero): Foundation's
+/// `Data(base64Encoded:)` on Linux reads `"===="` as a zero byte, which this decoder refuses.
 public final class RecordJSONDecoder {
     /// Values a type's `init(from:)` can read from `decoder.userInfo`.
     public let userInfo: [CodingUserInfoKey: any Sendable]

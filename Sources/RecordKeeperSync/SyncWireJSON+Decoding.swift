@@ -143,7 +143,7 @@ extension SyncWireJSON {
             return .payload(data)
         }
 
-        /// A string of base64 as Foundation writes it, decoded (``SyncWireBase64``).
+        /// A string of base64 as Foundation writes it, decoded (``StrictBase64``).
         mutating func base64() -> Data? {
             guard literal("\"") else { return nil }
             let start = index
@@ -153,7 +153,7 @@ extension SyncWireJSON {
                 else { return nil }
                 let end = start + (base + start).distance(to: quote.assumingMemoryBound(to: UInt8.self))
                 index = end + 1
-                return SyncWireBase64.decode(UnsafeBufferPointer(rebasing: buffer[start..<end]))
+                return StrictBase64.decode(UnsafeBufferPointer(rebasing: buffer[start..<end]))
             }
         }
 

@@ -113,7 +113,7 @@ package enum SyncWireJSON {
         switch value {
         case .payload(let data):
             JSONWriter.appendASCII(#"{"payload":{"_0":""#, to: &out)
-            SyncWireBase64.append(data, to: &out)
+            StrictBase64.append(data, to: &out)
             JSONWriter.appendASCII(#""}}"#, to: &out)
         case .tombstone:
             JSONWriter.appendASCII(#"{"tombstone":{}}"#, to: &out)

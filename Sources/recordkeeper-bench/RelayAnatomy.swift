@@ -150,11 +150,11 @@ extension BenchRunner {
                     time = await measureAsync {
                         var out: [UInt8] = []
                         out.reserveCapacity(payloads.count * 140)
-                        for data in payloads { SyncWireBase64.append(data, to: &out) }
+                        for data in payloads { StrictBase64.append(data, to: &out) }
                     }
                 case "wire base64 decode":
                     time = await measureAsync {
-                        for text in encodedBytes { _ = text.withUnsafeBufferPointer { SyncWireBase64.decode($0) } }
+                        for text in encodedBytes { _ = text.withUnsafeBufferPointer { StrictBase64.decode($0) } }
                     }
                 case "strings":
                     time = await measureAsync {

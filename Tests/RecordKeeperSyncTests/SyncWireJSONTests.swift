@@ -114,9 +114,9 @@ extension SyncWireJSONTests {
         for length in 0..<70 {
             let payload = Data((0..<length).map { _ in UInt8.random(in: 0...255, using: &generator) })
             var written: [UInt8] = []
-            SyncWireBase64.append(payload, to: &written)
+            StrictBase64.append(payload, to: &written)
             #expect(Data(written) == payload.base64EncodedData(), "length \(length)")
-            let read = written.withUnsafeBufferPointer { SyncWireBase64.decode($0) }
+            let read = written.withUnsafeBufferPointer { StrictBase64.decode($0) }
             #expect(read == payload, "length \(length)")
             let page = SyncPage(
                 changes: [SyncPulledChange(collection: "c", key: "k", value: .payload(payload), version: SyncServerVersion(1))],
@@ -135,9 +135,9 @@ extension SyncWireJSONTests {
         for trailing in [Data(), Data([0xFF]), Data([0x00, 0xFE])] {
             let bytes = payload + trailing
             var written: [UInt8] = Array("prefix".utf8)
-            SyncWireBase64.append(bytes, to: &written)
+            StrictBase64.append(bytes, to: &written)
             #expect(Data(written.dropFirst(6)) == bytes.base64EncodedData(), "\(trailing.count) trailing")
-            #expect(written.dropFirst(6).withUnsafeBufferPointer { SyncWireBase64.decode($0) } == bytes)
+            #expect(written.dropFirst(6).withUnsafeBufferPointer { StrictBase64.decode($0) } == bytes)
         }
     }
 
@@ -150,7 +150,7 @@ extension SyncWireJSONTests {
         let texts = ["QR==", "QUI=", "QUJ=", "QQ", "Q===", "====", "QUJD\\/A==", "QU JD", "QUJD=QUJD", "QUJDRA=="]
         for text in texts {
             let canonical = Data(base64Encoded: text).map { $0.base64EncodedString() == text } ?? false
-            let fast = Array(text.utf8).withUnsafeBufferPointer { SyncWireBase64.decode($0) }
+            let fast = Array(text.utf8).withUnsafeBufferPointer { StrictBase64.decode($0) }
             #expect(canonical ? fast == Data(base64Encoded: text) : fast == nil, "\(text)")
             let body = template.replacingOccurrences(of: #""_0":"QQ==""#, with: #""_0":""# + text + #"""#)
             let expected = Result { try RecordJSONDecoder().decode(SyncPage.self, from: Data(body.utf8)) }

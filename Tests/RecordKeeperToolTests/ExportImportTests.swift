@@ -193,6 +193,8 @@ import Testing
         ("{\"collection\":\"c\",\"key\":\"a\"}\n", 1, 1),
         ("{\"collection\":\"c\",\"colour\":1}\n", 1, 28),
         ("[1]", 1, 1),
+        ("{\"collection\":\"c\",\"key\":\"a\",\"value\":{\"$base64\":\"====\"}}\n", 1, 37),
+        ("{\"collection\":\"c\",\"key\":\"a\",\"value\":{\"$base64\":\"AA=A\"}}\n", 1, 37),
     ])
     func `malformed import input reports line and column and writes nothing`(input: String, line: Int, column: Int) async throws {
         try await withTool { tool in

@@ -70,7 +70,7 @@ import Testing
             #expect(try await tool.runOnStore(["put", "blobs", "argument", "--base64", " \t" + crlf + " \n"]).status == 0)
             #expect(try await tool.runOnStore(["get", "blobs", "piped", "--raw"]).stdout == bytes)
             #expect(try await tool.runOnStore(["get", "blobs", "argument", "--raw"]).stdout == bytes)
-            for garbage in ["aGk=!", "aG\u{2028}k=", "aG k", "a-Gk="] {
+            for garbage in ["aGk=!", "aG\u{2028}k=", "aG k", "a-Gk=", "====", "AA=A", "A===", "AB=="] {
                 let refused = try await tool.runOnStore(["put", "blobs", "bad", "--base64", garbage])
                 #expect(refused.status == 65, "\(garbage): \(refused.stderr)")
                 #expect(refused.stderr == "recordkeeper: VALUE is not valid base64; nothing was written\n")

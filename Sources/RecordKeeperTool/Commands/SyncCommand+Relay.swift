@@ -95,7 +95,7 @@ extension SyncCommand {
         guard parts.count == 3 else { return nil }
         var base64 = parts[1].replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
-        guard let payload = Data(base64Encoded: base64) else { return nil }
+        guard let payload = StrictBase64.decode(base64) else { return nil }
         struct Claims: Decodable {
             let space: String
             let readOnly: Bool?

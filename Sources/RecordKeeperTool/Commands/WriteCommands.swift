@@ -62,7 +62,7 @@ enum WriteCommands {
             // is dropped anywhere, then the rest is decoded strictly (any other character is
             // refused, unlike `.ignoreUnknownCharacters`).
             let text = String(decoding: bytes.filter { !isASCIIWhitespace($0) }, as: UTF8.self)
-            guard let decoded = Data(base64Encoded: text) else {
+            guard let decoded = StrictBase64.decode(text) else {
                 throw ToolError(.dataError, "\(source) is not valid base64; nothing was written")
             }
             data = decoded

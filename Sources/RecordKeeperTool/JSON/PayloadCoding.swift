@@ -1,4 +1,5 @@
 import Foundation
+import RecordKeeperCoding
 
 /// How payload bytes become text and JSON, and back.
 ///
@@ -88,7 +89,7 @@ enum PayloadCoding {
     static func payload(fromCompactJSON compact: [UInt8], foundationCheck: Bool = true) throws(ValueProblem) -> Data {
         if compact.first == UInt8(ascii: "{"), compact.starts(with: markerPrefix),
            let text = base64Text(inMarker: compact) {
-            guard let decoded = Data(base64Encoded: text) else { throw .invalidBase64 }
+            guard let decoded = StrictBase64.decode(text) else { throw .invalidBase64 }
             return decoded
         }
         guard !foundationCheck || acceptedByFoundation(compact) else { throw .rejectedByFoundation }

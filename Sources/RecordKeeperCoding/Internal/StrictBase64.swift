@@ -1,13 +1,16 @@
 package import Foundation
 
-/// Standard base64 (RFC 4648 §4, with `=` padding, no line breaks) written into and read from
-/// the byte buffers of ``SyncWireJSON``: the payloads of a push or a pull page. Foundation's
-/// `base64EncodedData()` and `Data(base64Encoded:)` cost a `Data` (and, to read, a `String`)
-/// for each of the thousands of payloads a body holds, and were half of the relay's time to
-/// write a page (docs/PERFORMANCE.md, S6/S7). The bytes written are Foundation's; reading
-/// accepts only what Foundation writes (whole groups of four, padding only at the end, unused
-/// bits zero) and answers `nil` for anything else, which the caller then leaves to the decoder.
-package enum SyncWireBase64 {
+/// Standard base64 (RFC 4648 §4, with `=` padding, no line breaks), written and read without
+/// a `String` or `Data` per value: the payloads of sync's wire JSON (`SyncWireJSON`), the
+/// codec's `Data` values, and the tool's base64 input. Foundation's `base64EncodedData()` and
+/// `Data(base64Encoded:)` cost a `Data` (and, to read, a `String`) for each of the thousands of
+/// payloads a body holds, and were half of the relay's time to write a page
+/// (docs/PERFORMANCE.md, S6/S7). The bytes written are Foundation's.
+///
+/// Reading is strict: whole groups of four, padding only at the end, unused bits zero, every
+/// other byte in the alphabet; anything else is `nil`. (Foundation's `Data(base64Encoded:)` on
+/// Linux reads `====` as one zero byte and `AA=A` as two.)
+package enum StrictBase64 {
     private static let alphabet: [UInt8] = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
 
     /// 0-63 for the alphabet's bytes, 0xFF for every other byte.
@@ -60,7 +63,14 @@ package enum SyncWireBase64 {
     }
 
     /// The bytes `text` encodes, when it is base64 exactly as Foundation writes it; `nil`
-    /// otherwise (then `Data(base64Encoded:)` decides).
+    /// otherwise.
+    package static func decode(_ text: String) -> Data? {
+        var text = text
+        return text.withUTF8 { decode($0) }
+    }
+
+    /// The bytes `text` encodes, when it is base64 exactly as Foundation writes it; `nil`
+    /// otherwise.
     package static func decode(_ text: UnsafeBufferPointer<UInt8>) -> Data? {
         let count = text.count
         guard count % 4 == 0 else { return nil }

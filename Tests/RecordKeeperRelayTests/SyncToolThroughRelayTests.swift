@@ -91,6 +91,7 @@ struct SyncToolThroughRelayTests {
                 let alice = try tokenFile(directory, "alice", try LiveRelay.token("alice"))
                 let bob = try tokenFile(directory, "bob", try LiveRelay.token("bob"))
                 let expired = try tokenFile(directory, "expired", try LiveRelay.token("alice", expiresIn: -3600))
+                let tagsOnly = try tokenFile(directory, "tags-only", try LiveRelay.token("alice", collections: ["tags"]))
                 let garbage = try tokenFile(directory, "garbage", "not a token")
                 let empty = try tokenFile(directory, "empty", "  ")
                 let fresh = directory.appendingPathComponent("fresh.sqlite")
@@ -98,6 +99,7 @@ struct SyncToolThroughRelayTests {
                 let cases: [([String], Int32, String)] = [
                     (start + [alice.path, "--space", "bob"], 65, "is not the token's space"),
                     (start + [expired.path], 77, "the relay refused the token"),
+                    (start + [tagsOnly.path], 77, "does not grant collection(s) 'notes'"),
                     (start + [garbage.path], 77, "not a JWT with a space claim"),
                     (start + [empty.path], 77, "is empty"),
                     (start + [directory.appendingPathComponent("none").path], 66, "does not exist"),

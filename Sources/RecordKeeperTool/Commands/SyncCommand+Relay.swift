@@ -15,7 +15,7 @@ extension SyncCommand {
     ///
     /// The claims are read without verifying the token (only the relay holds the key): they
     /// serve to refuse early and clearly (another space, a read-only token with something to
-    /// push), never to grant anything. ``connect(_:timeout:)`` has the relay check this very
+    /// push), never to grant anything. ``connect(_:timeout:collections:)`` has the relay check this very
     /// token before the store is touched, so once connected they are the claims the relay holds
     /// every request to; a forged token is refused there (77).
     struct Relay {
@@ -124,7 +124,7 @@ extension SyncCommand {
 
     /// The client of `relay`, whose limits, reachability and acceptance of the token are
     /// checked before the store is touched.
-    static func connect(_ relay: Relay, timeout: Duration) async throws(SyncError) -> HTTPSyncServer {
+    static func connect(_ relay: Relay, timeout: Duration, collections: Set<String>) async throws(SyncError) -> HTTPSyncServer {
         let configuration = URLSessionConfiguration.ephemeral
         configuration.timeoutIntervalForRequest = TimeInterval(timeout.components.seconds)
         let token = relay.token
@@ -136,9 +136,12 @@ extension SyncCommand {
                     .unreachable, "the relay at \(relay.url.absoluteString) says its database does not answer"
                         + (health.reason.map { " (\($0))" } ?? ""))
             }
-            // The token is tried before the store is touched: a refused one (401, or 403 for
-            // another space) changes nothing, not even the store's first sync settings.
-            _ = try await server.pull(space: relay.space, after: .start, limit: 1)
+            // The token is tried before the store is touched, with the collections this sync
+            // will pull: a refused one (401, or 403 for another space or a collection its
+            // `collections` claim does not grant) changes nothing, not even the store's first
+            // sync settings.
+            _ = try await server.pull(
+                space: relay.space, after: .start, limit: 1, collections: collections.isEmpty ? nil : collections)
         } catch let error as SyncError {
             throw error
         } catch {

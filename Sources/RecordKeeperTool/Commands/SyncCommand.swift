@@ -108,8 +108,10 @@ enum SyncCommand {
                             + "nothing was changed")
         }
 
+        // Every collection this sync pulls: those it starts and those the store already syncs.
+        let pulled = Set(request.newCollections).union(status?.collections.keys ?? [:].keys)
         let connect: @Sendable () async throws -> any RecordSyncServer = { [conninfo = request.conninfo, timeout] in
-            if let relay { return try await Self.connect(relay, timeout: timeout) }
+            if let relay { return try await Self.connect(relay, timeout: timeout, collections: pulled) }
             return try await PostgresSyncServer.connect(conninfo, timeout: timeout, notices: { notice in
                 // The tool's own stderr line, never libpq's unprefixed one.
                 StandardError.writeLine("recordkeeper: server \(notice)")

@@ -76,4 +76,23 @@ import Testing
             #expect(try Data(contentsOf: url) == bytes)
         }
     }
+    @Test func `a collection that still reads exports from a store damaged elsewhere`() async throws {
+        try await withTool { tool in
+            try #require(try await tool.runOnStore(["put", "a", "k1", "1"]).status == 0)
+            try #require(try await tool.runOnStore(["put", "a", "k2", "2"]).status == 0)
+            let lines = (0..<300).map { #"{"collection":"c","key":"k\#($0)","value":"\#(String(repeating: "x", count: 300))"}"# }
+            try #require(try await tool.runOnStore(["import", try tool.file("c.ndjson", lines.joined(separator: "\n"))]).status == 0)
+            // Break the last page: one of c's leaves, written after a's records.
+            let url = URL(fileURLWithPath: tool.storePath)
+            var bytes = try Data(contentsOf: url)
+            bytes[bytes.count - 4096] = 0x7F
+            try bytes.write(to: url)
+
+            #expect(try await tool.runOnStore(["export", "c"]).status != 0)
+            let healthy = try await tool.runOnStore(["export", "a", "--format", "ndjson"])
+            #expect(healthy.status == 0, "\(healthy.stderr)")
+            #expect(healthy.output.contains(#""key":"k1""#) && healthy.output.contains(#""key":"k2""#), "\(healthy.output)")
+            #expect(try await tool.runOnStore(["export", "missing"]).status == 66)
+        }
+    }
 }

@@ -185,6 +185,7 @@ struct HTTPSyncServerTests {
             let error = await #expect(throws: SyncError.self) { _ = try await server.push(space: "alice", operations: [huge]) }
             #expect(error?.code == .invalidRequest)
             #expect(error?.message.contains("cannot be split") == true)
+            #expect(error?.message.contains("its operator can raise `recordkeeper-relay serve --max-body`") == true)
             #expect(relay.server.calls.pushes == pushes, "nothing of it was sent")
         }
     }

@@ -67,7 +67,7 @@ struct IndexesTable {
 
     /// The key of the first record of collection `id`, in key order, whose payload SQLite's JSON
     /// functions refuse (as the expression of a declared index does); nil when there is none.
-    private func firstPayloadNotJSON(_ id: Int64, collection: String) throws -> String? {
+    func firstPayloadNotJSON(_ id: Int64, collection: String) throws -> String? {
         // The scan runs in key order and stops at the first payload it cannot parse: the key
         // after the last one it read.
         var last = ""  // Keys are never empty.

@@ -22,7 +22,18 @@ struct RecordQueries {
             var result: T?
             if state != .absent, let id = try engine.records.collectionID(name) {
                 let resolved = try Self.resolvingDates(query, state: state, collection: name)
-                result = try body(engine, resolved, id)
+                do {
+                    result = try body(engine, resolved, id)
+                } catch var error as RecordStoreError where error.sqliteMessage == "malformed JSON" && error.key == nil {
+                    // A payload that is not JSON is in the store legitimately (payloads are any
+                    // bytes), but its fields cannot be queried: name the first such record.
+                    error.key = try engine.indexes.firstPayloadNotJSON(id, collection: name)
+                    if error.key != nil {
+                        error.detail = "the record's payload is not JSON, and a query reads the JSON fields of the "
+                            + "collection's records, so this collection cannot be queried until it is JSON or removed"
+                    }
+                    throw error
+                }
             }
             return (state, result)
         }

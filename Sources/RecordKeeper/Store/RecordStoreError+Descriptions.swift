@@ -30,6 +30,9 @@ extension RecordStoreError: LocalizedError {
     /// What a person can do about it.
     public var recoverySuggestion: String? {
         switch code {
+        case .invalidArgument where (operation == .query || operation == .count) && key != nil:
+            // A record that is not JSON (see `RecordQueries.query`): the request was fine.
+            return "Store that record as JSON or remove it, then query again; nothing was changed."
         case .invalidCollectionName, .invalidKey, .invalidArgument:
             return "Correct the request; nothing of it was written."
         case .notADatabase, .foreignDatabase:

@@ -181,6 +181,8 @@ import Testing
                 #expect(error?.code == .invalidArgument)
                 #expect(error?.sqliteMessage == "malformed JSON")
                 #expect(error?.description.contains("is not JSON") == true)
+                #expect(error?.key == "b", "the first record that is not JSON")
+                #expect(error?.recoverySuggestion == "Store that record as JSON or remove it, then query again; nothing was changed.")
             }
             #expect(try await store.query("items", RecordQuery()).elements.map(\.key) == ["a", "b"])
         }

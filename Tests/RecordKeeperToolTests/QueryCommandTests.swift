@@ -78,7 +78,7 @@ import Testing
             #expect(try await tool.runOnStore(["put", "items", "b2", "plain text"]).status == 0)
             let refused = try await tool.runOnStore(["index", "items", "--add", "n"])
             #expect(refused.status == 65, "\(refused.stderr)")
-            #expect(refused.stderr.hasPrefix("recordkeeper: Could not save to collection \"items\" (key \"b2\")"),
+            #expect(refused.stderr.hasPrefix("recordkeeper: Could not change the indexes of collection \"items\" (key \"b2\")"),
                     "\(refused.stderr)")
             #expect(refused.stderr.contains("payload is not JSON"), "\(refused.stderr)")
             #expect(refused.stderr.split(separator: "\n").count == 1)

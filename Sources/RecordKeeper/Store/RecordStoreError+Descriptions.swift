@@ -103,6 +103,7 @@ extension RecordStoreError: LocalizedError {
         case .list: return "list the collections"
         case .inspect: return "inspect the store"
         case .backUp: return hasCollection ? "back up" : "back up the store"
+        case .index: return hasCollection ? "change the indexes of" : "change the indexes"
         }
     }
 }

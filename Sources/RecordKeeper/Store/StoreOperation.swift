@@ -21,7 +21,7 @@ public struct StoreOperation: Hashable, Sendable, CustomStringConvertible {
 
     /// What an operation does, for error sentences ("Could not save to collection …").
     enum Purpose: Sendable {
-        case open, read, save, delete, replace, remove, list, inspect, backUp
+        case open, read, save, delete, replace, remove, list, inspect, backUp, index
     }
 
     /// Opening the store file (creating it, checking and migrating its format).
@@ -45,7 +45,7 @@ public struct StoreOperation: Hashable, Sendable, CustomStringConvertible {
     /// ``RecordStore/count(_:where:)``, ``RecordStore/exists(_:where:)`` and their repository forms.
     public static let count = StoreOperation("count", .read)
     /// ``RecordStore/declareIndex(_:on:)``, ``RecordStore/dropIndex(_:on:)``.
-    public static let index = StoreOperation("index", .save)
+    public static let index = StoreOperation("index", .index)
     /// ``RecordStore/snapshot(_:)``.
     public static let snapshot = StoreOperation("snapshot", .read)
     /// ``RecordStore/collections()``.

@@ -1,6 +1,7 @@
 import Foundation
 import RecordKeeper
 import Testing
+@testable import RecordKeeperTool
 
 /// `export` and `import`: formats, round trips, merge, replace, dry run, and bad input.
 @Suite struct ExportImportTests {
@@ -126,6 +127,16 @@ import Testing
             #expect(try await tool.runOnStore(["export", "--output", ""]).status == 64)
             #expect(try await tool.runOnStore(["list", "users"]).status == 0)
         }
+    }
+
+    @Test func `the output's extension chooses NDJSON in any case`() throws {
+        for path in ["a.ndjson", "b.JSONL", "c.NDJson", "dir.ndjson/x.jsonl"] {
+            #expect(try ExportCommand.resolveFormat(nil, outputPath: path) == .ndjson, "\(path)")
+        }
+        for path in ["a.json", "b.ndjson.bak", "jsonl"] {
+            #expect(try ExportCommand.resolveFormat(nil, outputPath: path) == .json, "\(path)")
+        }
+        #expect(try ExportCommand.resolveFormat("NDJSON", outputPath: "a.json") == .ndjson)
     }
 
     @Test func `an export to an unwritable place exits 74 and leaves no file`() async throws {

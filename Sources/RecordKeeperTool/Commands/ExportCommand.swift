@@ -80,7 +80,9 @@ enum ExportCommand {
             }
             return format
         }
-        if let outputPath, outputPath.hasSuffix(".ndjson") || outputPath.hasSuffix(".jsonl") {
+        if let extensionName = outputPath.map({ URL(fileURLWithPath: $0).pathExtension.lowercased() }),
+            extensionName == "ndjson" || extensionName == "jsonl"
+        {
             return .ndjson
         }
         return .json

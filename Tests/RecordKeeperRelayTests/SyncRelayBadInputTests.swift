@@ -89,6 +89,8 @@ import Testing
                 ("afterCollection=notes", "afterCollection and afterKey go together"),
                 ("after=1&afterCollection=notes&afterKey=a%00b", "the value of afterKey contains a NUL character or is not UTF-8"),
                 ("after=1&afterCollection=&afterKey=k", "the cursor collection is empty"),
+                ("space=alice&space=bob", "the query parameter space is given twice"),
+                ("limit=5&limit=6", "the query parameter limit is given twice"),
             ]
             for (query, message) in cases {
                 let response = try await relay.pull(query, token: token)

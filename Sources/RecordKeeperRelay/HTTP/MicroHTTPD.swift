@@ -190,6 +190,10 @@ enum MicroHTTPDConnection {
                 collected.headers.append((name, content))
             } else if collected.query[name] == nil {
                 collected.query[name] = content
+            } else {
+                // `space=alice&space=bob`: which one was meant is not for the relay to guess.
+                collected.malformed = "the query parameter \(name) is given twice"
+                return MHD_Result.NO
             }
             return MHD_Result.YES
         }

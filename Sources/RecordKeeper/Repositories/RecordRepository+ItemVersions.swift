@@ -72,29 +72,8 @@ extension RecordRepository {
             decoding = nil
             guard decodingFailure == nil else { return }
             for chunk in running.finish() {
-                guard chunk.failures.isEmpty else {
-                    var items = chunk.items.makeIterator()
-                    var failures = chunk.failures.makeIterator()
-                    var failure = failures.next()
-                    for position in chunk.range {
-                        if let found = failure, found.position == position {
-                            guard partial else {
-                                decodingFailure = found.error
-                                return
-                            }
-                            loaded.skipped.append(SkippedRecord(key: running.window.keys[position], error: found.error))
-                            failure = failures.next()
-                        } else if let item = items.next() {
-                            loaded.items.append(item)
-                            loaded.keys.append(running.window.keys[position])
-                            loaded.versions.append(running.window.versions[position])
-                        }
-                    }
-                    continue
-                }
-                loaded.items.append(contentsOf: chunk.items)
-                loaded.keys.append(contentsOf: running.window.keys[chunk.range])
-                loaded.versions.append(contentsOf: running.window.versions[chunk.range])
+                decodingFailure = loaded.take(chunk, of: running.window, partial: partial)
+                if decodingFailure != nil { return }
             }
         }
         /// Takes the results of the window before, then starts decoding the one just read.

@@ -105,6 +105,35 @@ struct LoadedItems<Item: Sendable>: Sendable {
     var failure: RepositoryError?
 }
 
+extension LoadedItems {
+    /// Takes a decoded chunk of `window` in key order: its items with their keys and versions,
+    /// and (`partial`) its failures as skipped records. Without `partial`, the chunk's first
+    /// failure is returned, and nothing after it is taken.
+    mutating func take(_ chunk: LoadWindow.Chunk<Item>, of window: LoadWindow, partial: Bool) -> RepositoryError? {
+        guard !chunk.failures.isEmpty else {
+            items.append(contentsOf: chunk.items)
+            keys.append(contentsOf: window.keys[chunk.range])
+            versions.append(contentsOf: window.versions[chunk.range])
+            return nil
+        }
+        var decoded = chunk.items.makeIterator()
+        var failures = chunk.failures.makeIterator()
+        var failure = failures.next()
+        for position in chunk.range {
+            if let found = failure, found.position == position {
+                guard partial else { return found.error }
+                skipped.append(SkippedRecord(key: window.keys[position], error: found.error))
+                failure = failures.next()
+            } else if let item = decoded.next() {
+                items.append(item)
+                keys.append(window.keys[position])
+                versions.append(window.versions[position])
+            }
+        }
+        return nil
+    }
+}
+
 /// The answer of a load's read transaction.
 enum LoadRead<Item: Sendable>: Sendable {
     /// The collection holds older items: migrate, then read again.

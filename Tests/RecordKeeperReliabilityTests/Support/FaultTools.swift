@@ -36,9 +36,15 @@ enum SmallFilesystem {
 
     /// Remounts the filesystem read-only (`readOnly`) or read-write again: read-only media.
     @discardableResult
+    /// Remounts the filesystem read-only or writable, tried again for up to 5 s while busy (as
+    /// `detach` is: a remount read-only fails while a file is open for writing on it, and in
+    /// the parallel run a child process of another test between spawn and exec can hold one).
+    /// Past that, the issue names what this process still holds open on it.
     static func remount(_ directory: URL, readOnly: Bool) -> Bool {
         guard let mount else { return false }
-        return runCommand(mount, ["-o", readOnly ? "remount,ro" : "remount,rw", directory.path]) == 0
+        if whileBusy({ runCommand(mount, ["-o", readOnly ? "remount,ro" : "remount,rw", directory.path]) == 0 }) { return true }
+        Issue.record("could not remount the test filesystem at \(directory.path); open here: \(openDescriptors(under: directory.path))")
+        return false
     }
 
     /// Unmounts the filesystem. A busy mount (EBUSY) is tried again for up to 5 s: in the
@@ -48,11 +54,17 @@ enum SmallFilesystem {
     /// process still holds open on it, so a descriptor the library leaks still fails the test.
     static func detach(_ directory: URL) {
         guard let umount else { return }
+        if whileBusy({ runCommand(umount, [directory.path]) == 0 }) { return }
+        Issue.record("could not unmount the test filesystem at \(directory.path); open here: \(openDescriptors(under: directory.path))")
+    }
+
+    /// Runs `attempt` until it succeeds, at most 100 times 50 ms apart.
+    private static func whileBusy(_ attempt: () -> Bool) -> Bool {
         for _ in 0..<100 {
-            if runCommand(umount, [directory.path]) == 0 { return }
+            if attempt() { return true }
             usleep(50_000)
         }
-        Issue.record("could not unmount the test filesystem at \(directory.path); open here: \(openDescriptors(under: directory.path))")
+        return false
     }
 
     /// This process's descriptors whose targets lie under `path` (Linux: /proc/self/fd).

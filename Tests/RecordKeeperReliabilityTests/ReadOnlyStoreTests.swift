@@ -71,6 +71,24 @@ import Testing
         }
     }
 
+    @Test(.enabled(if: WriteProtection.isAvailable, WriteProtection.unavailableReason))
+    func `a write beside an unwritable -shm file names that file, not the store or its directory`() async throws {
+        try await withTemporaryDirectory { directory in
+            let url = try await Self.makeStore(in: directory)
+            // What a read of the store leaves when the store file itself was read-only.
+            let shm = URL(fileURLWithPath: url.path + "-shm")
+            try Data().write(to: shm)
+            try #require(WriteProtection.protect(shm))
+            defer { WriteProtection.unprotect(shm) }
+            let store = RecordStore(url: url)
+            let error = await #expect(throws: RecordStoreError.self) { try await store.put("d", key: "y", data: Data("4".utf8)) }
+            #expect(error?.code == .readOnly, "\(String(describing: error))")
+            #expect(error?.errorDescription?.contains("\(shm.path) is not writable") == true, "\(error?.errorDescription ?? "-") / \(error?.sqliteMessage ?? "-") / \(String(describing: error?.sqliteCode))")
+            #expect(error?.recoverySuggestion?.contains("-shm") == true, "\(String(describing: error?.recoverySuggestion))")
+            await store.close()
+        }
+    }
+
     @Test(.enabled(if: SmallFilesystem.isAvailable, "needs root and a mountable tmpfs for read-only media"))
     func `a store on read-only media is read, and a write says read-only`() async throws {
         try await withTemporaryDirectory { directory in

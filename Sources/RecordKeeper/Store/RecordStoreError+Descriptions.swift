@@ -47,7 +47,7 @@ extension RecordStoreError: LocalizedError {
             // A backup only reads the store: what was not writable is the destination.
             return "Choose a destination in a directory this user may write; nothing was written there."
         case .readOnly:
-            return "Make the store file and its directory writable."
+            return "Make the store file, its directory and any -wal and -shm files beside it writable."
         case .protectedDataUnavailable:
             return "Retry after the device is unlocked; nothing was written. Work that must run while it is locked needs a weaker file protection class."
         case .cannotRead:

@@ -1,3 +1,5 @@
+import Foundation
+
 extension RecordStoreError {
     /// Maps a SQLite failure to the store's error, adding the request's context. SQLite's
     /// extended code and message are kept as they are.
@@ -30,5 +32,23 @@ extension RecordStoreError {
         self.init(
             code: code, operation: operation, collection: collection, key: key, path: path,
             sqliteCode: failure.code.rawValue, sqliteMessage: failure.message)
+        if code == .readOnly, let path, let (companion, reason) = Self.unwritableCompanion(of: path) {
+            // SQLite opens a -shm it may not write read-only, so reads work and the first
+            // write fails: say which file is in the way, not "the store".
+            detail = "the store is read-only here: \(companion) is not writable (\(reason)), and writing needs "
+                + "it; make it writable, or remove it while no process has the store open"
+        }
+    }
+
+    /// The store's `-wal` or `-shm` file when it exists and this process may not write it,
+    /// with the system's reason. A read of a store whose file was read-only leaves a `-shm`
+    /// of that mode.
+    static func unwritableCompanion(of path: String) -> (path: String, reason: String)? {
+        for suffix in ["-shm", "-wal"] {
+            let companion = path + suffix
+            guard FileManager.default.fileExists(atPath: companion), access(companion, W_OK) != 0 else { continue }
+            return (companion, String(cString: strerror(errno)))
+        }
+        return nil
     }
 }

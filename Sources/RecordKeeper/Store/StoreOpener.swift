@@ -43,6 +43,14 @@ enum StoreOpener {
                 error.code = .readOnly
                 error.detail = "the store is read-only here: the directory \((path as NSString).deletingLastPathComponent) "
                     + "is not writable (\(reason)), and writing needs the -wal and -shm files beside the store"
+            } else if let path, error.code != .protectedDataUnavailable,
+                failure.code.matches(.cannotOpen) || failure.code.matches(.readOnly),
+                let (companion, reason) = RecordStoreError.unwritableCompanion(of: path)
+            {
+                // A read of the store while its file was read-only leaves a -shm of that mode.
+                error.code = .readOnly
+                error.detail = "the store is read-only here: \(companion) is not writable (\(reason)), and writing needs "
+                    + "it; make it writable, or remove it while no process has the store open"
             }
             throw error
         }

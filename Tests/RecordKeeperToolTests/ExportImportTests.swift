@@ -189,6 +189,20 @@ import Testing
         }
     }
 
+    @Test func `import skips a UTF-8 byte-order mark at the start, in both formats`() async throws {
+        try await withTool { tool async throws in
+            let bom = Data([0xEF, 0xBB, 0xBF])
+            let json = bom + Data(#"{"collections": {"c": {"a": 1}}}"#.utf8)
+            let ndjson = bom + Data((#"{"collection":"d","key":"b","value":2}"# + "\n").utf8)
+            #expect(try await tool.runOnStore(["import", "-"], input: json).status == 0)
+            #expect(try await tool.runOnStore(["import", "-"], input: ndjson).status == 0)
+            #expect(try await tool.runOnStore(["get", "c", "a"]).output == "1\n")
+            #expect(try await tool.runOnStore(["get", "d", "b"]).output == "2\n")
+            // A lone 0xEF is no mark: refused as before.
+            #expect(try await tool.runOnStore(["import", "-"], input: Data([0xEF]) + Data("{}".utf8)).status == 65)
+        }
+    }
+
     @Test func `import reads standard input`() async throws {
         try await withTool { tool async throws in
             let input = Data((#"{"collection":"c","key":"k","value":{"$base64":"AAE="}}"# + "\n").utf8)

@@ -29,6 +29,7 @@ enum ImportDocument {
     static func read(
         _ json: JSONStream, into visitor: any ImportVisitor, progress: ProgressReporter, foundationCheck: Bool = true
     ) throws {
+        try json.skipByteOrderMark()
         guard let first = try json.peekSignificant() else { return }  // An empty NDJSON export.
         guard first == UInt8(ascii: "{") else {
             throw json.error("expected '{': an export is a JSON object {\"collections\": ...} or NDJSON record lines")

@@ -147,6 +147,19 @@ final class JSONStream {
         return try body()
     }
 
+    /// Skips a UTF-8 byte-order mark at the very start of the input: editors and PowerShell
+    /// write one, and RFC 8259 (§8.1) lets a parser ignore it.
+    func skipByteOrderMark() throws {
+        guard mark.offset == 0, try peek() == 0xEF else { return }
+        let isMark = try lookingAhead { () throws -> Bool in
+            advance()
+            guard try peek() == 0xBB else { return false }
+            advance()
+            return try peek() == 0xBF
+        }
+        if isMark { position += 3 }
+    }
+
     // MARK: Whitespace and punctuation
 
     func skipWhitespace() throws(ToolError) {

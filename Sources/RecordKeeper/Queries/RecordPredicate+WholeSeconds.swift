@@ -1,6 +1,14 @@
 import Foundation
 
 extension RecordPredicate {
+    /// The predicate with every `.date` written by `coder`, whose date strategy is `dates`;
+    /// under `.iso8601` its bounds first move to whole seconds (``overWholeSeconds()``). The
+    /// one way both a repository's typed predicates and the store's untyped ones write dates.
+    func writingDates(with coder: PayloadCoder, dates: RecordCoding.DateStrategy) throws -> RecordPredicate {
+        let predicate = dates == .iso8601 ? overWholeSeconds() : self
+        return try predicate.mapped(field: { $0 }, value: { try $0.resolved(with: coder, field: $1) })
+    }
+
     /// The predicate for a collection whose dates keep whole seconds only (the `.iso8601`
     /// strategy writes no fraction): each date bound with a fraction of a second becomes the
     /// whole second that gives the same answer for every stored date, so that no item comes

@@ -50,10 +50,10 @@ struct RecordQueries {
         }
         // Most queries hold no date: they are kept as they are, without a coder or a copy.
         guard query.predicate?.holdsDate == true else { return query }
-        let coder = PayloadCoder(.recordJSON, strategies: strategies)
         var query = query
-        if strategies.dates == .iso8601 { query.predicate = query.predicate?.overWholeSeconds() }
-        return try query.mapped(field: { $0 }, value: { try $0.resolved(with: coder, field: $1) })
+        query.predicate = try query.predicate?.writingDates(
+            with: PayloadCoder(.recordJSON, strategies: strategies), dates: strategies.dates)
+        return query
     }
 
     /// The page of records `query` selects in collection `id`.

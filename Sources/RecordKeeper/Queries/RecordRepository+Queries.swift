@@ -81,12 +81,8 @@ extension RecordRepository where Item: Queryable {
     ) throws -> RecordQuery {
         let context = ItemQueryContext(paths: storedQueryPaths(), coder: coder)
         do {
-            var built = try predicate?.build(context)
-            // Dates as the coder writes them; under `.iso8601` stored dates keep whole seconds.
-            if strategies.dates == .iso8601 { built = built?.overWholeSeconds() }
-            let coder = coder
             let query = RecordQuery(
-                where: try built?.mapped(field: { $0 }, value: { try $0.resolved(with: coder, field: $1) }),
+                where: try predicate?.build(context).writingDates(with: coder, dates: strategies.dates),
                 orderBy: try order.map { RecordOrder(try context.path($0.path), descending: $0.descending) },
                 limit: limit, after: after)
             try RecordStore.check(query, collection: collection)

@@ -32,22 +32,22 @@ extension RecordStoreError {
         self.init(
             code: code, operation: operation, collection: collection, key: key, path: path,
             sqliteCode: failure.code.rawValue, sqliteMessage: failure.message)
-        if code == .readOnly, let path, let (companion, reason) = Self.unwritableCompanion(of: path) {
+        if code == .readOnly, let path, let detail = Self.unwritableCompanionDetail(of: path) {
             // SQLite opens a -shm it may not write read-only, so reads work and the first
             // write fails: say which file is in the way, not "the store".
-            detail = "the store is read-only here: \(companion) is not writable (\(reason)), and writing needs "
-                + "it; make it writable, or remove it while no process has the store open"
+            self.detail = detail
         }
     }
 
-    /// The store's `-wal` or `-shm` file when it exists and this process may not write it,
-    /// with the system's reason. A read of a store whose file was read-only leaves a `-shm`
-    /// of that mode.
-    static func unwritableCompanion(of path: String) -> (path: String, reason: String)? {
+    /// What to say when the store's `-wal` or `-shm` file exists and this process may not
+    /// write it (nil otherwise): that file, the system's reason, and what to do. A read of a
+    /// store whose file was read-only leaves a `-shm` of that mode.
+    static func unwritableCompanionDetail(of path: String) -> String? {
         for suffix in ["-shm", "-wal"] {
             let companion = path + suffix
             guard FileManager.default.fileExists(atPath: companion), access(companion, W_OK) != 0 else { continue }
-            return (companion, String(cString: strerror(errno)))
+            return "the store is read-only here: \(companion) is not writable (\(String(cString: strerror(errno)))), "
+                + "and writing needs it; make it writable, or remove it while no process has the store open"
         }
         return nil
     }

@@ -45,12 +45,12 @@ enum StoreOpener {
                     + "is not writable (\(reason)), and writing needs the -wal and -shm files beside the store"
             } else if let path, error.code != .protectedDataUnavailable,
                 failure.code.matches(.cannotOpen) || failure.code.matches(.readOnly),
-                let (companion, reason) = RecordStoreError.unwritableCompanion(of: path)
+                let detail = RecordStoreError.unwritableCompanionDetail(of: path)
             {
-                // A read of the store while its file was read-only leaves a -shm of that mode.
+                // SQLite cannot open the store beside such a file ("unable to open"): the same
+                // words as a write refused by one.
                 error.code = .readOnly
-                error.detail = "the store is read-only here: \(companion) is not writable (\(reason)), and writing needs "
-                    + "it; make it writable, or remove it while no process has the store open"
+                error.detail = detail
             }
             throw error
         }

@@ -156,6 +156,12 @@ public final class RecordSnapshot {
     public func forEachRecord(in collection: String, _ body: (StoredRecord) throws -> Void) throws -> Bool {
         try reads.forEachRecord(in: collection, body)
     }
+
+    /// Whether `collection` is established, reading none of its records nor any other
+    /// collection's (the tool's export of one collection of a damaged store).
+    package func isEstablished(_ collection: String) throws -> Bool {
+        try reads.isEstablished(collection)
+    }
 }
 
 /// The reads a transaction and a snapshot share: one implementation, with the check that the
@@ -200,6 +206,11 @@ final class RecordReads {
         let name = try checked(collection, operation)
         let key = try RecordNames.key(key, collection: name, operation: operation)
         return try engine?.records.record(name, key: key)
+    }
+
+    func isEstablished(_ collection: String) throws -> Bool {
+        let name = try checked(collection, .read)
+        return try engine?.records.collectionID(name) != nil
     }
 
     func forEachRecord(in collection: String, _ body: (StoredRecord) throws -> Void) throws -> Bool {

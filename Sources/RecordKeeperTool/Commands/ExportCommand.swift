@@ -97,7 +97,7 @@ enum ExportCommand {
         if let collection {
             // Only this collection is read, so a damaged page elsewhere in the file does not
             // stop its export (docs/BACKUP.md: export what still reads, collection by collection).
-            guard try isEstablished(collection, in: snapshot) else {
+            guard try snapshot.isEstablished(collection) else {
                 throw ToolError(.notFound, "no collection \(quoted(collection)) in the store")
             }
             names = [collection]
@@ -150,16 +150,6 @@ enum ExportCommand {
             }
         }
         return progress.count
-    }
-
-    /// Whether `collection` is established, reading at most its first record.
-    private static func isEstablished(_ collection: String, in snapshot: RecordSnapshot) throws -> Bool {
-        struct Found: Error {}
-        do {
-            return try snapshot.forEachRecord(in: collection) { _ in throw Found() }
-        } catch is Found {
-            return true
-        }
     }
 
     /// ```

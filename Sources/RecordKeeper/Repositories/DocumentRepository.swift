@@ -102,8 +102,14 @@ public actor DocumentRepository<Document: RecordDocument> {
     }
 
     /// Saves `document`: seeds it the first time, afterwards applies only the difference from
-    /// the last confirmed document. Loads first if nothing was loaded yet. A document equal
-    /// (record for record) to the confirmed one writes nothing.
+    /// the last confirmed document. A document equal (record for record) to the confirmed one
+    /// writes nothing.
+    ///
+    /// A save before any ``load()`` has seen nothing stored: it seeds the document, and when
+    /// one is stored already (another repository or process saved it) it throws
+    /// ``RecordConflict`` instead of replacing records it never saw. Load first to save over
+    /// a stored document; with ``ConflictPolicy/overwrite`` the save loads first itself and
+    /// replaces the stored document.
     ///
     /// `messages` are queued in the store's outbox in the same transaction as the records
     /// (also when the document is unchanged and no record is written): both commit or neither.
@@ -126,6 +132,12 @@ public actor DocumentRepository<Document: RecordDocument> {
         let state: Confirmed
         if let confirmed {
             state = confirmed
+        } else if policy == .fail {
+            // Nothing was loaded, so nothing stored was seen: the save seeds, and a document
+            // someone else stored conflicts instead of being replaced unseen. (A stored
+            // document is still brought forward by the migrations, as a load would.)
+            try await migrateIfNeeded()
+            state = .absent(versions: [:])
         } else {
             state = try await loadDocument().state
         }

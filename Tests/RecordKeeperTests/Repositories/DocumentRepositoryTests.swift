@@ -220,6 +220,38 @@ import Testing
         }
     }
 
+    @Test(arguments: StoreKind.allCases)
+    func `a save before any load conflicts with a stored document and erases none of it`(kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ in
+            try await DocumentRepository<ReadingProgress>(store: store, collection: "progress").save(Self.sample)
+            let before = try await store.read("progress")
+            // Another screen, which never loaded, saves a document of its own.
+            let unseeing = DocumentRepository<ReadingProgress>(store: store, collection: "progress")
+            let conflict = await #expect(throws: RecordConflict.self) {
+                try await unseeing.save(ReadingProgress(vocabulary: ["ola": Word(translation: "wave")]))
+            }
+            #expect(conflict?.keys.contains("_schema") == true)
+            #expect(conflict?.localizedDescription.contains("\"_schema\" already exists") == true)
+            #expect(try await store.read("progress") == before)
+            // Loaded, the same save applies its difference from what is stored.
+            var loaded = try #require(try await unseeing.load())
+            loaded.vocabulary["ola"] = Word(translation: "wave")
+            try await unseeing.save(loaded)
+            #expect(try await unseeing.load() == loaded)
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func `an overwriting save before any load replaces the stored document`(kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ in
+            try await DocumentRepository<ReadingProgress>(store: store, collection: "progress").save(Self.sample)
+            let replacement = ReadingProgress(vocabulary: ["ola": Word(translation: "wave")])
+            let blind = DocumentRepository<ReadingProgress>(store: store, collection: "progress")
+            try await blind.save(replacement, onConflict: .overwrite)
+            #expect(try await DocumentRepository<ReadingProgress>(store: store, collection: "progress").load() == replacement)
+        }
+    }
+
     @Test func `document keys are checked`() throws {
         var records = DocumentRecords(collection: "progress", schemaVersion: 1)
         #expect(throws: RepositoryError.self) { try records.encode(["a": 1], inGroup: "_private") }

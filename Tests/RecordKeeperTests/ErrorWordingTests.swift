@@ -38,6 +38,18 @@ import Testing
     }
 
     @Test(arguments: StoreKind.allCases)
+    func `a delete of an item the repository never loaded says so`(kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ in
+            try await RecordRepository<Chapter>(store: store, collection: "chapters").save([Chapter(id: 7, title: "x")])
+            let unseeing = RecordRepository<Chapter>(store: store, collection: "chapters")
+            let conflict = await #expect(throws: RecordConflict.self) { try await unseeing.delete(7) }
+            #expect(conflict?.errorDescription
+                    == "Could not delete from collection \"chapters\": \"7\" is stored, at version 1, but was never loaded; "
+                    + "nothing was removed.")
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
     func `a stale or removed record is reported with the versions expected and found`(kind: StoreKind) async throws {
         try await withStore(kind) { store, _ in
             try await store.put("c", key: "a", data: Data("1"))

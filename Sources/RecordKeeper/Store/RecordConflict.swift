@@ -47,7 +47,8 @@ public struct RecordConflict: Error, Sendable, Equatable, LocalizedError {
     }
 
     /// Says, for up to five keys, what was found instead of what was expected: a record that
-    /// must not exist "already exists, at version 3"; one expected at version 2 "changed since
+    /// must not exist "already exists, at version 3" (a delete's: "is stored, at version 3, but
+    /// was never loaded"); one expected at version 2 "changed since
     /// it was loaded (version 2, now 3)", or, when none is stored (removed meanwhile, or never
     /// stored at all: the store cannot tell), "no record "k" (expected version 2)".
     public var errorDescription: String? {
@@ -70,7 +71,10 @@ public struct RecordConflict: Error, Sendable, Equatable, LocalizedError {
         }
         switch (expectation, current) {
         case (nil, let current?):
-            return "\(name) already exists, at version \(current.rawValue)"
+            // A delete expecting no record comes from a repository that never saw this one.
+            return action == .delete
+                ? "\(name) is stored, at version \(current.rawValue), but was never loaded"
+                : "\(name) already exists, at version \(current.rawValue)"
         case (let expected?, let current?):
             return "\(name) changed since it was loaded (version \(expected.rawValue), now \(current.rawValue))"
         case (let expected?, nil):

@@ -84,7 +84,10 @@ import Testing
             let original = Data(String(repeating: "these are someone's notes, not a database\n", count: 200).utf8)
             try original.write(to: url)
             let store = RecordStore(url: url)
+            // A change stream taken on it creates nothing beside it either.
+            let stream = await store.changes(in: "c")
             let error = await #expect(throws: RecordStoreError.self) { try await store.read("c") }
+            withExtendedLifetime(stream) {}
             #expect(error?.code == .notADatabase)
             #expect(error?.sqliteCode == SQLITE_NOTADB)
             #expect(error?.path == url.path)
@@ -92,6 +95,22 @@ import Testing
             #expect(try contents(of: url) == original)
             let siblings = try FileManager.default.contentsOfDirectory(atPath: directory.path)
             #expect(siblings == ["records.sqlite"])
+        }
+    }
+
+    @Test func `a directory at the store path is refused alike by reads and writes`() async throws {
+        try await withTemporaryDirectory { directory in
+            let url = directory.appendingPathComponent("records.sqlite", isDirectory: true)
+            try FileManager.default.createDirectory(at: url, withIntermediateDirectories: false)
+            let store = RecordStore(url: url)
+            let read = await #expect(throws: RecordStoreError.self) { try await store.read("c") }
+            let write = await #expect(throws: RecordStoreError.self) { try await store.put("c", key: "k", data: Data()) }
+            for error in [read, write] {
+                #expect(error?.code == .cannotOpen)
+                #expect(error?.errorDescription?.contains("it is a directory") == true, "\(String(describing: error))")
+            }
+            #expect(try FileManager.default.contentsOfDirectory(atPath: url.path).isEmpty)
+            #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path) == ["records.sqlite"])
         }
     }
 
@@ -119,9 +138,12 @@ import Testing
             try rawSQLite(url, "CREATE TABLE theirs (x); INSERT INTO theirs VALUES (1)")
             let before = try contents(of: url)
             let store = RecordStore(url: url)
+            let stream = await store.changes(in: "c")
             let error = await #expect(throws: RecordStoreError.self) { try await store.read("c") }
+            withExtendedLifetime(stream) {}
             #expect(error?.code == .foreignDatabase)
             #expect(try contents(of: url) == before)
+            #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path) == ["records.sqlite"])
         }
     }
 

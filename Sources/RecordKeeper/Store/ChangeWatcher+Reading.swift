@@ -106,7 +106,8 @@ extension ChangeWatcher {
 
     /// The watcher's reader of the store at `path`, opened as reads open it: it never creates,
     /// migrates or changes anything. Nil while there is no store yet; the observers' lock is
-    /// taken (creating its file beside the store) only once a file is there, before reading it.
+    /// taken (creating its file beside the store) only once the file is a store, before its
+    /// log is read.
     ///
     /// A store whose directory this process cannot write is read through an immutable snapshot
     /// (see `ReadTarget.snapshot`), kept while the file stays as it was and opened again when it
@@ -119,11 +120,15 @@ extension ChangeWatcher {
             state.lastDataVersion = nil
         }
         guard try StoreOpener.readHeader(path) != nil else { return nil }
-        claimObserverLock(state)
+        // The observers' lock is taken once the file is known to be a store (never beside
+        // another program's file), before anything of its log is read: a commit before it
+        // is read all the same (a stream positioned before the store reads every record).
         switch try StoreOpener.openForReading(path: path, options: options) {
         case .store(let opened):
+            claimObserverLock(state)
             state.connection = opened
         case .snapshot(let opened, let stamp):
+            claimObserverLock(state)
             state.connection = opened
             state.snapshotStamp = stamp
         case .notAStore:

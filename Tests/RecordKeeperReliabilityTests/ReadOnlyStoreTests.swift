@@ -72,6 +72,23 @@ import Testing
     }
 
     @Test(.enabled(if: WriteProtection.isAvailable, WriteProtection.unavailableReason))
+    func `a write-protected store in a writable directory is read, leaves nothing beside it, and is written once writable`() async throws {
+        try await withTemporaryDirectory { directory in
+            let url = try await Self.makeStore(in: directory)
+            try #require(WriteProtection.protect(url))
+            defer { WriteProtection.unprotect(url) }
+            // checkReadOnly also checks that the directory lists no -wal or -shm afterwards:
+            // left with the file's mode, they would refuse writes once the file is writable.
+            try await Self.checkReadOnly(url)
+            WriteProtection.unprotect(url)
+            let store = RecordStore(url: url)
+            try await store.put("c", key: "later", data: Data("5".utf8))
+            #expect(try await store.read("c")?.count == 3)
+            await store.close()
+        }
+    }
+
+    @Test(.enabled(if: WriteProtection.isAvailable, WriteProtection.unavailableReason))
     func `a write beside an unwritable -shm file names that file, not the store or its directory`() async throws {
         try await withTemporaryDirectory { directory in
             let url = try await Self.makeStore(in: directory)

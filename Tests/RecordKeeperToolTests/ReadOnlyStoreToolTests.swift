@@ -13,7 +13,9 @@ import Testing
 @Suite struct ReadOnlyStoreToolTests {
     /// A store of root's with two records, in a directory other users may enter and read but
     /// not write; `body` gets a runner that runs the tool as `nobody`.
-    func withOthersStore(mode: mode_t, _ body: (ToolRunner, URL) async throws -> Void) async throws {
+    func withOthersStore(
+        mode: mode_t, directoryMode: mode_t = 0o755, _ body: (ToolRunner, URL) async throws -> Void
+    ) async throws {
         let user = try #require(OtherUser.nobody)
         try await withTemporaryDirectory { directory in
             let shared = directory.appendingPathComponent("shared", isDirectory: true)
@@ -22,7 +24,7 @@ import Testing
             #expect(try await owner.runOnStore(["put", "notes", "today", #""milk""#]).status == 0)
             #expect(try await owner.runOnStore(["put", "notes", "later", #""bread""#]).status == 0)
             #expect(chmod(directory.path, 0o755) == 0)
-            #expect(chmod(shared.path, 0o755) == 0)
+            #expect(chmod(shared.path, directoryMode) == 0)
             #expect(chmod(owner.storePath, mode) == 0)
             var runner = ToolRunner(directory: shared)
             runner.user = user
@@ -75,6 +77,28 @@ import Testing
             #expect(got.stderr.hasPrefix("recordkeeper: "))
             #expect(got.stderr.contains("cannot read"), "\(got.stderr)")
             #expect(!got.stderr.contains("writable"), "\(got.stderr)")
+            // A write says the same, not something about the directory.
+            let put = try await tool.runOnStore(["put", "notes", "today", #""eggs""#])
+            #expect(put.status == 74)
+            #expect(put.stderr.contains("cannot read the store file (Permission denied)"), "\(put.stderr)")
+        }
+    }
+
+    @Test(.enabled(if: OtherUser.nobody != nil, OtherUser.unavailableReason))
+    func `a read-only store file in a directory the user may write leaves nothing beside it, and is written once writable`() async throws {
+        try await withOthersStore(mode: 0o444, directoryMode: 0o777) { tool, directory in
+            let before = try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted()
+            let got = try await tool.runOnStore(["get", "notes", "today"])
+            #expect(got.status == 0, "\(got.stderr)")
+            #expect(got.output == "\"milk\"\n")
+            let put = try await tool.runOnStore(["put", "notes", "today", #""eggs""#])
+            #expect(put.status == 74)
+            #expect(put.stderr.contains("the store file is read-only here (Permission denied)"), "\(put.stderr)")
+            // No -wal or -shm of the file's mode was left to refuse the writes below.
+            #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted() == before)
+            #expect(chmod(tool.storePath, 0o666) == 0)
+            let again = try await tool.runOnStore(["put", "notes", "today", #""eggs""#])
+            #expect(again.status == 0, "\(again.stderr)")
         }
     }
 

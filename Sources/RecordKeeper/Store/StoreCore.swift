@@ -257,7 +257,7 @@ extension StoreCore {
                 guard stamp.isCurrent(path) else {
                     throw RecordStoreError(
                         code: .busy, operation: operation, collection: collection, path: path,
-                        detail: "the store changed while it was read without locks (its directory is not writable); read again")
+                        detail: "the store changed while it was read without locks (this process may not write it or its directory); read again")
                 }
                 return result
             case .notAStore(let glance):

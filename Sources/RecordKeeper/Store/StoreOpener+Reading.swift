@@ -46,6 +46,9 @@ extension StoreOpener {
     ///   media): `.snapshot`, an `immutable` connection for one request, when the `-wal` is
     ///   missing or empty, so the main file holds every commit; a `readOnly` error naming the log
     ///   when the `-wal` holds commits that cannot be read without its index.
+    /// - A store this process may read but not write (its mode, another user's file) whose
+    ///   `-wal` is missing or empty: `.snapshot`, so that no `-wal` or `-shm` of the file's mode
+    ///   is left behind to stop later writes.
     /// - An SQLite database without the store's format (no tables, `application_id` 0): a
     ///   read-only connection; `immutable` when the database is in WAL mode and has no `-wal`
     ///   file, which means no connection has it open, so that no `-wal`/`-shm` is created.
@@ -65,6 +68,13 @@ extension StoreOpener {
             // The common case first: the main file says "a store this version reads". Its
             // header is checked again through the connection, which also sees the log.
             if header.isStore {
+                if !mayWrite(path), !hasLog(path) {
+                    // A store this process may read but not write (mode 0444, another user's
+                    // file): a read-write connection would open it read-only and leave a `-wal`
+                    // and a `-shm` of the file's mode behind, which stop every write even after
+                    // the file is made writable. The main file holds every commit: read it as is.
+                    return try snapshot(path: path, options: options, after: nil, format: format)
+                }
                 do {
                     let connection = try storeReader(path: path, options: options)
                     if try format(connection) != 0 { return .store(connection) }
@@ -86,14 +96,13 @@ extension StoreOpener {
     /// otherwise (the `-wal` holds commits) a `readOnly` error naming the log; when even the
     /// immutable connection fails, the first failure.
     private static func snapshot(
-        path: String, options: RecordStore.Options, after failure: SQLiteFailure,
+        path: String, options: RecordStore.Options, after failure: SQLiteFailure?,
         format: (SQLiteConnection) throws -> Int
     ) throws -> ReadTarget {
-        var info = stat()
-        if stat(path + "-wal", &info) == 0, info.st_size > 0 {
+        if hasLog(path) {
             let directory = (path as NSString).deletingLastPathComponent
             throw RecordStoreError(
-                code: .readOnly, operation: .open, path: path, sqliteCode: failure.code.rawValue, sqliteMessage: failure.message,
+                code: .readOnly, operation: .open, path: path, sqliteCode: failure?.code.rawValue, sqliteMessage: failure?.message,
                 detail: "its write-ahead log \(path)-wal holds commits that can only be read with the log's index "
                     + "(-shm), which cannot be opened or created in \((directory as NSString).length == 0 ? "." : directory)")
         }
@@ -103,9 +112,20 @@ extension StoreOpener {
             connection = try SQLiteConnection(path: path, busyTimeout: options.busyTimeout, mode: .immutable)
             guard try format(connection) != 0 else { return .notAStore(connection) }
         } catch {
-            throw failure
+            throw failure ?? error
         }
         return .snapshot(connection, stamp)
+    }
+
+    /// Whether this process may write the file at `path` (its mode, owner and file system).
+    private static func mayWrite(_ path: String) -> Bool {
+        faccessat(AT_FDCWD, path, W_OK, AT_EACCESS) == 0
+    }
+
+    /// Whether the store's `-wal` exists and holds anything.
+    private static func hasLog(_ path: String) -> Bool {
+        var info = stat()
+        return stat(path + "-wal", &info) == 0 && info.st_size > 0
     }
 
     /// Whether opening a reader is quick: no log, or a small one. (The first connection to a

@@ -68,6 +68,31 @@ enum StoreOpener {
         return (connection, timings)
     }
 
+    /// Refuses an existing path the writer cannot use, before SQLite opens it: a directory; a
+    /// file this process may not read (`cannotRead`, as a read says); a file it may not write
+    /// (`readOnly`, naming the file). SQLite would open an unwritable file read-only and leave
+    /// a `-wal` and a `-shm` of the file's mode beside it, which stop writes even once the file
+    /// is writable.
+    static func checkExistingFile(_ path: String) throws {
+        var info = stat()
+        // Gone meanwhile: SQLite says what it finds.
+        guard stat(path, &info) == 0 else { return }
+        if (info.st_mode & S_IFMT) == S_IFDIR {
+            throw RecordStoreError(code: .cannotOpen, operation: .open, path: path, detail: "it is a directory")
+        }
+        for (mode, code) in [(R_OK, RecordStoreError.Code.cannotRead), (W_OK, .readOnly)]
+        where faccessat(AT_FDCWD, path, mode, AT_EACCESS) != 0 {
+            let number = errno
+            let reason = String(cString: strerror(number))
+            if ProtectedData.isUnavailable(errno: number, path: path) {
+                throw RecordStoreError(code: .protectedDataUnavailable, operation: .open, path: path, detail: reason)
+            }
+            throw RecordStoreError(
+                code: code, operation: .open, path: path,
+                detail: code == .readOnly ? "the store file is read-only here (\(reason))" : reason)
+        }
+    }
+
     /// Creates missing parent directories (owner-only, 0700) and, when the store file does not
     /// exist, an empty file readable by its owner only (0600), both with the `protection`
     /// class where data protection exists. An existing file is not touched.
@@ -102,7 +127,9 @@ enum StoreOpener {
                     code: .cannotOpen, operation: .open, path: path,
                     detail: "could not give the new store file the protection class \(protection) (\(systemReason(error)))")
             }
-        } else if errno != EEXIST {
+        } else if errno == EEXIST {
+            try checkExistingFile(path)
+        } else {
             let number = errno
             if ProtectedData.isUnavailable(errno: number, path: path) {
                 throw RecordStoreError(code: .protectedDataUnavailable, operation: .open, path: path,

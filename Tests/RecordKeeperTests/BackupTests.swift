@@ -165,6 +165,39 @@ import Testing
         }
     }
 
+    @Test func `a backup of an older format leaves the store as it was and copies that format`() async throws {
+        try await withTemporaryDirectory { directory in
+            let url = try fixtureCopy("format-1.sqlite", into: directory)
+            let before = try contents(of: url)
+            let store = RecordStore(url: url)
+            let copy = directory.appendingPathComponent("copy.sqlite")
+            try await store.backup(to: copy)
+            await store.close()
+            // Never migrated: an app of that format still opens both.
+            #expect(try contents(of: url) == before)
+            let header = try contents(of: copy)
+            #expect(header[60..<64].reduce(0) { $0 << 8 | Int($1) } == 1, "the copy's user_version")
+            #expect(try await RecordStore(url: copy).read("notes") == (try await RecordStore(url: url).read("notes")))
+        }
+    }
+
+    @Test func `a backup of an empty SQLite database is refused and leaves it as it was`() async throws {
+        try await withTemporaryDirectory { directory in
+            let url = directory.appendingPathComponent("records.sqlite")
+            // An SQLite database with a header and no table: "no store" to every read.
+            try rawSQLite(url, "CREATE TABLE t (x); DROP TABLE t")
+            let before = try contents(of: url)
+            let store = RecordStore(url: url)
+            let copy = directory.appendingPathComponent("copy.sqlite")
+            let error = await #expect(throws: RecordStoreError.self) { try await store.backup(to: copy) }
+            #expect(error?.code == .cannotOpen)
+            #expect(error?.errorDescription?.contains("there is no store at") == true)
+            await store.close()
+            #expect(try contents(of: url) == before)
+            #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path) == ["records.sqlite"])
+        }
+    }
+
     @Test func `a backup into a missing directory names the directory`() async throws {
         let store = RecordStore.inMemory()
         try await withTemporaryDirectory { directory in

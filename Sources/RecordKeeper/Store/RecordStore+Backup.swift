@@ -13,12 +13,14 @@ extension RecordStore {
     /// file that opens on its own (no `-wal` or `-shm` file needed).
     ///
     /// The copy is one snapshot: every transaction committed before it began, none after.
-    /// Other processes and connections keep writing meanwhile; this store's own requests wait
-    /// for the copy. The copy is first written to a temporary file next to `destination`,
+    /// Writers, this store's own and other processes', keep writing meanwhile. The store file
+    /// is only read, as every read reads it: a backup never creates or migrates it, so the copy
+    /// has the store's format (a store of an older format stays as it is, and so does its
+    /// copy). The copy is first written to a temporary file next to `destination`,
     /// flushed to disk, then moved into place, so `destination` is never a partial copy. It is
-    /// readable by its owner only (mode 0600). The store's own file is only read, so a store
-    /// this process may read but not write (another user's, in a directory it may not write)
-    /// is copied as reads read it. Works for in-memory stores too, which makes it a way to save
+    /// readable by its owner only (mode 0600). A store this process may read but not write
+    /// (another user's, in a directory it may not write) is copied too. Works for in-memory
+    /// stores too, which makes it a way to save
     /// one to a file.
     ///
     /// To restore, open the copy (or move it to the store's path while no process has the store
@@ -66,23 +68,17 @@ extension RecordStore {
             }
         }
         do {
-            do {
-                try await perform(.backup, collection: nil) { try copy($0) }
-            } catch let error as RecordStoreError
-                where error.operation == .open && error.code == .readOnly && storePath != nil && made.withLock({ $0 }) == nil
-            {
-                // The writer cannot open a store this process may read but not write (in a
-                // directory it may not write, the -wal and -shm files cannot be made); a reader
-                // can, as for every read, and a copy only reads. A reader of such a store
-                // reads without locks and checks afterwards that the file did not change
-                // meanwhile, failing the read if it did: so the copy goes into place only
-                // once the read has returned.
-                try await performRead(.backup, collection: nil) { source in
-                    guard let engine = source.engine else {
-                        throw backupError(.cannotOpen, "there is no store at \(storePath ?? "-"); nothing was written")
-                    }
-                    try copy(engine)
+            // Through a reader, as every read: the store is never opened for writing, so it is
+            // neither created nor migrated (the copy keeps its format), and a store this
+            // process may read but not write is copied too. A reader of such a store reads
+            // without locks and checks afterwards that the file did not change meanwhile,
+            // failing the read if it did: so the copy goes into place only once the read has
+            // returned. (An in-memory store reads on its one connection.)
+            try await performRead(.backup, collection: nil) { source in
+                guard let engine = source.engine else {
+                    throw backupError(.cannotOpen, "there is no store at \(storePath ?? "-"); nothing was written")
                 }
+                try copy(engine)
             }
             guard let temporary = made.withLock({ $0 }) else {
                 throw backupError(.cannotOpen, "no copy was made; nothing was written")

@@ -43,6 +43,21 @@ import Testing
         }
     }
 
+    @Test func `backup onto a directory says it is a directory, with or without --overwrite`() async throws {
+        try await withTool { tool in
+            try await tool.runOnStore(["put", "c", "k", "1"])
+            let destination = tool.directory.appendingPathComponent("copies", isDirectory: true)
+            try FileManager.default.createDirectory(at: destination, withIntermediateDirectories: false)
+            for extra in [[], ["--overwrite"]] {
+                let refused = try await tool.runOnStore(["backup", destination.path] + extra)
+                #expect(refused.status == 73)
+                #expect(refused.stderr.contains("is a directory"), "\(refused.stderr)")
+                #expect(!refused.stderr.contains("--overwrite"), "\(refused.stderr)")
+            }
+            #expect(try FileManager.default.contentsOfDirectory(atPath: destination.path).isEmpty)
+        }
+    }
+
     @Test func `backup onto the store itself is refused and leaves it unchanged`() async throws {
         try await withTool { tool in
             try await tool.runOnStore(["put", "c", "k", "1"])

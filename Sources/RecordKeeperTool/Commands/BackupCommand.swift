@@ -8,7 +8,9 @@ enum BackupCommand {
     static func run(_ context: CommandContext) async throws -> ExitCode {
         let destination = try context.name(0, "destination")
         let overwrite = context.arguments.has("overwrite")
-        if !overwrite, FileManager.default.fileExists(atPath: destination) {
+        var isDirectory: ObjCBool = false
+        // A directory is refused below whatever the options, in the library's words.
+        if !overwrite, FileManager.default.fileExists(atPath: destination, isDirectory: &isDirectory), !isDirectory.boolValue {
             throw ToolError(.cannotCreate, "\(destination) already exists; it was left as it is "
                             + "(give --overwrite to replace it)")
         }

@@ -189,6 +189,37 @@ import Testing
         }
     }
 
+    @Test func `a key given twice in one import ends with its later value, counted line by line alike by dry run and import`() async throws {
+        try await withTool { tool in
+            try await tool.runOnStore(["put", "c", "x", "2"])
+            try await tool.runOnStore(["put", "c", "q", "5"])
+            try await tool.runOnStore(["put", "c", "w", "0"])
+            try await tool.runOnStore(["put", "c", "z", "0"])
+            // x: 1 then back to 2 (both lines change it); q: 1, 1 (no change), then back to 5.
+            let file = try tool.file("dup.ndjson", """
+                {"collection":"c","key":"x","value":1}
+                {"collection":"c","key":"x","value":2}
+                {"collection":"c","key":"q","value":1}
+                {"collection":"c","key":"q","value":1}
+                {"collection":"c","key":"q","value":5}
+
+                """)
+            let dryRun = try await tool.runOnStore(["import", file, "--dry-run"])
+            #expect(dryRun.output == "dry run: would add 0, change 4 and remove 0 records (1 unchanged) in 1 collections; nothing was written\n")
+            let merged = try await tool.runOnStore(["import", file])
+            #expect(merged.output == "imported 1 collections: added 0, changed 4, removed 0, unchanged 1\n")
+            #expect(try await tool.runOnStore(["get", "c", "x"]).output == "2\n")
+            #expect(try await tool.runOnStore(["get", "c", "q"]).output == "5\n")
+
+            // Replacing: w and z are removed (two records), x and q stay.
+            let replaceDryRun = try await tool.runOnStore(["import", file, "--replace", "--dry-run"])
+            #expect(replaceDryRun.output == "dry run: would add 0, change 4 and remove 2 records (1 unchanged) in 1 collections; nothing was written\n")
+            let replaced = try await tool.runOnStore(["import", file, "--replace"])
+            #expect(replaced.output == "imported 1 collections: added 0, changed 4, removed 2, unchanged 1\n")
+            #expect(try await tool.runOnStore(["list", "c"]).outputLines.map { $0.split(separator: "\t").first! } == ["q", "x"])
+        }
+    }
+
     @Test func `import skips a UTF-8 byte-order mark at the start, in both formats`() async throws {
         try await withTool { tool async throws in
             let bom = Data([0xEF, 0xBB, 0xBF])

@@ -12,15 +12,33 @@ struct ImportCounts: Sendable, Equatable {
 
 /// Counts what an import would change, reading the store (a snapshot) and writing nothing.
 ///
-/// Each record line counts once: a key given twice in one file counts twice. With `--replace`,
-/// removals are the stored records of each named collection whose key the file does not have.
+/// Each record line counts once, against what the import holds for its key at that point: the
+/// stored record, or the value of an earlier line with the same key (so a key given twice in
+/// one file counts twice, as ``ImportApplier`` writes it). With `--replace`, removals are the
+/// stored records of each named collection whose key the file does not have.
 final class ImportPlanner: ImportVisitor {
     private let lookup: (String, String) throws -> Data?
     private let storedCounts: [String: Int]
     private let replace: Bool
     private var seen: Set<String> = []
+    /// Per collection, the keys the file gave so far, with a fingerprint of the last value:
+    /// enough to tell whether a repeated line changes it, without keeping every payload.
+    private var given: [String: [String: Fingerprint]] = [:]
     private var matched: [String: Int] = [:]
     private(set) var counts = ImportCounts()
+
+    /// A payload's size and hash (the process's seeded hasher over every byte).
+    private struct Fingerprint: Equatable {
+        let count: Int
+        let hash: Int
+
+        init(_ payload: Data) {
+            var hasher = Hasher()
+            payload.withUnsafeBytes { hasher.combine(bytes: $0) }
+            count = payload.count
+            hash = hasher.finalize()
+        }
+    }
 
     /// - Parameters:
     ///   - lookup: The stored value of (collection, key), or nil.
@@ -36,6 +54,12 @@ final class ImportPlanner: ImportVisitor {
     }
 
     func record(collection: String, key: String, payload: Data) throws {
+        let fingerprint = Fingerprint(payload)
+        defer { given[collection, default: [:]][key] = fingerprint }
+        if let earlier = given[collection]?[key] {
+            if earlier == fingerprint { counts.unchanged += 1 } else { counts.changed += 1 }
+            return
+        }
         guard let stored = try lookup(collection, key) else {
             counts.added += 1
             return
@@ -91,7 +115,10 @@ final class ImportApplier: ImportVisitor {
     func record(collection: String, key: String, payload: Data) throws {
         withRecords.insert(collection)
         if classify {
-            if let stored = try transaction.value(collection, key: key) {
+            // What the import holds for the key now: a line of this batch not yet written,
+            // else the store (with the batches written before).
+            let pending = batchCollection == collection ? batch.upserts[key] : nil
+            if let stored = try pending ?? transaction.value(collection, key: key) {
                 if stored == payload {
                     counts.unchanged += 1
                     return

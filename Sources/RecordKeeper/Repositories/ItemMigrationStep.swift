@@ -218,7 +218,8 @@ struct ItemMigrator: Sendable {
         try transaction.applyWithoutSyncCapture(collection, changes: RecordChanges(upserts: upserts))
     }
 
-    private func newerVersionError(_ found: Int) -> RepositoryError {
+    /// The error for a collection whose items a newer app wrote, with version `found`.
+    func newerVersionError(_ found: Int) -> RepositoryError {
         RepositoryError(
             code: .newerItemVersion, collection: collection, itemVersion: found,
             detail: "the items were written with item version \(found) by a newer version of the app; "

@@ -114,7 +114,10 @@ extension RecordRepository {
     ///
     /// A changed record that does not decode, or a removed key that is no item ID, ends the
     /// stream by throwing ``RepositoryError`` (naming the key): it is never skipped. Load again
-    /// to see the state, and call `changes()` again to keep listening.
+    /// to see the state, and call `changes()` again to keep listening. A change after which the
+    /// collection's items are of a newer item version than this repository's (a newer app
+    /// migrated them) ends it with `newerItemVersion`, as every load and save then throws: its
+    /// records are never decoded as this version's items.
     ///
     /// A stream that fell far behind (see ``RecordStore/changes(in:)``) yields one element with
     /// ``RepositoryChange/isFullState`` set: every item, with the removed ones not named. A
@@ -132,7 +135,8 @@ extension RecordRepository {
     /// ```
     public nonisolated func changes() async -> RepositoryChanges<Item> {
         RepositoryChanges(
-            records: await store.changes(in: collection), collection: collection, coding: coding, strategies: strategies)
+            records: await store.changes(in: collection), collection: collection, coding: coding, strategies: strategies,
+            store: store, migrator: migrator)
     }
 
     /// Decodes one record-level change; the first failure throws.
@@ -168,10 +172,13 @@ where Item: Codable & Identifiable & Equatable & Sendable, Item.ID: Codable & Se
     let collection: String
     let coding: RecordCoding.Implementation
     let strategies: RecordCoding.Strategies
+    let store: RecordStore
+    let migrator: ItemMigrator
 
     public func makeAsyncIterator() -> AsyncIterator {
         AsyncIterator(
-            base: records.makeAsyncIterator(), collection: collection, decoder: PayloadCoder(coding, strategies: strategies))
+            base: records.makeAsyncIterator(), collection: collection, decoder: PayloadCoder(coding, strategies: strategies),
+            store: store, migrator: migrator)
     }
 
     /// Reads the store's changes and decodes them, one transaction at a time.
@@ -179,6 +186,8 @@ where Item: Codable & Identifiable & Equatable & Sendable, Item.ID: Codable & Se
         var base: AsyncStream<RecordChanges>.AsyncIterator
         let collection: String
         let decoder: PayloadCoder
+        let store: RecordStore
+        let migrator: ItemMigrator
         var isFinished = false
 
         public mutating func next() async throws -> RepositoryChange<Item>? {
@@ -187,6 +196,10 @@ where Item: Codable & Identifiable & Equatable & Sendable, Item.ID: Codable & Se
                 return nil
             }
             do {
+                // Items a newer app wrote are never decoded as this version's.
+                if let found = try await store.itemVersion(of: collection), found > migrator.currentVersion {
+                    throw migrator.newerVersionError(found)
+                }
                 return try RecordRepository<Item>.decode(change, collection: collection, decoder: decoder)
             } catch {
                 isFinished = true

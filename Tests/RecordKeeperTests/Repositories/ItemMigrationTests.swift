@@ -158,6 +158,23 @@ import Testing
         }
     }
 
+    @Test(arguments: StoreKind.allCases)
+    func `the change stream of an older repository ends with newerItemVersion once a newer app migrated the items`(kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ in
+            let older = RecordRepository<BookV1>(store: store, collection: "books")
+            try await older.save(ReadingApp.version1Books)
+            var changes = await older.changes().makeAsyncIterator()
+            try await older.save(BookV1(id: "emma", title: "Emma", author: "Jane Austen"))
+            #expect(try await changes.next()?.upserted.map(\.id) == ["emma"])
+            // A newer app migrates the collection: its items are of version 2 from now on.
+            _ = try await version2(store).load()
+            let error = await #expect(throws: RepositoryError.self) { _ = try await changes.next() }
+            #expect(error?.code == .newerItemVersion)
+            #expect(error?.itemVersion == 2)
+            #expect(try await changes.next() == nil)
+        }
+    }
+
     // MARK: Where the version comes from
 
     @Test(arguments: StoreKind.allCases)

@@ -92,8 +92,9 @@ public final class FeatureModel<Value: Sendable> {
     /// Runs `action` in its turn, then refreshes so the state shows its effect.
     ///
     /// When the action throws, nothing is refreshed and the content stays as it was;
-    /// ``actionFailure`` names the action and the error. A successful action clears an
-    /// earlier failure.
+    /// ``actionFailure`` names the action and the error. An action that throws
+    /// `CancellationError` (its task was cancelled) returns false without a failure to show.
+    /// A successful action clears an earlier failure.
     ///
     /// - Parameters:
     ///   - name: What the action does, in words a person reads after "Could not", such as
@@ -107,6 +108,9 @@ public final class FeatureModel<Value: Sendable> {
         defer { releaseTurn() }
         do {
             try await action()
+        } catch is CancellationError {
+            // Cancelled (a screen's task that ended): not a failure to show.
+            return false
         } catch {
             actionFailure = ActionFailure(action: name, error: error)
             return false
@@ -171,9 +175,10 @@ public final class FeatureModel<Value: Sendable> {
         do {
             let value = try await (forChange ? loadForChange ?? load : load)()
             state.finish(.success(value))
-        } catch where error is CancellationError || Task.isCancelled {
+        } catch is CancellationError {
             // Cancellation the app asked for (stopFollowing, a screen's task that ended) is
-            // not a failure of the content: it stays what it was.
+            // not a failure of the content: it stays what it was. Any other error is shown,
+            // also when the task was cancelled meanwhile.
             state = before
         } catch {
             state.finish(.failure(error))

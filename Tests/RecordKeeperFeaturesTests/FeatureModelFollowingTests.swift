@@ -119,4 +119,47 @@ struct FeatureModelFollowingTests {
         #expect(model.state.content == [1])
         #expect(!model.state.isLoading)
     }
+
+    struct ReadFailure: Error, Equatable {}
+
+    @Test @MainActor
+    func `a real load failure during a cancelled refresh is shown, not taken for cancellation`() async throws {
+        let loading = Gate()
+        let release = Gate()
+        let answers = Answers<[Int]>([.success([1]), .failure(ReadFailure())])
+        let model = FeatureModel<[Int]>(load: {
+            let answer = await answers.next()
+            if await answers.served == 2 {
+                await loading.open()
+                await release.wait()
+            }
+            return try answer.get()
+        })
+        await model.refresh()
+        let refresh = Task { await model.refresh() }
+        await loading.wait()
+        refresh.cancel()
+        await release.open()
+        await refresh.value
+        #expect(model.state.error is ReadFailure, "\(String(describing: model.state))")
+        #expect(model.state.content == [1], "the confirmed content stays beside the error")
+    }
+
+    @Test @MainActor
+    func `a cancelled action is not shown as a failure`() async throws {
+        let model = FeatureModel<[Int]>(load: { [1] })
+        await model.refresh()
+        let started = Gate()
+        let action = Task {
+            await model.perform("import words") {
+                await started.open()
+                try await Task.sleep(for: .seconds(600))
+            }
+        }
+        await started.wait()
+        action.cancel()
+        #expect(await action.value == false)
+        #expect(model.actionFailure == nil)
+        #expect(model.state.content == [1])
+    }
 }

@@ -165,7 +165,7 @@ package enum ArgumentParser {
                     if inlineValue != nil {
                         throw UsageError(message: "option --\(spec.name) takes no value", command: result.command)
                     }
-                    result.flags.insert(spec.name)
+                    try insertFlag(spec, into: &result)
                 }
                 continue
             }
@@ -179,7 +179,7 @@ package enum ArgumentParser {
                         }
                         throw UsageError(message: message, command: result.command)
                     }
-                    result.flags.insert(spec.name)
+                    try insertFlag(spec, into: &result)
                 }
                 continue
             }
@@ -198,6 +198,15 @@ package enum ArgumentParser {
             try checkArity(result.positionals, spec: commandSpec)
         }
         return result
+    }
+
+    /// Sets a flag; one given twice (by either of its names) is refused, as an option with a
+    /// value is, except `--help`.
+    private static func insertFlag(_ spec: OptionSpec, into result: inout ParsedCommandLine) throws(UsageError) {
+        if !result.flags.insert(spec.name).inserted, spec.name != "help" {
+            let names = spec.shortName.map { "--\(spec.name) (-\($0))" } ?? "--\(spec.name)"
+            throw UsageError(message: "option \(names) is given twice; give it once", command: result.command)
+        }
     }
 
     /// Whether `argument` is a cluster of short options such as `-h` or `-qh`: one dash and a

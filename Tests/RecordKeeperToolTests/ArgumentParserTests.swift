@@ -37,6 +37,14 @@ import Testing
         #expect(list.allValues["order"] == ["n", "s:desc"])
     }
 
+    @Test func `a flag given twice is refused, by either of its names`() throws {
+        #expect(usageError(["put", "c", "a", "1", "--json", "--json"])?.message == "option --json is given twice; give it once")
+        #expect(usageError(["-q", "--quiet", "collections"])?.message == "option --quiet (-q) is given twice; give it once")
+        #expect(usageError(["-q", "put", "c", "q", "1", "-q"])?.message == "option --quiet (-q) is given twice; give it once")
+        // Asking for help twice still asks for help.
+        #expect(try parse(["get", "--help", "-h"]).wantsHelp)
+    }
+
     @Test func `command flags and values are collected by long name`() throws {
         let parsed = try parse(["export", "users", "--format", "ndjson", "--output=out.ndjson", "-q"])
         #expect(parsed.positionals == ["users"])

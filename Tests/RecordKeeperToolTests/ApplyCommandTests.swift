@@ -49,6 +49,16 @@ import Testing
         }
     }
 
+    @Test func `an empty change set says it writes no record and establishes the collection`() async throws {
+        try await withTool { tool in
+            let result = try await tool.runOnStore(["apply", "fresh", "-"], input: Data("{}".utf8))
+            #expect(result.status == 0, "\(result.stderr)")
+            #expect(result.output == "applied to \"fresh\": added 0, changed 0, removed 0, unchanged 0, already absent 0; "
+                    + "the change set is empty: no record was written, and the collection is established\n")
+            #expect(try await tool.runOnStore(["collections"]).outputLines == ["fresh\t0\t0"])
+        }
+    }
+
     @Test func `re-applying an identical upsert reports it unchanged and writes nothing`() async throws {
         try await withTool { tool in
             let file = try tool.file("changes.json", #"{"upserts": {"k": [1, 2], "n": 3}}"#)

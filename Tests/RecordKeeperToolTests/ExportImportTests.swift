@@ -102,6 +102,16 @@ import Testing
         }
     }
 
+    @Test func `export --output - writes to standard output and creates no file named -`() async throws {
+        try await withTool { tool in
+            try await fill(tool)
+            let toStdout = try await tool.runOnStore(["export", "--output", "-"])
+            #expect(toStdout.status == 0, "\(toStdout.stderr)")
+            #expect(toStdout.output == (try await tool.runOnStore(["export"]).output))
+            #expect(!FileManager.default.fileExists(atPath: tool.directory.appendingPathComponent("-").path))
+        }
+    }
+
     @Test func `an export never replaces the store's own file, a FIFO or a symbolic link`() async throws {
         try await withTool { tool in
             try await fill(tool)

@@ -4,7 +4,7 @@ import RecordKeeperCommandLine
 enum CommandCatalog {
     static let globalOptions: [OptionSpec] = [
         .value("store", "PATH", help: "The store file (default: $RECORDKEEPER_STORE, else ./records.sqlite)."),
-        .flag("quiet", short: "q", help: "No progress and no summaries on stderr."),
+        .flag("quiet", short: "q", help: "No progress (stderr) and no one-line summaries of what a command did (stdout)."),
         .flag("help", short: "h", help: "Show help for the tool or for a command."),
     ]
 

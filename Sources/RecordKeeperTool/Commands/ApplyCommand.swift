@@ -22,19 +22,24 @@ enum ApplyCommand {
         let store = try context.store.writableStore()
         let applied = try await store.apply(collection, changes: changes)
         if !context.quiet {
-            try context.output.write(summary(applied, collection: collection) + "\n")
+            try context.output.write(summary(applied, collection: collection, emptyChangeSet: changes.isEmpty) + "\n")
         }
         return .ok
     }
 
     /// One line saying what the apply did, counted by the store inside its transaction (like
     /// `import`): keys to remove that were not stored count as "already absent", upserts of
-    /// the payload already stored as "unchanged".
-    static func summary(_ applied: AppliedChanges, collection: String) -> String {
+    /// the payload already stored as "unchanged". An empty change set establishes the collection
+    /// (as `RecordStore.apply` does) and writes no record, which the line says.
+    static func summary(_ applied: AppliedChanges, collection: String, emptyChangeSet: Bool = false) -> String {
         var line = "applied to \(quoted(collection)): added \(applied.added.count), changed \(applied.changed.count), "
             + "removed \(applied.removed.count), unchanged \(applied.unchanged.count), "
             + "already absent \(applied.notFound.count)"
-        if applied.writtenCount == 0 { line += "; nothing was written" }
+        if emptyChangeSet {
+            line += "; the change set is empty: no record was written, and the collection is established"
+        } else if applied.writtenCount == 0 {
+            line += "; nothing was written"
+        }
         return line
     }
 

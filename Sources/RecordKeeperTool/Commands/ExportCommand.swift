@@ -11,7 +11,8 @@ enum ExportCommand {
 
     static func run(_ context: CommandContext) async throws -> ExitCode {
         let collection: String? = context.arguments.positionals.isEmpty ? nil : try context.name(0, "collection name")
-        let outputPath = context.arguments.values["output"]
+        // `-` is standard output, as everywhere else in the tool (a file named `-`: `./-`).
+        let outputPath = context.arguments.values["output"].flatMap { $0 == "-" ? nil : $0 }
         let format = try resolveFormat(context.arguments.values["format"], outputPath: outputPath)
         let showProgress = ProgressReporter.shouldShow(quiet: context.quiet)
         let store = try context.store.existingStore()

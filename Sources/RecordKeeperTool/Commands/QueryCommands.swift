@@ -31,8 +31,8 @@ enum QueryCommands {
     /// as `delete` of a record that is not stored does.
     static func index(_ context: CommandContext) async throws -> ExitCode {
         let collection = try context.name(0, "collection name")
-        let adds = try (context.arguments.allValues["add"] ?? []).map { try field($0, "--add") }
-        let drops = try (context.arguments.allValues["drop"] ?? []).map { try field($0, "--drop") }
+        let adds = try (context.arguments.allValues["add"] ?? []).map { try field($0, "--add", command: "index") }
+        let drops = try (context.arguments.allValues["drop"] ?? []).map { try field($0, "--drop", command: "index") }
         let store = adds.isEmpty ? try context.store.existingStore() : try context.store.writableStore()
         for field in adds { try await store.declareIndex(collection, on: field) }
         for field in drops where try await !store.dropIndex(collection, on: field) {
@@ -143,13 +143,19 @@ enum QueryCommands {
         }
     }
 
-    static func field(_ name: String, _ context: String) throws(UsageError) -> FieldPath {
+    /// The field path `name`, given with `context` (an option) to `command`, whose help the
+    /// usage error points to.
+    static func field(_ name: String, _ context: String, command: String = "list") throws(UsageError) -> FieldPath {
         do {
             return try FieldPath(name)
         } catch {
-            throw usage("\(context): field \(quoted(name)) is not a field path (keys of letters, digits and _, separated by dots)")
+            throw usage(
+                "\(context): field \(quoted(name)) is not a field path (keys of letters, digits and _, separated by dots)",
+                command: command)
         }
     }
 
-    private static func usage(_ message: String) -> UsageError { UsageError(message: message, command: "list") }
+    private static func usage(_ message: String, command: String = "list") -> UsageError {
+        UsageError(message: message, command: command)
+    }
 }

@@ -115,6 +115,14 @@ final class Statement {
         return String(decoding: UnsafeBufferPointer(start: bytes, count: count), as: UTF8.self)
     }
 
+    /// The text of `column` when it is valid UTF-8 (embedded NUL characters kept); nil when
+    /// it is not, where ``string(at:)`` would replace the invalid bytes and read another text.
+    func validString(at column: Int32) -> String? {
+        guard let bytes = sqlite3_column_text(handle, column) else { return "" }
+        let count = Int(sqlite3_column_bytes(handle, column))
+        return String(validating: UnsafeBufferPointer(start: bytes, count: count), as: UTF8.self)
+    }
+
     func data(at column: Int32) -> Data {
         guard let bytes = sqlite3_column_blob(handle, column) else { return Data() }
         return Data(bytes: bytes, count: Int(sqlite3_column_bytes(handle, column)))

@@ -67,8 +67,9 @@ extension RecordStore {
         return header.isWriteAheadLog ? "wal" : "delete"
     }
 
-    /// SQLite's integrity check: `["ok"]` when the database is healthy, else one line per
-    /// problem found. `["ok"]` when there is no database file (missing or empty).
+    /// SQLite's integrity check, and a look at every record key: `["ok"]` when the database is
+    /// healthy, else one line per problem found (a key that is not valid UTF-8 is one: reads
+    /// of its collection refuse it). `["ok"]` when there is no database file (missing or empty).
     public nonisolated func integrityCheck() async throws -> [String] {
         try await performRead(.integrityCheck, collection: nil) { source in
             let connection: SQLiteConnection
@@ -78,7 +79,15 @@ extension RecordStore {
             case .notAStore(nil): return ["ok"]
             }
             let engine = RecordEngine(connection: connection, path: path, operation: .integrityCheck)
-            return try engine.runner.run { try connection.integrityCheck() }
+            var problems = try engine.runner.run { try connection.integrityCheck() }
+            guard case .store = source else { return problems }
+            let keys = try engine.records.keysNotUTF8(limit: 100)
+            if !keys.isEmpty, problems == ["ok"] { problems = [] }
+            problems += keys.map {
+                "collection \(RecordStoreError.quoted($0.collection)): the key \(RecordStoreError.quoted($0.key)) is not valid "
+                    + "UTF-8 (shown with U+FFFD for the invalid bytes)"
+            }
+            return problems
         }
     }
 

@@ -109,7 +109,7 @@ struct RecordsTable {
             var rows: [String: Data] = [:]
             if statement.isNull(at: 0) { return rows }
             repeat {
-                rows[statement.string(at: 0)] = statement.data(at: 1)
+                rows[try runner.key(statement, at: 0, collection: name)] = statement.data(at: 1)
             } while try statement.step()
             return rows
         }
@@ -204,7 +204,9 @@ struct RecordsTable {
         }
         try runner.run(collection: name) { try statement.bind(id, at: 1) }
         while try runner.run(collection: name, { try statement.step() }),
-            try body(statement.string(at: 0), statement.bytes(at: 1), RecordVersion(statement.int64(at: 2))) {}
+            try body(
+                try runner.key(statement, at: 0, collection: name), statement.bytes(at: 1),
+                RecordVersion(statement.int64(at: 2))) {}
         return true
     }
 
@@ -212,7 +214,7 @@ struct RecordsTable {
     func versions(_ id: Int64, collection: String) throws -> [String: RecordVersion] {
         var versions: [String: RecordVersion] = [:]
         try runner.each("SELECT key, version FROM records WHERE collection_id = ?1", id, collection: collection) {
-            versions[$0.string(at: 0)] = RecordVersion($0.int64(at: 1))
+            versions[try runner.key($0, at: 0, collection: collection)] = RecordVersion($0.int64(at: 1))
         }
         return versions
     }
@@ -254,6 +256,17 @@ struct RecordsTable {
             guard statement.int64(at: 2) != 0 else { return (ref, nil) }
             return (ref, (statement.int64(at: 3) != 0, statement.int64(at: 4)))
         }
+    }
+
+    /// The stored keys that are not valid UTF-8, by collection, as text with U+FFFD for the
+    /// invalid bytes (at most `limit`): what SQLite's integrity check does not look at.
+    func keysNotUTF8(limit: Int) throws -> [(collection: String, key: String)] {
+        var found: [(collection: String, key: String)] = []
+        try runner.each("SELECT c.name, r.key FROM records r JOIN collections c ON c.id = r.collection_id") { statement in
+            guard found.count < limit, statement.validString(at: 1) == nil else { return }
+            found.append((statement.string(at: 0), statement.string(at: 1)))
+        }
+        return found
     }
 
     /// The record of a row `key, payload, version`.

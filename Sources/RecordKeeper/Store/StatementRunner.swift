@@ -58,6 +58,19 @@ struct StatementRunner {
             code: .malformedRecord, operation: operation, collection: collection, key: key, path: path, detail: detail)
     }
 
+    /// The record key in `column` of `statement`, a row of `collection`. A key that is not
+    /// valid UTF-8 (a damaged file, or another program's write) is `malformedRecord`: read as
+    /// text it would silently be another key.
+    func key(_ statement: Statement, at column: Int32, collection: String) throws -> String {
+        if let key = statement.validString(at: column) { return key }
+        let shown = statement.string(at: column)
+        throw malformed(
+            collection: collection, key: shown,
+            "a key stored in it is not valid UTF-8 (shown with U+FFFD for the invalid bytes): the store file is "
+                + "damaged or another program wrote it; it is not read as another key. Other collections read as "
+                + "before; the integrity check lists every such key")
+    }
+
     // MARK: Statements
 
     /// Runs `body` with the cached statement for `sql`, `values` bound as `?1`, `?2`, …

@@ -49,8 +49,12 @@ struct RelayServingRoleTests {
             try await withTemporaryDirectory { directory in
                 try await withLiveRelay(in: directory, serveConninfo: { owner in
                     let serving = owner + " user=\(role)"
-                    // Before the grant the role cannot even read the schema version.
-                    await #expect(throws: (any Error).self) { _ = try await PostgresSyncServer.connect(serving) }
+                    // Before the grant the role cannot even read the schema version: a setting to
+                    // fix (the tools exit 78), never "try later".
+                    let refused = await #expect(throws: SyncError.self) { _ = try await PostgresSyncServer.connect(serving) }
+                    #expect(refused?.code == .configuration, "\(String(describing: refused))")
+                    #expect(refused?.message.contains("`recordkeeper-relay migrate`") == true, "\(String(describing: refused?.message)) \(String(describing: refused?.underlying))")
+                    #expect(refused?.message.contains("--grant ROLE") == true)
                     let granted = try await RelayProcess.run(["migrate", "--database", owner, "--grant", role])
                     #expect(granted.status == 0, "\(granted.error)")
                     #expect(granted.output.contains("granted \(role) what serve needs"))

@@ -334,7 +334,19 @@ public final class PostgresSyncServer: SyncCompactingServer, SyncPagesPulling {
     }
 
     /// Maps a failure to the protocol's error, keeping the original (with its SQLSTATE).
+    ///
+    /// A statement refused because the role may not use the sync schema's tables or create
+    /// them (42501 insufficient privilege; 3F000 no schema it may use on its search path) is a
+    /// setting to fix, never "try later".
     static func syncError(_ error: any Error, _ operation: String) -> SyncError {
+        if let error = error as? PostgresError, error.kind == .statement, ["42501", "3F000"].contains(error.sqlState) {
+            return SyncError(
+                .configuration,
+                "could not \(operation): \(error.message); the database role may not use or create the sync schema: run "
+                    + "`recordkeeper-relay migrate` as a role that may create its tables, with `--grant ROLE` for "
+                    + "the role that serves or syncs",
+                underlying: error)
+        }
         if let error = error as? PostgresError {
             let code: SyncError.Code =
                 switch error.kind {

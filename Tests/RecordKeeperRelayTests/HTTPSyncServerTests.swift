@@ -168,6 +168,37 @@ struct HTTPSyncServerTests {
         }
     }
 
+    @Test func `a server that is no relay is a setting to correct for a pull too, not an outage`() async throws {
+        // A web server answering every path with a page: a pull's 200 is no pull answer.
+        let page = { @Sendable (_: HTTPRequest) async -> HTTPResponse in
+            HTTPResponse(status: 200, text: "<html><body>Welcome</body></html>")
+        }
+        let routes = [HTTPRoute(.get, RelayWire.pullPath, handler: page), HTTPRoute(.get, RelayWire.healthPath, handler: page)]
+        try await withServer(routes: routes) { http in
+            let server = HTTPSyncServer(url: URL(string: "http://127.0.0.1:\(http.port)")!) { "token" }
+            let error = await #expect(throws: SyncError.self) {
+                _ = try await server.pull(space: "alice", after: .start, limit: 10)
+            }
+            #expect(error?.code == .configuration, "\(String(describing: error))")
+            #expect(error?.message.contains("is not a relay's health") == true, "\(String(describing: error))")
+        }
+    }
+
+    @Test func `a web server's multi-line error page is quoted on one line`() async throws {
+        let page = HTTPRoute(.get, RelayWire.pullPath) { _ in
+            HTTPResponse(status: 404, text: "<html>\n<head><title>404 Not Found</title></head>\n<body>\nNot Found\n</body>\n</html>\n")
+        }
+        try await withServer(routes: [page]) { http in
+            let server = HTTPSyncServer(url: URL(string: "http://127.0.0.1:\(http.port)")!) { "token" }
+            let error = await #expect(throws: SyncError.self) {
+                _ = try await server.pull(space: "alice", after: .start, limit: 10)
+            }
+            #expect(error?.code == .configuration, "\(String(describing: error))")
+            #expect(error?.message.contains("\n") == false, "\(String(describing: error))")
+            #expect(error?.message.contains("<html> <head><title>404 Not Found</title></head> <body> Not Found") == true)
+        }
+    }
+
     @Test func `a push larger than the relay's body limit goes in several requests, in order`() async throws {
         try await withRelay({ $0.maxBodyBytes = 4096 }) { relay in
             let server = client(relay, token: try RelayHarness.token(space: "alice"))

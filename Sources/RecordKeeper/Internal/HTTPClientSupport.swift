@@ -124,11 +124,16 @@ package enum HTTPClientSupport {
         return "the TLS connection failed during its handshake: \(cause)"
     }
 
-    /// The first 200 characters of a response body, for error messages.
+    /// The first 200 bytes of a response body, for error messages: on one line, each run of
+    /// whitespace and control characters (a page's line breaks) made one space.
     static func bodyExcerpt(_ data: Data) -> String {
         guard !data.isEmpty else { return "" }
         let text = String(decoding: data.prefix(200), as: UTF8.self)
-        return ": " + text + (data.count > 200 ? "…" : "")
+        let line = text.unicodeScalars
+            .split(whereSeparator: { $0.properties.isWhitespace || $0.properties.generalCategory == .control })
+            .map { String(String.UnicodeScalarView($0)) }
+            .joined(separator: " ")
+        return ": " + line + (data.count > 200 ? "…" : "")
     }
 
     /// A `Retry-After` value: delay seconds, or an HTTP date (RFC 9110 IMF-fixdate).

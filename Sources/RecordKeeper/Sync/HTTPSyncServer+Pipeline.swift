@@ -36,6 +36,12 @@ extension HTTPSyncServer {
             pages = try decode("pull", response, data) { data in try Self.decodePages(data, response) }
         } catch let tooLarge as BodyTooLarge {
             throw SyncError(.serverFailure, tooLarge.message)
+        } catch let error as SyncError where error.code == .serverFailure && response.statusCode == 200 {
+            // A 200 that is not a pull answer: a server that is no relay (a web server that
+            // answers every path) or a relay that failed. Its health tells them apart: the
+            // first is a URL to correct (`configuration`, thrown by `health()`), never "offline".
+            _ = try await health()
+            throw error
         }
         // Each page starts where the one before it ended, and only the last may say there is
         // no more: otherwise nothing of the answer is used.

@@ -1,5 +1,6 @@
 import Foundation
 import HarnessSupport
+import RecordKeeper
 import RecordKeeperRelay
 import TestHelpers
 import Testing
@@ -43,6 +44,22 @@ import Testing
                 let plain = try await curl(["--data-binary", "x", "http://127.0.0.1:\(server.port)/echo"])
                 #expect(plain.status != 0)
                 #expect(plain.output.isEmpty)
+            }
+        }
+    }
+
+    @Test func `a relay client at an http URL of a TLS server is told to correct the URL, not to retry`() async throws {
+        try await withTemporaryDirectory { directory in
+            let files = try OpenSSLTool.selfSignedCertificate(in: directory)
+            let tls = try HTTPServer.TLS(certificateFile: files.certificate.path, privateKeyFile: files.key.path)
+            let route = HTTPRoute(.get, RelayWire.pullPath) { _ in HTTPResponse(status: 200, text: "unused") }
+            try await withServer({ $0.tls = tls }, routes: [route]) { server in
+                let client = HTTPSyncServer(url: URL(string: "http://127.0.0.1:\(server.port)")!) { "token" }
+                let error = await #expect(throws: SyncError.self) {
+                    _ = try await client.pull(space: "alice", after: .start, limit: 10)
+                }
+                #expect(error?.code == .configuration, "\(String(describing: error))")
+                #expect(error?.message.contains("needs an https:// URL") == true, "\(String(describing: error))")
             }
         }
     }

@@ -32,7 +32,8 @@ package enum HTTPClientSupport {
     /// What a failed request means, in words (Foundation's own text on Linux is only
     /// "The operation could not be completed. (NSURLErrorDomain error -1001.)"), with the
     /// `URLError` code for searching. `timeout` is the one that applied: the session's;
-    /// `afterTimeout` says what a timeout means for the request.
+    /// `afterTimeout` says what a timeout (or a connection lost before the answer) means for
+    /// the request.
     static func describe(_ error: URLError, timeout: TimeInterval, afterTimeout: String) -> String {
         let what: String
         switch error.code {
@@ -44,7 +45,8 @@ package enum HTTPClientSupport {
         case .cannotFindHost, .dnsLookupFailed:
             what = "could not connect: the host name could not be resolved"
         case .networkConnectionLost:
-            what = "the connection was lost before an answer arrived; the server may have applied it"
+            // The same uncertainty as a timeout: what it means depends on the request.
+            what = "the connection was lost before an answer arrived; " + afterTimeout
         case .notConnectedToInternet:
             what = "could not connect: there is no network connection"
         case _ where isTLSFailure(error):

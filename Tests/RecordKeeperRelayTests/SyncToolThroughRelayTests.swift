@@ -93,6 +93,9 @@ struct SyncToolThroughRelayTests {
                 let expired = try tokenFile(directory, "expired", try LiveRelay.token("alice", expiresIn: -3600))
                 let tagsOnly = try tokenFile(directory, "tags-only", try LiveRelay.token("alice", collections: ["tags"]))
                 let garbage = try tokenFile(directory, "garbage", "not a token")
+                // Unsigned: the tool reads the claims before anything reaches the relay.
+                let mistypedReadOnly = try tokenFile(directory, "read-only-yes", "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzcGFjZSI6ImFsaWNlIiwicmVhZF9vbmx5IjoieWVzIn0.c2ln")
+                let numberSpace = try tokenFile(directory, "number-space", "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzcGFjZSI6N30.c2ln")
                 let empty = try tokenFile(directory, "empty", "  ")
                 let fresh = directory.appendingPathComponent("fresh.sqlite")
                 let start = ["sync", "--server", server, "--collections", "notes", "--token-file"]
@@ -100,7 +103,9 @@ struct SyncToolThroughRelayTests {
                     (start + [alice.path, "--space", "bob"], 65, "is not the token's space"),
                     (start + [expired.path], 77, "the relay refused the token"),
                     (start + [tagsOnly.path], 77, "does not grant collection(s) 'notes'"),
-                    (start + [garbage.path], 77, "not a JWT with a space claim"),
+                    (start + [garbage.path], 77, "the token cannot be used: it is not three parts joined by dots"),
+                    (start + [mistypedReadOnly.path], 77, "the token cannot be used: its read_only claim is not a Boolean"),
+                    (start + [numberSpace.path], 77, "the token cannot be used: its space claim is not a string"),
                     (start + [empty.path], 77, "is empty"),
                     (start + [directory.appendingPathComponent("none").path], 66, "does not exist"),
                     (["sync", "--server", server, "--collections", "notes"], 64, "RECORDKEEPER_SYNC_TOKEN"),

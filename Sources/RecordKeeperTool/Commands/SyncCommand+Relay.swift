@@ -80,35 +80,73 @@ extension SyncCommand {
             throw UsageError(
                 message: "sync through a relay needs --token-file FILE (or the token in \(tokenVariable))", command: "sync")
         }
-        guard let claims = tokenClaims(token) else {
-            throw ToolError(.noPermission, "the token is not a JWT with a space claim (header.payload.signature, "
-                            + "from 'recordkeeper-relay token' or the app's sign-in); nothing was changed")
+        let claims: (space: String, readOnly: Bool)
+        switch tokenClaims(token) {
+        case .success(let read):
+            claims = read
+        case .failure(let problem):
+            throw ToolError(.noPermission, "the token cannot be used: \(problem.reason) (a token is a JWT, "
+                            + "header.payload.signature, from 'recordkeeper-relay token' or the app's sign-in); nothing was changed")
         }
         return Relay(url: url, token: token, space: claims.space, readOnly: claims.readOnly)
     }
 
+    /// What is wrong with a token's claims, in words.
+    struct TokenProblem: Error {
+        let reason: String
+    }
+
     /// The `space` and `read_only` claims of a JWT, read without verifying it (only the relay
     /// can; see ``Relay``): the space the relay will hold the token's requests to, and whether
-    /// it refuses its pushes.
-    static func tokenClaims(_ token: String) -> (space: String, readOnly: Bool)? {
+    /// it refuses its pushes. A token without them says what is missing or mistyped, as the
+    /// relay would.
+    static func tokenClaims(_ token: String) -> Result<(space: String, readOnly: Bool), TokenProblem> {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3 else { return nil }
+        guard parts.count == 3 else { return .failure(TokenProblem(reason: "it is not three parts joined by dots")) }
         var base64 = parts[1].replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
-        guard let payload = StrictBase64.decode(base64) else { return nil }
-        struct Claims: Decodable {
-            let space: String
-            let readOnly: Bool?
-            enum CodingKeys: String, CodingKey {
-                case space
-                case readOnly = "read_only"
-            }
+        guard let payload = StrictBase64.decode(base64) else {
+            return .failure(TokenProblem(reason: "its payload is not base64url"))
         }
+        let claims: TokenClaims
         do {
-            let claims = try JSONDecoder().decode(Claims.self, from: payload)
-            return claims.space.isEmpty ? nil : (claims.space, claims.readOnly ?? false)
+            claims = try JSONDecoder().decode(TokenClaims.self, from: payload)
+        } catch DecodingError.typeMismatch {
+            return .failure(TokenProblem(reason: "its payload is not a JSON object"))
         } catch {
-            return nil  // not a token with a space: the caller says so, naming what a token is
+            return .failure(TokenProblem(reason: "its payload is not JSON"))
+        }
+        guard claims.spaceIsString else { return .failure(TokenProblem(reason: "its space claim is not a string")) }
+        guard let space = claims.space else { return .failure(TokenProblem(reason: "it has no space claim")) }
+        guard !space.isEmpty else { return .failure(TokenProblem(reason: "its space claim is empty")) }
+        guard claims.readOnlyIsBoolean else { return .failure(TokenProblem(reason: "its read_only claim is not a Boolean")) }
+        return .success((space, claims.readOnly ?? false))
+    }
+
+    /// The two claims the tool reads, and whether each has the type the relay requires.
+    private struct TokenClaims: Decodable {
+        var space: String?
+        var spaceIsString = true
+        var readOnly: Bool?
+        var readOnlyIsBoolean = true
+
+        enum CodingKeys: String, CodingKey {
+            case space
+            case readOnly = "read_only"
+        }
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            do {
+                space = try container.decodeIfPresent(String.self, forKey: .space)
+            } catch DecodingError.typeMismatch {
+                spaceIsString = false
+            }
+            do {
+                readOnly = try container.decodeIfPresent(Bool.self, forKey: .readOnly)
+            } catch DecodingError.typeMismatch {
+                readOnlyIsBoolean = false
+            }
         }
     }
 

@@ -19,6 +19,11 @@ enum CompactCommand {
         let server = try await database.connect(connections: 1)
         let done: [SyncCompaction]
         if let space = settings.value("space") {
+            // A space no push reached has nothing to compact: most likely a misspelled name.
+            guard try await server.holds(space: space) else {
+                throw RelayToolError(.notFound, "no push ever reached space '\(space)' here: there is nothing to compact; "
+                                     + "check its spelling (an NFC or NFD form is the same space)")
+            }
             done = [try await server.compact(space: space, olderThan: .seconds(age), batch: batch)]
         } else {
             done = try await server.compactAll(olderThan: .seconds(age), batch: batch)

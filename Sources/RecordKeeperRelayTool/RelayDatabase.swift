@@ -80,6 +80,8 @@ protocol RelayBackend: SyncCompactingServer {
     var shardServers: [PostgresSyncServer] { get }
     func compact(space: String, olderThan age: Duration, batch: Int) async throws -> SyncCompaction
     func compactAll(olderThan age: Duration, batch: Int) async throws -> [SyncCompaction]
+    /// Whether a push ever reached `space` (on its shard).
+    func holds(space: String) async throws -> Bool
 }
 
 extension PostgresSyncServer: RelayBackend {
@@ -88,4 +90,8 @@ extension PostgresSyncServer: RelayBackend {
 
 extension ShardedPostgresSyncServer: RelayBackend {
     var shardServers: [PostgresSyncServer] { servers }
+
+    func holds(space: String) async throws -> Bool {
+        try await server(for: space).holds(space: space)
+    }
 }

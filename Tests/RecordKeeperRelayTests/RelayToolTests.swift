@@ -152,5 +152,10 @@ import Testing
         #expect(short.status == 64 && short.error.contains("--older-than takes seconds"), "\(short.error)")
         let nothing = try await RelayProcess.run(["compact", "--older-than", "1d"])
         #expect(nothing.status == 64 && nothing.error.contains("compact needs --database"), "\(nothing.error)")
+        // A misspelled space is not a success with nothing done.
+        let misspelled = try await RelayProcess.run(["compact", "--database", conninfo, "--space", space + "x"])
+        #expect(misspelled.status == 66, "\(misspelled.error)")
+        #expect(misspelled.error.contains("no push ever reached space '\(space)x' here"), "\(misspelled.error)")
+        #expect(misspelled.output.isEmpty)
     }
 }

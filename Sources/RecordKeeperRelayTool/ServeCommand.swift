@@ -69,6 +69,11 @@ enum ServeCommand {
                 "recordkeeper-relay: serving \(map.shards.count) shards (\(map.shards.map(\.name).joined(separator: ", "))), "
                     + "\(map.overrides.count) override(s)")
         }
+        if case .listen = liveWake {
+            // Notifications that never arrive (a transaction-pooling PgBouncer on the wake
+            // session's way) would make every held pull wait out its wait: refused here.
+            for shard in server.shardServers { try await shard.checkLiveWake() }
+        }
         relayConfiguration.healthCheck = { [connections = server.shardServers.map(\.connection)] in
             for connection in connections {
                 try await connection.execute("SELECT 1", operation: "health check")

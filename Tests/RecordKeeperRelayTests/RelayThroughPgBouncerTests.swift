@@ -120,4 +120,22 @@ struct RelayThroughPgBouncerTests {
             }
         }
     }
+
+    /// LISTEN through a transaction-pooling PgBouncer hears nothing: a relay asked to wake so
+    /// refuses to start, where it would make every held pull wait out its wait.
+    @Test(.timeLimit(.minutes(3)))
+    func `a relay whose LISTEN wake goes through PgBouncer refuses to start and says why`() async throws {
+        let pooled = try TestPostgres.requirePgBouncer()
+        try await withTemporaryDirectory { directory in
+            let secret = directory.appendingPathComponent("secret")
+            try Data(LiveRelay.secret).write(to: secret)
+            let refused = try await RelayProcess.run([
+                "serve", "--database", pooled, "--live-wake", "listen",
+                "--listen", "127.0.0.1:0", "--jwt-secret-file", secret.path,
+            ])
+            #expect(refused.status == 78, "\(refused.error)")
+            #expect(refused.error.contains("did not hear a notification"), "\(refused.error)")
+            #expect(refused.error.contains("--wake-database"), "\(refused.error)")
+        }
+    }
 }

@@ -37,7 +37,7 @@ final class PostgresWakeSession: @unchecked Sendable {
     }
 
     let mode: PostgresSyncServer.LiveWake
-    private let conninfo: String
+    let conninfo: String
     private let waiters: SyncChangeWaiters
     private let timeout: Duration
     private let lock = NSLock()

@@ -66,7 +66,9 @@ enum ImportCommand {
         let store = try context.store.writableStore()
         let write: @Sendable () async throws -> ImportCounts = {
             try await store.write { transaction in
-                let applier = ImportApplier(transaction: transaction, replace: replace, classify: !needsFirstPass)
+                // A merge counts inside its transaction, also after a first pass: another
+                // process may have created the store or the records meanwhile.
+                let applier = ImportApplier(transaction: transaction, replace: replace, classify: !replace)
                 let progress = ProgressReporter(verb: "imported", isEnabled: showProgress)
                 defer { progress.finish() }
                 try readDocument(input, into: applier, progress: progress, foundationCheck: !needsFirstPass)
@@ -91,7 +93,7 @@ enum ImportCommand {
         } else {
             written = try await write()
         }
-        if !needsFirstPass { counts = written }
+        if !replace { counts = written }
         if counts.collections == 0 { return try reportNothingImported(context) }
         if !context.quiet {
             try context.output.write("imported \(counts.collections) collections: added \(counts.added), changed "

@@ -326,6 +326,9 @@ public actor RecordStore {
     /// checkpoint waits up to the busy timeout for other connections' transactions; if they
     /// keep it from finishing, nothing is lost (the commits stay in the log) and a failure is
     /// reported to ``Options/eventHandler`` as ``RecordStoreEvent/checkpointFailed(_:)``.
+    ///
+    /// An in-memory store keeps its connection, and so its records, until it is released:
+    /// for it `close()` does nothing.
     public func close() async {
         core.close()
     }

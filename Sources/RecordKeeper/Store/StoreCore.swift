@@ -80,6 +80,9 @@ final class StoreCore: Sendable {
     /// another connection busy for longer than the busy timeout is skipped (nothing is lost);
     /// any other failure is reported to the event handler.
     func close(waitingForLocks: Bool = true) {
+        // An in-memory store's records live in its one connection: closing it would lose
+        // them (and its streams' positions in its log). It keeps them until it is released.
+        guard path != nil else { return }
         writer.withLock { state in
             Self.releaseBetweenTransactions(state)
             readers?.closeAll()
@@ -95,11 +98,14 @@ final class StoreCore: Sendable {
         }
     }
 
-    /// The truncating checkpoint of `close`; its failure, if any.
+    /// The truncating checkpoint of `close`; its failure, if any: an error, or other
+    /// connections' transactions that kept it from finishing (SQLite's "busy").
     private static func truncateLog(_ connection: SQLiteConnection) -> SQLiteFailure? {
         do throws(SQLiteFailure) {
-            try connection.checkpoint(.truncate)
-            return nil
+            if try connection.checkpoint(.truncate) { return nil }
+            return SQLiteFailure(
+                code: ResultCode.busy.rawValue,
+                message: "other connections' transactions kept the log from being emptied; its commits stay in it")
         } catch {
             return error
         }

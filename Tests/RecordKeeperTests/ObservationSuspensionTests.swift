@@ -108,4 +108,42 @@ import Testing
         #expect(try await changes(of: stream, until: { !$0.isEmpty }) == RecordChanges(upserts: ["a": Data("1")]))
         store.resumeObservation()
     }
+
+    #if os(Linux)
+        /// The POSIX locks this process holds on `url` and its `-shm` (from /proc/locks).
+        private func locksHeld(on url: URL) throws -> [String] {
+            let inodes = try [url.path, url.path + "-shm"].compactMap { path -> UInt64? in
+                guard FileManager.default.fileExists(atPath: path) else { return nil }
+                return (try FileManager.default.attributesOfItem(atPath: path)[.systemFileNumber] as? NSNumber)?.uint64Value
+            }
+            let pid = String(ProcessInfo.processInfo.processIdentifier)
+            return try String(contentsOfFile: "/proc/locks", encoding: .utf8).split(separator: "\n").map(String.init).filter { line in
+                let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+                guard fields.count > 5, fields[4] == pid, let inode = fields[5].split(separator: ":").last.flatMap({ UInt64($0) })
+                else { return false }
+                return inodes.contains(inode)
+            }
+        }
+
+        @Test func `a suspended and closed store with a stream holds no lock on the store, and its stream goes on`() async throws {
+            try await withTemporaryDirectory { directory in
+                let url = directory.appendingPathComponent("shared.sqlite")
+                let store = RecordStore(url: url)
+                try await store.put("c", key: "a", data: Data("1"))
+                let stream = await store.changes(in: "c")
+                store.suspendObservation()
+                await store.close()
+                let held = try locksHeld(on: url)
+                #expect(held.isEmpty, "\(held)")
+                // Written meanwhile by another store: a full state on resume.
+                let writer = RecordStore(url: url)
+                try await writer.put("c", key: "b", data: Data("2"))
+                await writer.close()
+                store.resumeObservation()
+                let first = try await firstElement(of: stream, timeout: .seconds(30))
+                #expect(first.isFullState)
+                #expect(first.upserts == ["a": Data("1"), "b": Data("2")])
+            }
+        }
+    #endif
 }

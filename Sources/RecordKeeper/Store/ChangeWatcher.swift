@@ -181,6 +181,22 @@ final class ChangeWatcher: Sendable {
         }
     }
 
+    /// The store was closed: drops the watcher's SQLite connection, which holds a shared lock
+    /// on the log index (`-shm`) even between transactions; the next read opens it again.
+    /// Streams stay registered. While suspended, this forgets what the file looked like at the
+    /// suspension, so `resume()` gives every stream a full state.
+    func closeConnection() {
+        guard path != nil, existingConnection != nil else { return }
+        onQueue { state in
+            state.connection = nil
+            state.connectionIdentity = nil
+            state.snapshotStamp = nil
+            state.lastDataVersion = nil
+            state.versionAtSuspension = nil
+            state.stampAtSuspension = nil
+        }
+    }
+
     /// The store was released. In memory nothing can write any more: every stream ends. A file
     /// may still be written by others, so its streams go on.
     func storeReleased() {

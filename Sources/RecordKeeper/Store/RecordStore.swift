@@ -331,6 +331,7 @@ public actor RecordStore {
     /// for it `close()` does nothing.
     public func close() async {
         core.close()
+        watcher.closeConnection()
     }
 
     /// ``close()`` whose checkpoint does not wait for other connections' locks: when another
@@ -340,6 +341,7 @@ public actor RecordStore {
     /// a second time.
     package func closeWithoutWaiting() async {
         core.close(waitingForLocks: false)
+        watcher.closeConnection()
     }
 
     /// True when the store may hold data: it is open or opening, or its file exists (or its

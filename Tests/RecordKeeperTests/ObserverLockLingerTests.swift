@@ -52,6 +52,38 @@ import Testing
         }
     }
 
+    @Test(.timeLimit(.minutes(1)))
+    func `suspending never waits for a running write, which lets go of the lock at its end`() async throws {
+        try await withStore(.onDisk) { store, url in
+            store.core.writer.withLock { $0.releaseDelay = .seconds(600) }
+            try await store.put("c", key: "a", data: Data("1"))  // keeps the lock after its commit
+            let inside = DispatchSemaphore(value: 0)
+            let proceed = DispatchSemaphore(value: 0)
+            let write = Task {
+                try await store.write { transaction in
+                    try transaction.put("c", key: "b", data: Data("2"))
+                    inside.signal()
+                    proceed.wait()
+                }
+            }
+            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                DispatchQueue.global().async {
+                    inside.wait()
+                    done.resume()
+                }
+            }
+            // The write holds the writer's lock until `proceed`: a suspension that waited for
+            // it would never return.
+            store.suspendObservation()
+            proceed.signal()
+            try await write.value
+            let probe = try ObserverLock(storePath: url.path)
+            #expect(probe.lockIfUnobserved(), "the write kept the observers' lock after its commit while suspended")
+            probe.release()
+            store.resumeObservation()
+        }
+    }
+
     @Test func `a write that rolls back releases the observers' lock at once`() async throws {
         try await withStore(.onDisk) { store, url in
             store.core.writer.withLock { $0.releaseDelay = .seconds(600) }

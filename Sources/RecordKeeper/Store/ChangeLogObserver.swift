@@ -116,7 +116,12 @@ final class ChangeLogObserver: TransactionObserver {
 
     private func end(committed: Bool) {
         if holdsLock {
-            if committed, Self.keepsLockBetweenTransactions { lingers = true } else { observerLock?.release() }
+            // Suspended, the process must hold no lock of the library's between transactions.
+            if committed, Self.keepsLockBetweenTransactions, !watcher.isSuspended {
+                lingers = true
+            } else {
+                observerLock?.release()
+            }
         }
         holdsLock = false
         logs = false

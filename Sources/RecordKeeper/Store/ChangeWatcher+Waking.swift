@@ -69,6 +69,8 @@ extension ChangeWatcher {
     /// until done (at most the read in progress on the watcher's queue).
     func suspend() {
         guard path != nil else { return }
+        // First, so that a write committing meanwhile keeps no lock after its commit.
+        markSuspended(true)
         onQueue { state in
             guard !state.suspended else { return }
             // What the file looked like to this connection, to tell at `resume()` whether
@@ -89,6 +91,7 @@ extension ChangeWatcher {
     /// runs unobserved in another connection at that moment is waited for).
     func resume() {
         guard let path else { return }
+        markSuspended(false)
         onQueue { state in
             guard state.suspended else { return }
             state.suspended = false

@@ -74,6 +74,9 @@ final class ChangeWatcher: Sendable {
         var connection: SerializedConnection<WatcherState>?
         /// The store's core, for the in-memory connection. Weak: the core owns the watcher.
         weak var core: StoreCore?
+        /// Observation is suspended (or being suspended): this store's writes keep no lock
+        /// after their commit (see `ChangeLogObserver`).
+        var suspended = false
     }
 
     let path: String?
@@ -83,6 +86,15 @@ final class ChangeWatcher: Sendable {
     init(path: String?, options: RecordStore.Options) {
         self.path = path
         self.options = options
+    }
+
+    /// Whether observation is suspended, for the store's writes (read under the streams' lock,
+    /// which a write's hooks may take).
+    var isSuspended: Bool { locked { $0.suspended } }
+
+    /// Sets what ``isSuspended`` says (by `suspend()` and `resume()`).
+    func markSuspended(_ suspended: Bool) {
+        locked { $0.suspended = suspended }
     }
 
     /// The store's core, which an in-memory store's streams read from. Set once, by the store.

@@ -108,13 +108,17 @@ extension RecordStore {
     /// always; SQLite's own locks are held only during transactions, plus, while a connection is
     /// open, a shared lock on the `-shm` file that ``close()`` releases (see the Observation
     /// article). Returns once the lock is released (after the read a stream may have in
-    /// progress). Calling it again while suspended does nothing; an in-memory store holds no
-    /// lock and is not affected.
+    /// progress), or, when a write transaction of this store runs, at once: that transaction
+    /// releases it when it ends. It never waits for a write. Calling it again while suspended
+    /// does nothing; an in-memory store holds no lock and is not affected.
     public nonisolated func suspendObservation() {
+        guard path != nil else { return }
         watcher.suspend()
         // A write of this store keeps the observers' lock for a moment after its commit (on
         // Linux, see `ChangeLogObserver`): suspended, the process holds no lock of the library's.
-        if ChangeLogObserver.keepsLockBetweenTransactions { core.releaseBetweenTransactions() }
+        // Never waits for a running transaction (this may run on the main thread): that one
+        // releases the lock at its end.
+        if ChangeLogObserver.keepsLockBetweenTransactions { core.releaseBetweenTransactionsIfIdle() }
     }
 
     /// Observes the store file again after ``suspendObservation()``: takes the observers'

@@ -395,6 +395,12 @@ extension StoreCore {
         writer.withLock { Self.releaseBetweenTransactions($0) }
     }
 
+    /// ``releaseBetweenTransactions()`` when no transaction runs, without waiting: a running
+    /// one releases at its end (the store is suspended: see `ChangeLogObserver`).
+    func releaseBetweenTransactionsIfIdle() {
+        _ = writer.withLockIfAvailable { Self.releaseBetweenTransactions($0) }
+    }
+
     /// The store's transaction observers, made by the first write (so that a store only read
     /// never builds them). Call with the lock held.
     private func observers(_ state: CoreState) -> [any TransactionObserver] {

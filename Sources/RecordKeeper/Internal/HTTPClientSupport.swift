@@ -138,15 +138,21 @@ package enum HTTPClientSupport {
         return ": " + line + (data.count > 200 ? "…" : "")
     }
 
-    /// A `Retry-After` value: delay seconds, or an HTTP date (RFC 9110 IMF-fixdate).
+    /// The longest wait a `Retry-After` is taken for: a server asking for more gets this.
+    static let longestRetryAfter = 86_400
+
+    /// A `Retry-After` value: delay seconds, or an HTTP date (RFC 9110 IMF-fixdate), at most
+    /// ``longestRetryAfter`` seconds (a server's value far in the future must not block a
+    /// queue for good, nor overflow the clock's arithmetic).
     static func retryAfter(_ value: String, now: Date) -> Duration? {
         let trimmed = value.trimmingCharacters(in: .whitespaces)
-        if let seconds = Int(trimmed), seconds >= 0 { return .seconds(seconds) }
+        if let seconds = Int(trimmed), seconds >= 0 { return .seconds(min(seconds, longestRetryAfter)) }
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
         formatter.timeZone = TimeZone(identifier: "GMT")
         formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
         guard let date = formatter.date(from: trimmed) else { return nil }
-        return .milliseconds(Int64(max(0, date.timeIntervalSince(now)) * 1000))
+        let seconds = min(max(0, date.timeIntervalSince(now)), Double(longestRetryAfter))
+        return .milliseconds(Int64(seconds * 1000))
     }
 }

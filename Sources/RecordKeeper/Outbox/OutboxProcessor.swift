@@ -129,11 +129,12 @@ public actor OutboxProcessor {
     }
 
     /// When the next attempt is due after `attempts` failed attempts: backoff with jitter,
-    /// never before `retryAfter`.
+    /// never before `retryAfter` (taken for at most a day, whatever a transport says).
     nonisolated func nextAttempt(after attempts: Int, retryAfter: Duration?) -> Date {
         let delay = retryPolicy.delay(afterAttempts: attempts).seconds
         let jittered = delay > 0 ? random(delay / 2...delay) : 0
-        let wait = max(jittered, retryAfter?.seconds ?? 0)
+        let asked = min(retryAfter?.seconds ?? 0, Double(HTTPClientSupport.longestRetryAfter))
+        let wait = max(jittered, asked)
         return now().addingTimeInterval(wait)
     }
 

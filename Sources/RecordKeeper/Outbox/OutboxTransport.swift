@@ -27,7 +27,7 @@ public protocol OutboxTransport: Sendable {
 ///
 /// After the *n*-th failed attempt the next one is due after
 /// `d = min(maximumDelay, initialDelay × 2^(n-1))`, jittered uniformly into `[d/2, d]`, and
-/// never before a server's `Retry-After`. An operation that reaches ``maximumAttempts``
+/// never before a server's `Retry-After` (taken for at most a day). An operation that reaches ``maximumAttempts``
 /// attempts without success moves to the dead letters.
 public struct RetryPolicy: Sendable {
     /// The delay after the first failure (default 1 s).

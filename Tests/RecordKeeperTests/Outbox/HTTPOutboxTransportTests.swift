@@ -201,6 +201,15 @@ import Testing
         #expect(HTTPClientSupport.retryAfter("Fri, 15 Jan 2027 07:00:00 GMT", now: now) == .zero)
         #expect(HTTPClientSupport.retryAfter("soon", now: now) == nil)
     }
+
+    @Test func `a Retry-After far in the future is taken for a day, never overflowing`() {
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        for value in ["10000000000000000", "9223372036854775807", "Fri, 31 Dec 9999 23:59:59 GMT"] {
+            #expect(HTTPClientSupport.retryAfter(value, now: now) == .seconds(86_400), "\(value)")
+        }
+        // Beyond Int: not a number of seconds, nor a date.
+        #expect(HTTPClientSupport.retryAfter("99999999999999999999999", now: now) == nil)
+    }
 }
 
 #endif

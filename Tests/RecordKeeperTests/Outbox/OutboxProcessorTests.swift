@@ -139,6 +139,17 @@ import Testing
         }
     }
 
+    @Test func `a transport's Retry-After beyond a day is taken for a day, never trapping`() async throws {
+        try await withStore(.inMemory) { store, _ in
+            let clock = TestClock()
+            let transport = ScriptedTransport(["op": [.retry("503", after: .seconds(Int64.max))]])
+            let processor = OutboxProcessor.testing(store, transport, clock: clock)
+            try await store.enqueue([message("op", "x")])
+            try await processor.deliverDue()
+            #expect(try await store.outbox.pending()[0].nextAttemptAt == clock.now.addingTimeInterval(86_400))
+        }
+    }
+
     @Test(arguments: StoreKind.allCases)
     func `operations behind a failing one on its key wait; other keys and unkeyed operations go on`(kind: StoreKind) async throws {
         try await withStore(kind) { store, _ in

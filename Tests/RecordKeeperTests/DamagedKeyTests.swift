@@ -41,4 +41,23 @@ import Testing
             await store.close()
         }
     }
+
+    @Test func `paging and starting sync over such a key refuse it instead of carrying another key`() async throws {
+        try await withTemporaryDirectory { directory in
+            let store = RecordStore(url: try await Self.storeWithDamagedKey(in: directory))
+            // Paged reads: a key read with U+FFFD would also page forever (it sorts below FF).
+            let paged = await #expect(throws: RecordStoreError.self) { _ = try await store.records("notes", after: "a", limit: 1) }
+            #expect(paged?.code == .malformedRecord)
+            // Sync captures the collection's records: none goes out under another key.
+            let server = InMemorySyncServer()
+            let sync = RecordSync(store: store, server: server)
+            await #expect(throws: (any Error).self) {
+                try await sync.start(space: "s", collections: ["notes"])
+                _ = try await sync.sync()
+            }
+            let page = try await server.pull(space: "s", after: .start, limit: 10)
+            #expect(!page.changes.contains { $0.key.unicodeScalars.contains("\u{FFFD}") }, "\(page.changes.map(\.key))")
+            await store.close()
+        }
+    }
 }

@@ -70,7 +70,7 @@ struct RecordQueries {
                 var records: [StoredRecord] = []
                 var lastValues: [QueryValue] = []
                 while try statement.step() {
-                    records.append(RecordsTable.storedRecord(statement))
+                    records.append(try RecordsTable.storedRecord(statement, runner: runner, collection: collection))
                     if records.count == query.limit {
                         lastValues = (0..<query.order.count).map { statement.queryValue(at: Int32(3 + $0)) }
                     }

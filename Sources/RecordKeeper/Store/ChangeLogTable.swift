@@ -75,7 +75,7 @@ struct ChangeLogTable {
         ) { statement in
             count += 1
             last = statement.int64(at: 0)
-            let key = statement.string(at: 1)
+            let key = try runner.key(statement, at: 1, collection: collection)
             if seen.insert(key).inserted { keys.append(key) }
         }
         return (keys, last, count == limit)

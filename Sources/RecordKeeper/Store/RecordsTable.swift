@@ -177,7 +177,7 @@ struct RecordsTable {
             """
             SELECT key, payload, version FROM records
             WHERE collection_id = ?1 AND (?2 IS NULL OR key > ?2) ORDER BY key LIMIT ?3
-            """, id, after, limit, collection: name, Self.storedRecord)
+            """, id, after, limit, collection: name) { [runner] in try Self.storedRecord($0, runner: runner, collection: name) }
     }
 
     /// Calls `body` for each record of `name` in key order; false when not established.
@@ -269,10 +269,11 @@ struct RecordsTable {
         return found
     }
 
-    /// The record of a row `key, payload, version`.
-    static func storedRecord(_ statement: Statement) -> StoredRecord {
+    /// The record of a row `key, payload, version` of `collection` (a key that is not valid
+    /// UTF-8 throws, see `StatementRunner.key`).
+    static func storedRecord(_ statement: Statement, runner: StatementRunner, collection: String) throws -> StoredRecord {
         StoredRecord(
-            key: statement.string(at: 0), data: statement.data(at: 1),
+            key: try runner.key(statement, at: 0, collection: collection), data: statement.data(at: 1),
             version: RecordVersion(statement.int64(at: 2)))
     }
 

@@ -209,7 +209,8 @@ struct SyncQueueTable {
                 var cut: String?
                 var total = 0
                 while try statement.step() {
-                    let key = statement.string(at: 0)
+                    // Never uploaded as another key: a damaged key stops the capture.
+                    let key = try runner.key(statement, at: 0, collection: name)
                     if key.utf8.contains(0) { throw keyWithNUL(key, collection: name) }
                     total += key.utf8.count + Int(statement.int64(at: 1))
                     if cut != nil, total > bytes { break }
@@ -258,7 +259,7 @@ struct SyncQueueTable {
             """, sequence, limit
         ) { statement in
             let collection = statement.string(at: 0)
-            let key = statement.string(at: 1)
+            let key = try runner.key(statement, at: 1, collection: collection)
             var policy = SyncConflictPolicy.report
             if !statement.isNull(at: 4) {
                 let stored = statement.string(at: 4)

@@ -38,10 +38,11 @@ extension HTTPSyncServer {
             throw SyncError(.serverFailure, tooLarge.message)
         } catch let error as SyncError where error.code == .serverFailure && response.statusCode == 200 {
             // A 200 that is not a pull answer: a server that is no relay (a web server that
-            // answers every path) or a relay that failed. Its health tells them apart: the
-            // first is a URL to correct (`configuration`, thrown by `health()`), never "offline".
-            _ = try await health()
-            throw error
+            // answers every path), a captive portal, or a relay that failed. Only the first is a
+            // setting to correct, and a captive portal's page looks the same: retried, but said.
+            throw SyncError(
+                .serverFailure, error.message + "; is \(url.absoluteString) the URL of a sync relay?",
+                underlying: error.underlying)
         }
         // Each page starts where the one before it ended, and only the last may say there is
         // no more: otherwise nothing of the answer is used.

@@ -88,10 +88,9 @@ extension HTTPSyncServer {
                 : "the relay may have applied the push; pushing the same operations again applies none twice"
         ) { [url] words, error in
             // A URL this device cannot use at all is a setting to correct, not a server to wait
-            // for; so is a server that answers what is not HTTP (a TLS relay at an http:// URL,
-            // or another service's port).
-            let code: SyncError.Code =
-                [.badURL, .unsupportedURL, .badServerResponse].contains(error.code) ? .configuration : .unreachable
+            // for. An answer that is not HTTP stays "unreachable" (an empty reply of a relay
+            // restarting or at its connection limit looks the same): its words suggest https.
+            let code: SyncError.Code = error.code == .badURL || error.code == .unsupportedURL ? .configuration : .unreachable
             return SyncError(code, "the \(operation) through \(url.absoluteString) failed: \(words)", underlying: error)
         }
         guard let http = response as? HTTPURLResponse else {

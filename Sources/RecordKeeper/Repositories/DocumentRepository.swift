@@ -54,7 +54,7 @@ public actor DocumentRepository<Document: RecordDocument> {
     /// that bring a document stored with an older schema version up to
     /// `Document.supportedSchemaVersions.upperBound`. Does no I/O.
     ///
-    /// When a load (or the first save) finds a stored schema version that a step starts from,
+    /// When a load finds a stored schema version that a step starts from,
     /// the repository runs the steps up to the newest supported version on the stored records,
     /// checks that the result rebuilds as a `Document`, and writes the changed records and the
     /// new `_schema` in one transaction. All or nothing: a step that throws, a missing step, or
@@ -134,9 +134,23 @@ public actor DocumentRepository<Document: RecordDocument> {
             state = confirmed
         } else if policy == .fail {
             // Nothing was loaded, so nothing stored was seen: the save seeds, and a document
-            // someone else stored conflicts instead of being replaced unseen. (A stored
-            // document is still brought forward by the migrations, as a load would.)
-            try await migrateIfNeeded()
+            // someone else stored conflicts instead of being replaced unseen (nothing written,
+            // not even a migration of it: `load()` migrates).
+            if let stored = try await store.record(collection, key: Self.schemaKey) {
+                let version: Int
+                do {
+                    version = try RecordCoding.decode(Int.self, from: stored.data)
+                } catch {
+                    throw RepositoryError(code: .undecodableRecord, collection: collection, key: Self.schemaKey, underlying: error)
+                }
+                // A newer document says so first: no load of this version could read it.
+                if version > Document.supportedSchemaVersions.upperBound {
+                    try Self.checkSupported(version, collection: collection, detail: "the stored document uses it")
+                }
+                throw RecordConflict(
+                    collection: collection, currentVersions: [Self.schemaKey: stored.version],
+                    expectedVersions: [Self.schemaKey: nil])
+            }
             state = .absent(versions: [:])
         } else {
             state = try await loadDocument().state

@@ -104,7 +104,10 @@ import Testing
                 records["vocabulary/ballena"] = Data(#""whale""#.utf8)  // not a Word
             }
             let repository = DocumentRepository<VocabularyV2>(store: store, collection: "progress", migrations: [careless])
-            let error = await #expect(throws: RepositoryError.self) { try await repository.save(VocabularyV2.empty) }
+            // A save before any load conflicts with the stored document and migrates nothing.
+            await #expect(throws: RecordConflict.self) { try await repository.save(VocabularyV2.empty) }
+            #expect(try await store.allRecords("progress") == before)
+            let error = await #expect(throws: RepositoryError.self) { _ = try await repository.load() }
             #expect(error?.code == .migrationFailed)
             #expect(error?.key == "vocabulary/ballena")
             #expect(try await store.allRecords("progress") == before)

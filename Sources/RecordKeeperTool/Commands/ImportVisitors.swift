@@ -10,35 +10,21 @@ struct ImportCounts: Sendable, Equatable {
     var collections = 0
 }
 
-/// Counts what an import would change, reading the store (a snapshot) and writing nothing.
+/// Counts what an import would change, reading the store (a snapshot) and writing nothing,
+/// in memory that does not grow with the input (the keys are not kept).
 ///
-/// Each record line counts once, against what the import holds for its key at that point: the
-/// stored record, or the value of an earlier line with the same key (so a key given twice in
-/// one file counts twice, as ``ImportApplier`` writes it). With `--replace`, removals are the
-/// stored records of each named collection whose key the file does not have.
+/// Each record line counts once, against the stored record: a key given twice in one file
+/// counts twice against it (the import itself counts each line against the value before it,
+/// see ``ImportApplier``). With `--replace`, removals are the stored records of each named
+/// collection less the lines whose key is stored (a stored key given twice is subtracted
+/// twice).
 final class ImportPlanner: ImportVisitor {
     private let lookup: (String, String) throws -> Data?
     private let storedCounts: [String: Int]
     private let replace: Bool
     private var seen: Set<String> = []
-    /// Per collection, the keys the file gave so far, with a fingerprint of the last value:
-    /// enough to tell whether a repeated line changes it, without keeping every payload.
-    private var given: [String: [String: Fingerprint]] = [:]
     private var matched: [String: Int] = [:]
     private(set) var counts = ImportCounts()
-
-    /// A payload's size and hash (the process's seeded hasher over every byte).
-    private struct Fingerprint: Equatable {
-        let count: Int
-        let hash: Int
-
-        init(_ payload: Data) {
-            var hasher = Hasher()
-            payload.withUnsafeBytes { hasher.combine(bytes: $0) }
-            count = payload.count
-            hash = hasher.finalize()
-        }
-    }
 
     /// - Parameters:
     ///   - lookup: The stored value of (collection, key), or nil.
@@ -54,12 +40,6 @@ final class ImportPlanner: ImportVisitor {
     }
 
     func record(collection: String, key: String, payload: Data) throws {
-        let fingerprint = Fingerprint(payload)
-        defer { given[collection, default: [:]][key] = fingerprint }
-        if let earlier = given[collection]?[key] {
-            if earlier == fingerprint { counts.unchanged += 1 } else { counts.changed += 1 }
-            return
-        }
         guard let stored = try lookup(collection, key) else {
             counts.added += 1
             return

@@ -117,9 +117,10 @@ extension StoreOpener {
         return .snapshot(connection, stamp)
     }
 
-    /// Whether this process may write the file at `path` (its mode, owner and file system).
+    /// Whether this process may write the file at `path` (its mode, owner and file system); an
+    /// answer other than "not allowed" counts as yes, leaving the file to SQLite.
     private static func mayWrite(_ path: String) -> Bool {
-        faccessat(AT_FDCWD, path, W_OK, AT_EACCESS) == 0
+        access(path, W_OK) == 0 || ![EACCES, EPERM, EROFS].contains(errno)
     }
 
     /// Whether the store's `-wal` exists and holds anything.

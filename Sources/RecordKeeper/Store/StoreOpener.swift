@@ -80,9 +80,11 @@ enum StoreOpener {
         if (info.st_mode & S_IFMT) == S_IFDIR {
             throw RecordStoreError(code: .cannotOpen, operation: .open, path: path, detail: "it is a directory")
         }
-        for (mode, code) in [(R_OK, RecordStoreError.Code.cannotRead), (W_OK, .readOnly)]
-        where faccessat(AT_FDCWD, path, mode, AT_EACCESS) != 0 {
+        // access(2), not faccessat2 (which some container seccomp profiles refuse); only an
+        // answer that means "not allowed" refuses: anything else is left to SQLite.
+        for (mode, code) in [(R_OK, RecordStoreError.Code.cannotRead), (W_OK, .readOnly)] where access(path, mode) != 0 {
             let number = errno
+            guard [EACCES, EPERM, EROFS].contains(number) else { continue }
             let reason = String(cString: strerror(number))
             if ProtectedData.isUnavailable(errno: number, path: path) {
                 throw RecordStoreError(code: .protectedDataUnavailable, operation: .open, path: path, detail: reason)

@@ -16,8 +16,10 @@ public import Observation
 ///   when it is released (the stream's task holds it weakly). A model made with
 ///   ``init(repository:)`` that follows that repository applies each committed change to its
 ///   content instead (see `follow(_ repository:)`), without loading the collection again.
-/// - Cancellation is not a failure: a refresh whose task is cancelled (``stopFollowing()``, a
-///   screen's task that ended) leaves the state as it was before it started.
+/// - Cancellation is not a failure: a refresh whose load throws `CancellationError` (its task
+///   was cancelled: ``stopFollowing()``, a screen's task that ended) leaves the state as it was
+///   before it started, and a cancelled action shows no ``actionFailure``. Any other error is
+///   shown, also when the task was cancelled meanwhile.
 ///
 /// The model is isolated to the main actor, where a screen reads it; its loading function and
 /// actions are `@Sendable` and run off the main actor. Call it from any task with `await`.

@@ -1,3 +1,4 @@
+import Foundation
 import RecordKeeperSync
 import RecordKeeperCommandLine
 import RecordKeeperPostgres
@@ -18,11 +19,15 @@ enum CompactCommand {
         let batch = try settings.integer("batch", default: PostgresSyncServer.defaultCompactionBatch, in: 1...100_000)
         let server = try await database.connect(connections: 1)
         let done: [SyncCompaction]
-        if let space = settings.value("space") {
+        if let given = settings.value("space") {
+            // Spaces are stored as the relay normalizes them (NFC); one recorded otherwise (by
+            // an older version) is found under its own bytes.
+            let normalized = given.utf8.allSatisfy { $0 < 0x80 } ? given : given.precomposedStringWithCanonicalMapping
+            let space = try await server.holds(space: normalized) ? normalized : given
             // A space no push reached has nothing to compact: most likely a misspelled name.
             guard try await server.holds(space: space) else {
-                throw RelayToolError(.notFound, "no push ever reached space '\(space)' here: there is nothing to compact; "
-                                     + "check its spelling (an NFC or NFD form is the same space)")
+                throw RelayToolError(.notFound, "no push ever reached space '\(given)' here: there is nothing to compact; "
+                                     + "check its spelling")
             }
             done = [try await server.compact(space: space, olderThan: .seconds(age), batch: batch)]
         } else {

@@ -117,7 +117,8 @@ extension RecordRepository {
     /// to see the state, and call `changes()` again to keep listening. A change after which the
     /// collection's items are of a newer item version than this repository's (a newer app
     /// migrated them) ends it with `newerItemVersion`, as every load and save then throws: its
-    /// records are never decoded as this version's items.
+    /// records are never decoded as this version's items. (That version is read with each
+    /// element; a ``RecordStoreError`` reading it ends the stream too.)
     ///
     /// A stream that fell far behind (see ``RecordStore/changes(in:)``) yields one element with
     /// ``RepositoryChange/isFullState`` set: every item, with the removed ones not named. A
@@ -197,7 +198,7 @@ where Item: Codable & Identifiable & Equatable & Sendable, Item.ID: Codable & Se
             }
             do {
                 // Items a newer app wrote are never decoded as this version's.
-                if let found = try await store.itemVersion(of: collection), found > migrator.currentVersion {
+                if let found = try await store.currentItemVersion(of: collection), found > migrator.currentVersion {
                     throw migrator.newerVersionError(found)
                 }
                 return try RecordRepository<Item>.decode(change, collection: collection, decoder: decoder)

@@ -29,6 +29,17 @@ extension RecordStore {
         return nil
     }
 
+    /// ``itemVersion(of:)`` read inline on the caller's thread when a reader is free (a typed
+    /// change stream asks it once per element).
+    nonisolated func currentItemVersion(of collection: String) async throws -> Int? {
+        let name = try RecordNames.collection(collection, operation: .itemVersion)
+        let state = try await performRead(.itemVersion, collection: name, inline: true) { source in
+            try source.engine?.itemVersions.itemVersion(name) ?? .absent
+        }
+        if case .recorded(let version, _) = state { return version }
+        return nil
+    }
+
     /// Every collection with a recorded item version, by name (see ``itemVersion(of:)``).
     /// - Throws: ``RecordStoreError`` when the store cannot be opened or read.
     public nonisolated func itemVersions() async throws -> [String: Int] {

@@ -112,6 +112,28 @@ import Testing
         }
     }
 
+    @Test func `a whole-store export of a store whose last pages are damaged fails and writes nothing`() async throws {
+        try await withTool { tool in
+            var lines: [String] = []
+            for index in 0..<3_000 { lines.append(#"{"collection":"notes","key":"n\#(String(format: "%05d", index))","value":{"text":"note number \#(index) with some text"}}"#) }
+            for index in 0..<50 { lines.append(#"{"collection":"tags","key":"t\#(index)","value":\#(index)}"#) }
+            let seed = try tool.file("seed.ndjson", lines.joined(separator: "\n") + "\n")
+            #expect(try await tool.runOnStore(["import", seed]).status == 0)
+            // Overwrite the file's last 3,000 bytes, as a failing disk might.
+            let handle = try FileHandle(forUpdating: URL(fileURLWithPath: tool.storePath))
+            let size = try handle.seekToEnd()
+            try handle.seek(toOffset: size - 3_000)
+            var generator = SystemRandomNumberGenerator()
+            try handle.write(contentsOf: Data((0..<3_000).map { _ in UInt8.random(in: 0...255, using: &generator) }))
+            try handle.close()
+            let output = tool.directory.appendingPathComponent("all.json").path
+            let exported = try await tool.runOnStore(["export", "--output", output])
+            #expect(exported.status == 69, "\(exported.stderr)")
+            #expect(exported.stderr.contains("damaged"), "\(exported.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: output))
+        }
+    }
+
     @Test func `an export never replaces the store's own file, a FIFO or a symbolic link`() async throws {
         try await withTool { tool in
             try await fill(tool)

@@ -20,9 +20,12 @@ public import Foundation
 /// The receiver must dedupe by `Idempotency-Key`: an operation whose outcome was unknown (a
 /// timeout, a lost connection, a process that died) is sent again with the same key.
 ///
-/// Cancelling the delivering task cancels the request and throws `CancellationError`, so an
+/// Cancelling the delivering task throws `CancellationError` at once, so an
 /// ``OutboxProcessor`` that is cancelled records the attempt and leaves the operation due
-/// again at once.
+/// again at once. On Apple platforms the request is cancelled. On Linux it is abandoned, not
+/// cancelled (FoundationNetworking can deadlock cancelling a request): it may still reach the
+/// server, also while a later attempt with the same `Idempotency-Key` runs, so the receiver
+/// must dedupe concurrent requests with one key, not only successive ones.
 ///
 /// **Timeouts.** The session's own timeout is the one that applies: its configuration's
 /// `timeoutIntervalForRequest` (60 s for `URLSession.shared` and for a new configuration).

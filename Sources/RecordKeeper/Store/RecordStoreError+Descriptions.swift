@@ -59,7 +59,8 @@ extension RecordStoreError: LocalizedError {
         case .ioError:
             return "Check the disk and try again."
         case .fileReplaced:
-            return "Put the store file back, or retry to write to the file now at this path."
+            return "Put the store file back. To use a file restored there, stop every process that has the store open "
+                + "and remove its -wal and -shm first (docs/BACKUP.md, \"Restore\"): the old file's log would be applied to it."
         default:
             return nil
         }

@@ -162,6 +162,14 @@ public final class RecordSnapshot {
     package func isEstablished(_ collection: String) throws -> Bool {
         try reads.isEstablished(collection)
     }
+
+    /// How many records the store holds in all, counted from the pages' own cell counts
+    /// (SQLite's count of a whole table) rather than by walking the records: a walk that a
+    /// damaged page cuts short without an error reads fewer (the tool's export checks this).
+    package func recordCountOfAllCollections() throws -> Int {
+        _ = try reads.checked(nil, .collections)
+        return try reads.engine?.records.totalCount() ?? 0
+    }
 }
 
 /// The reads a transaction and a snapshot share: one implementation, with the check that the

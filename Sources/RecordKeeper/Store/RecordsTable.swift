@@ -86,6 +86,12 @@ struct RecordsTable {
         }
     }
 
+    /// The number of records of every collection (`count(*)` of the whole table, which SQLite
+    /// answers from the pages' cell counts).
+    func totalCount() throws -> Int {
+        Int(try runner.one("SELECT count(*) FROM records") { $0.int64(at: 0) } ?? 0)
+    }
+
     /// Removes the collection and all its records.
     func removeCollection(_ id: Int64, name: String) throws {
         try IndexesTable(runner: runner).dropDeclaredIndexes(id, collection: name)

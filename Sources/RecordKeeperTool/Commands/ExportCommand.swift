@@ -139,6 +139,20 @@ enum ExportCommand {
             case .ndjson: try writeNDJSON(snapshot, names: names, to: output, progress: progress)
             }
             try output.flush()
+            // A damaged page can end a walk of the records early without an error; the table's
+            // own count says whether every record was read (whole-store exports only: one
+            // collection's records have no count of their own).
+            if collection == nil {
+                let counted = try snapshot.recordCountOfAllCollections()
+                if counted != progress.count {
+                    throw ToolError(
+                        .unavailable,
+                        "the store is damaged: it counts \(counted) records, but \(progress.count) could be read; "
+                            + (path == nil ? "the export above is incomplete. " : "nothing was written. ")
+                            + "Run `recordkeeper check`, and export what still reads collection by collection "
+                            + "(docs/BACKUP.md, \"A damaged store\")")
+                }
+            }
         } catch {
             if path != nil {
                 _ = SystemCalls.closeDescriptor(descriptor)  // The write error is the one to report.

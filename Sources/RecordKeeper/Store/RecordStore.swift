@@ -146,7 +146,8 @@ public actor RecordStore {
     /// Inserts or overwrites one record, establishing the collection if needed.
     ///
     /// - Throws: ``RecordStoreError`` naming the collection and the key, whichever step of the
-    ///   write failed.
+    ///   write failed; a failure to open the store (operation ``StoreOperation/open``) names
+    ///   the store's path instead, as it concerns every request.
     public nonisolated(nonsending) func put(_ collection: String, key: String, data: Data) async throws {
         let input = try ValidatedChanges(collection, key: key, data: data, operation: .put)
         do {

@@ -72,6 +72,9 @@ public final class HTTPServer: Sendable {
     ///   - onDrain: called once when ``shutdown(gracePeriod:)`` begins, after new requests
     ///     start being refused: the place to end requests that wait for nothing in particular
     ///     (held live pulls), so that the grace period goes to those that do work.
+    /// Starting a server makes the process ignore SIGPIPE (writes to a peer that has gone fail
+    /// instead of ending the process).
+    ///
     /// - Throws: ``HTTPServerError``: a bad configuration, or libmicrohttpd could not start
     ///   (the address is in use, the TLS certificate or key is invalid).
     public init(
@@ -88,6 +91,9 @@ public final class HTTPServer: Sendable {
             throw HTTPServerError(.configuration, "the timeouts must be positive (the idle timeout at least 1 s)")
         }
         let address = try SocketAddress(host: configuration.host, port: configuration.port)
+        // A write to a peer that has gone (a TLS alert to a client that hung up) must fail with
+        // EPIPE, not end the process: libmicrohttpd leaves SIGPIPE to the application.
+        signal(SIGPIPE, SIG_IGN)
         let core = HTTPServerCore(configuration: configuration, routes: routes, observer: observer)
         // The daemon's callbacks reach the core through an unretained pointer: the core keeps
         // itself alive until the daemon has stopped.

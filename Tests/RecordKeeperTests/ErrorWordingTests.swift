@@ -14,6 +14,12 @@ import Testing
                 + "could not create the directory /tmp/ro/sub: You don’t have permission.")
     }
 
+    @Test func `a read of the whole store names the store, not a missing collection`() {
+        let error = RecordStoreError(code: .corruptStore, operation: .snapshot, path: "/tmp/s.sqlite")
+        #expect(error.errorDescription?.hasPrefix("Could not read the store at /tmp/s.sqlite: the database file is damaged") == true,
+                "\(error.errorDescription ?? "-")")
+    }
+
     @Test func `a read-only error with a detail says what is not writable`() {
         let error = RecordStoreError(
             code: .readOnly, operation: .open, path: "/tmp/ro/s.sqlite",

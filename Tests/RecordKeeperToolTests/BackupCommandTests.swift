@@ -61,9 +61,12 @@ import Testing
     @Test func `backup onto the store itself is refused and leaves it unchanged`() async throws {
         try await withTool { tool in
             try await tool.runOnStore(["put", "c", "k", "1"])
-            let result = try await tool.runOnStore(["backup", tool.storePath, "--overwrite"])
-            #expect(result.status == 73)
-            #expect(result.stderr.contains("is the store's own file"))
+            for extra in [[], ["--overwrite"]] {
+                let result = try await tool.runOnStore(["backup", tool.storePath] + extra)
+                #expect(result.status == 73)
+                #expect(result.stderr.contains("is the store's own file"), "\(result.stderr)")
+                #expect(!result.stderr.contains("give --overwrite"), "\(result.stderr)")
+            }
             #expect(try await tool.runOnStore(["get", "c", "k"]).output == "1\n")
         }
     }

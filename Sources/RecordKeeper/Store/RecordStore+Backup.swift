@@ -124,7 +124,7 @@ enum BackupTarget {
                 throw refuse("the destination \(target) is \(kind), not a regular file; it was left as it is")
             }
             if !overwrite {
-                throw refuse("a file already exists at \(target); it was left as it is (pass overwrite: true to replace it)")
+                throw refuse("a file already exists at \(target); it was left as it is (ask to overwrite it to replace it)")
             }
         }
         for suffix in ["-wal", "-shm"] where FileManager.default.fileExists(atPath: target + suffix) {
@@ -186,7 +186,7 @@ enum BackupTarget {
                 if exists {
                     throw RecordStoreError(
                         code: .invalidArgument, operation: .backup, path: storePath,
-                        detail: "a file already exists at \(target); it was left as it is (pass overwrite: true to replace it)")
+                        detail: "a file already exists at \(target); it was left as it is (ask to overwrite it to replace it)")
                 }
                 // A file system without hard links: rename, after the check just made.
                 guard [EPERM, ENOTSUP, EOPNOTSUPP, ENOSYS].contains(number) else {

@@ -9,10 +9,11 @@ extension RecordStoreError: LocalizedError {
         } else if operation == .backup {
             sentence = "Could not back up " + (path.map { "the store at \($0)" } ?? "the in-memory store")
         } else {
-            sentence = "Could not \(Self.verb(for: operation, hasCollection: collection != nil))"
+            let verb = Self.verb(for: operation, hasCollection: collection != nil)
+            sentence = "Could not \(verb)"
             if let collection { sentence += " collection \(Self.quoted(collection))" }
             if let key { sentence += " (key \(Self.quoted(key)))" }
-            if let path { sentence += " in store \(path)" }
+            if let path { sentence += verb.hasSuffix("the store") ? " at \(path)" : " in store \(path)" }
         }
         // A reason may end in a period of its own (Foundation's messages do): one is enough.
         var reason = reason
@@ -96,7 +97,7 @@ extension RecordStoreError: LocalizedError {
     private static func verb(for operation: StoreOperation, hasCollection: Bool) -> String {
         switch operation.purpose {
         case .open: return "open"
-        case .read: return "read"
+        case .read: return hasCollection ? "read" : "read the store"
         case .save: return hasCollection ? "save to" : "save"
         case .delete: return hasCollection ? "delete from" : "delete"
         case .replace: return "replace"

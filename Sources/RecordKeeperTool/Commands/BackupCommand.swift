@@ -8,9 +8,14 @@ enum BackupCommand {
     static func run(_ context: CommandContext) async throws -> ExitCode {
         let destination = try context.name(0, "destination")
         let overwrite = context.arguments.has("overwrite")
-        var isDirectory: ObjCBool = false
-        // A directory is refused below whatever the options, in the library's words.
-        if !overwrite, FileManager.default.fileExists(atPath: destination, isDirectory: &isDirectory), !isDirectory.boolValue {
+        // Only a regular file other than the store is one --overwrite replaces: a directory, a
+        // link, a device or the store's own file is refused below whatever the options, in
+        // the library's words.
+        let attributes = try? FileManager.default.attributesOfItem(atPath: destination)
+        let isOtherRegularFile = attributes?[.type] as? FileAttributeType == .typeRegular
+            && URL(fileURLWithPath: destination).standardizedFileURL.resolvingSymlinksInPath().path
+                != URL(fileURLWithPath: context.store.path).standardizedFileURL.resolvingSymlinksInPath().path
+        if !overwrite, isOtherRegularFile {
             throw ToolError(.cannotCreate, "\(destination) already exists; it was left as it is "
                             + "(give --overwrite to replace it)")
         }

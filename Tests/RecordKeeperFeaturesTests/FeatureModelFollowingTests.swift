@@ -75,16 +75,21 @@ struct FeatureModelFollowingTests {
     /// A model showing `[1]`, whose next load opens `loading`, waits for `release`, and then
     /// throws `CancellationError` if its task was cancelled meanwhile (as the store does).
     @MainActor
-    static func modelWhoseSecondLoadWaits() async -> (FeatureModel<[Int]>, loading: Gate, release: Gate) {
+    /// A model loaded once with the first of `results`, whose second load opens `loading`,
+    /// waits for `release` and then (checking for cancellation first, unless told not to)
+    /// answers the second.
+    static func modelWhoseSecondLoadWaits(
+        _ results: [Result<[Int], any Error>] = [.success([1]), .success([2])], checkingCancellation: Bool = true
+    ) async -> (FeatureModel<[Int]>, loading: Gate, release: Gate) {
         let loading = Gate()
         let release = Gate()
-        let answers = Answers<[Int]>([.success([1]), .success([2])])
+        let answers = Answers<[Int]>(results)
         let model = FeatureModel<[Int]>(load: {
             let answer = await answers.next()
             if await answers.served == 2 {
                 await loading.open()
                 await release.wait()
-                try Task.checkCancellation()
+                if checkingCancellation { try Task.checkCancellation() }
             }
             return try answer.get()
         })
@@ -124,18 +129,8 @@ struct FeatureModelFollowingTests {
 
     @Test @MainActor
     func `a real load failure during a cancelled refresh is shown, not taken for cancellation`() async throws {
-        let loading = Gate()
-        let release = Gate()
-        let answers = Answers<[Int]>([.success([1]), .failure(ReadFailure())])
-        let model = FeatureModel<[Int]>(load: {
-            let answer = await answers.next()
-            if await answers.served == 2 {
-                await loading.open()
-                await release.wait()
-            }
-            return try answer.get()
-        })
-        await model.refresh()
+        let (model, loading, release) = await Self.modelWhoseSecondLoadWaits(
+            [.success([1]), .failure(ReadFailure())], checkingCancellation: false)
         let refresh = Task { await model.refresh() }
         await loading.wait()
         refresh.cancel()

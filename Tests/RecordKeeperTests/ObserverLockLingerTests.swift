@@ -54,7 +54,9 @@ import Testing
 
     @Test(.timeLimit(.minutes(1)))
     func `suspending never waits for a running write, which lets go of the lock at its end`() async throws {
-        try await withStore(.onDisk) { store, url in
+        // Full durability: the write never runs inline, so its wait below blocks the store's
+        // executor, never one of Swift's few cooperative threads.
+        try await withStore(.onDisk, options: .init(durability: .full)) { store, url in
             store.core.writer.withLock { $0.releaseDelay = .seconds(600) }
             try await store.put("c", key: "a", data: Data("1"))  // keeps the lock after its commit
             let inside = DispatchSemaphore(value: 0)

@@ -61,7 +61,9 @@ import Testing
             // suspension that waited for it would not return while it is held.
             let returned = store.core.writer.withLock { _ -> Bool in
                 let done = DispatchSemaphore(value: 0)
-                DispatchQueue.global().async {
+                // A thread of its own: on Linux Dispatch's global queues are the threads Swift's
+                // tasks run on, which other tests may all be using.
+                Thread.detachNewThread {
                     store.suspendObservation()
                     done.signal()
                 }

@@ -52,7 +52,7 @@ import Testing
         }
     }
 
-    @Test(.timeLimit(.minutes(1)))
+    @Test(.timeLimit(.minutes(5)))
     func `suspending never waits for a running write, and a write while suspended keeps no lock`() async throws {
         try await withStore(.onDisk) { store, url in
             store.core.writer.withLock { $0.releaseDelay = .seconds(600) }

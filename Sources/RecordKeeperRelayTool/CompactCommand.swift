@@ -23,11 +23,14 @@ enum CompactCommand {
             // Spaces are stored as the relay normalizes them (NFC); one recorded otherwise (by
             // an older version) is found under its own bytes.
             let normalized = given.utf8.allSatisfy { $0 < 0x80 } ? given : given.precomposedStringWithCanonicalMapping
-            let space = try await server.holds(space: normalized) ? normalized : given
-            // A space no push reached has nothing to compact: most likely a misspelled name.
-            guard try await server.holds(space: space) else {
-                throw RelayToolError(.notFound, "no push ever reached space '\(given)' here: there is nothing to compact; "
-                                     + "check its spelling")
+            var space = normalized
+            if try await !server.holds(space: normalized) {
+                // A space no push reached has nothing to compact: most likely a misspelled name.
+                guard normalized != given, try await server.holds(space: given) else {
+                    throw RelayToolError(.notFound, "no push ever reached space '\(given)' here: there is nothing to compact; "
+                                         + "check its spelling")
+                }
+                space = given
             }
             done = [try await server.compact(space: space, olderThan: .seconds(age), batch: batch)]
         } else {

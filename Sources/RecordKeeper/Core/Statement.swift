@@ -119,13 +119,7 @@ final class Statement {
     /// it is not, where ``string(at:)`` would replace the invalid bytes and read another text.
     func validString(at column: Int32) -> String? {
         guard let bytes = sqlite3_column_text(handle, column) else { return "" }
-        let buffer = UnsafeBufferPointer(start: bytes, count: Int(sqlite3_column_bytes(handle, column)))
-        if #available(macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2, *) {
-            return String(validating: buffer, as: UTF8.self)
-        }
-        // Decoding replaces invalid bytes with U+FFFD: valid text reads back as its own bytes.
-        let text = String(decoding: buffer, as: UTF8.self)
-        return text.utf8.elementsEqual(buffer) ? text : nil
+        return StrictUTF8.string(UnsafeBufferPointer(start: bytes, count: Int(sqlite3_column_bytes(handle, column))))
     }
 
     func data(at column: Int32) -> Data {

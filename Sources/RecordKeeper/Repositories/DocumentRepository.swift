@@ -137,12 +137,7 @@ public actor DocumentRepository<Document: RecordDocument> {
             // someone else stored conflicts instead of being replaced unseen (nothing written,
             // not even a migration of it: `load()` migrates).
             if let stored = try await store.record(collection, key: Self.schemaKey) {
-                let version: Int
-                do {
-                    version = try RecordCoding.decode(Int.self, from: stored.data)
-                } catch {
-                    throw RepositoryError(code: .undecodableRecord, collection: collection, key: Self.schemaKey, underlying: error)
-                }
+                let version = try Self.storedSchema(stored, collection: collection)
                 // A newer document says so first: no load of this version could read it.
                 if version > Document.supportedSchemaVersions.upperBound {
                     try Self.checkSupported(version, collection: collection, detail: "the stored document uses it")
@@ -267,14 +262,19 @@ public actor DocumentRepository<Document: RecordDocument> {
     @discardableResult
     private static func checkStoredSchema(_ record: StoredRecord?, collection: String) throws -> Int? {
         guard let record else { return nil }
-        let version: Int
+        let version = try storedSchema(record, collection: collection)
+        try checkSupported(version, collection: collection, detail: "the stored document uses it")
+        return version
+    }
+
+    /// The schema version the `_schema` record holds.
+    /// - Throws: ``RepositoryError`` (`undecodableRecord`) when it is not an integer.
+    private static func storedSchema(_ record: StoredRecord, collection: String) throws -> Int {
         do {
-            version = try RecordCoding.decode(Int.self, from: record.data)
+            return try RecordCoding.decode(Int.self, from: record.data)
         } catch {
             throw RepositoryError(code: .undecodableRecord, collection: collection, key: schemaKey, underlying: error)
         }
-        try checkSupported(version, collection: collection, detail: "the stored document uses it")
-        return version
     }
 
     private static func checkSupported(_ version: Int, collection: String, detail: String) throws {

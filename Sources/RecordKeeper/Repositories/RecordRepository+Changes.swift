@@ -198,7 +198,7 @@ where Item: Codable & Identifiable & Equatable & Sendable, Item.ID: Codable & Se
             }
             do {
                 // Items a newer app wrote are never decoded as this version's.
-                if let found = try await store.currentItemVersion(of: collection), found > migrator.currentVersion {
+                if let found = try await store.itemVersion(of: collection, inline: true), found > migrator.currentVersion {
                     throw migrator.newerVersionError(found)
                 }
                 return try RecordRepository<Item>.decode(change, collection: collection, decoder: decoder)

@@ -16,12 +16,11 @@ extension RecordStore {
     /// Writers, this store's own and other processes', keep writing meanwhile. The store file
     /// is only read, as every read reads it: a backup never creates or migrates it, so the copy
     /// has the store's format (a store of an older format stays as it is, and so does its
-    /// copy). The copy is first written to a temporary file next to `destination`,
-    /// flushed to disk, then moved into place, so `destination` is never a partial copy. It is
-    /// readable by its owner only (mode 0600). A store this process may read but not write
-    /// (another user's, in a directory it may not write) is copied too. Works for in-memory
-    /// stores too, which makes it a way to save
-    /// one to a file.
+    /// copy). The copy is first written to a temporary file next to `destination`, flushed to
+    /// disk, then moved into place, so `destination` is never a partial copy. It is readable by
+    /// its owner only (mode 0600). A store this process may read but not write (another
+    /// user's, in a directory it may not write) is copied too. Works for in-memory stores too,
+    /// which makes it a way to save one to a file.
     ///
     /// To restore, open the copy (or move it to the store's path while no process has the store
     /// open, removing any `-wal` and `-shm` files left next to that path).

@@ -21,19 +21,14 @@ extension RecordStore {
     ///
     /// - Throws: ``RecordStoreError`` when the store cannot be opened or read.
     public nonisolated func itemVersion(of collection: String) async throws -> Int? {
-        let name = try RecordNames.collection(collection, operation: .itemVersion)
-        let state = try await performRead(.itemVersion, collection: name) { source in
-            try source.engine?.itemVersions.itemVersion(name) ?? .absent
-        }
-        if case .recorded(let version, _) = state { return version }
-        return nil
+        try await itemVersion(of: collection, inline: false)
     }
 
-    /// ``itemVersion(of:)`` read inline on the caller's thread when a reader is free (a typed
-    /// change stream asks it once per element).
-    nonisolated func currentItemVersion(of collection: String) async throws -> Int? {
+    /// ``itemVersion(of:)``, read inline on the caller's thread when `inline` allows it and a
+    /// reader is free (a typed change stream asks it once per element).
+    nonisolated func itemVersion(of collection: String, inline: Bool) async throws -> Int? {
         let name = try RecordNames.collection(collection, operation: .itemVersion)
-        let state = try await performRead(.itemVersion, collection: name, inline: true) { source in
+        let state = try await performRead(.itemVersion, collection: name, inline: inline) { source in
             try source.engine?.itemVersions.itemVersion(name) ?? .absent
         }
         if case .recorded(let version, _) = state { return version }

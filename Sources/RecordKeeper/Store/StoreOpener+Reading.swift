@@ -68,7 +68,7 @@ extension StoreOpener {
             // The common case first: the main file says "a store this version reads". Its
             // header is checked again through the connection, which also sees the log.
             if header.isStore {
-                if !mayWrite(path), !hasLog(path) {
+                if accessRefusal(path, W_OK) != nil, !hasLog(path) {
                     // A store this process may read but not write (mode 0444, another user's
                     // file): a read-write connection would open it read-only and leave a `-wal`
                     // and a `-shm` of the file's mode behind, which stop every write even after
@@ -117,14 +117,8 @@ extension StoreOpener {
         return .snapshot(connection, stamp)
     }
 
-    /// Whether this process may write the file at `path` (its mode, owner and file system); an
-    /// answer other than "not allowed" counts as yes, leaving the file to SQLite.
-    private static func mayWrite(_ path: String) -> Bool {
-        access(path, W_OK) == 0 || ![EACCES, EPERM, EROFS].contains(errno)
-    }
-
     /// Whether the store's `-wal` exists and holds anything.
-    private static func hasLog(_ path: String) -> Bool {
+    static func hasLog(_ path: String) -> Bool {
         var info = stat()
         return stat(path + "-wal", &info) == 0 && info.st_size > 0
     }
@@ -244,8 +238,7 @@ struct FileStamp: Equatable {
         #else
             modified = info.st_mtim
         #endif
-        var log = stat()
-        hasLog = stat(path + "-wal", &log) == 0 && log.st_size > 0
+        hasLog = StoreOpener.hasLog(path)
     }
 
     /// True while the file at `path` is still this one, unchanged, with no log.

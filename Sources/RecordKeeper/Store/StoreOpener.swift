@@ -68,6 +68,19 @@ enum StoreOpener {
         return (connection, timings)
     }
 
+    /// The errors that say "not allowed" (the file's mode or owner, an immutable file,
+    /// read-only media).
+    static let refusals: Set<Int32> = [EACCES, EPERM, EROFS]
+
+    /// The error when this process may not access `path` in `mode` (`R_OK`, `W_OK`): one of
+    /// ``refusals``. Nil when it may, and when access(2) answers anything else: the file is then
+    /// left to SQLite. access(2), not faccessat2 (which some container seccomp profiles refuse).
+    static func accessRefusal(_ path: String, _ mode: Int32) -> Int32? {
+        guard access(path, mode) != 0 else { return nil }
+        let number = errno
+        return refusals.contains(number) ? number : nil
+    }
+
     /// Refuses an existing path the writer cannot use, before SQLite opens it: a directory; a
     /// file this process may not read (`cannotRead`, as a read says); a file it may not write
     /// (`readOnly`, naming the file). SQLite would open an unwritable file read-only and leave
@@ -80,11 +93,8 @@ enum StoreOpener {
         if (info.st_mode & S_IFMT) == S_IFDIR {
             throw RecordStoreError(code: .cannotOpen, operation: .open, path: path, detail: "it is a directory")
         }
-        // access(2), not faccessat2 (which some container seccomp profiles refuse); only an
-        // answer that means "not allowed" refuses: anything else is left to SQLite.
-        for (mode, code) in [(R_OK, RecordStoreError.Code.cannotRead), (W_OK, .readOnly)] where access(path, mode) != 0 {
-            let number = errno
-            guard [EACCES, EPERM, EROFS].contains(number) else { continue }
+        for (mode, code) in [(R_OK, RecordStoreError.Code.cannotRead), (W_OK, .readOnly)] {
+            guard let number = accessRefusal(path, mode) else { continue }
             let reason = String(cString: strerror(number))
             if ProtectedData.isUnavailable(errno: number, path: path) {
                 throw RecordStoreError(code: .protectedDataUnavailable, operation: .open, path: path, detail: reason)
@@ -139,7 +149,7 @@ enum StoreOpener {
             }
             let reason = String(cString: strerror(number))
             // No store exists yet, so say what is read-only: the directory it would be made in.
-            let notWritable = number == EACCES || number == EPERM || number == EROFS
+            let notWritable = refusals.contains(number)
             throw RecordStoreError(
                 code: notWritable ? .readOnly : .cannotOpen, operation: .open, path: path,
                 detail: notWritable

@@ -1,3 +1,4 @@
+import RecordKeeperCoding
 import RecordKeeperCommandLine
 
 /// Command-line arguments arrive as bytes. Swift's `CommandLine.arguments` replaces bytes that
@@ -9,7 +10,7 @@ enum ArgumentEncoding {
         var decoded: [String] = []
         var invalid: [Int] = []
         for (index, bytes) in raw.enumerated() {
-            if let text = validUTF8(bytes) {
+            if let text = StrictUTF8.string(bytes) {
                 decoded.append(text)
             } else {
                 invalid.append(index)
@@ -22,16 +23,6 @@ enum ArgumentEncoding {
             .dataError,
             "\(role) is not valid UTF-8 (\(escaped(raw[first]))); collection names, keys, values and "
                 + "paths on the command line must be UTF-8; nothing was written"))
-    }
-
-    /// `bytes` as text when they are valid UTF-8. (`String(validating:)` needs macOS 15; older
-    /// systems compare the decoded text, where invalid bytes become U+FFFD, with the bytes.)
-    private static func validUTF8(_ bytes: [UInt8]) -> String? {
-        if #available(macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2, *) {
-            return String(validating: bytes, as: UTF8.self)
-        }
-        let text = String(decoding: bytes, as: UTF8.self)
-        return text.utf8.elementsEqual(bytes) ? text : nil
     }
 
     /// A placeholder the parser treats as an ordinary argument, to find where it ended up.

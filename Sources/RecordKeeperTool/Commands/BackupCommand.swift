@@ -11,10 +11,8 @@ enum BackupCommand {
         // Only a regular file other than the store is one --overwrite replaces: a directory, a
         // link, a device or the store's own file is refused below whatever the options, in
         // the library's words.
-        let attributes = try? FileManager.default.attributesOfItem(atPath: destination)
-        let isOtherRegularFile = attributes?[.type] as? FileAttributeType == .typeRegular
-            && URL(fileURLWithPath: destination).standardizedFileURL.resolvingSymlinksInPath().path
-                != URL(fileURLWithPath: context.store.path).standardizedFileURL.resolvingSymlinksInPath().path
+        let isOtherRegularFile = FileManager.default.fileExists(atPath: destination)
+            && FileKind.nonRegular(at: destination) == nil && !FileKind.isSameFile(destination, context.store.path)
         if !overwrite, isOtherRegularFile {
             throw ToolError(.cannotCreate, "\(destination) already exists; it was left as it is "
                             + "(give --overwrite to replace it)")

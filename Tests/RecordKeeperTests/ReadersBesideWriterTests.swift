@@ -4,10 +4,12 @@ import Foundation
 import Testing
 @testable import RecordKeeper
 
-/// Waits for `semaphore` on a dispatch thread, never on a cooperative one.
+/// Waits for `semaphore` on a thread of its own, never on a cooperative one.
 func wait(for semaphore: DispatchSemaphore) async {
     await withCheckedContinuation { continuation in
-        DispatchQueue.global().async {
+        // A thread of its own: on Linux Dispatch's global queues are the threads Swift's tasks
+        // run on, which the rest of the suite (and a sanitized run) may all be using.
+        Thread.detachNewThread {
             semaphore.wait()
             continuation.resume()
         }

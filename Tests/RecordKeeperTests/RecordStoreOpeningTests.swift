@@ -248,6 +248,29 @@ import Testing
         #expect(try await store.read("c") == ["k": Data("v")])
     }
 
+    // Before the fix the cancelled request waited for the gate, which opens only after it: the
+    // time limit makes that a failure instead of a hang.
+    @Test(.timeLimit(.minutes(5)))
+    func `a request cancelled while the opening runs stops waiting and the opening goes on`() async throws {
+        let attempts = Counter()
+        let gate = Gate()
+        let store = RecordStore(location: nil, options: .init()) {
+            _ = attempts.increment()
+            await gate.wait()
+        }
+        let cancelled = Task { try await store.put("c", key: "gone", data: Data("x")) }
+        let patient = Task { try await store.put("c", key: "kept", data: Data("v")) }
+        try await waitUntil { await store.openingRequests == 2 }
+        cancelled.cancel()
+        // Answered while the opening is still held at the gate.
+        await #expect(throws: CancellationError.self) { try await cancelled.value }
+        #expect(attempts.count == 1)
+        await gate.open()
+        try await patient.value
+        #expect(attempts.count == 1)
+        #expect(try await store.read("c") == ["kept": Data("v")])
+    }
+
     @Test func `opening reports its timings through the event handler`() async throws {
         let log = EventLog()
         try await withStore(.onDisk, options: .init(eventHandler: { log.append($0) })) { store, url in

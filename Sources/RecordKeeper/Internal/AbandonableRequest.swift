@@ -25,9 +25,9 @@
     enum AbandonableRequest {
         static func data(for request: URLRequest, through session: URLSession) async throws -> (Data, URLResponse) {
             try Task.checkCancellation()
-            let handoff = Handoff()
-            // Never cancelled: see the type's documentation. An answer before the caller's
-            // continuation is installed is kept by the handoff.
+            let handoff = ResultHandoff<(Data, URLResponse)>()
+            // Never cancelled: see the type's documentation. An answer before the caller
+            // waits is kept by the handoff.
             Task.detached {
                 do {
                     handoff.finish(.success(try await session.data(for: request)))
@@ -35,54 +35,7 @@
                     handoff.finish(.failure(error))
                 }
             }
-            return try await withTaskCancellationHandler {
-                try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<(Data, URLResponse), any Error>) in
-                    handoff.install(continuation)
-                }
-            } onCancel: {
-                handoff.finish(.failure(CancellationError()))
-            }
-        }
-
-        /// The caller's continuation, resumed once: by the request's result or by the caller's
-        /// cancellation, whichever comes first (a cancellation before the continuation exists
-        /// is kept and resumes it when it does).
-        ///
-        /// `@unchecked Sendable`: `continuation` and `early` are only touched under `lock`.
-        private final class Handoff: @unchecked Sendable {
-            private let lock = NSLock()
-            private var continuation: CheckedContinuation<(Data, URLResponse), any Error>?
-            private var early: Result<(Data, URLResponse), any Error>?
-            private var done = false
-
-            func install(_ continuation: CheckedContinuation<(Data, URLResponse), any Error>) {
-                lock.lock()
-                if let early {
-                    done = true
-                    lock.unlock()
-                    continuation.resume(with: early)
-                    return
-                }
-                self.continuation = continuation
-                lock.unlock()
-            }
-
-            func finish(_ result: Result<(Data, URLResponse), any Error>) {
-                lock.lock()
-                guard !done else {
-                    lock.unlock()
-                    return
-                }
-                guard let continuation else {
-                    if early == nil { early = result }
-                    lock.unlock()
-                    return
-                }
-                done = true
-                self.continuation = nil
-                lock.unlock()
-                continuation.resume(with: result)
-            }
+            return try await handoff.value()
         }
     }
 #endif

@@ -13,6 +13,12 @@ extension RecordStore {
     /// included. Only the attempt itself clears `opening`, and only if `opening` is still that
     /// attempt: a waiter resuming late can never clear a newer attempt. After a failure, the
     /// next request starts a new attempt.
+    ///
+    /// A request whose task is cancelled while it waits throws `CancellationError` at once; the
+    /// opening goes on for the other requests (and for the next one, which finds it done or
+    /// joins it).
+    ///
+    /// - Throws: the attempt's error, or `CancellationError`.
     func openIfNeeded() async throws {
         if core.isOpen { return }
         let attempt: OpeningAttempt
@@ -25,7 +31,9 @@ extension RecordStore {
             opening = attempt
         }
         openingRequests += 1
-        try await attempt.task.value
+        let handoff = ResultHandoff<Void>()
+        Task.detached { [task = attempt.task] in handoff.finish(await task.result) }
+        try await handoff.value()
     }
 
     /// The body of one opening attempt. The blocking work runs on the store's own executor.

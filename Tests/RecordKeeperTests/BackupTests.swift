@@ -209,6 +209,34 @@ import Testing
         }
     }
 
+    @Test(arguments: [StoreKind.onDisk, .inMemory])
+    func `a backup whose task is cancelled during the copy stops and leaves no file`(kind: StoreKind) async throws {
+        try await withTemporaryDirectory { directory in
+            let folder = directory.appendingPathComponent("store", isDirectory: true)
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            let store = kind.makeStore(at: folder.appendingPathComponent("records.sqlite"))
+            let value = Data(repeating: 0x61, count: 4_000)
+            try await store.replace("big", values: Dictionary(uniqueKeysWithValues: (0..<200).map { ("k\($0)", value) }))
+            let backups = directory.appendingPathComponent("backups", isDirectory: true)
+            try FileManager.default.createDirectory(at: backups, withIntermediateDirectories: true)
+            let destination = backups.appendingPathComponent("copy.sqlite")
+            let steps = Counter()
+            // The copy cancels its own task after its second step of one page: it has a few
+            // hundred pages to go.
+            await #expect(throws: CancellationError.self) {
+                try await store.backup(to: destination, overwrite: false, pagesPerStep: 1) {
+                    if steps.increment() == 2 { withUnsafeCurrentTask { $0?.cancel() } }
+                }
+            }
+            #expect(steps.count == 2, "it stopped after the step that saw the cancellation")
+            #expect(try FileManager.default.contentsOfDirectory(atPath: backups.path) == [], "no copy, no temporary file")
+            // The store is as it was, and a later backup succeeds.
+            try await store.backup(to: destination)
+            let copy = RecordStore(url: destination)
+            #expect(try await copy.read("big") == (try await store.read("big")))
+        }
+    }
+
     @Test func `an in-memory store saved with backup is a store file with everything it held`() async throws {
         try await withTemporaryDirectory { directory in
             let store = RecordStore.inMemory()

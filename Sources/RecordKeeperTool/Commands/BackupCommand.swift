@@ -18,12 +18,21 @@ enum BackupCommand {
                             + "(give --overwrite to replace it)")
         }
         let store = try context.store.existingStore()
+        // SIGINT, SIGTERM or SIGHUP stops the copy; the library removes its temporary file,
+        // and then the tool dies of the signal.
+        let interruption = Interruption(activity: "stopping the backup; nothing is written at \(destination)")
+        defer { interruption.end() }
         do {
-            try await store.backup(to: URL(fileURLWithPath: destination), overwrite: overwrite)
+            try await interruption.run {
+                try await store.backup(to: URL(fileURLWithPath: destination), overwrite: overwrite)
+            }
         } catch let error as RecordStoreError where error.operation == .backup && error.code == .invalidArgument {
             // The destination is refused: it appeared meanwhile, is the store itself, a
             // directory, or has a store's write-ahead log next to it.
             throw ToolError(.cannotCreate, error.errorDescription ?? error.description)
+        } catch {
+            interruption.reraiseIfReceived()
+            throw error
         }
         if !context.quiet {
             try context.output.write("backed up \(context.store.path) to \(destination)\n")

@@ -170,16 +170,45 @@ extension Field where Value: StringProtocol {
 /// `&&`, `||` and `!`. Turned into a ``RecordPredicate`` by the repository, which checks each
 /// field is declared and writes each value with its coder.
 public struct ItemPredicate<Item>: Sendable {
-    let build: @Sendable (ItemQueryContext) throws -> RecordPredicate
+    /// A condition made by a field's operator, or a combination of others. Chains of `&&` or
+    /// of `||` are kept as one list, so a condition built in a loop nests no deeper than one.
+    private indirect enum Node: Sendable {
+        case condition(@Sendable (ItemQueryContext) throws -> RecordPredicate)
+        case and([ItemPredicate])
+        case or([ItemPredicate])
+        case not(ItemPredicate)
+    }
 
-    init(_ build: @escaping @Sendable (ItemQueryContext) throws -> RecordPredicate) { self.build = build }
+    private let node: Node
+
+    init(_ build: @escaping @Sendable (ItemQueryContext) throws -> RecordPredicate) { node = .condition(build) }
+
+    private init(node: Node) { self.node = node }
+
+    /// The stored-JSON predicate, with the context's paths and coder.
+    func build(_ context: ItemQueryContext) throws -> RecordPredicate {
+        switch node {
+        case .condition(let build): try build(context)
+        case .and(let all): .and(try all.map { try $0.build(context) })
+        case .or(let all): .or(try all.map { try $0.build(context) })
+        case .not(let inner): .not(try inner.build(context))
+        }
+    }
 
     /// Both hold.
-    public static func && (lhs: Self, rhs: Self) -> Self { Self { .and([try lhs.build($0), try rhs.build($0)]) } }
+    public static func && (lhs: Self, rhs: Self) -> Self { Self(node: .and(lhs.conjuncts + rhs.conjuncts)) }
     /// At least one holds.
-    public static func || (lhs: Self, rhs: Self) -> Self { Self { .or([try lhs.build($0), try rhs.build($0)]) } }
+    public static func || (lhs: Self, rhs: Self) -> Self { Self(node: .or(lhs.disjuncts + rhs.disjuncts)) }
     /// Does not hold.
-    public static prefix func ! (predicate: Self) -> Self { Self { .not(try predicate.build($0)) } }
+    public static prefix func ! (predicate: Self) -> Self { Self(node: .not(predicate)) }
+
+    private var conjuncts: [Self] {
+        if case .and(let all) = node { all } else { [self] }
+    }
+
+    private var disjuncts: [Self] {
+        if case .or(let all) = node { all } else { [self] }
+    }
 }
 
 /// A sort key over a declared field of `Item`: `Word.dueAt.descending`.

@@ -14,7 +14,8 @@ public struct QueryError: Error, Sendable, Equatable, CustomStringConvertible {
         case undeclaredField
         /// A value that does not encode as a JSON scalar (a string, number, boolean or null).
         case unencodableValue
-        /// A limit that is not positive, an empty `in` set, or a page token of another query.
+        /// A limit that is not positive, a page token of another query, or a condition nested
+        /// too deeply (``RecordStore`` allows 32 levels of `and`, `or` and `not`).
         case invalidArgument
     }
 

@@ -159,15 +159,33 @@ struct QuerySQL {
                 : "element.type NOT IN ('object', 'array') AND element.value = \(bind(element))"
             return "(json_type(CAST(payload AS TEXT), '\(path)') = 'array' AND EXISTS (SELECT 1 FROM json_each(CAST(payload AS TEXT), '\(path)') AS element WHERE \(match)))"
         case .and(let all):
-            return all.isEmpty ? "1" : "(" + all.map { render($0) }.joined(separator: " AND ") + ")"
+            return all.isEmpty ? "1" : grouped(all[...], " AND ")
         case .or(let all):
             if all.isEmpty { rendersFalse = true }
-            return all.isEmpty ? "0" : "(" + all.map { render($0) }.joined(separator: " OR ") + ")"
+            return all.isEmpty ? "0" : grouped(all[...], " OR ")
         case .not(let inner):
             // A comparison with a missing field is NULL in SQL; `IS NOT TRUE` makes its
             // negation true, so every condition is either true or false.
             return "(\(render(inner)) IS NOT TRUE)"
         }
+    }
+
+    /// The most conditions of one `and` or `or` joined in one pair of parentheses.
+    static let groupSize = 16
+
+    /// `members` joined by `separator`, in parentheses, in order. More than `groupSize` are
+    /// joined in nested groups of at most that many: SQLite parses `a OR b OR c …` as a chain
+    /// as deep as it is long and refuses one deeper than 1,000, while groups keep it as deep
+    /// as a group times the levels of groups (4 levels for 65,536 conditions).
+    private mutating func grouped(_ members: ArraySlice<RecordPredicate>, _ separator: String) -> String {
+        guard members.count > Self.groupSize else {
+            return "(" + members.map { render($0) }.joined(separator: separator) + ")"
+        }
+        let size = (members.count + Self.groupSize - 1) / Self.groupSize
+        let groups = stride(from: members.startIndex, to: members.endIndex, by: size).map { start in
+            grouped(members[start..<min(start + size, members.endIndex)], separator)
+        }
+        return "(" + groups.joined(separator: separator) + ")"
     }
 
     /// The rows after `token` in the order `order`, then key (in the last sort key's direction): after on the first sort key,

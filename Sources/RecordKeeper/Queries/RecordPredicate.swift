@@ -42,6 +42,36 @@ public indirect enum RecordPredicate: Sendable, Hashable {
         case greaterOrEqual = ">="
     }
 
+    /// The conditions that must all hold: those of an `and`, else the predicate itself.
+    private var conjuncts: [RecordPredicate] {
+        if case .and(let all) = self { all } else { [self] }
+    }
+
+    /// The conditions of which one must hold: those of an `or`, else the predicate itself.
+    private var disjuncts: [RecordPredicate] {
+        if case .or(let all) = self { all } else { [self] }
+    }
+
+    /// The deepest nesting of `and`, `or` and `not` in the predicate (0 for a single
+    /// condition), counted without recursion, and no further than just past `limit`.
+    func nesting(upTo limit: Int) -> Int {
+        var deepest = 0
+        var pending: [(RecordPredicate, Int)] = [(self, 0)]
+        while let (predicate, depth) = pending.popLast(), deepest <= limit {
+            switch predicate {
+            case .and(let all), .or(let all):
+                deepest = max(deepest, depth + 1)
+                pending.append(contentsOf: all.map { ($0, depth + 1) })
+            case .not(let inner):
+                deepest = max(deepest, depth + 1)
+                pending.append((inner, depth + 1))
+            case .compare, .between, .isIn, .hasPrefix, .contains, .isNull:
+                continue
+            }
+        }
+        return deepest
+    }
+
     /// Every field the predicate reads.
     var fields: [FieldPath] {
         switch self {
@@ -90,10 +120,15 @@ public indirect enum RecordPredicate: Sendable, Hashable {
         }
     }
 
-    /// Both hold.
-    public static func && (lhs: RecordPredicate, rhs: RecordPredicate) -> RecordPredicate { .and([lhs, rhs]) }
-    /// At least one holds.
-    public static func || (lhs: RecordPredicate, rhs: RecordPredicate) -> RecordPredicate { .or([lhs, rhs]) }
+    /// Both hold. Chains stay one level deep: `a && b && c` is `.and([a, b, c])`.
+    public static func && (lhs: RecordPredicate, rhs: RecordPredicate) -> RecordPredicate {
+        .and(lhs.conjuncts + rhs.conjuncts)
+    }
+    /// At least one holds. Chains stay one level deep: `a || b || c` is `.or([a, b, c])`, so a
+    /// condition built in a loop nests no deeper than a list.
+    public static func || (lhs: RecordPredicate, rhs: RecordPredicate) -> RecordPredicate {
+        .or(lhs.disjuncts + rhs.disjuncts)
+    }
     /// Does not hold.
     public static prefix func ! (predicate: RecordPredicate) -> RecordPredicate { .not(predicate) }
 }

@@ -81,11 +81,13 @@ extension RecordRepository where Item: Queryable {
     ) throws -> RecordQuery {
         let context = ItemQueryContext(paths: storedQueryPaths(), coder: coder)
         do {
-            let query = RecordQuery(
-                where: try predicate?.build(context).writingDates(with: coder, dates: strategies.dates),
+            var query = RecordQuery(
+                where: try predicate?.build(context),
                 orderBy: try order.map { RecordOrder(try context.path($0.path), descending: $0.descending) },
                 limit: limit, after: after)
+            // Checked before the dates are written, which walks the whole condition.
             try RecordStore.check(query, collection: collection)
+            query.predicate = try query.predicate?.writingDates(with: coder, dates: strategies.dates)
             return query
         } catch var error as QueryError {
             error.collection = collection

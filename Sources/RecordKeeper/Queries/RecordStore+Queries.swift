@@ -70,8 +70,23 @@ extension RecordStore {
         }
     }
 
+    /// The deepest nesting of `and`, `or` and `not` a query may have. SQLite's parser refuses
+    /// (or, much deeper, the walk of the condition overflows the thread's stack) long before
+    /// any condition a person writes; chains of `&&` and `||` are one level, whatever their
+    /// length.
+    static let maximumNesting = 32
+
     /// Refuses what no statement could answer, before any is run.
     static func check(_ query: RecordQuery, collection: String) throws(QueryError) {
+        if let predicate = query.predicate {
+            let nesting = predicate.nesting(upTo: maximumNesting)
+            if nesting > maximumNesting {
+                throw QueryError(
+                    .invalidArgument, fieldName: "", collection: collection,
+                    detail: "the condition nests and, or and not more than \(maximumNesting) levels deep; "
+                        + "list alternatives in one or([...]) (or use in([...])) instead of nesting them")
+            }
+        }
         if let limit = query.limit, limit <= 0 {
             throw QueryError(
                 .invalidArgument, fieldName: "", collection: collection, detail: "the limit must be positive, not \(limit)")

@@ -115,6 +115,17 @@ import Testing
 
             let own = await #expect(throws: RecordStoreError.self) { try await store.backup(to: url, overwrite: true) }
             #expect(own?.errorDescription?.contains("is the store's own file") == true)
+            // Nor over the files beside it: a copy over the -wal threw away every commit not
+            // yet in the main file (a trial lost three confirmed writes that way).
+            let log = try Data(contentsOf: URL(fileURLWithPath: url.path + "-wal"))
+            for suffix in ["-wal", "-shm", "-journal", "-observers"] {
+                let beside = URL(fileURLWithPath: url.path + suffix)
+                let error = await #expect(throws: RecordStoreError.self) { try await store.backup(to: beside, overwrite: true) }
+                #expect(error?.code == .invalidArgument)
+                #expect(error?.errorDescription?.contains("is the store's own \(suffix) file") == true, "\(error)")
+            }
+            #expect(try Data(contentsOf: URL(fileURLWithPath: url.path + "-wal")) == log)
+            #expect(!FileManager.default.fileExists(atPath: url.path + "-journal"))
 
             // Another store open at the destination has a log SQLite would apply to the copy.
             let other = directory.appendingPathComponent("other.sqlite")

@@ -58,15 +58,17 @@ import Testing
         }
     }
 
-    @Test func `backup onto the store itself is refused and leaves it unchanged`() async throws {
+    @Test func `backup onto the store itself or a file beside it is refused and leaves it unchanged`() async throws {
         try await withTool { tool in
             try await tool.runOnStore(["put", "c", "k", "1"])
-            for extra in [[], ["--overwrite"]] {
-                let result = try await tool.runOnStore(["backup", tool.storePath] + extra)
+            for (suffix, extra) in [("", []), ("", ["--overwrite"]), ("-wal", ["--overwrite"]),
+                                    ("-shm", ["--overwrite"]), ("-observers", []), ("-observers", ["--overwrite"])] {
+                let result = try await tool.runOnStore(["backup", tool.storePath + suffix] + extra)
                 #expect(result.status == 73)
-                #expect(result.stderr.contains("is the store's own file"), "\(result.stderr)")
+                #expect(result.stderr.contains("is the store's own \(suffix.isEmpty ? "file" : suffix + " file")"), "\(result.stderr)")
                 #expect(!result.stderr.contains("give --overwrite"), "\(result.stderr)")
             }
+            #expect(!FileManager.default.fileExists(atPath: tool.storePath + "-wal"))
             #expect(try await tool.runOnStore(["get", "c", "k"]).output == "1\n")
         }
     }

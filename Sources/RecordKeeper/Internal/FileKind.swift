@@ -27,6 +27,18 @@ package enum FileKind {
         }
     }
 
+    /// Which of the store's own files `path` is: "file" for the store file, "-wal file",
+    /// "-shm file", "-journal file" or "-observers file" for the files SQLite and the store keep
+    /// beside it (by path, or the same file by inode); nil for any other path. A copy written
+    /// over one of them loses the store's data, however the destination was named.
+    package static func storeFile(_ path: String, storePath: String) -> String? {
+        for suffix in ["", "-wal", "-shm", "-journal", "-observers"]
+        where path == storePath + suffix || isSameFile(path, storePath + suffix) {
+            return suffix.isEmpty ? "file" : "\(suffix) file"
+        }
+        return nil
+    }
+
     /// Whether both paths name the same existing file (device and inode, links followed).
     package static func isSameFile(_ first: String, _ second: String) -> Bool {
         var a = stat()

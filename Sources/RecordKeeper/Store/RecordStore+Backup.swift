@@ -119,14 +119,14 @@ extension RecordStore {
 /// it, and moving the finished copy into place durably.
 enum BackupTarget {
     /// Refuses destinations a backup must not write: an existing file (unless `overwrite`),
-    /// the store's own file, a directory, a device, FIFO or symbolic link, a path with a write-ahead log next to it (an open
+    /// the store's own file (or its `-wal`, `-shm`, `-journal` or `-observers` file), a directory, a device, FIFO or symbolic link, a path with a write-ahead log next to it (an open
     /// store; SQLite would apply that log to the copy), or a missing directory.
     static func check(_ target: String, storePath: String?, overwrite: Bool) throws {
         func refuse(_ detail: String, code: RecordStoreError.Code = .invalidArgument) -> RecordStoreError {
             RecordStoreError(code: code, operation: .backup, path: storePath, detail: detail)
         }
-        if let storePath, target == storePath || FileKind.isSameFile(target, storePath) {
-            throw refuse("the destination \(target) is the store's own file")
+        if let storePath, let file = FileKind.storeFile(target, storePath: storePath) {
+            throw refuse("the destination \(target) is the store's own \(file)")
         }
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: target, isDirectory: &isDirectory) {

@@ -8,11 +8,12 @@ enum BackupCommand {
     static func run(_ context: CommandContext) async throws -> ExitCode {
         let destination = try context.name(0, "destination")
         let overwrite = context.arguments.has("overwrite")
-        // Only a regular file other than the store is one --overwrite replaces: a directory, a
-        // link, a device or the store's own file is refused below whatever the options, in
-        // the library's words.
+        // Only a regular file other than the store's is one --overwrite replaces: a directory,
+        // a link, a device or the store's own file (or its -wal, -shm…) is refused below
+        // whatever the options, in the library's words.
         let isOtherRegularFile = FileManager.default.fileExists(atPath: destination)
-            && FileKind.nonRegular(at: destination) == nil && !FileKind.isSameFile(destination, context.store.path)
+            && FileKind.nonRegular(at: destination) == nil
+            && FileKind.storeFile(destination, storePath: context.store.path) == nil
         if !overwrite, isOtherRegularFile {
             throw ToolError(.cannotCreate, "\(destination) already exists; it was left as it is "
                             + "(give --overwrite to replace it)")

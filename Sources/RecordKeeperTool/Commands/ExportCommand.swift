@@ -68,9 +68,8 @@ enum ExportCommand {
             throw ToolError(.cannotCreate, "\(output) is \(kind), not a regular file, and was left as it is: an export "
                 + "replaces the file at --output; give the path of a file, or leave out --output to write to standard output")
         }
-        for suffix in ["", "-wal", "-shm", "-journal"] where FileKind.isSameFile(output, storePath + suffix) {
-            throw ToolError(.cannotCreate, "\(output) is the store's own \(suffix.isEmpty ? "file" : "\(suffix) file"); "
-                + "it was left as it is: export to another path")
+        if let file = FileKind.storeFile(output, storePath: storePath) {
+            throw ToolError(.cannotCreate, "\(output) is the store's own \(file); it was left as it is: export to another path")
         }
     }
 

@@ -59,6 +59,16 @@ extension SQLiteConnection {
         try execute("PRAGMA query_only = 1")
     }
 
+    /// Keeps SQLite from removing the `-wal` and `-shm` files by their path when this
+    /// connection, the last one of the file, closes (`SQLITE_FCNTL_PERSIST_WAL`): for a
+    /// connection whose files were removed while it was open, when other files may stand at
+    /// those paths by then.
+    func keepLogFilesOnClose() throws(SQLiteFailure) {
+        var persist: Int32 = 1
+        let code = sqlite3_file_control(handle, nil, SQLITE_FCNTL_PERSIST_WAL, &persist)
+        guard code == SQLITE_OK else { throw SQLiteFailure(code: code, handle: handle) }
+    }
+
     func journalMode() throws(SQLiteFailure) -> String {
         try textPragma("PRAGMA journal_mode")
     }

@@ -335,6 +335,24 @@ public actor RecordStore {
         watcher.closeConnection()
     }
 
+    /// For a command that created this store and failed before writing anything (the
+    /// `recordkeeper` tool's import): if the store holds no collection, runs `remove`, which
+    /// removes the store's files, and closes the store; returns false and leaves everything
+    /// as it is when a collection exists (another process wrote to it meanwhile).
+    ///
+    /// The store's write lock is held from the check until `remove` returns, so no other
+    /// process commits in between: a writer that was waiting for the lock finds the file gone
+    /// when it commits (``RecordStoreError/Code/fileReplaced``) instead of committing into a
+    /// file about to be removed. The store's connections close without removing or
+    /// checkpointing anything at the path, where another store may stand by then.
+    /// - Throws: ``RecordStoreError`` when the store cannot be opened or checked; nothing was
+    ///   removed then.
+    package func removeIfEmpty(_ remove: @escaping @Sendable () -> Void) async throws -> Bool {
+        guard path != nil else { return false }
+        watcher.closeConnection()
+        return try await execute(inline: false) { core, state, _ in try core.removeIfEmpty(state, remove) }
+    }
+
     /// ``close()`` whose checkpoint does not wait for other connections' locks: when another
     /// connection holds one, the checkpoint fails at once (reported as for `close()`; nothing
     /// is lost, the commits stay in the log). For a process about to exit after a request

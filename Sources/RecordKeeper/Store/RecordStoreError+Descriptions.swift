@@ -60,8 +60,10 @@ extension RecordStoreError: LocalizedError {
         case .ioError:
             return "Check the disk and try again."
         case .fileReplaced:
-            return "Put the store file back. To use a file restored there, stop every process that has the store open "
-                + "and remove its -wal and -shm first (docs/BACKUP.md, \"Restore\"): the old file's log would be applied to it."
+            return "Try again: the next request uses the file at the path then (a new store if none is there). "
+                + "If the file was deleted or moved by mistake, put it back first. To use a file restored there, "
+                + "stop every process that has the store open and remove its -wal and -shm first "
+                + "(docs/BACKUP.md, \"Restore\"): the old file's log would be applied to it."
         default:
             return nil
         }

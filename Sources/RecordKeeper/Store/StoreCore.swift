@@ -98,6 +98,38 @@ final class StoreCore: Sendable {
         }
     }
 
+    /// `RecordStore.removeIfEmpty`'s work, with the writer's lock held.
+    func removeIfEmpty(_ state: CoreState, _ remove: () -> Void) throws -> Bool {
+        guard let connection = state.connection, let path else { return false }
+        let engine = RecordEngine(connection: connection, path: path, operation: .collections)
+        try engine.beginWrite()
+        let empty: Bool
+        do {
+            empty = try engine.records.collections().isEmpty
+            if empty {
+                // Every other connection of this store closes first, while this one keeps the
+                // file open: none of them is the file's last, which is the one SQLite lets
+                // remove the `-wal` and `-shm` by their paths.
+                Self.releaseBetweenTransactions(state)
+                readers?.closeAll()
+                checkpointer.withLock { $0.connection = nil }
+                try engine.runner.run { try connection.keepLogFilesOnClose() }
+            }
+        } catch {
+            try engine.rollback(after: error)
+            throw error
+        }
+        if empty { remove() }
+        do {
+            try engine.runner.run { try connection.rollback() }
+        } catch {
+            if empty { state.dropConnection() }
+            throw error
+        }
+        if empty { state.dropConnection() }
+        return empty
+    }
+
     /// The truncating checkpoint of `close`; its failure, if any: an error, or other
     /// connections' transactions that kept it from finishing (SQLite's "busy").
     private static func truncateLog(_ connection: SQLiteConnection) -> SQLiteFailure? {

@@ -57,30 +57,44 @@ struct CreatedFiles: Sendable {
     /// Closes `store` and removes what the command created, after its write failed (and rolled
     /// back). A store that holds collections now (another process wrote to it meanwhile) is
     /// left as it is. Problems are reported as warnings: the original failure is the error.
+    ///
+    /// The check and the removal happen under the store's write lock
+    /// (`RecordStore.removeIfEmpty`): a process waiting to write finds the file gone when it
+    /// commits, and says so, instead of committing into the file just before it is removed.
+    /// An empty file that was there before is put back as a new empty file renamed over the
+    /// store, for the same reason: such a writer notices the replacement.
     func undo(_ store: RecordStore) async {
         guard hadNoStore else { return }
+        let removed: Bool
         do {
-            guard try await store.collections().isEmpty else {
-                warn("\(storePath) was left in place: another process wrote to it meanwhile")
-                return
-            }
+            removed = try await store.removeIfEmpty { [self] in removeFiles() }
         } catch {
             warn("\(storePath) was left in place: it could not be checked (\(error.localizedDescription))")
             return
         }
-        await store.close()
-        for suffix in Self.suffixes where !existing.contains(suffix) {
-            let path = storePath + suffix
-            if !SystemCalls.removeFile(path), !SystemCalls.isNoSuchFile(SystemCalls.lastErrorNumber) {
-                warn("could not remove \(path): \(SystemCalls.lastErrorMessage)")
-            }
-        }
-        if wasEmptyFile, !SystemCalls.truncateToEmpty(storePath) {
-            warn("could not empty \(storePath) again: \(SystemCalls.lastErrorMessage)")
+        guard removed else {
+            warn("\(storePath) was left in place: another process wrote to it meanwhile")
+            return
         }
         for directory in missingDirectories where !SystemCalls.removeDirectory(directory) {
             warn("could not remove the directory \(directory): \(SystemCalls.lastErrorMessage)")
             break
+        }
+    }
+
+    /// Removes the files the command created, and puts an empty store file back as it was.
+    private func removeFiles() {
+        for suffix in Self.suffixes where !existing.contains(suffix) || (suffix.isEmpty && wasEmptyFile) {
+            if suffix.isEmpty, wasEmptyFile {
+                if !SystemCalls.replaceWithEmptyFile(storePath) {
+                    warn("could not empty \(storePath) again: \(SystemCalls.lastErrorMessage)")
+                }
+                continue
+            }
+            let path = storePath + suffix
+            if !SystemCalls.removeFile(path), !SystemCalls.isNoSuchFile(SystemCalls.lastErrorNumber) {
+                warn("could not remove \(path): \(SystemCalls.lastErrorMessage)")
+            }
         }
     }
 

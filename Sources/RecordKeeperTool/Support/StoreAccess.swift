@@ -118,7 +118,8 @@ extension ToolError {
             code = .storeRefused
         case .cannotOpen, .cannotRead, .readOnly, .storageFull, .ioError:
             code = .ioError
-        case .busy:
+        case .busy, .fileReplaced:
+            // Nothing was written; the same command run again uses the file at the path then.
             code = .conflict
         default:
             code = .internalError

@@ -144,8 +144,31 @@ enum SystemCalls {
         rmdir(path) == 0
     }
 
-    static func truncateToEmpty(_ path: String) -> Bool {
-        truncate(path, 0) == 0
+    /// Puts a new empty file with the same permissions (and, where allowed, owner) in place of
+    /// the file at `path`, by renaming it over that file: a process that has the old file open
+    /// sees it replaced, where emptying it in place would not. False with `errno` set when it
+    /// could not (nothing is left behind then).
+    static func replaceWithEmptyFile(_ path: String) -> Bool {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return false }
+        let directory = CreatedFiles.parent(of: path)
+        let name = path.split(separator: "/").last.map(String.init) ?? path
+        let temporary = (directory.isEmpty ? "" : directory + "/") + ".\(name).empty-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        let descriptor = open(temporary, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { return false }
+        // The owner is kept where this process may set it (root); otherwise it is this user's,
+        // as it was when this user created the store.
+        let failed = fchmod(descriptor, info.st_mode & 0o7777) != 0
+            || (fchown(descriptor, info.st_uid, info.st_gid) != 0 && errno != EPERM)
+            || rename(temporary, path) != 0
+        let number = errno
+        close(descriptor)
+        if failed {
+            unlink(temporary)
+            errno = number
+            return false
+        }
+        return true
     }
 
     /// The size of the file at `path`; nil when it cannot be examined.

@@ -57,6 +57,11 @@ struct ResultCode: RawRepresentable, Hashable, Sendable, CustomStringConvertible
     // Extended codes (C macros Swift does not import: primary | (n << 8)).
     /// `SQLITE_IOERR_SHORT_READ`: a read found the file ending first.
     static let ioErrorShortRead = ResultCode(rawValue: SQLITE_IOERR | (2 << 8))
+    /// `SQLITE_IOERR_SHMOPEN`, `SQLITE_IOERR_SHMSIZE`, `SQLITE_IOERR_SHMMAP`: the log's index
+    /// (`-shm`) could not be opened, grown (a full disk) or mapped.
+    static let ioErrorShmOpen = ResultCode(rawValue: SQLITE_IOERR | (18 << 8))
+    static let ioErrorShmSize = ResultCode(rawValue: SQLITE_IOERR | (19 << 8))
+    static let ioErrorShmMap = ResultCode(rawValue: SQLITE_IOERR | (21 << 8))
     /// `SQLITE_CONSTRAINT_NOTNULL`: a NOT NULL column was given NULL.
     static let constraintNotNull = ResultCode(rawValue: SQLITE_CONSTRAINT | (5 << 8))
     /// `SQLITE_CONSTRAINT_UNIQUE`: a UNIQUE constraint or index refused the row.

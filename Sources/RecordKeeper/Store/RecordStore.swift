@@ -154,8 +154,9 @@ public actor RecordStore {
             try await apply(changes: input, .put)
         } catch var error as RecordStoreError where error.operation == .put && error.key == nil {
             // A failure before the record itself (establishing the collection, the commit)
-            // still concerns this one key.
+            // still concerns this one key, in this collection.
             error.key = input.upserts.first?.key
+            if error.collection == nil { error.collection = input.collection }
             throw error
         }
     }

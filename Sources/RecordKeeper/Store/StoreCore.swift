@@ -333,14 +333,7 @@ extension StoreCore {
         do {
             let result = try perform(state, operation, collection: collection, refuseWaiting: refuseWaiting) {
                 engine -> T in
-                do {
-                    try engine.beginWrite()
-                } catch var error as RecordStoreError where error.collection == nil {
-                    // A lock held past the busy timeout fails the transaction's start: still a
-                    // failure of this request's collection, which the message names.
-                    error.collection = collection
-                    throw error
-                }
+                try engine.beginWrite()
                 let context = WriteContext(
                     engine: engine, origin: origin, observers: observers(state), fileIdentity: state.fileIdentity)
                 do {
@@ -373,11 +366,15 @@ extension StoreCore {
             scheduleCheckpointIfDue(state)
             scheduleReleaseIfNeeded(state)
             return result
-        } catch let error as RecordStoreError where error.code == .readOnly {
+        } catch var error as RecordStoreError {
             // SQLite opens a file it cannot write read-only instead of failing. Drop that
             // connection so the next request opens the file afresh, read-write once it is
             // writable again.
-            state.dropConnection()
+            if error.code == .readOnly { state.dropConnection() }
+            // A failure of the transaction as a whole (its start waiting past the busy
+            // timeout, its commit on a full disk) is still a failure of this request's
+            // collection, which the message names.
+            if error.collection == nil { error.collection = collection }
             throw error
         }
     }

@@ -43,7 +43,7 @@ extension StoreOpener {
     ///   open, as a writer would (a read-only connection leaves them behind).
     /// - A store whose `-shm` this process can neither open nor create (SQLite fails with
     ///   `SQLITE_READONLY_DIRECTORY` or `SQLITE_CANTOPEN`: a directory it cannot write, read-only
-    ///   media): `.snapshot`, an `immutable` connection for one request, when the `-wal` is
+    ///   media) or grow (`SQLITE_IOERR_SHMSIZE` or `SQLITE_FULL`: a full disk): `.snapshot`, an `immutable` connection for one request, when the `-wal` is
     ///   missing or empty, so the main file holds every commit; a `readOnly` error naming the log
     ///   when the `-wal` holds commits that cannot be read without its index.
     /// - A store this process may read but not write (its mode, another user's file) whose
@@ -78,7 +78,7 @@ extension StoreOpener {
                 do {
                     let connection = try storeReader(path: path, options: options)
                     if try format(connection) != 0 { return .store(connection) }
-                } catch let failure as SQLiteFailure where failure.code.matches(.readOnly) || failure.code.matches(.cannotOpen) {
+                } catch let failure as SQLiteFailure where cannotUseLogIndex(failure) {
                     return try snapshot(path: path, options: options, after: failure, format: format)
                 }
                 return .notAStore(try glance(path: path, header: header, options: options))
@@ -104,7 +104,8 @@ extension StoreOpener {
             throw RecordStoreError(
                 code: .readOnly, operation: .open, path: path, sqliteCode: failure?.code.rawValue, sqliteMessage: failure?.message,
                 detail: "its write-ahead log \(path)-wal holds commits that can only be read with the log's index "
-                    + "(-shm), which cannot be opened or created in \((directory as NSString).length == 0 ? "." : directory)")
+                    + "(-shm), which cannot be opened, created or grown in \((directory as NSString).length == 0 ? "." : directory)"
+                    + (failure.map(isFullDisk) == true ? " (the disk may be full)" : ""))
         }
         let stamp = FileStamp(path)
         let connection: SQLiteConnection
@@ -115,6 +116,20 @@ extension StoreOpener {
             throw failure ?? error
         }
         return .snapshot(connection, stamp)
+    }
+
+    /// Whether `failure` says the log's index (`-shm`) cannot be opened, created or grown
+    /// here: a directory or medium this process may not write (`readOnly`, `cannotOpen`), or a
+    /// full disk. A full disk must not keep a person from reading, exporting or backing up a
+    /// store whose main file holds every commit.
+    private static func cannotUseLogIndex(_ failure: SQLiteFailure) -> Bool {
+        failure.code.matches(.readOnly) || failure.code.matches(.cannotOpen) || isFullDisk(failure)
+    }
+
+    /// `full`, or SQLite's I/O errors of the log's index, which is what growing it on a full
+    /// disk fails with.
+    private static func isFullDisk(_ failure: SQLiteFailure) -> Bool {
+        failure.code.matches(.full) || [.ioErrorShmOpen, .ioErrorShmSize, .ioErrorShmMap].contains(failure.code)
     }
 
     /// Whether the store's `-wal` exists and holds anything.

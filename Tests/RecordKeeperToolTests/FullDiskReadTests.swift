@@ -3,19 +3,38 @@ import TestHelpers
 import Testing
 
 /// A full disk must not keep a person from reading, exporting or checking a store whose main
-/// file holds every commit (a trial found every read failing with "disk I/O error").
+/// file holds every commit (a trial found every read failing with "disk I/O error"), and a
+/// write it refuses says which collection and key.
 @Suite struct FullDiskReadTests {
+    /// `sh -c` arguments that run the tool with a file size limit of `kilobytes` KiB, SIGXFSZ
+    /// ignored: a write past it fails with EFBIG, as one fails with ENOSPC on a full disk.
+    static func limited(_ kilobytes: Int, _ arguments: [String]) throws -> [String] {
+        let executable = try #require(ToolRunner.executable)
+        return ["-c", "ulimit -f \(kilobytes); trap '' XFSZ; exec \"$0\" \"$@\"", executable.path] + arguments
+    }
+
+    @Test func `a put whose commit the full disk refuses names its collection and key`() async throws {
+        try await withTool { tool in
+            #expect(try await tool.runOnStore(["put", "c", "k", #""v""#]).status == 0)
+            // 300 KB of JSON text: the commit writes it to the log, past the 100 KiB limit.
+            let value = Data(("\"" + String(repeating: "x", count: 300_000) + "\"").utf8)
+            let result = try await ChildProcess.run(
+                URL(fileURLWithPath: "/bin/sh"), try Self.limited(100, ["--store", tool.storePath, "put", "c", "big", "-"]),
+                in: tool.directory, environment: ["RECORDKEEPER_STORE": nil], input: value)
+            #expect(result.status == 74)
+            #expect(result.stderr.contains(#"collection "c" (key "big")"#), "\(result.stderr)")
+            #expect(try await tool.runOnStore(["list", "c"]).outputLines.map { $0.split(separator: "\t")[0] } == ["k"])
+        }
+    }
+
     @Test func `a store whose log index cannot grow, as on a full disk, is still read, exported and checked`() async throws {
         try await withTool { tool in
             #expect(try await tool.runOnStore(["put", "c", "k", #""v""#]).status == 0)
-            let executable = try #require(ToolRunner.executable)
-            // A file size limit of 16 KiB, with SIGXFSZ ignored: a write past it fails with
-            // EFBIG, as one fails with ENOSPC on a full disk, and SQLite cannot grow a new
-            // `-shm` to its 32 KiB. (The output files of the tool stay far below it.)
-            let limited = "ulimit -f 16; trap '' XFSZ; exec \"$0\" \"$@\""
+            // With a file size limit of 16 KiB SQLite cannot grow a new `-shm` to its 32 KiB.
+            // (The output files of the tool stay far below it.)
             for command in [["list", "c", "--values"], ["export"], ["check"], ["get", "c", "k"]] {
                 let result = try await ChildProcess.run(
-                    URL(fileURLWithPath: "/bin/sh"), ["-c", limited, executable.path, "--store", tool.storePath] + command,
+                    URL(fileURLWithPath: "/bin/sh"), try Self.limited(16, ["--store", tool.storePath] + command),
                     in: tool.directory, environment: ["RECORDKEEPER_STORE": nil])
                 #expect(result.status == 0, "\(command): \(result.stderr)")
                 if command[0] == "get" { #expect(result.output == "\"v\"\n") }

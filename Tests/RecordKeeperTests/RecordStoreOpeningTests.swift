@@ -114,6 +114,28 @@ import Testing
         }
     }
 
+    @Test func `a FIFO or a device at the store path is refused alike by reads and writes`() async throws {
+        try await withTemporaryDirectory { directory in
+            let fifo = directory.appendingPathComponent("records.sqlite")
+            #expect(mkfifo(fifo.path, 0o600) == 0)
+            // Also through a symbolic link: the store follows it, and so does the check.
+            let link = directory.appendingPathComponent("link.sqlite")
+            try FileManager.default.createSymbolicLink(at: link, withDestinationURL: fifo)
+            for (url, kind) in [(fifo, "a FIFO"), (link, "a FIFO"), (URL(fileURLWithPath: "/dev/null"), "a device")] {
+                let store = RecordStore(url: url)
+                // Before, a read took the FIFO for an empty file ("no records") and a write
+                // failed with a disk I/O error.
+                let read = await #expect(throws: RecordStoreError.self) { try await store.read("c") }
+                let write = await #expect(throws: RecordStoreError.self) { try await store.put("c", key: "k", data: Data()) }
+                for error in [read, write] {
+                    #expect(error?.code == .cannotOpen)
+                    #expect(error?.errorDescription?.contains("it is \(kind), not a regular file") == true, "\(String(describing: error))")
+                }
+            }
+            #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted() == ["link.sqlite", "records.sqlite"])
+        }
+    }
+
     @Test func `a store of a newer format is refused and left unchanged`() async throws {
         try await withTemporaryDirectory { directory in
             let url = directory.appendingPathComponent("records.sqlite")

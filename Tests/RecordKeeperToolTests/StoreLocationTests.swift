@@ -86,4 +86,17 @@ import Testing
             #expect(try await tool.runOnStore(["put", "c", "k", "1"]).status == 69)
         }
     }
+
+    @Test func `a FIFO or a device in place of the store is refused, not taken for an empty file`() async throws {
+        try await withTool { tool in
+            #expect(mkfifo(tool.storePath, 0o600) == 0)
+            for (store, kind) in [(tool.storePath, "a FIFO"), ("/dev/null", "a device")] {
+                for command in [["list", "c"], ["put", "c", "k", "1"], ["sync", "--space", "s", "--collections", "c", "--server", "host=/nonexistent"]] {
+                    let result = try await tool.run(["--store", store] + command)
+                    #expect(result.status == 69, "\(command)")
+                    #expect(result.stderr == "recordkeeper: \(store) is \(kind), not a store file\n", "\(command)")
+                }
+            }
+        }
+    }
 }

@@ -16,7 +16,13 @@ package enum FileKind {
     package static func nonRegular(at path: String) -> String? {
         var info = stat()
         guard lstat(path, &info) == 0 else { return nil }
-        switch info.st_mode & S_IFMT {
+        return nonRegular(mode: info.st_mode)
+    }
+
+    /// What a file of `mode` (`st_mode`) is when it is not a regular file, as
+    /// ``nonRegular(at:)`` says it; nil for a regular file.
+    static func nonRegular(mode: mode_t) -> String? {
+        switch mode & S_IFMT {
         case S_IFREG: return nil
         case S_IFLNK: return "a symbolic link"
         case S_IFCHR, S_IFBLK: return "a device"

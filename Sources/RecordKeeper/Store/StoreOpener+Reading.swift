@@ -190,9 +190,7 @@ extension StoreOpener {
                 ? "a part of the path is a file, not a directory" : String(cString: strerror(errno))
             throw RecordStoreError(code: .cannotOpen, operation: .open, path: path, detail: reason)
         }
-        if (info.st_mode & S_IFMT) == S_IFDIR {
-            throw RecordStoreError(code: .cannotOpen, operation: .open, path: path, detail: "it is a directory")
-        }
+        try refuseNonRegular(info, path: path)
         if info.st_size == 0 { return nil }
         // Through SQLite's file layer, never open(2)/close(2): closing a descriptor of the file
         // would drop the locks this process's connections hold on it (see `SQLiteFile`).

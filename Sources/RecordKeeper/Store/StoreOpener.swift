@@ -81,7 +81,17 @@ enum StoreOpener {
         return refusals.contains(number) ? number : nil
     }
 
-    /// Refuses an existing path the writer cannot use, before SQLite opens it: a directory; a
+    /// Refuses a store path that names (links followed) a directory, a FIFO, a device or a
+    /// socket: none of them is a store or can become one (a FIFO or `/dev/null` read as an
+    /// empty file would say "no records", and writing would fail with an I/O error).
+    static func refuseNonRegular(_ info: stat, path: String) throws {
+        guard let kind = FileKind.nonRegular(mode: info.st_mode) else { return }
+        let detail = kind == "a directory" ? "it is a directory" : "it is \(kind), not a regular file"
+        throw RecordStoreError(code: .cannotOpen, operation: .open, path: path, detail: detail)
+    }
+
+    /// Refuses an existing path the writer cannot use, before SQLite opens it: a directory, a
+    /// FIFO, a device or a socket; a
     /// file this process may not read (`cannotRead`, as a read says); a file it may not write
     /// (`readOnly`, naming the file). SQLite would open an unwritable file read-only and leave
     /// a `-wal` and a `-shm` of the file's mode beside it, which stop writes even once the file
@@ -90,9 +100,7 @@ enum StoreOpener {
         var info = stat()
         // Gone meanwhile: SQLite says what it finds.
         guard stat(path, &info) == 0 else { return }
-        if (info.st_mode & S_IFMT) == S_IFDIR {
-            throw RecordStoreError(code: .cannotOpen, operation: .open, path: path, detail: "it is a directory")
-        }
+        try refuseNonRegular(info, path: path)
         for (mode, code) in [(R_OK, RecordStoreError.Code.cannotRead), (W_OK, .readOnly)] {
             guard let number = accessRefusal(path, mode) else { continue }
             let reason = String(cString: strerror(number))

@@ -94,7 +94,7 @@ enum SyncCommand {
         // created unless the sync goes ahead).
         let holdsStore: Bool
         switch try context.store.state() {
-        case .directory: throw ToolError(.storeRefused, "\(context.store.path) is a directory, not a store file")
+        case .nonRegular(let kind): throw StoreAccess.notAStoreFile(context.store.path, kind)
         case .missing, .emptyFile: holdsStore = false
         case .file: holdsStore = true
         }

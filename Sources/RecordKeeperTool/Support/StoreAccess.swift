@@ -27,14 +27,14 @@ struct StoreAccess: Sendable {
         case missing
         /// A file of zero bytes: SQLite would make it a database, but it holds no store yet.
         case emptyFile
-        case directory
+        /// A directory, a FIFO, a device or a socket (links followed): never a store.
+        case nonRegular(String)
         case file
     }
 
     func state() throws(ToolError) -> State {
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else { return .missing }
-        if isDirectory.boolValue { return .directory }
+        guard FileManager.default.fileExists(atPath: path) else { return .missing }
+        if let kind = FileKind.nonRegular(at: url.resolvingSymlinksInPath().path) { return .nonRegular(kind) }
         let size: Int
         do {
             let attributes = try FileManager.default.attributesOfItem(atPath: path)
@@ -60,8 +60,8 @@ struct StoreAccess: Sendable {
                             + "put, apply and import create one)")
         case .emptyFile:
             throw ToolError(.notFound, "\(path) is an empty file, not a store yet (put, apply and import initialize it)")
-        case .directory:
-            throw ToolError(.storeRefused, "\(path) is a directory, not a store file")
+        case .nonRegular(let kind):
+            throw Self.notAStoreFile(path, kind)
         case .file:
             return opened.remember(RecordStore(url: url))
         }
@@ -69,11 +69,13 @@ struct StoreAccess: Sendable {
 
     /// The store for a command that writes: created on first write if missing.
     func writableStore() throws(ToolError) -> RecordStore {
-        var isDirectory: ObjCBool = false
-        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
-            throw ToolError(.storeRefused, "\(path) is a directory, not a store file")
-        }
+        if case .nonRegular(let kind) = try state() { throw Self.notAStoreFile(path, kind) }
         return opened.remember(RecordStore(url: url))
+    }
+
+    /// "PATH is a FIFO, not a store file" (exit 69).
+    static func notAStoreFile(_ path: String, _ kind: String) -> ToolError {
+        ToolError(.storeRefused, "\(path) is \(kind), not a store file")
     }
 }
 

@@ -1,4 +1,5 @@
 import TestHelpers
+import CSQLite
 import Foundation
 import Testing
 @testable import RecordKeeper
@@ -12,6 +13,19 @@ import Testing
             detail: "could not create the directory /tmp/ro/sub: You don’t have permission.")
         #expect(error.errorDescription == "Could not open the store at /tmp/ro/sub/s.sqlite: "
                 + "could not create the directory /tmp/ro/sub: You don’t have permission.")
+    }
+
+    @Test(arguments: [EMFILE, ENFILE])
+    func `a failure of the open files limit says so, not that the disk or directory is at fault`(number: Int32) {
+        // SQLite reports it as "unable to open database file" or as an I/O error (a trial saw
+        // "Check that the directory exists" and "Check the disk").
+        for code in [SQLITE_CANTOPEN, SQLITE_IOERR] {
+            let error = RecordStoreError(
+                SQLiteFailure(code: code, message: "unable to open database file", systemErrno: number),
+                operation: .put, path: "/tmp/s.sqlite")
+            #expect(error.errorDescription?.contains("too many files are open in this process") == true, "\(error)")
+            #expect(error.recoverySuggestion?.contains("ulimit -n") == true, "\(error)")
+        }
     }
 
     @Test func `a read of the whole store names the store, not a missing collection`() {

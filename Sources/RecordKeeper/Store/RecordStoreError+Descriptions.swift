@@ -42,6 +42,8 @@ extension RecordStoreError: LocalizedError {
             return "Update the app (or the recordkeeper tool) to a version that knows this format."
         case .corruptStore:
             return "Keep a copy of the file and inspect it with `recordkeeper check`."
+        case .cannotOpen where detail == Self.openFilesLimitDetail:
+            return "Close files this process keeps open, or raise its limit of open files (ulimit -n), and try again; nothing was written."
         case .cannotOpen:
             return "Check that the directory exists or can be created, and that nothing else is in the way."
         case .readOnly where operation == .backup:

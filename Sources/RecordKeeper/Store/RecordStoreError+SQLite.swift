@@ -15,6 +15,10 @@ extension RecordStoreError {
         let code: Code
         if let path, ProtectedData.isUnavailable(errno: failure.systemErrno, path: path) {
             code = .protectedDataUnavailable
+        } else if Self.isOpenFilesLimit(failure.systemErrno) {
+            // SQLite says "unable to open database file" or "disk I/O error": a file could not
+            // be opened, and neither it nor the disk is at fault.
+            code = .cannotOpen
         } else {
             code =
                 switch failure.code {
@@ -32,12 +36,22 @@ extension RecordStoreError {
         self.init(
             code: code, operation: operation, collection: collection, key: key, path: path,
             sqliteCode: failure.code.rawValue, sqliteMessage: failure.message)
-        if code == .readOnly, let path, let detail = Self.unwritableCompanionDetail(of: path) {
+        if Self.isOpenFilesLimit(failure.systemErrno) {
+            self.detail = Self.openFilesLimitDetail
+        } else if code == .readOnly, let path, let detail = Self.unwritableCompanionDetail(of: path) {
             // SQLite opens a -shm it may not write read-only, so reads work and the first
             // write fails: say which file is in the way, not "the store".
             self.detail = detail
         }
     }
+
+    /// `EMFILE` or `ENFILE`: the process (or the system) has as many files open as it may.
+    static func isOpenFilesLimit(_ number: Int32) -> Bool {
+        number == EMFILE || number == ENFILE
+    }
+
+    /// The detail of a failure to open a file because of the open files limit.
+    static let openFilesLimitDetail = "too many files are open in this process (\(String(cString: strerror(EMFILE))))"
 
     /// What to say when the store's `-wal` or `-shm` file exists and this process may not
     /// write it (nil otherwise): that file, the system's reason, and what to do. A read of a

@@ -203,6 +203,10 @@ extension StoreOpener {
             if ProtectedData.isUnavailable(errno: error.systemError, path: path) {
                 throw RecordStoreError(code: .protectedDataUnavailable, operation: .open, path: path, detail: reason)
             }
+            if RecordStoreError.isOpenFilesLimit(error.systemError) {
+                throw RecordStoreError(
+                    code: .cannotOpen, operation: .open, path: path, detail: RecordStoreError.openFilesLimitDetail)
+            }
             if error.systemError == EACCES || error.systemError == EPERM {
                 throw RecordStoreError(
                     code: .cannotRead, operation: .open, path: path, detail: reason)

@@ -155,6 +155,11 @@ enum StoreOpener {
                 throw RecordStoreError(code: .protectedDataUnavailable, operation: .open, path: path,
                                        detail: "the store file could not be created in \(directory.path)")
             }
+            if RecordStoreError.isOpenFilesLimit(number) {
+                // Not a problem of the file, which may well exist: `O_EXCL` did not get as far.
+                throw RecordStoreError(
+                    code: .cannotOpen, operation: .open, path: path, detail: RecordStoreError.openFilesLimitDetail)
+            }
             let reason = String(cString: strerror(number))
             // No store exists yet, so say what is read-only: the directory it would be made in.
             let notWritable = refusals.contains(number)

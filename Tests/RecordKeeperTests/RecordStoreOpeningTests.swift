@@ -114,6 +114,19 @@ import Testing
         }
     }
 
+    @Test func `a store file that cannot be created leaves no directory it made behind`() async throws {
+        try await withTemporaryDirectory { directory in
+            // The directories can be made; the file's name is too long for the file system.
+            let url = directory.appendingPathComponent("a/b/" + String(repeating: "x", count: 300) + ".sqlite")
+            let store = RecordStore(url: url)
+            let error = await #expect(throws: RecordStoreError.self) { try await store.put("c", key: "k", data: Data("1")) }
+            #expect(error?.code == .cannotOpen)
+            #expect(error?.errorDescription?.contains("could not create the store file") == true, "\(String(describing: error))")
+            let left = try FileManager.default.contentsOfDirectory(atPath: directory.path)
+            #expect(left == [])
+        }
+    }
+
     @Test func `a FIFO or a device at the store path is refused alike by reads and writes`() async throws {
         try await withTemporaryDirectory { directory in
             let fifo = directory.appendingPathComponent("records.sqlite")

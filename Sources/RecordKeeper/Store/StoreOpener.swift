@@ -116,21 +116,36 @@ enum StoreOpener {
     /// Creates missing parent directories (owner-only, 0700) and, when the store file does not
     /// exist, an empty file readable by its owner only (0600), both with the `protection`
     /// class where data protection exists. An existing file is not touched.
+    ///
+    /// When the file cannot be created, the directories this call made are removed again: a
+    /// failed request leaves nothing behind (a name too long for the file system fails only
+    /// at the file, after its directories were made).
     static func prepareFile(at path: String, protection: FileProtection = .systemDefault) throws {
         let url = URL(fileURLWithPath: path)
         let directory = url.deletingLastPathComponent()
         var isDirectory: ObjCBool = false
-        if !FileManager.default.fileExists(atPath: directory.path, isDirectory: &isDirectory) {
+        // The directories that do not exist yet, deepest first.
+        var made: [String] = []
+        var probe = directory
+        while probe.path != "/", !FileManager.default.fileExists(atPath: probe.path) {
+            made.append(probe.path)
+            probe = probe.deletingLastPathComponent()
+        }
+        func removeMadeDirectories() {
+            for made in made where rmdir(made) != 0 { break }
+        }
+        if !made.isEmpty {
             do {
                 try FileManager.default.createDirectory(
                     at: directory, withIntermediateDirectories: true,
                     attributes: protection.directoryAttributes())
             } catch {
+                removeMadeDirectories()
                 throw RecordStoreError(
                     code: .cannotOpen, operation: .open, path: path,
                     detail: "could not create the directory \(directory.path) (\(systemReason(error)))")
             }
-        } else if !isDirectory.boolValue {
+        } else if !FileManager.default.fileExists(atPath: directory.path, isDirectory: &isDirectory) || !isDirectory.boolValue {
             throw RecordStoreError(
                 code: .cannotOpen, operation: .open, path: path,
                 detail: "\(directory.path) is a file, not a directory; it was left as it is")
@@ -143,6 +158,7 @@ enum StoreOpener {
             } catch {
                 // Not left behind less protected than asked: the empty file is this call's own.
                 unlink(path)
+                removeMadeDirectories()
                 throw RecordStoreError(
                     code: .cannotOpen, operation: .open, path: path,
                     detail: "could not give the new store file the protection class \(protection) (\(systemReason(error)))")
@@ -151,6 +167,7 @@ enum StoreOpener {
             try checkExistingFile(path)
         } else {
             let number = errno
+            removeMadeDirectories()
             if ProtectedData.isUnavailable(errno: number, path: path) {
                 throw RecordStoreError(code: .protectedDataUnavailable, operation: .open, path: path,
                                        detail: "the store file could not be created in \(directory.path)")

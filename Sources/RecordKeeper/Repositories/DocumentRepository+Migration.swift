@@ -54,7 +54,7 @@ extension DocumentRepository {
         else { return }
         let collection = collection
         let migrations = migrations
-        try await store.write(origin: .library) { transaction in
+        try await store.write(origin: .library, collection: collection) { transaction in
             try Self.migrate(in: transaction, collection: collection, migrations: migrations)
         }
     }

@@ -158,7 +158,7 @@ public actor DocumentRepository<Document: RecordDocument> {
         case .absent(let versions):
             var expected: [String: RecordVersion?] = [:]
             if policy == .fail { for key in payloads.keys { expected[key] = .some(versions[key]) } }
-            let written = try await store.write(origin: .library) { [expected] transaction in
+            let written = try await store.write(origin: .library, collection: collection) { [expected] transaction in
                 try Self.checkStoredSchema(transaction.record(collection, key: schemaKey), collection: collection)
                 try transaction.context.enqueue(queued)
                 if try transaction.read(collection) == nil {
@@ -184,7 +184,7 @@ public actor DocumentRepository<Document: RecordDocument> {
                 for key in changes.removals { expected[key] = .some(versions[key]) }
                 expected[schemaKey] = .some(versions[schemaKey])
             }
-            let written = try await store.write(origin: .library) { [expected] transaction in
+            let written = try await store.write(origin: .library, collection: collection) { [expected] transaction in
                 try Self.checkStoredSchema(transaction.record(collection, key: schemaKey), collection: collection)
                 try transaction.context.enqueue(queued)
                 return try transaction.applyReturningVersions(collection, changes: changes, expecting: expected)

@@ -154,7 +154,7 @@ extension RecordRepository {
     /// ``init(store:collection:itemVersion:migrations:)``).
     func migrate() async throws {
         let migrator = migrator
-        try await store.write(origin: .library) { transaction in try migrator.run(in: transaction) }
+        try await store.write(origin: .library, collection: collection) { transaction in try migrator.run(in: transaction) }
         isPrepared = true
     }
 

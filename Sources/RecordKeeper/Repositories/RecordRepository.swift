@@ -323,7 +323,7 @@ public actor RecordRepository<Item> where Item: Codable & Identifiable & Equatab
         try await prepareForWriting()
         learnStoreWrites()
         let known = versions
-        let written = try await store.write(origin: .library) { [values] transaction in
+        let written = try await store.write(origin: .library, collection: collection) { [values] transaction in
             try migrator.run(in: transaction)
             let stored = try transaction.read(collection) ?? [:]
             let removals = Set(stored.keys).subtracting(values.keys)

@@ -290,11 +290,12 @@ public actor RecordStore {
 
     /// ``write(_:)`` with its changes coming from `origin`; repositories write with `.library`,
     /// so that other repositories on this store do not learn their versions (they stay
-    /// conflicts).
+    /// conflicts). `collection`, for a write of one collection (a repository's), is named by
+    /// a failure of the transaction as a whole (its commit on a full disk).
     nonisolated func write<T: Sendable>(
-        origin: TransactionOrigin, _ body: @Sendable (RecordTransaction) throws -> T
+        origin: TransactionOrigin, collection: String? = nil, _ body: @Sendable (RecordTransaction) throws -> T
     ) async throws -> T {
-        try await performWrite(.write, collection: nil, origin: origin) { context in
+        try await performWrite(.write, collection: collection, origin: origin) { context in
             let transaction = RecordTransaction(context: context)
             defer { transaction.invalidate() }
             return try body(transaction)

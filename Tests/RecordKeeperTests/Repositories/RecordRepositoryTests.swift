@@ -184,9 +184,10 @@ import RecordKeeperTestSupport
             let books = RecordRepository<Book>(store: store, collection: "books")
             try await books.save(Book(id: "a", title: "A"))
             try await store.failNextCommitForTesting()
-            await #expect(throws: RecordStoreError.self) {
+            let error = await #expect(throws: RecordStoreError.self) {
                 try await books.save([Book(id: "a", title: "A2"), Book(id: "b", title: "B")])
             }
+            #expect(error?.collection == "books", "a failed commit names the repository's collection")
             #expect(try await store.read("books")?.keys.sorted() == ["a"])
             #expect(try await books.item("a")?.title == "A")
             // Still based on the confirmed version of "a" and on "b" being absent.

@@ -23,9 +23,17 @@ import Testing
             let error = RecordStoreError(
                 SQLiteFailure(code: code, message: "unable to open database file", systemErrno: number),
                 operation: .put, path: "/tmp/s.sqlite")
-            #expect(error.errorDescription?.contains("too many files are open in this process") == true, "\(error)")
+            let scope = number == EMFILE ? "in this process" : "on this system"
+            #expect(error.errorDescription?.contains("too many files are open \(scope)") == true, "\(error)")
             #expect(error.recoverySuggestion?.contains("ulimit -n") == true, "\(error)")
         }
+        // SQLite refreshes its system error only for open and I/O failures: another code may
+        // come with an older one, which says nothing about this failure.
+        let readOnly = RecordStoreError(
+            SQLiteFailure(code: SQLITE_READONLY, message: "attempt to write a readonly database", systemErrno: number),
+            operation: .put, path: "/tmp/s.sqlite")
+        #expect(readOnly.code == .readOnly)
+        #expect(readOnly.errorDescription?.contains("too many files") == false, "\(readOnly)")
     }
 
     @Test func `a read of the whole store names the store, not a missing collection`() {

@@ -26,6 +26,45 @@ import Testing
         }
     }
 
+    @Test func `a store never opened, with no file, opens nothing and removes nothing`() async throws {
+        try await withTemporaryDirectory { directory in
+            let url = directory.appendingPathComponent("records.sqlite")
+            let called = Counter()
+            let removed = try await RecordStore(url: url).removeIfEmpty { _ = called.increment() }
+            #expect(removed)
+            #expect(called.count == 0)
+            let left = try FileManager.default.contentsOfDirectory(atPath: directory.path)
+            #expect(left == [])
+        }
+    }
+
+    @Test func `when the writer cannot open, a blank database is removed and a store is kept`() async throws {
+        try await withTemporaryDirectory { directory in
+            let blank = directory.appendingPathComponent("blank.sqlite")
+            #expect(FileManager.default.createFile(atPath: blank.path, contents: nil))
+            // What an opening that failed early leaves: a WAL database, no schema, no format.
+            try SQLiteConnection(path: blank.path, busyTimeout: .seconds(5)).execute("PRAGMA journal_mode=WAL")
+            let kept = directory.appendingPathComponent("kept.sqlite")
+            try await RecordStore(url: kept).write { _ in }  // a store with the format, no collection
+            for (url, removable) in [(blank, true), (kept, false)] {
+                // The opening fails again, as the command's own did (a full disk).
+                let store = RecordStore(location: url, options: .init()) {
+                    throw RecordStoreError(code: .ioError, operation: .open, path: url.path)
+                }
+                if removable {
+                    #expect(try await store.removeIfEmpty { Self.removeAll(url.path) })
+                    #expect(!FileManager.default.fileExists(atPath: url.path))
+                } else {
+                    let error = await #expect(throws: RecordStoreError.self) {
+                        try await store.removeIfEmpty { Self.removeAll(url.path) }
+                    }
+                    #expect(error?.code == .ioError)
+                    #expect(FileManager.default.fileExists(atPath: url.path))
+                }
+            }
+        }
+    }
+
     @Test func `a writer that opened the store before it was removed is refused, not committed into the removed file`() async throws {
         try await withTemporaryDirectory { directory in
             let url = directory.appendingPathComponent("records.sqlite")

@@ -13,6 +13,22 @@ import Testing
         return ["-c", "ulimit -f \(kilobytes); trap '' XFSZ; exec \"$0\" \"$@\"", executable.path] + arguments
     }
 
+    @Test func `an import into a new path that the full disk refuses leaves nothing there`() async throws {
+        try await withTool { tool in
+            let input = tool.directory.appendingPathComponent("input.ndjson")
+            try Data(#"{"collection":"c","key":"k","value":1}"#.utf8).write(to: input)
+            let store = tool.directory.appendingPathComponent("sub/new.sqlite").path
+            // The opening fails after SQLite began the file (a blank WAL database), and the
+            // undo meets the same failure: it removes that start, and the directory it made.
+            let result = try await ChildProcess.run(
+                URL(fileURLWithPath: "/bin/sh"), try Self.limited(16, ["--store", store, "import", input.path]),
+                in: tool.directory, environment: ["RECORDKEEPER_STORE": nil])
+            #expect(result.status == 74)
+            #expect(!result.stderr.contains("warning"), "\(result.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: tool.directory.appendingPathComponent("sub").path))
+        }
+    }
+
     @Test func `a put whose commit the full disk refuses names its collection and key`() async throws {
         try await withTool { tool in
             #expect(try await tool.runOnStore(["put", "c", "k", #""v""#]).status == 0)

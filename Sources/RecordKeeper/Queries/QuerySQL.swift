@@ -173,6 +173,12 @@ struct QuerySQL {
     /// The most conditions of one `and` or `or` joined in one pair of parentheses.
     static let groupSize = 16
 
+    /// The levels of parentheses `grouped` writes for a list of `count` conditions: 1 up to
+    /// `groupSize`, 2 up to its square, and so on.
+    static func groupLevels(_ count: Int) -> Int {
+        count <= groupSize ? 1 : 1 + groupLevels((count + groupSize - 1) / groupSize)
+    }
+
     /// `members` joined by `separator`, in parentheses, in order. More than `groupSize` are
     /// joined in nested groups of at most that many: SQLite parses `a OR b OR c …` as a chain
     /// as deep as it is long and refuses one deeper than 1,000, while groups keep it as deep

@@ -53,15 +53,18 @@ public indirect enum RecordPredicate: Sendable, Hashable {
     }
 
     /// The deepest nesting of `and`, `or` and `not` in the predicate (0 for a single
-    /// condition), counted without recursion, and no further than just past `limit`.
+    /// condition), as the parentheses of its SQL nest: a list of more than 16 conditions
+    /// counts as the levels of groups it is written in (2 up to 256, 3 up to 4,096). Counted
+    /// without recursion, and no further than just past `limit`.
     func nesting(upTo limit: Int) -> Int {
         var deepest = 0
         var pending: [(RecordPredicate, Int)] = [(self, 0)]
         while let (predicate, depth) = pending.popLast(), deepest <= limit {
             switch predicate {
             case .and(let all), .or(let all):
-                deepest = max(deepest, depth + 1)
-                pending.append(contentsOf: all.map { ($0, depth + 1) })
+                let inner = depth + QuerySQL.groupLevels(all.count)
+                deepest = max(deepest, inner)
+                pending.append(contentsOf: all.map { ($0, inner) })
             case .not(let inner):
                 deepest = max(deepest, depth + 1)
                 pending.append((inner, depth + 1))

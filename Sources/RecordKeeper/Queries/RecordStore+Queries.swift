@@ -83,8 +83,9 @@ extension RecordStore {
             if nesting > maximumNesting {
                 throw QueryError(
                     .invalidArgument, fieldName: "", collection: collection,
-                    detail: "the condition nests and, or and not more than \(maximumNesting) levels deep; "
-                        + "list alternatives in one or([...]) (or use in([...])) instead of nesting them")
+                    detail: "the condition nests and, or and not more than \(maximumNesting) levels deep (a list of more "
+                        + "than 16 conditions counts as 2 levels, of more than 256 as 3); list alternatives in one "
+                        + "or([...]) (or use in([...])) instead of nesting them")
             }
         }
         if let limit = query.limit, limit <= 0 {

@@ -182,6 +182,9 @@ enum BackupTarget {
     /// `overwrite` only if nothing appeared there meanwhile) and flushes the directory.
     static func finish(_ temporary: String, at target: String, storePath: String?, overwrite: Bool) throws {
         try synchronize(temporary, storePath: storePath)
+        // The flush of a large copy takes about as long as the copy: a task cancelled
+        // meanwhile gets no copy in place (the caller removes the temporary file).
+        try Task.checkCancellation()
         if overwrite {
             guard rename(temporary, target) == 0 else {
                 throw systemError(errno, "could not move the copy to \(target)", storePath: storePath)

@@ -32,7 +32,8 @@ extension RecordStore {
         }
         openingRequests += 1
         let handoff = ResultHandoff<Void>()
-        Task.detached { [task = attempt.task] in handoff.finish(await task.result) }
+        // At this request's priority, which awaiting the attempt passes on to it.
+        Task.detached(priority: Task.currentPriority) { [task = attempt.task] in handoff.finish(await task.result) }
         try await handoff.value()
     }
 

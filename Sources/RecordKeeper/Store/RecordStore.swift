@@ -340,19 +340,36 @@ public actor RecordStore {
     /// For a command that created this store and failed before writing anything (the
     /// `recordkeeper` tool's import): if the store holds no collection, runs `remove`, which
     /// removes the store's files, and closes the store; returns false and leaves everything
-    /// as it is when a collection exists (another process wrote to it meanwhile).
+    /// as it is when a collection exists (another process wrote to it meanwhile). True, without
+    /// running `remove`, when the store was never opened and no file is at its path.
     ///
     /// The store's write lock is held from the check until `remove` returns, so no other
     /// process commits in between: a writer that was waiting for the lock finds the file gone
     /// when it commits (``RecordStoreError/Code/fileReplaced``) instead of committing into a
     /// file about to be removed. The store's connections close without removing or
     /// checkpointing anything at the path, where another store may stand by then.
-    /// - Throws: ``RecordStoreError`` when the store cannot be opened or checked; nothing was
-    ///   removed then.
+    /// - Throws: ``RecordStoreError`` when the store cannot be opened or checked, unless the
+    ///   file is a blank database (the start a failed opening leaves), which is removed;
+    ///   nothing was removed then.
     package func removeIfEmpty(_ remove: @escaping @Sendable () -> Void) async throws -> Bool {
-        guard path != nil else { return false }
+        guard let path else { return false }
+        // Never opened and no file: the command failed before creating anything (its opening
+        // failed), so there is nothing to check or remove, and opening now would only fail
+        // again, or create the file. `remove` is not run: a file another process makes at the
+        // path meanwhile is not this command's.
+        if !core.isOpen, opening == nil, !FileManager.default.fileExists(atPath: path) { return true }
         watcher.closeConnection()
-        return try await execute(inline: false) { core, state, _ in try core.removeIfEmpty(state, remove) }
+        do {
+            return try await execute(inline: false) { core, state, _ in try core.removeIfEmpty(state, remove) }
+        } catch let error as RecordStoreError where error.operation == .open {
+            // The writer cannot open the file, as the command's own opening could not (a full
+            // disk, the open files limit). A blank database, the start that opening left, holds
+            // nothing: removed without the lock, which cannot be had (a writer that opened it
+            // meanwhile finds it gone when it commits). Anything else stays.
+            if let header = try StoreOpener.readHeader(path), !header.isBlank { throw error }
+            remove()
+            return true
+        }
     }
 
     /// ``close()`` whose checkpoint does not wait for other connections' locks: when another

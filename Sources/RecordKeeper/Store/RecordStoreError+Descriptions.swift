@@ -42,7 +42,7 @@ extension RecordStoreError: LocalizedError {
             return "Update the app (or the recordkeeper tool) to a version that knows this format."
         case .corruptStore:
             return "Keep a copy of the file and inspect it with `recordkeeper check`."
-        case .cannotOpen where detail == Self.openFilesLimitDetail:
+        case .cannotOpen where Self.isOpenFilesLimitDetail(detail):
             return "Close files this process keeps open, or raise its limit of open files (ulimit -n), and try again; nothing was written."
         case .cannotOpen:
             return "Check that the directory exists or can be created, and that nothing else is in the way."
@@ -62,8 +62,8 @@ extension RecordStoreError: LocalizedError {
         case .ioError:
             return "Check the disk and try again."
         case .fileReplaced:
-            return "Try again: the next request uses the file at the path then (a new store if none is there). "
-                + "If the file was deleted or moved by mistake, put it back first. To use a file restored there, "
+            return "If the file was deleted or moved by mistake, put it back before anything writes again: the next "
+                + "request uses whatever file is at the path then, and creates a new, empty store if none is. To use a file restored there, "
                 + "stop every process that has the store open and remove its -wal and -shm first "
                 + "(docs/BACKUP.md, \"Restore\"): the old file's log would be applied to it."
         default:

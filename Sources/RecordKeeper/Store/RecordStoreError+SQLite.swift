@@ -15,7 +15,7 @@ extension RecordStoreError {
         let code: Code
         if let path, ProtectedData.isUnavailable(errno: failure.systemErrno, path: path) {
             code = .protectedDataUnavailable
-        } else if Self.isOpenFilesLimit(failure.systemErrno) {
+        } else if Self.isOpenFilesLimit(failure) {
             // SQLite says "unable to open database file" or "disk I/O error": a file could not
             // be opened, and neither it nor the disk is at fault.
             code = .cannotOpen
@@ -36,8 +36,8 @@ extension RecordStoreError {
         self.init(
             code: code, operation: operation, collection: collection, key: key, path: path,
             sqliteCode: failure.code.rawValue, sqliteMessage: failure.message)
-        if Self.isOpenFilesLimit(failure.systemErrno) {
-            self.detail = Self.openFilesLimitDetail
+        if Self.isOpenFilesLimit(failure) {
+            self.detail = Self.openFilesLimitDetail(failure.systemErrno)
         } else if code == .readOnly, let path, let detail = Self.unwritableCompanionDetail(of: path) {
             // SQLite opens a -shm it may not write read-only, so reads work and the first
             // write fails: say which file is in the way, not "the store".
@@ -50,8 +50,24 @@ extension RecordStoreError {
         number == EMFILE || number == ENFILE
     }
 
-    /// The detail of a failure to open a file because of the open files limit.
-    static let openFilesLimitDetail = "too many files are open in this process (\(String(cString: strerror(EMFILE))))"
+    /// A failure to open a file for the open files limit. Only an open failure or an I/O error
+    /// says so: SQLite refreshes its system error only for those, so another code may come
+    /// with an older one.
+    static func isOpenFilesLimit(_ failure: SQLiteFailure) -> Bool {
+        (failure.code.matches(.cannotOpen) || failure.code.matches(.ioError)) && isOpenFilesLimit(failure.systemErrno)
+    }
+
+    /// The detail of a failure to open a file for the open files limit (`EMFILE`, or
+    /// `ENFILE` for the system's).
+    static func openFilesLimitDetail(_ number: Int32) -> String {
+        (number == ENFILE ? "too many files are open on this system" : "too many files are open in this process")
+            + " (\(String(cString: strerror(number))))"
+    }
+
+    /// Whether `detail` is one of `openFilesLimitDetail`'s.
+    static func isOpenFilesLimitDetail(_ detail: String?) -> Bool {
+        detail?.hasPrefix("too many files are open ") == true
+    }
 
     /// What to say when the store's `-wal` or `-shm` file exists and this process may not
     /// write it (nil otherwise): that file, the system's reason, and what to do. A read of a

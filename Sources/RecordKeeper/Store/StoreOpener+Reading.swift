@@ -178,6 +178,9 @@ extension StoreOpener {
         let isWriteAheadLog: Bool
         /// The application id of a store and a format this version reads.
         let isStore: Bool
+        /// An SQLite database with no schema, application id or format yet: what an opening
+        /// that failed before setting the store up leaves.
+        var isBlank = false
     }
 
     /// Reads the header of the file at `path`; nil when there is no file or it is empty.
@@ -205,7 +208,7 @@ extension StoreOpener {
             }
             if RecordStoreError.isOpenFilesLimit(error.systemError) {
                 throw RecordStoreError(
-                    code: .cannotOpen, operation: .open, path: path, detail: RecordStoreError.openFilesLimitDetail)
+                    code: .cannotOpen, operation: .open, path: path, detail: RecordStoreError.openFilesLimitDetail(error.systemError))
             }
             if error.systemError == EACCES || error.systemError == EPERM {
                 throw RecordStoreError(
@@ -229,7 +232,8 @@ extension StoreOpener {
         return FileHeader(
             isWriteAheadLog: bytes[18] == 2 && bytes[19] == 2,
             isStore: applicationID == StoreFormat.applicationID
-                && (StoreFormat.oldestReadableVersion...StoreFormat.currentVersion).contains(version))
+                && (StoreFormat.oldestReadableVersion...StoreFormat.currentVersion).contains(version),
+            isBlank: applicationID == 0 && version == 0 && integer(at: 40) == 0)  // 40: the schema cookie
     }
 }
 

@@ -76,7 +76,9 @@ struct CreatedFiles: Sendable {
             warn("\(storePath) was left in place: another process wrote to it meanwhile")
             return
         }
+        // Deepest first; one the command never got to make is not there.
         for directory in missingDirectories where !SystemCalls.removeDirectory(directory) {
+            if SystemCalls.isNoSuchFile(SystemCalls.lastErrorNumber) { continue }
             warn("could not remove the directory \(directory): \(SystemCalls.lastErrorMessage)")
             break
         }

@@ -59,12 +59,14 @@ import Testing
         try await withStore(kind) { store, _ in
             let notes = RecordRepository<Note>(store: store, collection: "notes")
             try await notes.save(Self.notes())
-            // Alternating or, and, not down to the limit, each with a list long enough to be
-            // grouped: SQLite must parse the deepest condition the check lets through.
-            func nested(_ levels: Int) -> RecordPredicate {
+            // Alternating or, and, not down to the limit, each list long enough to be written
+            // in three levels of groups: SQLite must parse the deepest condition the check lets
+            // through. (A review found lists of 257 at 27 levels passing the check, when it
+            // counted only and, or and not, and failing in SQLite's parser.)
+            func nested(_ levels: Int, width: Int) -> RecordPredicate {
                 var predicate = RecordField("level") >= 0
                 for level in 0..<levels {
-                    let others = (0..<40).map { RecordField("tags").contains(.string("x\(level)-\($0)")) }
+                    let others = (1..<width).map { RecordField("tags").contains(.string("x\(level)-\($0)")) }
                     switch level % 3 {
                     case 0: predicate = .or([predicate] + others)
                     case 1: predicate = .and([predicate] + others.map { .not($0) })
@@ -73,17 +75,23 @@ import Testing
                 }
                 return predicate
             }
-            let deepest = nested(24)  // 24 levels of lists and 8 × 2 of not: 32
+            #expect(QuerySQL.groupLevels(16) == 1 && QuerySQL.groupLevels(17) == 2 && QuerySQL.groupLevels(257) == 3)
+            let deepest = nested(12, width: 257)  // 8 lists of 3 levels and 4 × 2 of not: 32
             #expect(deepest.nesting(upTo: 100) == RecordStore.maximumNesting)
             #expect(try await store.count("notes", where: deepest) == 20)
             #expect(try await store.query("notes", RecordQuery(where: deepest, limit: 5)).elements.count == 5)
+            #expect(nested(27, width: 257).nesting(upTo: 100) > RecordStore.maximumNesting)
+            await #expect(throws: QueryError.self) { try await store.count("notes", where: nested(27, width: 257)) }
+            #expect(nested(13, width: 257).nesting(upTo: 100) > RecordStore.maximumNesting)
+            await #expect(throws: QueryError.self) { try await store.count("notes", where: nested(13, width: 257)) }
 
             var tooDeep = RecordField("level") == 1
             for _ in 0...RecordStore.maximumNesting { tooDeep = !tooDeep }
             let error = await #expect(throws: QueryError.self) { try await store.count("notes", where: tooDeep) }
             #expect(error?.code == .invalidArgument)
             #expect(error?.description == "Could not query collection \"notes\": the condition nests and, or and not "
-                    + "more than 32 levels deep; list alternatives in one or([...]) (or use in([...])) instead of nesting them")
+                    + "more than 32 levels deep (a list of more than 16 conditions counts as 2 levels, of more than 256 as 3); "
+                    + "list alternatives in one or([...]) (or use in([...])) instead of nesting them")
             // Thousands of levels are refused the same way, without walking them recursively.
             var absurd = RecordField("level") == 1
             for _ in 0..<5_000 { absurd = .not(absurd) }

@@ -67,6 +67,32 @@ struct HTTPSyncServerTests {
         }
     }
 
+    @Test func `a store syncing more than 100 collections with a token granting some is refused, and misses nothing`() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withRelay { relay in
+                let names = (1...101).map { "c\($0)" }
+                // Another device put one record in each collection.
+                let writer = RecordStore(url: directory.appendingPathComponent("writer.sqlite"))
+                let full = client(relay, token: try RelayHarness.token(space: "alice"))
+                let writing = RecordSync(store: writer, server: full)
+                for name in names { try await writer.put(name, key: "k", data: Data(name.utf8)) }
+                try await writing.start(space: "alice", collections: names)
+                _ = try await writing.sync()
+                // This device syncs all 101 (its pulls name none) with a token granting 100.
+                let store = RecordStore(url: directory.appendingPathComponent("device.sqlite"))
+                let partial = client(relay, token: try RelayHarness.token(space: "alice", collections: Set(names.dropLast())))
+                let sync = RecordSync(store: store, server: partial)
+                try await sync.start(space: "alice", collections: names)
+                let error = await #expect(throws: SyncError.self) { try await sync.sync() }
+                #expect(error?.code == .forbidden, "\(String(describing: error))")
+                #expect(try await store.read("c1") == nil, "nothing was pulled")
+                // Before, it pulled the 100 and moved its cursor past c101's record for good.
+                _ = try await RecordSync(store: store, server: full).sync()
+                for name in names { #expect(try await store.value(name, key: "k") == Data(name.utf8), "\(name)") }
+            }
+        }
+    }
+
     @Test func `after a 401 the token provider is asked again, and a refreshed token is tried once`() async throws {
         try await withTemporaryDirectory { directory in
             try await withRelay { relay in

@@ -45,7 +45,7 @@ struct RelayPullAheadTests {
             #expect(try await relay.pull(next + "&limit=3&pages=3", token: alice).status == 200)
             #expect(try await relay.pull(next + "&limit=2&pages=2", token: alice).status == 200)
             let narrow = try RelayHarness.token(space: "alice", collections: ["other"])
-            let narrowed = try await relay.pull(next + "&limit=2&pages=3", token: narrow)
+            let narrowed = try await relay.pull(next + "&limit=2&pages=3&collections=%5B%22other%22%5D", token: narrow)
             #expect(narrowed.status == 200)
             #expect(try SyncWireJSON.decodePage(narrowed.body).changes.isEmpty)
             let bob = try RelayHarness.token(space: "bob")

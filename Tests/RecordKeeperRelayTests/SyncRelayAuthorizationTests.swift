@@ -78,7 +78,7 @@ import Testing
             #expect(pushed.status == 403)
             #expect(pushed.errorMessage == "the token does not grant collection 'private'; nothing was applied")
             #expect(relay.server.calls.pushes == 0)
-            let page = try await relay.pull("after=0", token: token).decoded(SyncPage.self)
+            let page = try await relay.pull("after=0&collections=%5B%22notes%22%5D", token: token).decoded(SyncPage.self)
             #expect(page.changes.map(\.collection) == ["notes"])
             #expect(page.cursor == SyncCursor(counter: 2), "the cursor passes what the token may not see")
             let allowed = try await relay.push([.writing(["c": "3"], in: "notes", sequence: 3)], token: token)

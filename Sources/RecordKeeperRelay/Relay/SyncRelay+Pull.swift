@@ -222,7 +222,16 @@ extension SyncRelay {
         switch (requested, access.collections) {
         case (nil, nil): return nil
         case (let requested?, nil): return requested
-        case (nil, let granted?): return granted
+        case (nil, _?):
+            // A pull of every collection (a device that syncs more than a pull can name):
+            // answering with the granted ones only would move its cursor past the changes of
+            // the others it syncs, which it would then never get, even with a token that grants
+            // them. Refused, and nothing read.
+            throw RelayResponses.forbidden(
+                "the token grants only some collections, and the pull does not name the ones it syncs; "
+                    + "a pull of the granted ones alone would move the cursor past the others' changes: nothing was read "
+                    + "(name the collections, at most 100, or use a token that grants every collection of the space)",
+                reason: "other_collection", space: access.space)
         case (let requested?, _?):
             // A device names the collections it syncs. Pulling only the granted ones would move
             // its cursor past the others' changes, which it would then never get, even with a

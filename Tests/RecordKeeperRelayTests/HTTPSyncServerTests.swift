@@ -93,6 +93,18 @@ struct HTTPSyncServerTests {
         }
     }
 
+    @Test func `a password in the relay's URL is never shown in a message`() async throws {
+        #expect(HTTPClientSupport.withoutPassword("http://user:pa55word@127.0.0.1:1/sync?x=1") == "http://user:***@127.0.0.1:1/sync?x=1")
+        #expect(HTTPClientSupport.withoutPassword("ftp://u:s3cret@x/") == "ftp://u:***@x/")
+        #expect(HTTPClientSupport.withoutPassword("http://user@host/a:b@c") == "http://user@host/a:b@c")
+        #expect(HTTPClientSupport.withoutPassword("host=/tmp password=p") == "host=/tmp password=p")
+        // Nothing listens on port 1: the failure names the URL, without its password.
+        let server = HTTPSyncServer(url: URL(string: "http://user:pa55word@127.0.0.1:1")!) { "token" }
+        let error = await #expect(throws: SyncError.self) { try await server.health() }
+        #expect(error?.message.contains("127.0.0.1:1") == true, "\(String(describing: error))")
+        #expect(error?.message.contains("pa55word") == false, "\(String(describing: error))")
+    }
+
     @Test func `after a 401 the token provider is asked again, and a refreshed token is tried once`() async throws {
         try await withTemporaryDirectory { directory in
             try await withRelay { relay in

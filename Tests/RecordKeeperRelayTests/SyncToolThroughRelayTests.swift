@@ -80,6 +80,42 @@ struct SyncToolThroughRelayTests {
                 #expect(refused.stderr.contains("read-only"), "\(refused.stderr)")
                 #expect(refused.stderr.contains("1 local operation(s) stay pending"), "\(refused.stderr)")
                 #expect(try Data(contentsOf: kiosk) == before, "not even the new collection is started")
+
+                // Nothing pending, but a collection to start holds a record here: starting it
+                // would queue it for upload. Refused before the store is touched, too (a trial
+                // found the collection started and its record pending, "local data untouched").
+                let desk = directory.appendingPathComponent("desk.sqlite")
+                #expect(try await tool(desk, ["put", "notes", "n", "1"]).status == 0)
+                #expect(try await tool(desk, ["put", "tags", "t", "1"]).status == 0)
+                #expect(try await tool(desk, ["sync", "--server", server, "--token-file", writer.path, "--collections", "notes"]).status == 0)
+                let unchanged = try Data(contentsOf: desk)
+                let starting = try await tool(desk, ["sync", "--server", server, "--token-file", reader.path, "--collections", "tags"])
+                #expect(starting.status == 77, "\(starting.stderr)")
+                #expect(starting.stderr.contains("starting to sync \"tags\" (1 record(s)) would queue those records"), "\(starting.stderr)")
+                #expect(try Data(contentsOf: desk) == unchanged, "tags is not started")
+            }
+        }
+    }
+
+    @Test func `a store of more than 100 collections syncs through the relay with the tool`() async throws {
+        try await withTemporaryDirectory { directory in
+            try await withLiveRelay(in: directory) { relay in
+                let server = relay.url.absoluteString
+                let token = try tokenFile(directory, "token", try LiveRelay.token("alice"))
+                let names = (1...101).map { "c\($0)" }
+                let input = directory.appendingPathComponent("input.ndjson")
+                try Data(names.map { #"{"collection":"\#($0)","key":"k","value":1}"# + "\n" }.joined().utf8).write(to: input)
+                let phone = directory.appendingPathComponent("phone.sqlite")
+                #expect(try await tool(phone, ["import", input.path]).status == 0)
+                // The token check named every collection, more than a pull may name: it was
+                // refused as an invalid request (65), at every later sync too.
+                let first = try await tool(phone, ["sync", "--server", server, "--token-file", token.path, "--collections", names.joined(separator: ",")])
+                #expect(first.status == 0, "\(first.stderr)")
+                let laptop = directory.appendingPathComponent("laptop.sqlite")
+                let second = try await tool(laptop, ["sync", "--server", server, "--token-file", token.path, "--collections", names.joined(separator: ",")])
+                #expect(second.status == 0, "\(second.stderr)")
+                #expect(try await tool(laptop, ["get", "c101", "k"]).output == "1\n")
+                #expect(try await tool(phone, ["sync", "--server", server, "--token-file", token.path]).status == 0)
             }
         }
     }

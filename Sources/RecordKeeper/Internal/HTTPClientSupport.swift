@@ -6,6 +6,17 @@ import Foundation
 /// Sending a request and the words for its failures, shared by ``HTTPOutboxTransport`` and
 /// ``HTTPSyncServer``.
 package enum HTTPClientSupport {
+    /// `text` with the password of a URL's user information (`scheme://user:password@host`)
+    /// shown as `***`, for messages and logs: the rest as given. Text without one is returned
+    /// as it is.
+    package static func withoutPassword(_ text: String) -> String {
+        guard let schemeEnd = text.range(of: "://") else { return text }
+        let authorityEnd = text[schemeEnd.upperBound...].firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? text.endIndex
+        let authority = text[schemeEnd.upperBound..<authorityEnd]
+        guard let at = authority.lastIndex(of: "@"), let colon = authority[..<at].firstIndex(of: ":") else { return text }
+        return String(text[..<authority.index(after: colon)]) + "***" + String(text[at...])
+    }
+
     /// Sends `request` through `session`. A cancelled task is `CancellationError` (URLSession
     /// reports it as `URLError.cancelled` on Apple platforms; on Linux the request is abandoned,
     /// not cancelled: ``AbandonableRequest``); any other
@@ -155,4 +166,9 @@ package enum HTTPClientSupport {
         let seconds = min(max(0, date.timeIntervalSince(now)), Double(longestRetryAfter))
         return .milliseconds(Int64(seconds * 1000))
     }
+}
+
+extension URL {
+    /// The URL as text for messages, its password (if any) shown as `***`.
+    package var shownWithoutPassword: String { HTTPClientSupport.withoutPassword(absoluteString) }
 }

@@ -100,13 +100,13 @@ public struct HTTPOutboxTransport: OutboxTransport {
         let (data, response) = try await HTTPClientSupport.send(
             request, through: session,
             afterTimeout: "the server may have applied it, so it is sent again with the same Idempotency-Key"
-        ) { words, _ in OutboxDeliveryFailure.retryable("\(endpoint.absoluteString): \(words)") }
+        ) { words, _ in OutboxDeliveryFailure.retryable("\(endpoint.shownWithoutPassword): \(words)") }
         guard let http = response as? HTTPURLResponse else {
-            throw OutboxDeliveryFailure.retryable("\(endpoint.absoluteString): the response was not HTTP")
+            throw OutboxDeliveryFailure.retryable("\(endpoint.shownWithoutPassword): the response was not HTTP")
         }
         let status = http.statusCode
         if (200..<300).contains(status) { return }
-        let description = "HTTP \(status) from \(endpoint.absoluteString)" + HTTPClientSupport.bodyExcerpt(data)
+        let description = "HTTP \(status) from \(endpoint.shownWithoutPassword)" + HTTPClientSupport.bodyExcerpt(data)
         switch status {
         case 408, 429, 500..<600:
             let retryAfter = http.value(forHTTPHeaderField: "Retry-After").flatMap { HTTPClientSupport.retryAfter($0, now: Date()) }

@@ -13,9 +13,11 @@ extension HTTPSyncServer {
             after: request.cursor, limit: request.limit, space: request.space, collections: request.collections)
         if request.wait > 0 {
             items.append(("wait", String(request.wait)))
-        } else {
+        } else if request.limit > 1 {
             // A device catching up gets several pages per answer (a relay without `pages`
-            // answers one): fewer requests, each page what a pull of its cursor answers.
+            // answers one): fewer requests, each page what a pull of its cursor answers. A
+            // pull of one change is a probe (the tool's check of its token): one page, not
+            // sixteen changes that may each be megabytes.
             items.append(("pages", String(RelayWire.maximumPagesPerAnswer)))
         }
         let (data, response) = try await exchange(
@@ -41,7 +43,7 @@ extension HTTPSyncServer {
             // answers every path), a captive portal, or a relay that failed. Only the first is a
             // setting to correct, and a captive portal's page looks the same: retried, but said.
             throw SyncError(
-                .serverFailure, error.message + "; is \(url.absoluteString) the URL of a sync relay?",
+                .serverFailure, error.message + "; is \(url.shownWithoutPassword) the URL of a sync relay?",
                 underlying: error.underlying)
         }
         // Each page starts where the one before it ended, and only the last may say there is
@@ -49,10 +51,10 @@ extension HTTPSyncServer {
         for (earlier, later) in zip(pages, pages.dropFirst()) where !earlier.hasMore || !(later.cursor > earlier.cursor) {
             throw SyncError(
                 .serverFailure,
-                "the relay at \(url.absoluteString) answered a pull with pages that do not follow each other")
+                "the relay at \(url.shownWithoutPassword) answered a pull with pages that do not follow each other")
         }
         guard let first = pages.first, let last = pages.last else {
-            throw SyncError(.serverFailure, "the relay at \(url.absoluteString) answered a pull with no page")
+            throw SyncError(.serverFailure, "the relay at \(url.shownWithoutPassword) answered a pull with no page")
         }
         if pages.count > 1 {
             var cursor = first.cursor

@@ -59,7 +59,7 @@ extension HTTPSyncServer {
                 throw SyncError(
                     .invalidRequest,
                     "operation \(operations[start].id) is \(self.size(of: start..<start + 1)) bytes as a push, and the "
-                        + "relay at \(relay.absoluteString) accepts at most \(limit): its changes apply together, so it "
+                        + "relay at \(relay.shownWithoutPassword) accepts at most \(limit): its changes apply together, so it "
                         + "cannot be split; nothing of it was sent. It and every later operation stay pending (changing "
                         + "or removing the record adds an operation after it, and pulls wait for pushes) until the "
                         + "relay accepts larger bodies: its operator can raise `recordkeeper-relay serve --max-body` "

@@ -20,7 +20,7 @@ extension HTTPSyncServer {
         } catch {
             throw SyncError(
                 .serverFailure,
-                "the relay at \(url.absoluteString) answered the \(operation) with what is not a \(operation) answer: \(error)",
+                "the relay at \(url.shownWithoutPassword) answered the \(operation) with what is not a \(operation) answer: \(error)",
                 underlying: error)
         }
     }
@@ -59,13 +59,13 @@ extension HTTPSyncServer {
     /// The request of `path?query`, a `POST` of `body` when there is one, without a token.
     private func request(path: String, query: String?, body: Data?) throws -> URLRequest {
         guard var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else {
-            throw SyncError(.configuration, "\(url.absoluteString) is not a URL a relay's path can be appended to")
+            throw SyncError(.configuration, "\(url.shownWithoutPassword) is not a URL a relay's path can be appended to")
         }
         let base = components.percentEncodedPath
         components.percentEncodedPath = base.trimmingSuffix("/") + path
         components.percentEncodedQuery = query
         guard let target = components.url else {
-            throw SyncError(.configuration, "\(url.absoluteString) is not a URL a relay's path can be appended to")
+            throw SyncError(.configuration, "\(url.shownWithoutPassword) is not a URL a relay's path can be appended to")
         }
         var request = URLRequest(url: target)
         request.setValue("application/json", forHTTPHeaderField: "Accept")
@@ -91,10 +91,10 @@ extension HTTPSyncServer {
             // for. An answer that is not HTTP stays "unreachable" (an empty reply of a relay
             // restarting or at its connection limit looks the same): its words suggest https.
             let code: SyncError.Code = error.code == .badURL || error.code == .unsupportedURL ? .configuration : .unreachable
-            return SyncError(code, "the \(operation) through \(url.absoluteString) failed: \(words)", underlying: error)
+            return SyncError(code, "the \(operation) through \(url.shownWithoutPassword) failed: \(words)", underlying: error)
         }
         guard let http = response as? HTTPURLResponse else {
-            throw SyncError(.serverFailure, "the answer of \(url.absoluteString) to the \(operation) was not HTTP")
+            throw SyncError(.serverFailure, "the answer of \(url.shownWithoutPassword) to the \(operation) was not HTTP")
         }
         return (data, http)
     }
@@ -121,7 +121,7 @@ extension HTTPSyncServer {
             detail = nil  // not a relay's error body (a proxy's page): its start is quoted below
         }
         let reason = detail?.message ?? "no reason given" + HTTPClientSupport.bodyExcerpt(data)
-        let said = "the relay at \(url.absoluteString) refused the \(operation) (HTTP \(status)): \(reason)"
+        let said = "the relay at \(url.shownWithoutPassword) refused the \(operation) (HTTP \(status)): \(reason)"
         switch status {
         case 400:
             return SyncError(.invalidRequest, said + "; nothing was applied")
@@ -134,12 +134,12 @@ extension HTTPSyncServer {
         case 410 where detail?.code == SyncError.Code.behindHorizon.name:
             return SyncError(.behindHorizon, said)
         case 404, 405:
-            return SyncError(.configuration, said + "; is \(url.absoluteString) a sync relay of protocol v\(RelayWire.version)?")
+            return SyncError(.configuration, said + "; is \(url.shownWithoutPassword) a sync relay of protocol v\(RelayWire.version)?")
         case 408, 429, 502, 503, 504:
             let retryAfter = response.value(forHTTPHeaderField: "Retry-After")
                 .flatMap { HTTPClientSupport.retryAfter($0, now: Date()) }
             return SyncError(
-                .unreachable, "the relay at \(url.absoluteString) cannot serve the \(operation) now (HTTP \(status)): \(reason)",
+                .unreachable, "the relay at \(url.shownWithoutPassword) cannot serve the \(operation) now (HTTP \(status)): \(reason)",
                 retryAfter: retryAfter)
         default:
             return SyncError(.serverFailure, said)

@@ -84,7 +84,7 @@ public struct HTTPSyncServer: RecordSyncServer {
                 else {
                     throw SyncError(
                         .serverFailure,
-                        "the relay at \(url.absoluteString) answered \(response.outcomes.count) outcome(s) that are not "
+                        "the relay at \(url.shownWithoutPassword) answered \(response.outcomes.count) outcome(s) that are not "
                             + "those of the \(batch.count) operation(s) pushed")
                 }
                 outcomes += response.outcomes
@@ -198,13 +198,13 @@ public struct HTTPSyncServer: RecordSyncServer {
             } catch {
                 throw SyncError(
                     .configuration,
-                    "the answer of \(url.absoluteString)\(RelayWire.healthPath) is not a relay's health: \(error)",
+                    "the answer of \(url.shownWithoutPassword)\(RelayWire.healthPath) is not a relay's health: \(error)",
                     underlying: error)
             }
             guard health.protocolVersion == RelayWire.version else {
                 throw SyncError(
                     .configuration,
-                    "the relay at \(url.absoluteString) speaks protocol version \(health.protocolVersion); this library "
+                    "the relay at \(url.shownWithoutPassword) speaks protocol version \(health.protocolVersion); this library "
                         + "speaks version \(RelayWire.version)")
             }
             await limits.remember(health)
@@ -224,7 +224,7 @@ public struct HTTPSyncServer: RecordSyncServer {
         guard !versioned.isEmpty, try await health().itemVersions != true else { return }
         throw SyncError(
             .configuration,
-            "the relay at \(url.absoluteString) does not carry item versions (an older recordkeeper-relay): pushing "
+            "the relay at \(url.shownWithoutPassword) does not carry item versions (an older recordkeeper-relay): pushing "
                 + "through it would drop the item versions of collection(s) "
                 + versioned.sorted().map { "'\($0)'" }.joined(separator: ", ")
                 + " and other devices would migrate those items again; upgrade the relay. Nothing was sent")

@@ -166,7 +166,7 @@ extension RecordSync {
 
     /// The collections a pull names: the synced ones, or `nil` (every collection) for more
     /// than one pull may name.
-    static func pullFilter(_ synced: Set<String>) -> Set<String>? {
+    package static func pullFilter(_ synced: Set<String>) -> Set<String>? {
         synced.count <= SyncPullFilter.maximumCollections ? synced : nil
     }
 

@@ -50,12 +50,12 @@ extension SyncCommand {
         guard var components = URLComponents(string: server), components.host?.isEmpty == false,
             components.query == nil, components.fragment == nil, components.port.map({ (1...65_535).contains($0) }) ?? true
         else {
-            throw ToolError(.configuration, "--server \(quoted(server)) is not a relay URL (http(s)://HOST[:PORT][/PATH], "
+            throw ToolError(.configuration, "--server \(quoted(HTTPClientSupport.withoutPassword(server))) is not a relay URL (http(s)://HOST[:PORT][/PATH], "
                             + "a port from 1 to 65535); nothing was changed")
         }
         components.scheme = components.scheme?.lowercased()
         guard let url = components.url else {
-            throw ToolError(.configuration, "--server \(quoted(server)) is not a relay URL (http(s)://HOST[:PORT][/PATH]); "
+            throw ToolError(.configuration, "--server \(quoted(HTTPClientSupport.withoutPassword(server))) is not a relay URL (http(s)://HOST[:PORT][/PATH]); "
                             + "nothing was changed")
         }
         let token: String
@@ -150,14 +150,25 @@ extension SyncCommand {
         }
     }
 
-    /// Refuses a read-only token when operations are pending: the relay would refuse their push
-    /// (403) after the sync had started. With nothing pending the sync only pulls.
-    static func requirePushable(_ relay: Relay, pending: Int) throws {
-        guard relay.readOnly, pending > 0 else { return }
+    /// Refuses a read-only token when operations are pending, or when collections this sync
+    /// would start hold records here (`starting`: starting them queues their records for
+    /// upload): the relay would refuse the push (403) after the store was changed. With
+    /// nothing to push the sync only pulls.
+    static func requirePushable(_ relay: Relay, pending: Int, starting: [CollectionSummary] = []) throws {
+        guard relay.readOnly else { return }
+        if pending > 0 {
+            throw ToolError(
+                .noPermission,
+                "the token is read-only (its read_only claim): it may pull but not push, and \(pending) local operation(s) "
+                    + "stay pending; nothing was changed. Sync with a token that may push, or without pending changes")
+        }
+        guard !starting.isEmpty else { return }
+        let named = starting.sorted { $0.name < $1.name }.map { "\(quoted($0.name)) (\($0.recordCount) record(s))" }
         throw ToolError(
             .noPermission,
-            "the token is read-only (its read_only claim): it may pull but not push, and \(pending) local operation(s) "
-                + "stay pending; nothing was changed. Sync with a token that may push, or without pending changes")
+            "the token is read-only (its read_only claim): it may pull but not push, and starting to sync "
+                + named.joined(separator: ", ") + " would queue those records for upload; nothing was changed. "
+                + "Sync with a token that may push, or start only collections that are empty here")
     }
 
     /// The client of `relay`, whose limits, reachability and acceptance of the token are
@@ -171,15 +182,17 @@ extension SyncCommand {
             let health = try await server.health()
             guard health.status == "ok" else {
                 throw SyncError(
-                    .unreachable, "the relay at \(relay.url.absoluteString) says its database does not answer"
+                    .unreachable, "the relay at \(relay.url.shownWithoutPassword) says its database does not answer"
                         + (health.reason.map { " (\($0))" } ?? ""))
             }
             // The token is tried before the store is touched, with the collections this sync
             // will pull: a refused one (401, or 403 for another space or a collection its
             // `collections` claim does not grant) changes nothing, not even the store's first
             // sync settings.
+            // Named as the sync's pulls name them: none for more than a pull may name.
             _ = try await server.pull(
-                space: relay.space, after: .start, limit: 1, collections: collections.isEmpty ? nil : collections)
+                space: relay.space, after: .start, limit: 1,
+                collections: collections.isEmpty ? nil : RecordSync.pullFilter(collections))
         } catch let error as SyncError {
             throw error
         } catch {

@@ -48,7 +48,7 @@ enum SyncCommand {
         if let scheme = urlScheme(conninfo), !isRelayURL(conninfo), !["postgres", "postgresql"].contains(scheme) {
             let source = arguments.values["server"] == nil ? serverVariable : "--server"
             throw ToolError(
-                .configuration, "\(source) \(quoted(conninfo)) is a \(scheme):// URL: a relay is reached with an http:// or "
+                .configuration, "\(source) \(quoted(HTTPClientSupport.withoutPassword(conninfo))) is a \(scheme):// URL: a relay is reached with an http:// or "
                     + "https:// URL, a PostgreSQL server with a connection string or a postgresql:// URI; nothing was changed")
         }
         let relay = isRelayURL(conninfo) ? try Self.relay(conninfo, context: context) : nil
@@ -134,7 +134,14 @@ enum SyncCommand {
         } catch let error as SyncError {
             throw ToolError(error, pending: status?.pendingOperations, touched: false)
         }
-        if let relay { try Self.requirePushable(relay, pending: status?.pendingOperations ?? 0) }
+        if let relay, relay.readOnly {
+            // Starting a collection that holds records here queues them for upload: with a
+            // read-only token they would stay pending. Refused before the store is touched.
+            let starting = Set(request.newCollections)
+            let uploads = starting.isEmpty || !holdsStore
+                ? [] : try await store.collections().filter { starting.contains($0.name) && $0.recordCount > 0 }
+            try Self.requirePushable(relay, pending: status?.pendingOperations ?? 0, starting: uploads)
+        }
         let sync = RecordSync(store: store, server: server)
         var lines: [String] = []
         var recovery: SyncRecovery?
@@ -327,11 +334,13 @@ extension ToolError {
             self.init(.noPermission, "the sync server refused the credentials: \(error.message); trying again does "
                       + "not help; local data untouched")
         case .unauthorized:
+            let local = touched ? "what this sync did before the refusal stays in the store" : "local data untouched"
             self.init(.noPermission, "the relay refused the token: \(error.message); trying again with it does not "
-                      + "help; local data untouched;\(queue) sync again with a new token")
+                      + "help; \(local);\(queue) sync again with a new token")
         case .forbidden:
+            let local = touched ? "what this sync did before the refusal stays in the store" : "local data untouched"
             self.init(.noPermission, "the relay refused the request: \(error.message); trying again with this token "
-                      + "does not help; local data untouched;\(queue) sync again with a token that grants it")
+                      + "does not help; \(local);\(queue) sync again with a token that grants it")
         case .forkedDevice:
             self.init(.dataError, "\(error.message);\(queue) run 'recordkeeper sync --recover'")
         default:

@@ -6,7 +6,8 @@ import RecordKeeper
 ///
 /// ```json
 /// {"space":"alice","device":"6F1C…","started":["notes"],"policyChanged":[],"policy":"report",
-///  "recovery":null,"pushed":{"operations":2,"changes":3},"pulled":{"changes":5},
+///  "recovery":null,"pushed":{"operations":2,"changes":3},
+///  "pulled":{"changes":5,"resynced":false,"removedAsCompacted":0},
 ///  "conflicts":{"new":[{"collection":"notes","key":"today","serverVersion":7,
 ///                       "local":{"value":"mine"},"server":{"value":"theirs"}}],"unresolved":1},
 ///  "pending":0,"cursor":{"counter":9,"position":null}}
@@ -29,7 +30,9 @@ extension SyncCommand {
         out += Array(#","recovery":"#.utf8) + (recovery.map(object) ?? Array("null".utf8))
         out += Array(#","pushed":{"operations":"#.utf8) + number(report.pushedOperations)
         out += Array(#","changes":"#.utf8) + number(report.pushedChanges) + Array("}".utf8)
-        out += Array(#","pulled":{"changes":"#.utf8) + number(report.pulledChanges) + Array("}".utf8)
+        out += Array(#","pulled":{"changes":"#.utf8) + number(report.pulledChanges)
+        out += Array(#","resynced":"#.utf8) + Array((report.resynced ? "true" : "false").utf8)
+        out += Array(#","removedAsCompacted":"#.utf8) + number(report.removedAsCompacted) + Array("}".utf8)
         out += Array(#","conflicts":{"new":["#.utf8)
         for (index, conflict) in report.newConflicts.enumerated() {
             if index > 0 { out += Array(",".utf8) }

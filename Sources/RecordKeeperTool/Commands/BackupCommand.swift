@@ -35,6 +35,10 @@ enum BackupCommand {
             interruption.reraiseIfReceived()
             throw error
         }
+        if interruption.signalReceived != nil {
+            // The signal came while the finished copy was being moved into place.
+            StandardError.writeLine("recordkeeper: the backup was complete when it was interrupted; it is kept at \(destination)")
+        }
         if !context.quiet {
             try context.output.write("backed up \(context.store.path) to \(destination)\n")
         }

@@ -120,9 +120,13 @@ final class StoreCore: Sendable {
             throw error
         }
         if empty { remove() }
-        // Closed whether or not the rollback succeeds: its files are gone.
-        defer { if empty { state.dropConnection() } }
-        try engine.runner.run { try connection.rollback() }
+        do {
+            try engine.runner.run { try connection.rollback() }
+        } catch {
+            if empty { state.dropConnection() }
+            throw error
+        }
+        if empty { state.dropConnection() }
         return empty
     }
 

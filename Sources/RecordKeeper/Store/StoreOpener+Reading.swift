@@ -207,7 +207,8 @@ extension StoreOpener {
                 throw RecordStoreError(code: .protectedDataUnavailable, operation: .open, path: path, detail: reason)
             }
             if RecordStoreError.isOpenFilesLimit(error.systemError) {
-                throw RecordStoreError.openFilesLimit(path: path, error.systemError)
+                throw RecordStoreError(
+                    code: .cannotOpen, operation: .open, path: path, detail: RecordStoreError.openFilesLimitDetail(error.systemError))
             }
             if error.systemError == EACCES || error.systemError == EPERM {
                 throw RecordStoreError(

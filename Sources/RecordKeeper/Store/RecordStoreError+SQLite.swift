@@ -64,6 +64,12 @@ extension RecordStoreError {
             + " (\(String(cString: strerror(number))))"
     }
 
+    /// The failure to open the store at `path` for the open files limit (`number`: `EMFILE`
+    /// or `ENFILE`), found before SQLite opened it.
+    static func openFilesLimit(path: String, _ number: Int32) -> RecordStoreError {
+        RecordStoreError(code: .cannotOpen, operation: .open, path: path, detail: openFilesLimitDetail(number))
+    }
+
     /// Whether `detail` is one of `openFilesLimitDetail`'s.
     static func isOpenFilesLimitDetail(_ detail: String?) -> Bool {
         detail?.hasPrefix("too many files are open ") == true

@@ -120,13 +120,9 @@ final class StoreCore: Sendable {
             throw error
         }
         if empty { remove() }
-        do {
-            try engine.runner.run { try connection.rollback() }
-        } catch {
-            if empty { state.dropConnection() }
-            throw error
-        }
-        if empty { state.dropConnection() }
+        // Closed whether or not the rollback succeeds: its files are gone.
+        defer { if empty { state.dropConnection() } }
+        try engine.runner.run { try connection.rollback() }
         return empty
     }
 

@@ -207,8 +207,7 @@ extension StoreOpener {
                 throw RecordStoreError(code: .protectedDataUnavailable, operation: .open, path: path, detail: reason)
             }
             if RecordStoreError.isOpenFilesLimit(error.systemError) {
-                throw RecordStoreError(
-                    code: .cannotOpen, operation: .open, path: path, detail: RecordStoreError.openFilesLimitDetail(error.systemError))
+                throw RecordStoreError.openFilesLimit(path: path, error.systemError)
             }
             if error.systemError == EACCES || error.systemError == EPERM {
                 throw RecordStoreError(

@@ -174,8 +174,7 @@ enum StoreOpener {
             }
             if RecordStoreError.isOpenFilesLimit(number) {
                 // Not a problem of the file, which may well exist: `O_EXCL` did not get as far.
-                throw RecordStoreError(
-                    code: .cannotOpen, operation: .open, path: path, detail: RecordStoreError.openFilesLimitDetail(number))
+                throw RecordStoreError.openFilesLimit(path: path, number)
             }
             let reason = String(cString: strerror(number))
             // No store exists yet, so say what is read-only: the directory it would be made in.

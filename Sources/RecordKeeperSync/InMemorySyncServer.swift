@@ -23,6 +23,8 @@ public actor InMemorySyncServer: SyncCompactingServer, SyncPagesPulling {
 
     private var spaces: [String: Space] = [:]
     private let now: @Sendable () -> Date
+    /// The payload bytes one pull reads (``SyncPage/payloadBudget``).
+    private let pullByteBudget: Int
     /// The live pulls held now.
     private let waiters = SyncChangeWaiters()
 
@@ -31,7 +33,15 @@ public actor InMemorySyncServer: SyncCompactingServer, SyncPagesPulling {
     /// - Parameter now: the clock ages are measured with (operations received, cursors handed
     ///   out, compaction); the system clock unless given.
     public init(now: @escaping @Sendable () -> Date = { Date() }) {
+        self.init(now: now, pullByteBudget: SyncPage.payloadBudget)
+    }
+
+    /// A server whose pulls read `pullByteBudget` payload bytes at most (beyond their first
+    /// change), for tests of paging by size with small records.
+    package init(now: @escaping @Sendable () -> Date = { Date() }, pullByteBudget: Int) {
+        precondition(pullByteBudget >= 1, "a pull's byte budget is at least 1")
         self.now = now
+        self.pullByteBudget = pullByteBudget
     }
 
     public func push(space: String, operations: [SyncOperation]) async throws -> [SyncOutcome] {
@@ -111,8 +121,10 @@ public actor InMemorySyncServer: SyncCompactingServer, SyncPagesPulling {
                 collection: id.collection, key: id.key, value: record.value,
                 version: record.version, itemVersion: record.itemVersion)
         }
+        let kept = SyncPage.countWithinBudget(read, budget: pullByteBudget)
         let result = SyncPage.assemblePages(
-            read, limit: limit, pages: pages, head: current.counter, cursor: cursor, horizon: current.horizon)
+            Array(read.prefix(kept)), limit: limit, pages: pages, head: current.counter, cursor: cursor,
+            horizon: current.horizon, cutShort: kept < read.count)
         if spaces[space] != nil {
             // The lowest cursor handed out is the first page's.
             let bucket = SyncHorizon.bucket(of: now())
@@ -150,29 +162,5 @@ public actor InMemorySyncServer: SyncCompactingServer, SyncPagesPulling {
         spaces[space] = current
         return SyncCompaction(
             space: space, horizon: horizon, deletedTombstones: tombstones.count, deletedOperations: deletedOperations)
-    }
-}
-
-extension SyncPage {
-    /// Builds a page from up to `limit + 1` changes after `cursor`, read in one snapshot whose
-    /// counter was `head`: a page cut short ends at its last change, a complete one at `head`,
-    /// even when `head` is below `cursor` (a lagging replica, a server restored from an older
-    /// backup): the client sees that the server is behind what it has seen, and refuses the
-    /// page instead of waiting for ever for versions the server will give out again.
-    package static func assemble(
-        _ changes: [SyncPulledChange], limit: Int, head: Int64, cursor: SyncCursor, horizon: Int64 = 0
-    ) -> SyncPage {
-        let horizon = horizon > 0 ? horizon : nil
-        if changes.count > limit {
-            let page = Array(changes.prefix(limit))
-            let last = page[page.count - 1]
-            return SyncPage(
-                changes: page,
-                cursor: SyncCursor(
-                    counter: last.version.rawValue,
-                    position: SyncCursor.Position(collection: last.collection, key: last.key)),
-                hasMore: true, horizon: horizon)
-        }
-        return SyncPage(changes: changes, cursor: SyncCursor(counter: head), hasMore: false, horizon: horizon)
     }
 }

@@ -5,7 +5,8 @@ public struct SyncPage: Sendable, Hashable, Codable {
     public var changes: [SyncPulledChange]
     /// The cursor to pull from next; store it with these changes in one local transaction.
     public var cursor: SyncCursor
-    /// `true` when the page was cut short by its limit: pull again from ``cursor``.
+    /// `true` when the page was cut short, by its limit or by ``payloadBudget``: pull again
+    /// from ``cursor``.
     public var hasMore: Bool
     /// The space's compaction horizon, when the server compacted it (docs/SYNC.md
     /// "Compaction"): tombstones and operation outcomes up to this counter were deleted, so a
@@ -16,6 +17,14 @@ public struct SyncPage: Sendable, Hashable, Codable {
 
     /// The largest `limit` a pull accepts (larger pulls page).
     public static let maximumLimit = 100_000
+
+    /// The payload bytes a server reads for one pull (one answer of several pages, too): a
+    /// page stops at the first change whose earlier changes hold this much (4 MiB), so a space
+    /// of large records pages by size instead of reading `limit` of them into memory at once.
+    /// The change that crosses the budget is delivered, so one record larger than the budget
+    /// still comes, alone. A page cut for its size ends at its last change and says
+    /// ``hasMore``, as one cut by its limit does.
+    public static let payloadBudget = 4 << 20
 
     /// The longest a live pull may ask to be held
     /// (``RecordSyncServer/pull(space:after:limit:collections:wait:)``).

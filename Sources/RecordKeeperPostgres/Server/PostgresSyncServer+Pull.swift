@@ -11,12 +11,13 @@ extension PostgresSyncServer {
     ///
     /// A cursor behind the space's compaction horizon is refused (``SyncError/Code/behindHorizon``):
     /// the tombstones it has not seen may be gone. Returns up to `pages` consecutive pages (see
-    /// ``SyncPage/assemblePages(_:limit:pages:head:cursor:horizon:)``: one statement reads
-    /// them all) and, when the lowest cursor they hand out (the first page's) is below the
+    /// ``SyncPage/assemblePages(_:limit:pages:head:cursor:horizon:cutShort:)``: one statement
+    /// reads them all, `budget` payload bytes at most beyond the first change, as
+    /// ``SyncPage/countWithinBudget(_:budget:)`` counts them) and, when the lowest cursor they hand out (the first page's) is below the
     /// lowest one recorded for `bucket` (or none is), its mark to record.
     static func pull(
-        space: String, after cursor: SyncCursor, limit: Int, pages: Int = 1, collections: Set<String>?, bucket: Int64,
-        on connection: isolated PostgresConnection
+        space: String, after cursor: SyncCursor, limit: Int, pages: Int = 1, collections: Set<String>?,
+        budget: Int = SyncPage.payloadBudget, bucket: Int64, on connection: isolated PostgresConnection
     ) throws -> ([SyncPage], mark: Int64?) {
         let head = try connection.execute(
             """
@@ -48,15 +49,18 @@ extension PostgresSyncServer {
         // 100,000 records); with the bound, the ordered scan of the feed index is the plan.
         var parameters: [PostgresValue] = [
             .text(space), .int64(counter), .int64(afterVersion), .text(afterCollection),
-            .text(afterKey), .int64(Int64(limit) * Int64(pages) + 1),
+            .text(afterKey), .int64(Int64(limit) * Int64(pages) + 1), .int64(Int64(budget)),
         ]
         if let collections { parameters.append(.binaryTextArray(collections.sorted())) }
         let rows = try connection.execute(
             collections == nil ? allCollectionsSQL : someCollectionsSQL, parameters,
             operation: "pull: read the changes", resultFormat: .binary)
+        // The rows past the budget come without their payload (column 5 false): the first of
+        // them only says that the read was cut for its size.
         var changes: [SyncPulledChange] = []
         changes.reserveCapacity(rows.rowCount)
         for row in 0..<rows.rowCount {
+            guard try rows.bool(row, 5) else { break }
             changes.append(
                 SyncPulledChange(
                     collection: try rows.string(row, 0), key: try rows.string(row, 1),
@@ -65,7 +69,8 @@ extension PostgresSyncServer {
                     itemVersion: try rows.optionalInt64(row, 4).map { Int(truncatingIfNeeded: $0) }))
         }
         let result = SyncPage.assemblePages(
-            changes, limit: limit, pages: pages, head: counter, cursor: cursor, horizon: horizon)
+            changes, limit: limit, pages: pages, head: counter, cursor: cursor, horizon: horizon,
+            cutShort: changes.count < rows.rowCount)
         let mark = SyncHorizon.mark(of: result[0].cursor)
         let lowers = exists && (lowest.map { mark < $0 } ?? true)
         return (result, lowers ? mark : nil)
@@ -85,32 +90,51 @@ extension PostgresSyncServer {
             """, [.text(space), .int64(bucket), .int64(mark)], operation: "pull: record the cursor handed out")
     }
 
-    /// The rows of a pull of every collection, through the feed index.
+    /// The rows of a pull of every collection, through the feed index, each with whether it is
+    /// within the pull's payload budget `$7` (its earlier rows hold fewer bytes; see
+    /// ``SyncPage/countWithinBudget(_:budget:)``) and its payload only then. `octet_length`
+    /// reads a stored value's size from its header, and a payload left out is never fetched
+    /// from its TOAST table: a page of large records reads about `$7` bytes, not `$6` records.
     static let allCollectionsSQL: StaticString = """
-        SELECT collection, key, version, payload, item_version FROM recordkeeper_sync_records
-        WHERE space = $1 AND version BETWEEN $3 AND $2
-            AND (version, collection, key) > ($3, $4, $5)
+        SELECT collection, key, version, CASE WHEN earlier < $7 THEN payload END, item_version, earlier < $7
+        FROM (
+            SELECT collection, key, version, payload, item_version,
+                coalesce(sum(octet_length(payload)) OVER (
+                    ORDER BY version, collection, key ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS earlier
+            FROM recordkeeper_sync_records
+            WHERE space = $1 AND version BETWEEN $3 AND $2
+                AND (version, collection, key) > ($3, $4, $5)
+            ORDER BY version, collection, key
+            LIMIT $6
+        ) AS page
         ORDER BY version, collection, key
-        LIMIT $6
         """
 
-    /// The rows of a pull of the collections in `$7`: for each, the first `$6` rows after the
+    /// The rows of a pull of the collections in `$8`: for each, the first `$6` rows after the
     /// cursor through its collection feed index `(space, collection, version, key)` (schema
-    /// version 5), merged in feed order and cut at `$6`. A collection's rows are in its index
-    /// in feed order, so each probe reads only rows it may return (at most `$6` per collection
-    /// named), however many changes of other collections lie between them.
+    /// version 5), merged in feed order and cut at `$6`, with the payload budget `$7` as above.
+    /// A collection's rows are in its index in feed order, so each probe reads only rows it may
+    /// return (at most `$6` per collection named), however many changes of other collections
+    /// lie between them.
     static let someCollectionsSQL: StaticString = """
-        SELECT r.collection, r.key, r.version, r.payload, r.item_version
-        FROM unnest($7::text[]) AS wanted(name)
-        CROSS JOIN LATERAL (
-            SELECT collection, key, version, payload, item_version FROM recordkeeper_sync_records
-            WHERE space = $1 AND collection = wanted.name AND version BETWEEN $3 AND $2
-                AND (version, collection, key) > ($3, $4, $5)
-            ORDER BY version, key
+        SELECT collection, key, version, CASE WHEN earlier < $7 THEN payload END, item_version, earlier < $7
+        FROM (
+            SELECT r.collection, r.key, r.version, r.payload, r.item_version,
+                coalesce(sum(octet_length(r.payload)) OVER (
+                    ORDER BY r.version, r.collection, r.key ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)
+                    AS earlier
+            FROM unnest($8::text[]) AS wanted(name)
+            CROSS JOIN LATERAL (
+                SELECT collection, key, version, payload, item_version FROM recordkeeper_sync_records
+                WHERE space = $1 AND collection = wanted.name AND version BETWEEN $3 AND $2
+                    AND (version, collection, key) > ($3, $4, $5)
+                ORDER BY version, key
+                LIMIT $6
+            ) AS r
+            ORDER BY r.version, r.collection, r.key
             LIMIT $6
-        ) AS r
-        ORDER BY r.version, r.collection, r.key
-        LIMIT $6
+        ) AS page
+        ORDER BY version, collection, key
         """
 
     /// PostgreSQL's plan for the rows of a pull (`EXPLAIN`), for tests that check which index
@@ -120,6 +144,7 @@ extension PostgresSyncServer {
     ) async throws -> String {
         var parameters: [PostgresValue] = [
             .text(space), .int64(Int64.max - 1), .int64(counter + 1), .text(""), .text(""), .int64(1001),
+            .int64(Int64(SyncPage.payloadBudget)),
         ]
         if let collections { parameters.append(.binaryTextArray(collections.sorted())) }
         return try await connection.explain(collections == nil ? allCollectionsSQL : someCollectionsSQL, parameters)

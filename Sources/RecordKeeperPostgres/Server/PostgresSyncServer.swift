@@ -50,19 +50,24 @@ public final class PostgresSyncServer: SyncCompactingServer, SyncPagesPulling {
         /// The clock ages are measured with (operations received, cursors handed out,
         /// compaction); the system clock when nil.
         package var now: (@Sendable () -> Date)?
+        /// The payload bytes one pull reads; ``/RecordKeeperSync/SyncPage/payloadBudget`` when
+        /// nil (a test of paging by size sets a small one).
+        package var pullByteBudget: Int?
 
         package init(
             afterCounterLock: (@Sendable (String) throws -> Void)? = nil,
             beforeCommit: (@Sendable (String) throws -> Void)? = nil,
             afterCommit: (@Sendable (String, isolated PostgresConnection) throws -> Void)? = nil,
             inCompactionBatch: (@Sendable (String) throws -> Void)? = nil,
-            now: (@Sendable () -> Date)? = nil
+            now: (@Sendable () -> Date)? = nil,
+            pullByteBudget: Int? = nil
         ) {
             self.afterCounterLock = afterCounterLock
             self.beforeCommit = beforeCommit
             self.afterCommit = afterCommit
             self.inCompactionBatch = inCompactionBatch
             self.now = now
+            self.pullByteBudget = pullByteBudget
         }
     }
 
@@ -298,6 +303,7 @@ public final class PostgresSyncServer: SyncCompactingServer, SyncPagesPulling {
         try SyncRequestValidation.validatePull(space: space, cursor: cursor, limit: limit, collections: collections)
         let pages = max(1, min(pages, SyncPage.maximumLimit / limit))
         let timeout = timeout
+        let budget = max(1, hooks.pullByteBudget ?? SyncPage.payloadBudget)
         let bucket = SyncHorizon.bucket(of: now())
         do {
             // One snapshot for the counter and the rows: every row up to the counter read is
@@ -309,7 +315,7 @@ public final class PostgresSyncServer: SyncCompactingServer, SyncPagesPulling {
                         connection in
                         try Self.pull(
                             space: space, after: cursor, limit: limit, pages: pages, collections: collections,
-                            bucket: bucket, on: connection)
+                            budget: budget, bucket: bucket, on: connection)
                     }
                     if let mark { try Self.recordMark(mark, space: space, bucket: bucket, on: connection) }
                     return result

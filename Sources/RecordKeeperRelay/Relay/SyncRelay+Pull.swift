@@ -35,7 +35,7 @@ extension SyncRelay {
 
     /// The pages of a pull's answer: one, or up to `pages=N` (not for a live pull) while each
     /// says there is more and the answer stays within ``SyncRelay/Configuration/maxPullLimit``
-    /// changes in all: fewer requests for a device catching up, each page what a pull of its
+    /// changes and about ``/RecordKeeperSync/SyncPage/payloadBudget`` payload bytes in all: fewer requests for a device catching up, each page what a pull of its
     /// cursor would have answered.
     private func pages(_ key: RelayPullAhead.Key, wait: Duration) async throws(RelayRefusal) -> [SyncPage] {
         if wait == .zero {
@@ -90,7 +90,10 @@ extension SyncRelay {
     private func pages(from first: SyncPage, _ key: RelayPullAhead.Key) async -> [SyncPage] {
         var pages = [first]
         var changes = first.changes.count
-        while let last = pages.last, last.hasMore, pages.count < key.pages, changes + key.limit <= configuration.maxPullLimit {
+        var bytes = Self.payloadBytes(first)
+        while let last = pages.last, last.hasMore, pages.count < key.pages, changes + key.limit <= configuration.maxPullLimit,
+            bytes < SyncPage.payloadBudget
+        {
             let next: SyncPage
             do {
                 next = try await pull(
@@ -105,9 +108,17 @@ extension SyncRelay {
             }
             metrics.recordPull(changes: next.changes.count)
             changes += next.changes.count
+            bytes += Self.payloadBytes(next)
             pages.append(next)
         }
         return pages
+    }
+
+    /// The payload bytes of `page`'s changes: an answer pulled page by page stops adding pages
+    /// once it holds ``/RecordKeeperSync/SyncPage/payloadBudget``, as one read of several
+    /// pages does.
+    private static func payloadBytes(_ page: SyncPage) -> Int {
+        page.changes.reduce(0) { $0 + ($1.value.payload?.count ?? 0) }
     }
 
     /// The response of `pages` (never empty), with the next cursor when there is more.

@@ -84,6 +84,23 @@ enum ServerKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
             return try await TestPostgres.server(hooks: .init(now: now))
         }
     }
+
+    /// A new server whose pulls read `pullByteBudget` payload bytes at most (paging by size
+    /// with small records), that reads several pages at once; nil as ``make(sourceLocation:)``.
+    func make(pullByteBudget: Int, sourceLocation: SourceLocation = #_sourceLocation) async throws
+        -> (any SyncPagesPulling)?
+    {
+        switch self {
+        case .inMemory:
+            return InMemorySyncServer(pullByteBudget: pullByteBudget)
+        case .postgres:
+            guard TestPostgres.enabled else {
+                try skipCase(rawValue, TestPostgres.disabledReason, sourceLocation: sourceLocation)
+                return nil
+            }
+            return try await TestPostgres.server(hooks: .init(pullByteBudget: pullByteBudget))
+        }
+    }
 }
 
 /// Builders for terse tests.

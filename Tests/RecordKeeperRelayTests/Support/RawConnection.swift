@@ -42,8 +42,12 @@ final class RawConnection: @unchecked Sendable {
         private static let sendFlags: Int32 = 0
     #endif
 
-    /// Connects to `port` on 127.0.0.1.
-    static func open(port: UInt16, timeout: Duration = .seconds(600)) async throws -> RawConnection {
+    /// Connects to `port` on 127.0.0.1 and, when given, sends `first` at once on the same
+    /// thread: a test process whose cooperative pool is busy (the whole suite at once) then
+    /// cannot leave the new connection idle between the two, as separate calls can.
+    static func open(port: UInt16, timeout: Duration = .seconds(600), sending first: String? = nil) async throws
+        -> RawConnection
+    {
         try await blocking {
             let descriptor = socket(AF_INET, streamType, 0)
             guard descriptor >= 0 else { throw Failure(description: "socket() failed: errno \(errno)") }
@@ -63,7 +67,9 @@ final class RawConnection: @unchecked Sendable {
                 close(descriptor)
                 throw Failure(description: "connect() failed: errno \(errno)")
             }
-            return RawConnection(descriptor: descriptor)
+            let connection = RawConnection(descriptor: descriptor)
+            if let first { try sendAll(Data(first.utf8), on: descriptor) }
+            return connection
         }
     }
 
@@ -71,15 +77,17 @@ final class RawConnection: @unchecked Sendable {
     func send(_ text: String) async throws { try await send(Data(text.utf8)) }
 
     func send(_ bytes: Data) async throws {
-        try await Self.blocking { [descriptor] in
-            var offset = 0
-            while offset < bytes.count {
-                let sent = bytes.withUnsafeBytes { raw in
-                    systemSend(descriptor, raw.baseAddress! + offset, raw.count - offset, Self.sendFlags)
-                }
-                guard sent > 0 else { throw Failure(description: "send() failed: errno \(errno)") }
-                offset += sent
+        try await Self.blocking { [descriptor] in try Self.sendAll(bytes, on: descriptor) }
+    }
+
+    private static func sendAll(_ bytes: Data, on descriptor: Int32) throws {
+        var offset = 0
+        while offset < bytes.count {
+            let sent = bytes.withUnsafeBytes { raw in
+                systemSend(descriptor, raw.baseAddress! + offset, raw.count - offset, Self.sendFlags)
             }
+            guard sent > 0 else { throw Failure(description: "send() failed: errno \(errno)") }
+            offset += sent
         }
     }
 

@@ -36,8 +36,8 @@ public actor InMemorySyncServer: SyncCompactingServer, SyncPagesPulling {
         self.init(now: now, pullByteBudget: SyncPage.payloadBudget)
     }
 
-    /// A server whose pulls read `pullByteBudget` payload bytes at most (beyond their first
-    /// change), for tests of paging by size with small records.
+    /// A server whose pulls read less than `pullByteBudget` payload bytes plus the change that
+    /// crosses it (``SyncPage/payloadBudget``), for tests of paging by size with small records.
     package init(now: @escaping @Sendable () -> Date = { Date() }, pullByteBudget: Int) {
         precondition(pullByteBudget >= 1, "a pull's byte budget is at least 1")
         self.now = now

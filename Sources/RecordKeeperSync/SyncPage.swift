@@ -18,12 +18,12 @@ public struct SyncPage: Sendable, Hashable, Codable {
     /// The largest `limit` a pull accepts (larger pulls page).
     public static let maximumLimit = 100_000
 
-    /// The payload bytes a server reads for one pull (one answer of several pages, too): a
-    /// page stops at the first change whose earlier changes hold this much (4 MiB), so a space
-    /// of large records pages by size instead of reading `limit` of them into memory at once.
-    /// The change that crosses the budget is delivered, so one record larger than the budget
-    /// still comes, alone. A page cut for its size ends at its last change and says
-    /// ``hasMore``, as one cut by its limit does.
+    /// The payload bytes a server reads for one pull (one read of several pages, too): a page
+    /// stops at the first change whose earlier changes hold this much (4 MiB), so a space of
+    /// large records pages by size instead of reading `limit` of them into memory at once. The
+    /// change that crosses the budget is still delivered, so a page holds less than the budget
+    /// plus one record, and a record larger than the budget never blocks the feed. A page cut
+    /// for its size ends at its last change and says ``hasMore``, as one cut by its limit does.
     public static let payloadBudget = 4 << 20
 
     /// The longest a live pull may ask to be held

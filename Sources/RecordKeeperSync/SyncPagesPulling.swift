@@ -58,8 +58,9 @@ extension SyncPage {
 
     /// How many of `changes`, in feed order, a read of `budget` payload bytes keeps: each change
     /// whose earlier changes hold fewer than `budget` bytes (tombstones hold none). The first
-    /// change is always kept, and so is the one that crosses the budget: a record larger than
-    /// the budget comes alone, never blocks the feed. PostgreSQL applies the same rule in SQL.
+    /// change is always kept, and so is the one that crosses the budget: the kept changes hold
+    /// less than `budget` plus one record, and a record larger than the budget never blocks the
+    /// feed. PostgreSQL applies the same rule in SQL.
     package static func countWithinBudget(_ changes: some Sequence<SyncPulledChange>, budget: Int) -> Int {
         var earlier = 0
         var count = 0

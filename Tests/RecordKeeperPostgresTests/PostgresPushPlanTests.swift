@@ -47,7 +47,7 @@ struct PostgresPushPlanTests {
         }
     }
 
-    @Test func `a pull of one collection reads its own feed index, before and after ANALYZE`() async throws {
+    @Test func `a pull of one collection reads its own feed index, and of every collection the feed index, before and after ANALYZE`() async throws {
         try await TestPostgres.withPrivateConnections { connect, _ in
             let connection = try await connect()
             _ = try await PostgresSyncServer(connection: connection)
@@ -67,6 +67,16 @@ struct PostgresPushPlanTests {
                         space: "s", after: after, collections: ["tags"], on: connection)
                     #expect(plan.contains("recordkeeper_sync_records_collection_feed"), "\(plan)")
                     #expect(!plan.contains("Seq Scan"), "\(plan)")
+                    // The merge keeps the page's rows only (a top-N sort under the LIMIT); the
+                    // running sum of the payload budget comes after it, never before.
+                    let window = try #require(plan.range(of: "WindowAgg"), "\(plan)")
+                    let limit = try #require(plan.range(of: "Limit"), "\(plan)")
+                    #expect(window.lowerBound < limit.lowerBound, "\(plan)")
+                    // Every collection: the feed index in its order, no sort at all.
+                    let all = try await PostgresSyncServer.planOfPull(
+                        space: "s", after: after, collections: nil, on: connection)
+                    #expect(all.contains("recordkeeper_sync_records_feed"), "\(all)")
+                    #expect(!all.contains("Sort") && !all.contains("Seq Scan"), "\(all)")
                 }
             }
         }

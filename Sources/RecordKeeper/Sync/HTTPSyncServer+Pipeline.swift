@@ -15,7 +15,8 @@ extension HTTPSyncServer {
             items.append(("wait", String(request.wait)))
         } else if request.limit > 1 {
             // A device catching up gets several pages per answer (a relay without `pages`
-            // answers one): fewer requests, each page what a pull of its cursor answers. A
+            // answers one): fewer requests, each page what a pull of its cursor answers (the
+            // last may end sooner, where the answer's payload budget ran out). A
             // pull of one change is a probe (the tool's check of its token): one page, not
             // sixteen changes that may each be megabytes.
             items.append(("pages", String(RelayWire.maximumPagesPerAnswer)))

@@ -12,7 +12,7 @@ extension PostgresSyncServer {
     /// A cursor behind the space's compaction horizon is refused (``SyncError/Code/behindHorizon``):
     /// the tombstones it has not seen may be gone. Returns up to `pages` consecutive pages (see
     /// ``SyncPage/assemblePages(_:limit:pages:head:cursor:horizon:cutShort:)``: one statement
-    /// reads them all, `budget` payload bytes at most beyond the first change, as
+    /// reads them all, less than `budget` payload bytes plus the change that crosses it, as
     /// ``SyncPage/countWithinBudget(_:budget:)`` counts them) and, when the lowest cursor they hand out (the first page's) is below the
     /// lowest one recorded for `bucket` (or none is), its mark to record.
     static func pull(
@@ -92,47 +92,52 @@ extension PostgresSyncServer {
 
     /// The rows of a pull of every collection, through the feed index, each with whether it is
     /// within the pull's payload budget `$7` (its earlier rows hold fewer bytes; see
-    /// ``SyncPage/countWithinBudget(_:budget:)``) and its payload only then. `octet_length`
-    /// reads a stored value's size from its header, and a payload left out is never fetched
-    /// from its TOAST table: a page of large records reads about `$7` bytes, not `$6` records.
+    /// ``SyncPage/countWithinBudget(_:budget:)``) and its payload only then. The window runs
+    /// over the `$6` rows already cut, never before the `LIMIT`. `octet_length` reads a stored
+    /// value's size from its header, and a payload left out is never fetched from its TOAST
+    /// table: a page of large records reads about `$7` payload bytes, not `$6` records.
     static let allCollectionsSQL: StaticString = """
         SELECT collection, key, version, CASE WHEN earlier < $7 THEN payload END, item_version, earlier < $7
         FROM (
             SELECT collection, key, version, payload, item_version,
                 coalesce(sum(octet_length(payload)) OVER (
                     ORDER BY version, collection, key ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS earlier
-            FROM recordkeeper_sync_records
-            WHERE space = $1 AND version BETWEEN $3 AND $2
-                AND (version, collection, key) > ($3, $4, $5)
-            ORDER BY version, collection, key
-            LIMIT $6
+            FROM (
+                SELECT collection, key, version, payload, item_version FROM recordkeeper_sync_records
+                WHERE space = $1 AND version BETWEEN $3 AND $2
+                    AND (version, collection, key) > ($3, $4, $5)
+                ORDER BY version, collection, key
+                LIMIT $6
+            ) AS cut
         ) AS page
         ORDER BY version, collection, key
         """
 
     /// The rows of a pull of the collections in `$8`: for each, the first `$6` rows after the
     /// cursor through its collection feed index `(space, collection, version, key)` (schema
-    /// version 5), merged in feed order and cut at `$6`, with the payload budget `$7` as above.
-    /// A collection's rows are in its index in feed order, so each probe reads only rows it may
-    /// return (at most `$6` per collection named), however many changes of other collections
-    /// lie between them.
+    /// version 5), merged in feed order and cut at `$6` (a sort that keeps `$6` rows), then
+    /// given the payload budget `$7` as above. A collection's rows are in its index in feed
+    /// order, so each probe reads only rows it may return (at most `$6` per collection named),
+    /// however many changes of other collections lie between them.
     static let someCollectionsSQL: StaticString = """
         SELECT collection, key, version, CASE WHEN earlier < $7 THEN payload END, item_version, earlier < $7
         FROM (
-            SELECT r.collection, r.key, r.version, r.payload, r.item_version,
-                coalesce(sum(octet_length(r.payload)) OVER (
-                    ORDER BY r.version, r.collection, r.key ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)
-                    AS earlier
-            FROM unnest($8::text[]) AS wanted(name)
-            CROSS JOIN LATERAL (
-                SELECT collection, key, version, payload, item_version FROM recordkeeper_sync_records
-                WHERE space = $1 AND collection = wanted.name AND version BETWEEN $3 AND $2
-                    AND (version, collection, key) > ($3, $4, $5)
-                ORDER BY version, key
+            SELECT collection, key, version, payload, item_version,
+                coalesce(sum(octet_length(payload)) OVER (
+                    ORDER BY version, collection, key ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS earlier
+            FROM (
+                SELECT r.collection, r.key, r.version, r.payload, r.item_version
+                FROM unnest($8::text[]) AS wanted(name)
+                CROSS JOIN LATERAL (
+                    SELECT collection, key, version, payload, item_version FROM recordkeeper_sync_records
+                    WHERE space = $1 AND collection = wanted.name AND version BETWEEN $3 AND $2
+                        AND (version, collection, key) > ($3, $4, $5)
+                    ORDER BY version, key
+                    LIMIT $6
+                ) AS r
+                ORDER BY r.version, r.collection, r.key
                 LIMIT $6
-            ) AS r
-            ORDER BY r.version, r.collection, r.key
-            LIMIT $6
+            ) AS cut
         ) AS page
         ORDER BY version, collection, key
         """

@@ -12,7 +12,7 @@ import RecordKeeperSync
 /// the answer before it is encoded and sent, so that the database works meanwhile). A pull with any
 /// other parameters pulls as before, and so does the matching one when the read ahead failed
 /// (its own pull then meets, and reports, the failure). The database was read earlier than
-/// asked, never something else: each page is still what a pull of its cursor answered, as
+/// asked, never something else: each page is still what the read of its answer gave, as
 /// when a slow network delays an answer.
 ///
 /// At most ``SyncRelay/Configuration/pullsAhead`` answers are kept; one not asked for within

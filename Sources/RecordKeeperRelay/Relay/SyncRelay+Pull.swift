@@ -35,7 +35,9 @@ extension SyncRelay {
 
     /// The pages of a pull's answer: one, or up to `pages=N` (not for a live pull) while each
     /// says there is more and the answer stays within ``SyncRelay/Configuration/maxPullLimit``
-    /// changes and about ``/RecordKeeperSync/SyncPage/payloadBudget`` payload bytes in all: fewer requests for a device catching up, each page what a pull of its
+    /// changes and about ``/RecordKeeperSync/SyncPage/payloadBudget`` payload bytes in all
+    /// (page by page, each page has its own budget and no page is added once the answer holds
+    /// one: up to about twice the budget): fewer requests for a device catching up, each page what a pull of its
     /// cursor would have answered.
     private func pages(_ key: RelayPullAhead.Key, wait: Duration) async throws(RelayRefusal) -> [SyncPage] {
         if wait == .zero {
@@ -73,8 +75,8 @@ extension SyncRelay {
     /// (``/RecordKeeperSync/SyncPagesPulling``: one snapshot and one statement of PostgreSQL
     /// instead of one per page) and the answer has more than one page; nil otherwise (and for a
     /// token whose collections this relay filters itself), when the pages are pulled one by one.
-    /// As many pages as the one-by-one pulls would make: up to `key.pages` while the answer
-    /// stays within ``SyncRelay/Configuration/maxPullLimit`` changes.
+    /// Up to `key.pages` while the answer stays within ``SyncRelay/Configuration/maxPullLimit``
+    /// changes and one payload budget (the last page may end sooner than a pull of its cursor).
     private func pagesInOneRead(_ key: RelayPullAhead.Key) async throws -> [SyncPage]? {
         let count = min(key.pages, max(1, configuration.maxPullLimit / key.limit))
         guard count > 1, let pager = server as? any SyncPagesPulling,

@@ -21,6 +21,13 @@ public struct FieldPath: Sendable, Hashable, CustomStringConvertible {
         self.segments = segments
     }
 
+    /// The path `text` names when it is one (a path stored in the file); nil otherwise.
+    init?(stored text: String) {
+        let segments = text.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+        guard segments.allSatisfy(Self.isValidSegment) else { return nil }
+        self.segments = segments
+    }
+
     init(validSegments: [String]) {
         precondition(validSegments.allSatisfy(Self.isValidSegment))
         self.segments = validSegments

@@ -28,14 +28,16 @@ struct IndexesTable {
     }
 
     /// `declaredIndexes` read from table `declared_indexes`.
+    ///
+    /// A row that is not a field path this library writes (another program's write, a damaged
+    /// file) is left out: a declared index is only a choice of plan, and no query this library
+    /// builds could use an index of such a path, so every query answers as without it (a scan).
+    /// Trusting it would trap (`FieldPath(validSegments:)`) or put its text into SQL.
     private func readDeclaredIndexes(_ id: Int64, collection: String) throws -> [FieldPath] {
         do {
             return try runner.all(
                 "SELECT field FROM declared_indexes WHERE collection_id = ?1 ORDER BY field", id, collection: collection
-            ) {
-                // Only validated paths are ever stored.
-                FieldPath(validSegments: $0.string(at: 0).split(separator: ".").map(String.init))
-            }
+            ) { FieldPath(stored: $0.string(at: 0)) }.compactMap { $0 }
         } catch let error as RecordStoreError where error.sqliteMessage?.contains("declared_indexes") == true {
             return []
         }

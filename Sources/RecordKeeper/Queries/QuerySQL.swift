@@ -145,7 +145,9 @@ struct QuerySQL {
             if let upper = Self.successor(of: prefix) {
                 range += " AND \(column) < \(bind(.string(upper)))"
             }
-            return "(typeof(\(column)) = 'text' AND \(range))"
+            // `json_type`, not `typeof(json_extract(…))`: an array or object field reads as its
+            // JSON text, and only a string may match. The range stays for an index to answer.
+            return "(json_type(CAST(payload AS TEXT), '\(field.jsonPath)') = 'text' AND \(range))"
         case .isNull(let field):
             return "\(field.sqlExpression) IS NULL"
         case .contains(let field, let element):

@@ -14,7 +14,8 @@ extension RecordPredicate {
     /// whole second that gives the same answer for every stored date, so that no item comes
     /// back whose date fails the predicate the app wrote. `>= 1.9` and `> 1.9` are `>= 2`;
     /// `<= 1.9` and `< 1.9` are `<= 1`; `== 1.9` holds for no date and `!= 1.9` for every
-    /// record; `between` narrows to the whole seconds inside; `in` drops such dates.
+    /// record; `between` narrows to the whole seconds inside; `in` drops such dates; `contains`
+    /// of such a date holds for no record (no element equals it).
     func overWholeSeconds() -> RecordPredicate {
         switch self {
         case .compare(let path, let comparison, .date(let date)):
@@ -39,6 +40,8 @@ extension RecordPredicate {
                 return .isIn(path, kept)
             }
             return Self.strictlyBetween(path, below, above)  // no value can match
+        case .contains(_, .date(let date)) where Self.wholeSeconds(around: date) != nil:
+            return .or([])
         case .and(let all): return .and(all.map { $0.overWholeSeconds() })
         case .or(let all): return .or(all.map { $0.overWholeSeconds() })
         case .not(let inner): return .not(inner.overWholeSeconds())

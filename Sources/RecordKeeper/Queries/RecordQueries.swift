@@ -51,8 +51,13 @@ struct RecordQueries {
         // Most queries hold no date: they are kept as they are, without a coder or a copy.
         guard query.predicate?.holdsDate == true else { return query }
         var query = query
-        query.predicate = try query.predicate?.writingDates(
-            with: PayloadCoder(.recordJSON, strategies: strategies), dates: strategies.dates)
+        do {
+            query.predicate = try query.predicate?.writingDates(
+                with: PayloadCoder(.recordJSON, strategies: strategies), dates: strategies.dates)
+        } catch var error as QueryError {
+            error.collection = collection
+            throw error
+        }
         return query
     }
 

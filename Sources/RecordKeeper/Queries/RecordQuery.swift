@@ -86,17 +86,28 @@ public struct QueryPageToken: Sendable, Hashable, Codable {
         self.key = key
     }
 
+    /// How a token writes non-finite sort values (JSON has no number for them).
+    private static let infinity = "Infinity"
+    private static let notANumber = "NaN"
+
     /// The token as text (base64 of its JSON).
     public var text: String {
-        // Encoding a struct of strings and scalar enums cannot fail.
-        (try! JSONEncoder().encode(self)).base64EncodedString()
+        let encoder = JSONEncoder()
+        encoder.nonConformingFloatEncodingStrategy = .convertToString(
+            positiveInfinity: Self.infinity, negativeInfinity: "-" + Self.infinity, nan: Self.notANumber)
+        // Encoding a struct of strings and scalar enums cannot fail once non-finite doubles
+        // (a sort value SQLite read as ±Inf from `1e999`) have a form.
+        return (try! encoder.encode(self)).base64EncodedString()
     }
 
     /// The token `text` stands for; nil when it is not one.
     public init?(text: String) {
         guard let data = Data(base64Encoded: text) else { return nil }
+        let decoder = JSONDecoder()
+        decoder.nonConformingFloatDecodingStrategy = .convertFromString(
+            positiveInfinity: Self.infinity, negativeInfinity: "-" + Self.infinity, nan: Self.notANumber)
         do {
-            self = try JSONDecoder().decode(QueryPageToken.self, from: data)
+            self = try decoder.decode(QueryPageToken.self, from: data)
         } catch {
             return nil  // not a token this library wrote
         }

@@ -55,6 +55,28 @@ import Testing
         }
     }
 
+    @Test func `a declared index row that is no field path this library writes is left out, and queries still answer`() async throws {
+        try await withTemporaryDirectory { directory in
+            let url = directory.appendingPathComponent("records.sqlite")
+            let first = RecordStore(url: url)
+            try await first.replace("words", values: FormatSevenFixture.words)
+            try await first.declareIndex("words", on: FieldPath("dueAt"))
+            await first.close()
+            // Another program (or a damaged file) adds rows no FieldPath would make.
+            for bad in ["due-at", "a'b", "", "a..b"] {
+                try rawSQLite(
+                    url,
+                    "INSERT INTO declared_indexes (collection_id, field) SELECT collection_id, '\(bad.replacingOccurrences(of: "'", with: "''"))' "
+                        + "FROM declared_indexes LIMIT 1")
+            }
+            let second = RecordStore(url: url)
+            #expect(try await second.declaredIndexes("words").map(\.description) == ["dueAt"])
+            #expect(Self.usesIndex(try await second.queryPlan("words", Self.due)))
+            #expect(try await second.query("words", Self.due).elements.map(\.key) == ["tree", "sun"])
+            await second.close()
+        }
+    }
+
     @Test(arguments: StoreKind.allCases)
     func `removing a collection drops its indexes, and an indexed collection refuses a payload that is not JSON`(kind: StoreKind) async throws {
         try await withStore(kind) { store, _ in

@@ -53,6 +53,11 @@ import Testing
             #expect(try await keys(store, s.hasPrefix("á")) == ["e"])
             #expect(try await keys(store, s < "apple") == ["d"])  // "A" < "a"
             #expect(try await keys(store, nil, order: [s.ascending]) == ["d", "a", "b", "c", "e"])
+            // An array or object field reads as its JSON text, but is no string.
+            try await Self.fill(store, [("f", #"{"s":["apple"]}"#), ("g", #"{"s":{"apple":1}}"#)])
+            #expect(try await keys(store, s.hasPrefix("[")) == [])
+            #expect(try await keys(store, s.hasPrefix("{")) == [])
+            #expect(try await keys(store, s.hasPrefix("")) == ["a", "b", "c", "d", "e"])
         }
     }
 
@@ -157,6 +162,18 @@ import Testing
             let page = try await store.query("items", RecordQuery(orderBy: [RecordField("n").ascending], limit: 2))
             let token = try #require(page.next)
             #expect(QueryPageToken(text: token.text) == token)
+            // A sort value SQLite reads as infinite (1e999) still makes a token, and it pages on.
+            try await Self.fill(store, [("x", #"{"big":1e999}"#), ("y", #"{"big":-1e999}"#), ("z", #"{"big":1}"#)], in: "big")
+            var keysByPage: [[String]] = []
+            var after: QueryPageToken?
+            repeat {
+                let query = RecordQuery(orderBy: [RecordField("big").ascending], limit: 1, after: after)
+                let page = try await store.query("big", query)
+                keysByPage.append(page.elements.map(\.key))
+                after = try page.next.map { try #require(QueryPageToken(text: $0.text)) }
+                if let after, let next = page.next { #expect(after == next) }
+            } while after != nil && keysByPage.count < 5
+            #expect(keysByPage.flatMap { $0 } == ["y", "z", "x"])
             let error = await #expect(throws: QueryError.self) {
                 try await store.query("items", RecordQuery(orderBy: [RecordField("s").ascending], after: token))
             }
@@ -214,6 +231,25 @@ import Testing
             #expect(try await keys(store, RecordField("at") <= .date(start + 86_400 + 0.5)) == ["e0", "e1"])
             #expect(try await keys(store, RecordField("at") == .date(start + 0.5)) == [])
             #expect(try await keys(store, RecordField("at") != .date(start + 0.5)) == ["e0", "e1", "e2", "e3"])
+            // An array of such dates contains no date with a fraction, as == says.
+            struct Diary: Codable, Identifiable, Equatable, Sendable {
+                var id: String
+                var days: [Date]
+            }
+            let diaries = RecordRepository<Diary>(store: store, collection: "diaries", strategies: .init(dates: .iso8601))
+            try await diaries.save(Diary(id: "d", days: [start, start + 1]))
+            let days = RecordField("days")
+            #expect(try await store.query("diaries", RecordQuery(where: days.contains(.date(start + 1)))).elements.map(\.key) == ["d"])
+            #expect(try await store.query("diaries", RecordQuery(where: days.contains(.date(start + 1.5)))).elements.isEmpty)
+            #expect(try await store.query("diaries", RecordQuery(where: !days.contains(.date(start + 1.5)))).elements.map(\.key) == ["d"])
+            // A date no payload can hold (an infinite one, written as seconds) is refused naming
+            // the collection, on the untyped path as on the typed one.
+            try await Self.fill(store, [("p", #"{"at":1}"#)], in: "plain")
+            let error = await #expect(throws: QueryError.self) {
+                try await store.count("plain", where: RecordField("at") < .date(Date(timeIntervalSinceReferenceDate: .infinity)))
+            }
+            #expect(error?.code == .unencodableValue)
+            #expect(error?.collection == "plain")
         }
     }
 }

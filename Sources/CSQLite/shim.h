@@ -15,4 +15,10 @@ static inline sqlite3_destructor_type recordkeeper_sqlite_static(void) {
     return SQLITE_STATIC;
 }
 
+/// sqlite3_db_config is variadic, which Swift cannot call: this is its one use, turning off the
+/// checkpoint a connection makes when it closes as the file's last (SQLite 3.16 and later).
+static inline int recordkeeper_sqlite_no_checkpoint_on_close(sqlite3 *db) {
+    return sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, (int *)0);
+}
+
 #endif

@@ -1,13 +1,20 @@
 import CSQLite
 public import Foundation
 
-/// Runs SQL through a separate raw connection, as another program would.
+/// Runs SQL through a separate raw connection, as another program would. With `keepingLog`,
+/// the connection closes without checkpointing: what the statements wrote in WAL mode stays
+/// in the `-wal` (as after a crash, or a program still running), not in the main file.
 /// - Throws: ``RawSQLiteError`` with SQLite's message when opening or a statement fails.
-public func rawSQLite(_ url: URL, _ sql: String) throws {
+public func rawSQLite(_ url: URL, _ sql: String, keepingLog: Bool = false) throws {
     var handle: OpaquePointer?
     defer { sqlite3_close(handle) }
     guard sqlite3_open(url.path, &handle) == SQLITE_OK else {
         throw RawSQLiteError(message: "open \(url.path): " + String(cString: sqlite3_errmsg(handle)))
+    }
+    if keepingLog {
+        guard recordkeeper_sqlite_no_checkpoint_on_close(handle) == SQLITE_OK else {
+            throw RawSQLiteError(message: "no checkpoint on close: " + String(cString: sqlite3_errmsg(handle)))
+        }
     }
     var message: UnsafeMutablePointer<CChar>?
     guard sqlite3_exec(handle, sql, nil, nil, &message) == SQLITE_OK else {

@@ -24,14 +24,20 @@ enum Migrator {
     /// Runs every step newer than `found`, in order, each in one immediate transaction that
     /// also records the new `user_version` and `applicationID`, so a crash leaves either the
     /// old or the new version. A step another connection already ran while this one waited
-    /// for the write lock is skipped.
+    /// for the write lock is skipped. Returns the highest version found in the file on the
+    /// way, which the caller must check: another connection (a newer version of the app, an
+    /// extension) may have migrated past every step meanwhile.
+    @discardableResult
     static func run(
         _ steps: [Migration], on connection: SQLiteConnection, from found: Int, applicationID: Int32
-    ) throws(MigrationFailure) {
+    ) throws(MigrationFailure) -> Int {
+        var highest = found
         for step in steps where step.version > found {
             do throws(SQLiteFailure) {
                 try connection.beginImmediate()
-                if try connection.userVersion() >= step.version {
+                let current = try connection.userVersion()
+                if current >= step.version {
+                    highest = max(highest, current)
                     try connection.commit()
                     continue
                 }
@@ -46,6 +52,8 @@ enum Migrator {
                 }
                 throw MigrationFailure(step: step, failure: error, rollbackFailure: nil)
             }
+            highest = max(highest, step.version)
         }
+        return highest
     }
 }

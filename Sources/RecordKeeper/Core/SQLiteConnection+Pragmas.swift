@@ -69,6 +69,15 @@ extension SQLiteConnection {
         guard code == SQLITE_OK else { throw SQLiteFailure(code: code, handle: handle) }
     }
 
+    /// Leaves the file as this connection found it when it closes, even as its last connection:
+    /// no checkpoint (`SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE`), and the `-wal` and `-shm` kept
+    /// (``keepLogFilesOnClose()``). For a connection to a file this version refuses.
+    func leaveFileAsFoundOnClose() throws(SQLiteFailure) {
+        let code = recordkeeper_sqlite_no_checkpoint_on_close(handle)
+        guard code == SQLITE_OK else { throw SQLiteFailure(code: code, handle: handle) }
+        try keepLogFilesOnClose()
+    }
+
     func journalMode() throws(SQLiteFailure) -> String {
         try textPragma("PRAGMA journal_mode")
     }

@@ -60,9 +60,15 @@ extension StoreOpener {
     static func openForReading(path: String, options: RecordStore.Options, refuseWaiting: Bool = false) throws -> ReadTarget {
         guard let header = try readHeader(path) else { return .notAStore(nil) }
         func format(_ connection: SQLiteConnection) throws -> Int {
-            try refuseWaiting
-                ? connection.refusingToWait { try checkedFormat(of: connection, path: path) }
-                : checkedFormat(of: connection, path: path)
+            do {
+                return try refuseWaiting
+                    ? connection.refusingToWait { try checkedFormat(of: connection, path: path) }
+                    : checkedFormat(of: connection, path: path)
+            } catch let refused as RecordStoreError where refused.code == .newerFormat || refused.code == .foreignDatabase {
+                // The log may say what the main file does not (a newer format migrated in it):
+                // closing must not checkpoint it into a file this version refuses.
+                throw refusal(refused, leaving: connection)
+            }
         }
         do {
             // The common case first: the main file says "a store this version reads". Its
@@ -188,13 +194,20 @@ extension StoreOpener {
     static func readHeader(_ path: String) throws -> FileHeader? {
         var info = stat()
         if stat(path, &info) != 0 {
-            if errno == ENOENT { return nil }
+            if errno == ENOENT {
+                try refuseDanglingLink(path)
+                try refuseOrphanLog(path, missing: true)
+                return nil
+            }
             let reason = errno == ENOTDIR
                 ? "a part of the path is a file, not a directory" : String(cString: strerror(errno))
             throw RecordStoreError(code: .cannotOpen, operation: .open, path: path, detail: reason)
         }
         try refuseNonRegular(info, path: path)
-        if info.st_size == 0 { return nil }
+        if info.st_size == 0 {
+            try refuseOrphanLog(path, missing: false)
+            return nil
+        }
         // Through SQLite's file layer, never open(2)/close(2): closing a descriptor of the file
         // would drop the locks this process's connections hold on it (see `SQLiteFile`).
         let bytes: [UInt8]

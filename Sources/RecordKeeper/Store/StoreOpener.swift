@@ -28,7 +28,11 @@ enum StoreOpener {
         do {
             connection = try SQLiteConnection(
                 path: path, busyTimeout: options.busyTimeout, protectionFlag: options.fileProtection.sqliteOpenFlag)
-            found = try checkFormat(of: connection, path: path)
+            do {
+                found = try checkFormat(of: connection, path: path)
+            } catch let refused as RecordStoreError {
+                throw refusal(refused, leaving: connection)
+            }
             if path != nil {
                 try enableWriteAheadLog(connection, busyTimeout: options.busyTimeout)
                 connection.monitorWriteAheadLog()
@@ -90,6 +94,36 @@ enum StoreOpener {
         throw RecordStoreError(code: .cannotOpen, operation: .open, path: path, detail: detail)
     }
 
+    /// Refuses a store path whose main file is `missing` or empty while a `-wal` beside it
+    /// holds bytes: that log may be the only copy of commits (a store file moved away or
+    /// truncated without its log, a store deleted while another process had it open).
+    /// Creating a store there would let SQLite delete or replay that log into a new file, and
+    /// reading would answer "no records".
+    static func refuseOrphanLog(_ path: String, missing: Bool) throws {
+        var info = stat()
+        guard stat(path + "-wal", &info) == 0, info.st_size > 0 else { return }
+        throw RecordStoreError(
+            code: .cannotOpen, operation: .open, path: path,
+            detail: "the store file is \(missing ? "missing" : "empty"), but its log \(path)-wal holds "
+                + "\(info.st_size) bytes that may be the store's commits; nothing was opened or created: put the "
+                + "store file back beside its log, or move the log away if it is not needed")
+    }
+
+    /// Refuses a store path that is a symbolic link to nothing (a volume that is not mounted,
+    /// a target moved away): reading would answer "no records", and creating would make a new,
+    /// empty store wherever the link points.
+    static func refuseDanglingLink(_ path: String) throws {
+        var info = stat()
+        guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFLNK else { return }
+        var target = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let count = readlink(path, &target, target.count - 1)
+        let named = count > 0 ? String(decoding: target[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self) : "?"
+        throw RecordStoreError(
+            code: .cannotOpen, operation: .open, path: path,
+            detail: "the store path is a symbolic link to \(named), which does not exist (a volume that is not "
+                + "mounted?); nothing was opened or created")
+    }
+
     /// Refuses an existing path the writer cannot use, before SQLite opens it: a directory, a
     /// FIFO, a device or a socket; a
     /// file this process may not read (`cannotRead`, as a read says); a file it may not write
@@ -98,9 +132,13 @@ enum StoreOpener {
     /// is writable.
     static func checkExistingFile(_ path: String) throws {
         var info = stat()
-        // Gone meanwhile: SQLite says what it finds.
-        guard stat(path, &info) == 0 else { return }
+        guard stat(path, &info) == 0 else {
+            // A link to nothing; anything else gone meanwhile: SQLite says what it finds.
+            if errno == ENOENT { try refuseDanglingLink(path) }
+            return
+        }
         try refuseNonRegular(info, path: path)
+        if info.st_size == 0 { try refuseOrphanLog(path, missing: false) }
         for (mode, code) in [(R_OK, RecordStoreError.Code.cannotRead), (W_OK, .readOnly)] {
             guard let number = accessRefusal(path, mode) else { continue }
             let reason = String(cString: strerror(number))
@@ -150,6 +188,8 @@ enum StoreOpener {
                 code: .cannotOpen, operation: .open, path: path,
                 detail: "\(directory.path) is a file, not a directory; it was left as it is")
         }
+        var existing = stat()
+        if made.isEmpty, lstat(path, &existing) != 0, errno == ENOENT { try refuseOrphanLog(path, missing: true) }
         let descriptor = Glibc_open(path, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0o600)
         if descriptor >= 0 {
             close(descriptor)
@@ -244,8 +284,9 @@ enum StoreOpener {
 
     /// Brings the format forward with `StoreFormat`'s steps (see `Migrator`).
     private static func migrate(_ connection: SQLiteConnection, from found: Int, path: String?) throws {
+        let reached: Int
         do throws(MigrationFailure) {
-            try Migrator.run(
+            reached = try Migrator.run(
                 StoreFormat.migrations, on: connection, from: found, applicationID: StoreFormat.applicationID)
         } catch {
             var described = RecordStoreError(error.failure, operation: .open, path: path)
@@ -256,6 +297,33 @@ enum StoreOpener {
                     "migration to format \(error.step.version) (\(error.step.name)) failed"
                 }
             throw described
+        }
+        // Another connection (a newer app, an extension) migrated past this version while this
+        // one waited for the write lock: the file is now of a format it must not write.
+        guard reached <= StoreFormat.currentVersion else {
+            throw refusal(
+                RecordStoreError(
+                    code: .newerFormat, operation: .open, path: path,
+                    detail: "format \(reached), migrated by another connection meanwhile; this version reads up to "
+                        + "format \(StoreFormat.currentVersion)"),
+                leaving: connection)
+        }
+    }
+
+    /// `error`, after telling `connection` to leave the file as it found it when it closes: no
+    /// checkpoint of the log into the main file, no `-wal` or `-shm` removed. A file refused
+    /// (another program's, a newer format) is not this version's to change; SQLite would
+    /// otherwise checkpoint it when its last connection closes. Should SQLite refuse that, the
+    /// error says so.
+    static func refusal(_ error: RecordStoreError, leaving connection: SQLiteConnection) -> RecordStoreError {
+        do throws(SQLiteFailure) {
+            try connection.leaveFileAsFoundOnClose()
+            return error
+        } catch let failure {
+            var refused = error
+            refused.detail = (refused.detail.map { $0 + "; " } ?? "")
+                + "closing may checkpoint the file's log (SQLite refused to keep it: \(failure.message))"
+            return refused
         }
     }
 }

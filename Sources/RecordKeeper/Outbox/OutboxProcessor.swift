@@ -146,23 +146,46 @@ public actor OutboxProcessor {
     ///
     /// Cancellation stops it; undelivered operations stay pending (one being delivered at
     /// that moment is retried later).
-    /// - Throws: `CancellationError` when cancelled, or the store's error.
+    ///
+    /// A round the store fails (busy past its timeout, a full disk, a file it cannot open) does
+    /// not end it: the failure goes to the store's
+    /// ``RecordStore/Options/eventHandler`` (``RecordStoreEvent/outboxRoundFailed(_:)``) and
+    /// the round is tried again after ``storeRetryDelay(afterFailures:)`` (1 s, doubling to
+    /// the idle interval), or at the next enqueue. An app that runs it as
+    /// `Task { try await processor.run() }` never has delivery stop unseen.
+    /// - Throws: `CancellationError` when cancelled.
     public func run() async throws {
         let signal = store.outboxSignal
+        var failures = 0
         while true {
             try Task.checkCancellation()
             let seen = signal.generation
-            try await deliverDue()
-            let earliest = try await store.perform(.outboxSchedule, collection: nil) {
-                try $0.outbox.earliestDue()
-            }
             var wait = Self.idleInterval
-            if let earliest {
-                let seconds = max(0, earliest.timeIntervalSince(now()))
-                wait = min(wait, .milliseconds(Int64((seconds * 1000).rounded(.up))))
+            do {
+                try await deliverDue()
+                let earliest = try await store.perform(.outboxSchedule, collection: nil) {
+                    try $0.outbox.earliestDue()
+                }
+                failures = 0
+                if let earliest {
+                    let seconds = max(0, earliest.timeIntervalSince(now()))
+                    wait = min(wait, .milliseconds(Int64((seconds * 1000).rounded(.up))))
+                }
+            } catch let error as RecordStoreError {
+                try Task.checkCancellation()
+                failures += 1
+                store.options.eventHandler?(.outboxRoundFailed(error))
+                wait = Self.storeRetryDelay(afterFailures: failures)
             }
             if wait > .zero { try await sleep(wait, orUntilEnqueuedAfter: seen, signal: signal) }
         }
+    }
+
+    /// How long ``run()`` waits after `failures` rounds in a row the store failed: 1 s,
+    /// doubling, at most ``idleInterval``.
+    public static func storeRetryDelay(afterFailures failures: Int) -> Duration {
+        let doublings = min(max(failures - 1, 0), 16)
+        return min(.seconds(1 << doublings), idleInterval)
     }
 
     /// Sleeps for `duration` or until `signal` moves past `generation`.

@@ -62,6 +62,10 @@ public enum RecordStoreEvent: Sendable {
     /// or run by ``RecordStore/close()``, failed. Every commit is still safe in the log; the
     /// next checkpoint tries again.
     case checkpointFailed(RecordStoreError)
+    /// A round of ``OutboxProcessor/run()`` failed with this store error (nothing of that
+    /// round's outcomes was lost: what was not recorded is delivered again, with its id). `run()`
+    /// goes on after ``OutboxProcessor/storeRetryDelay(afterFailures:)``.
+    case outboxRoundFailed(RecordStoreError)
 }
 
 /// How long the phases of opening a store took.

@@ -2,6 +2,7 @@ import TestHelpers
 import Foundation
 import Testing
 @testable import RecordKeeper
+import RecordKeeperTestSupport
 
 /// `run()`: retries come at their due time without new writes, an enqueue commit wakes it,
 /// cancellation stops it leaving undelivered operations pending. No test sleeps: run()'s
@@ -124,6 +125,36 @@ import Testing
             run.cancel()
             await #expect(throws: CancellationError.self) { try await run.value }
         }
+    }
+
+    @Test(.timeLimit(.minutes(2)), arguments: StoreKind.allCases)
+    func `a round the store fails is reported and tried again, and run goes on delivering`(kind: StoreKind) async throws {
+        let events = Protected<[RecordStoreEvent]>([])
+        let options = RecordStore.Options(eventHandler: { event in events.withLock { $0.append(event) } })
+        try await withStore(kind, options: options) { store, _ in
+            let clock = TestClock()
+            let sleeper = Sleeper(clock: clock)
+            let transport = ScriptedTransport()
+            let processor = OutboxProcessor.testing(store, transport, clock: clock, sleep: sleeper.hook)
+            try await store.enqueue([message("op", "x")])
+            // The round's first write (claiming the operation) fails.
+            try await store.failNextCommitForTesting()
+            let run = Task { try await processor.run() }
+            var idle = sleeper.idle.makeAsyncIterator()
+            _ = await idle.next()  // delivered after all: run() waits for work
+            #expect(try await store.outbox.pending().isEmpty)
+            #expect(transport.attempts.map(\.kind) == ["op"])
+            let failures = events.withLock { $0 }.compactMap { event -> RecordStoreError? in
+                if case .outboxRoundFailed(let error) = event { error } else { nil }
+            }
+            #expect(failures.map(\.code) == [.injectedFailure])
+            #expect(sleeper.requested.withLock { $0 }.first == .seconds(1), "the retry after a failed round")
+            run.cancel()
+            await #expect(throws: CancellationError.self) { try await run.value }
+        }
+        #expect(OutboxProcessor.storeRetryDelay(afterFailures: 1) == .seconds(1))
+        #expect(OutboxProcessor.storeRetryDelay(afterFailures: 3) == .seconds(4))
+        #expect(OutboxProcessor.storeRetryDelay(afterFailures: 40) == OutboxProcessor.idleInterval)
     }
 
     @Test func `operations waiting behind a failed one on their key do not make run spin`() async throws {

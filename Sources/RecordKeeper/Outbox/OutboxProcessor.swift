@@ -84,6 +84,7 @@ public actor OutboxProcessor {
     ///   claimed ones are delivered again after their lease), or `CancellationError`.
     @discardableResult
     public func deliverDue() async throws -> OutboxDeliveryReport {
+        try retryPolicy.validate()
         let due = now()
         var report = OutboxDeliveryReport()
         var attempted = Set<UUID>()
@@ -153,8 +154,11 @@ public actor OutboxProcessor {
     /// the round is tried again after ``storeRetryDelay(afterFailures:)`` (1 s, doubling to
     /// the idle interval), or at the next enqueue. An app that runs it as
     /// `Task { try await processor.run() }` never has delivery stop unseen.
-    /// - Throws: `CancellationError` when cancelled.
+    /// - Throws: `CancellationError` when cancelled; ``RecordStoreError`` (`invalidArgument`)
+    ///   at once for a ``RetryPolicy`` that cannot work.
     public func run() async throws {
+        // A policy that cannot work is the caller's mistake: thrown, not retried.
+        try retryPolicy.validate()
         let signal = store.outboxSignal
         var failures = 0
         while true {

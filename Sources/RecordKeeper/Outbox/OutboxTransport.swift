@@ -46,6 +46,19 @@ public struct RetryPolicy: Sendable {
         self.maximumAttempts = maximumAttempts
     }
 
+    /// Throws `invalidArgument` naming the field for a policy that cannot work: fewer than
+    /// one attempt (every operation would be dead-lettered unattempted), or a negative delay.
+    func validate() throws(RecordStoreError) {
+        var problems: [String] = []
+        if maximumAttempts < 1 { problems.append("maximumAttempts is \(maximumAttempts), not 1 or more") }
+        if initialDelay < .zero { problems.append("initialDelay is \(initialDelay), below zero") }
+        if maximumDelay < .zero { problems.append("maximumDelay is \(maximumDelay), below zero") }
+        guard !problems.isEmpty else { return }
+        throw RecordStoreError(
+            code: .invalidArgument, operation: .outboxClaim,
+            detail: "the outbox's retry policy cannot work: " + problems.joined(separator: "; ") + "; nothing was delivered")
+    }
+
     /// The delay before the next attempt after `attempts` attempts, before jitter.
     func delay(afterAttempts attempts: Int) -> Duration {
         let doublings = max(0, min(attempts - 1, 62))

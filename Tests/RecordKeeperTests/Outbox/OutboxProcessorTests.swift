@@ -194,6 +194,31 @@ import Testing
         }
     }
 
+    @Test func `a retry policy that cannot work is refused before anything is claimed or delivered`() async throws {
+        try await withStore(.inMemory) { store, _ in
+            let clock = TestClock()
+            let transport = ScriptedTransport()
+            try await store.enqueue([message("op", "x")])
+            for (policy, named) in [
+                (RetryPolicy(maximumAttempts: 0), "maximumAttempts is 0"),
+                (RetryPolicy(initialDelay: .seconds(-1)), "initialDelay is -1.0 seconds"),
+                (RetryPolicy(maximumDelay: .seconds(-5)), "maximumDelay is -5.0 seconds"),
+            ] {
+                let processor = OutboxProcessor.testing(store, transport, clock: clock, policy: policy)
+                for call in [
+                    { _ = try await processor.deliverDue() },
+                    { try await processor.run() },
+                ] as [@Sendable () async throws -> Void] {
+                    let error = await #expect(throws: RecordStoreError.self) { try await call() }
+                    #expect(error?.code == .invalidArgument)
+                    #expect(error?.detail?.contains(named) == true, "\(String(describing: error))")
+                }
+            }
+            #expect(transport.attempts.isEmpty)
+            #expect(try await store.outbox.pending().map(\.attempts) == [0], "nothing claimed, nothing dead-lettered")
+        }
+    }
+
     @Test func `a retryable failure at the last attempt moves the operation to the dead letters`() async throws {
         try await withStore(.inMemory) { store, _ in
             let clock = TestClock()

@@ -234,10 +234,18 @@ struct SyncCommitFollower {
 
     /// Follows the collections of `synced` not followed yet; each stream is registered and
     /// positioned when this returns.
+    ///
+    /// A collection newly followed tells the signal once: a commit to it that came after the
+    /// round's push read the queue and before its stream was registered (an app that starts a
+    /// collection and writes to it at once) tells no stream, and would otherwise wait for some
+    /// other commit or pulled page to be pushed.
     mutating func follow(_ synced: Set<String>, in store: RecordStore) async {
+        var added = false
         for name in synced.sorted() where following[name] == nil {
             following[name] = Self.count(await store.changes(in: name), on: signal)
+            added = true
         }
+        if added { signal.notify() }
     }
 
     /// Stops following (each stream ends with its task).

@@ -1,3 +1,4 @@
+import TestHelpers
 import Foundation
 import Testing
 @testable import RecordKeeper
@@ -143,4 +144,49 @@ func testOptions(_ sleeps: RecordedSleeps = RecordedSleeps(), random: Double = 0
     KeepInSyncOptions(
         pushDelay: .zero, pullWait: .seconds(300), sleep: { try await sleeps.sleep($0) },
         now: { Date(timeIntervalSince1970: 1_000) }, random: { random })
+}
+
+/// Holds the next pull that is not live, once armed, until the test opens the gate: a round
+/// that has pushed and waits for its pull, for writes made in between. Live pulls are held by
+/// the inner server, as always.
+struct HeldPullServer: RecordSyncServer {
+    let inner: InMemorySyncServer
+    let gate = Gate()
+    private let armed = Protected(false)
+    let asked: AsyncStream<Void>
+    private let askedContinuation: AsyncStream<Void>.Continuation
+
+    init(inner: InMemorySyncServer) {
+        self.inner = inner
+        (asked, askedContinuation) = AsyncStream<Void>.makeStream()
+    }
+
+    /// The next pull that is not live waits for ``gate``.
+    func arm() { armed.withLock { $0 = true } }
+
+    func push(space: String, operations: [SyncOperation]) async throws -> [SyncOutcome] {
+        try await inner.push(space: space, operations: operations)
+    }
+
+    func pull(space: String, after cursor: SyncCursor, limit: Int) async throws -> SyncPage {
+        try await pull(space: space, after: cursor, limit: limit, collections: nil)
+    }
+
+    func pull(space: String, after cursor: SyncCursor, limit: Int, collections: Set<String>?) async throws -> SyncPage {
+        let hold = armed.withLock { armed in
+            defer { armed = false }
+            return armed
+        }
+        if hold {
+            askedContinuation.yield()
+            await gate.wait()
+        }
+        return try await inner.pull(space: space, after: cursor, limit: limit, collections: collections)
+    }
+
+    func pull(
+        space: String, after cursor: SyncCursor, limit: Int, collections: Set<String>?, wait: Duration
+    ) async throws -> SyncPage {
+        try await inner.pull(space: space, after: cursor, limit: limit, collections: collections, wait: wait)
+    }
 }

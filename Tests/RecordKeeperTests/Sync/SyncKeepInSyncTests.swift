@@ -244,6 +244,42 @@ struct SyncKeepInSyncTests {
         }
     }
 
+    @Test(arguments: StoreKind.allCases)
+    func `a write to a collection just started, made while the round it started pulls, is pushed without another commit`(
+        kind: StoreKind
+    ) async throws {
+        try await withTemporaryDirectory { directory in
+            let store = kind.makeStore(at: directory.appendingPathComponent("device.sqlite"))
+            let inner = InMemorySyncServer()
+            let server = HeldPullServer(inner: inner)
+            let sync = RecordSync(store: store, server: server)
+            try await sync.start(space: "s", collections: ["notes"])
+            var activity = sync.activity().makeAsyncIterator()
+            let running = Task { try await sync.keepInSync(testOptions()) }
+            _ = await activities(&activity, until: isSettled)
+            await untilHeld(inner, 1)
+
+            // Starting "tags" starts a round; its push has read the queue when its pull is asked.
+            server.arm()
+            try await sync.start(space: "s", collections: ["tags"])
+            var asked = server.asked.makeAsyncIterator()
+            await asked.next()
+            try await store.put("tags", key: "t", data: Data("written at once"))
+            await server.gate.open()
+            // The round ends having pushed nothing; following "tags" starts one more, which
+            // pushes the write (without it, the write would wait for some other commit).
+            let started = await activities(&activity, until: isSettled)
+            #expect(report(started.last)?.pushedOperations == 0)
+            let followed = await activities(&activity, until: isSettled)
+            #expect(report(followed.last)?.pushedOperations == 1)
+            #expect(try await store.syncStatus()?.pendingOperations == 0, "the write went up without another commit")
+            let page = try await inner.pull(space: "s", after: .start, limit: 10, collections: ["tags"])
+            #expect(page.changes.map(\.key) == ["t"])
+            running.cancel()
+            try await running.value
+        }
+    }
+
     @Test func `a second keepInSync of one RecordSync is refused while the first runs`() async throws {
         try await withSyncingDevices(.inMemory, collections: ["notes"]) { _, a, _ in
             var activity = a.activity().makeAsyncIterator()

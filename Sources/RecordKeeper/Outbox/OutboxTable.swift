@@ -109,13 +109,17 @@ struct OutboxTable {
 
     // MARK: Dead letters
 
-    /// Makes a dead letter pending again, due at `now`, with no attempts. False when `id` is
-    /// not a dead letter.
+    /// Makes a dead letter pending again, due at `now`, with no attempts, behind every
+    /// operation queued now: as if enqueued again. False when `id` is not a dead letter.
+    ///
+    /// Not in its old place: operations of its key that went on while it was a dead letter may
+    /// be under way, and one first in line again would start beside them (two deliveries of
+    /// one key at once).
     func requeue(_ id: UUID, now: Date) throws -> Bool {
         try runner.execute(
             """
-            UPDATE outbox SET dead = 0, attempts = 0, next_attempt_at = ?2,
-                claimed_by = NULL, claimed_until = NULL
+            UPDATE outbox SET sequence = (SELECT max(sequence) FROM outbox) + 1, dead = 0, attempts = 0,
+                next_attempt_at = ?2, claimed_by = NULL, claimed_until = NULL
             WHERE id = ?1 AND dead = 1
             """, id, Self.milliseconds(now), key: id.uuidString)
     }

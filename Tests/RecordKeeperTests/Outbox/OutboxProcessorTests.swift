@@ -269,6 +269,37 @@ import Testing
         }
     }
 
+    @Test(arguments: StoreKind.allCases)
+    func `a dead letter requeued while a later operation of its key is under way waits behind it`(kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ in
+            let clock = TestClock()
+            let entered = Gate(), release = Gate()
+            let first = ScriptedTransport(["a": [.reject("400 bad")]], hook: { operation in
+                guard operation.kind == "b" else { return }
+                await entered.open()
+                await release.wait()
+            })
+            let processor = OutboxProcessor.testing(store, first, clock: clock, lease: .seconds(60))
+            let second = ScriptedTransport()
+            let other = OutboxProcessor.testing(store, second, clock: clock, lease: .seconds(60))
+            let a = message("a", "1", key: "k")
+            try await store.enqueue([a, message("b", "2", key: "k"), message("c", "3", key: "k")])
+            // "a" is refused for good, so "b" goes on; while "b" is under way, "a" is requeued.
+            let running = Task { try await processor.deliverDue() }
+            await entered.wait()
+            try await store.outbox.requeue(a.id)
+            #expect(try await other.deliverDue() == OutboxDeliveryReport(), "b is under way: nothing of its key starts")
+            await release.open()
+            _ = try await running.value
+            // The first processor goes on in line with "c"; "a" comes behind it, as if enqueued again.
+            _ = try await other.deliverDue()
+            #expect(first.overlaps == 0 && second.overlaps == 0)
+            #expect(first.attempts.map(\.kind) == ["a", "b", "c"])
+            #expect(second.attempts.map(\.kind) == ["a"])
+            #expect(try await store.outbox.pending().isEmpty)
+        }
+    }
+
     @Test func `an operation whose deliveries never finish reaches the dead letters`() async throws {
         try await withStore(.inMemory) { store, _ in
             let clock = TestClock()

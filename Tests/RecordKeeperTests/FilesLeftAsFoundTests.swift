@@ -13,16 +13,20 @@ import Testing
 
     private func log(_ url: URL) -> URL { URL(fileURLWithPath: url.path + "-wal") }
 
+    /// A closed store holding one record, `records.sqlite` in `directory`.
+    private func storeWithOneRecord(in directory: URL) async throws -> URL {
+        let url = directory.appendingPathComponent("records.sqlite")
+        let store = RecordStore(url: url)
+        try await store.put("c", key: "k", data: Data("v".utf8))
+        await store.close()
+        return url
+    }
+
     @Test func `a newer format still in the log is refused by reads and writes, and neither the file nor its log changes`()
         async throws
     {
         try await withTemporaryDirectory { directory in
-            let url = directory.appendingPathComponent("records.sqlite")
-            do {
-                let store = RecordStore(url: url)
-                try await store.put("c", key: "k", data: Data("v".utf8))
-                await store.close()
-            }
+            let url = try await storeWithOneRecord(in: directory)
             // A newer version of the app migrated in the log and was killed before a checkpoint.
             try rawSQLite(url, "PRAGMA user_version = 99; CREATE TABLE newer (x)", keepingLog: true)
             let main = try Data(contentsOf: url)
@@ -47,12 +51,7 @@ import Testing
         emptyFile: Bool
     ) async throws {
         try await withTemporaryDirectory { directory in
-            let url = directory.appendingPathComponent("records.sqlite")
-            do {
-                let store = RecordStore(url: url)
-                try await store.put("c", key: "k", data: Data("v".utf8))
-                await store.close()
-            }
+            let url = try await storeWithOneRecord(in: directory)
             // Commits only in the log, then the store file moved away (or truncated) without it.
             try rawSQLite(url, "INSERT INTO records (collection_id, key, payload, version) SELECT collection_id, 'late', payload, 1 FROM records", keepingLog: true)
             let logged = try Data(contentsOf: log(url))

@@ -94,7 +94,7 @@ extension SyncRelay {
         var changes = first.changes.count
         var bytes = Self.payloadBytes(first)
         while let last = pages.last, last.hasMore, pages.count < key.pages, changes + key.limit <= configuration.maxPullLimit,
-            bytes < SyncPage.payloadBudget
+            bytes < configuration.pullPayloadBudget
         {
             let next: SyncPage
             do {

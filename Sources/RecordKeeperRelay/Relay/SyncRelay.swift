@@ -43,6 +43,9 @@ public final class SyncRelay: Sendable {
         /// request, as relays before `pages` did. An answer also stops at ``maxPullLimit``
         /// changes in all.
         public var maxPagesPerAnswer: Int = RelayWire.maximumPagesPerAnswer
+        /// The payload bytes an answer pulled page by page stops adding pages at
+        /// (``/RecordKeeperSync/SyncPage/payloadBudget``; a test of paging by size sets a small one).
+        package var pullPayloadBudget: Int = SyncPage.payloadBudget
         /// The longest a live pull is held (`wait=` in the query); a longer wait is lowered to
         /// it. At most ``RecordKeeper/SyncPage/maximumWait``; 60 s unless set.
         public var maxPullWait: Duration = .seconds(60)

@@ -7,7 +7,8 @@ import RecordKeeperTestSupport
 /// `run()`: retries come at their due time without new writes, an enqueue commit wakes it,
 /// cancellation stops it leaving undelivered operations pending. No test sleeps: run()'s
 /// sleeps go through a hook that moves the test clock, or waits until cancelled.
-@Suite struct OutboxRunTests {
+@Suite(.disabled(if: starvedUnderThreadSanitizer, "starved by the rest of the sanitized suite; .ci/run runs it alone under the sanitizer"))
+struct OutboxRunTests {
     /// A sleep hook: short sleeps move the clock at once; the idle sleep (nothing is due)
     /// reports itself and lasts until it is cancelled (by a wake-up or by the test).
     struct Sleeper {

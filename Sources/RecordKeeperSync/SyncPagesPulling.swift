@@ -66,9 +66,19 @@ extension SyncPage {
         var count = 0
         for change in changes {
             guard earlier < budget else { break }
-            if case .payload(let data) = change.value { earlier += data.count }
+            earlier += change.payloadBytes
             count += 1
         }
         return count
     }
+}
+
+extension SyncPulledChange {
+    /// The bytes of its payload (0 for a tombstone): what a pull's payload budget counts.
+    package var payloadBytes: Int { value.payload?.count ?? 0 }
+}
+
+extension Sequence<SyncPulledChange> {
+    /// The bytes of every payload among these changes.
+    package var payloadBytes: Int { reduce(0) { $0 + $1.payloadBytes } }
 }

@@ -69,12 +69,7 @@ extension BenchRunner {
         let pages = try bodies.flatMap { body in try Self.lines(body).map { try SyncWireJSON.decodePage($0) } }
         let changes = pages.reduce(0) { $0 + $1.changes.count }
         let bytes = bodies.reduce(0) { $0 + $1.count }
-        let payloadBytes = pages.reduce(0) { sum, page in
-            sum + page.changes.reduce(0) { inner, change in
-                if case .payload(let data) = change.value { return inner + data.count }
-                return inner
-            }
-        }
+        let payloadBytes = pages.reduce(0) { $0 + $1.changes.payloadBytes }
         log("anatomy: \(bodies.count) answers, \(pages.count) pages, \(changes) changes, \(bytes) bytes on the wire "
             + "(\(bytes / max(1, changes)) a change; payloads \(payloadBytes / max(1, changes)) bytes a change before base64)")
 

@@ -13,10 +13,6 @@ import Testing
             base: nil)
     }
 
-    private func payloadBytes(_ changes: [SyncPulledChange]) -> Int {
-        changes.reduce(0) { $0 + ($1.value.payload?.count ?? 0) }
-    }
-
     @Test(arguments: ServerKind.allCases)
     func `a pull of large records stops at its byte budget and pulling on delivers every record once`(
         kind: ServerKind
@@ -111,7 +107,7 @@ import Testing
         #expect(read.map(\.changes.count) == [2, 2, 2, 1])
         #expect(read.map(\.hasMore) == [true, true, true, true])
         #expect(read.last?.cursor == SyncCursor(counter: 7, position: .init(collection: "notes", key: "n7")))
-        #expect(payloadBytes(read.flatMap(\.changes)) - 150 < 1000, "beyond the last change, within the budget")
+        #expect(read.flatMap(\.changes).payloadBytes - 150 < 1000, "beyond the last change, within the budget")
 
         // Reads of several pages from each last cursor deliver every record once, in order.
         var cursor = SyncCursor.start

@@ -12,16 +12,16 @@ public struct FieldPath: Sendable, Hashable, CustomStringConvertible {
     /// - Throws: ``QueryError`` (`invalidField`) when a segment is empty or holds a character
     ///   other than `A`–`Z`, `a`–`z`, `0`–`9` and `_`.
     public init(_ name: String) throws(QueryError) {
-        let segments = name.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
-        for segment in segments where !Self.isValidSegment(segment) {
+        guard let path = FieldPath(stored: name) else {
             throw QueryError(
                 .invalidField, fieldName: name,
                 detail: "a field path is object keys of letters, digits and _ separated by dots")
         }
-        self.segments = segments
+        self = path
     }
 
-    /// The path `text` names when it is one (a path stored in the file); nil otherwise.
+    /// The path `text` names when it is one, nil otherwise: the one check of a path's text, for
+    /// a name given (``init(_:)``) and for one read from the file.
     init?(stored text: String) {
         let segments = text.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
         guard segments.allSatisfy(Self.isValidSegment) else { return nil }

@@ -92,7 +92,9 @@ extension SyncRelay {
     private func pages(from first: SyncPage, _ key: RelayPullAhead.Key) async -> [SyncPage] {
         var pages = [first]
         var changes = first.changes.count
-        var bytes = Self.payloadBytes(first)
+        // An answer pulled page by page stops adding pages once it holds its payload budget,
+        // as one read of several pages does.
+        var bytes = first.changes.payloadBytes
         while let last = pages.last, last.hasMore, pages.count < key.pages, changes + key.limit <= configuration.maxPullLimit,
             bytes < configuration.pullPayloadBudget
         {
@@ -110,17 +112,10 @@ extension SyncRelay {
             }
             metrics.recordPull(changes: next.changes.count)
             changes += next.changes.count
-            bytes += Self.payloadBytes(next)
+            bytes += next.changes.payloadBytes
             pages.append(next)
         }
         return pages
-    }
-
-    /// The payload bytes of `page`'s changes: an answer pulled page by page stops adding pages
-    /// once it holds ``/RecordKeeperSync/SyncPage/payloadBudget``, as one read of several
-    /// pages does.
-    private static func payloadBytes(_ page: SyncPage) -> Int {
-        page.changes.reduce(0) { $0 + ($1.value.payload?.count ?? 0) }
     }
 
     /// The response of `pages` (never empty), with the next cursor when there is more.

@@ -96,7 +96,8 @@ public actor RecordStore {
         self.location = location
         self.options = options
         self.openingHook = openingHook
-        let path = location.map(Self.filePath(of:))
+        // The file a link names, once: its side files are the ones SQLite uses.
+        let path = location.map { StoreOpener.followingLinks(Self.filePath(of: $0)) }
         let label = "RecordKeeper.RecordStore \(path ?? "in-memory")"
         let watcher = ChangeWatcher(path: path, options: options)
         self.watcher = watcher

@@ -124,6 +124,32 @@ enum StoreOpener {
                 + "mounted?); nothing was opened or created")
     }
 
+    /// The file `path` names when its last component is a symbolic link: the link followed
+    /// (relative targets from the link's directory, chains to their end), so that the store's
+    /// `-wal`, `-shm` and `-observers` files are the ones beside the file, where SQLite puts
+    /// its own, whichever path a store was given. Another path, a link to nothing and a loop
+    /// of links are returned as they are (opening refuses the last two, naming the path
+    /// given). Links in the directories above need nothing: the side files of both paths are
+    /// then in the same directory.
+    ///
+    /// One `lstat` for a path that is no link, the usual case.
+    static func followingLinks(_ path: String) -> String {
+        var current = path
+        // Linux's MAXSYMLINKS: what the kernel follows before saying ELOOP.
+        for _ in 0..<40 {
+            var info = stat()
+            guard lstat(current, &info) == 0 else { return path }
+            guard info.st_mode & S_IFMT == S_IFLNK else { return current }
+            var target = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+            let count = readlink(current, &target, target.count - 1)
+            guard count > 0 else { return path }
+            let named = String(decoding: target[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            let directory = (current as NSString).deletingLastPathComponent
+            current = named.hasPrefix("/") || directory.isEmpty ? named : directory + "/" + named
+        }
+        return path
+    }
+
     /// Refuses an existing path the writer cannot use, before SQLite opens it: a directory, a
     /// FIFO, a device or a socket; a
     /// file this process may not read (`cannotRead`, as a read says); a file it may not write

@@ -63,7 +63,10 @@ final class ImportPlanner: ImportVisitor {
 /// Merge: with `classify`, every record is compared with the stored one (counting added,
 /// changed, unchanged) and only differences are written; without it (a first pass counted
 /// already) records are written as they come and the store skips unchanged payloads.
-/// Replace: each named collection is removed and re-established when first seen, then filled.
+/// Replace: each named collection is emptied when first seen, then filled. Emptied, not
+/// removed: what the store records of the collection besides its records (declared indexes,
+/// the item version and payload strategies of its repository) stays, as for an app's
+/// `replace`.
 final class ImportApplier: ImportVisitor {
     private let transaction: RecordTransaction
     private let replace: Bool
@@ -87,7 +90,6 @@ final class ImportApplier: ImportVisitor {
         counts.collections += 1
         if replace {
             try flush()
-            try transaction.removeCollection(name)
             try transaction.replace(name, values: [:])
         }
     }

@@ -32,34 +32,35 @@ import Testing
         }
     }
 
+    // The tool's test gate exists in debug builds only, as this test does.
+    #if DEBUG
     @Test(arguments: [SIGINT, SIGTERM])
     func `an interrupted import into a new path leaves nothing there`(signal: Int32) async throws {
         try await withTemporaryDirectory { directory in
             let outputs = directory.appendingPathComponent("outputs", isDirectory: true)
             let work = directory.appendingPathComponent("work", isDirectory: true)
             for url in [outputs, work] { try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true) }
-            // The input is a FIFO, so the test knows when the tool reads it: once to check it,
-            // once more inside the write transaction.
-            let fifo = work.appendingPathComponent("input.ndjson").path
-            #expect(mkfifo(fifo, 0o600) == 0)
-            let store = work.appendingPathComponent("new/directory/store.sqlite").path
-            let tool = try ToolProcess(["import", fifo, "--store", store], in: work, outputDirectory: outputs)
-            try tool.start()
+            let input = work.appendingPathComponent("input.ndjson")
             let lines = (0..<200).map { #"{"collection":"c","key":"k\#($0)","value":\#($0)}"# + "\n" }
+            try Data(lines.joined().utf8).write(to: input)
+            // The write pass opens the gate (a FIFO, debug builds only) inside its transaction,
+            // once it created the store: the test knows the import is writing, and lets it go
+            // on only after the signal.
+            let gate = directory.appendingPathComponent("gate").path
+            #expect(mkfifo(gate, 0o600) == 0)
+            let store = work.appendingPathComponent("new/directory/store.sqlite").path
+            let tool = try ToolProcess(
+                ["import", input.path, "--store", store], in: work, outputDirectory: outputs,
+                environment: ["RECORDKEEPER_TEST_IMPORT_GATE": gate])
+            try tool.start()
 
-            let first = try await openWriter(fifo)
-            write(lines.joined(), to: first)
-            close(first)
-            // The write pass: the store exists now, and the tool reads the input again.
-            try await ToolProcess.waitUntil("the store being created") { FileManager.default.fileExists(atPath: store) }
-            let second = try await openWriter(fifo)
-            write(lines[..<100].joined(), to: second)
+            let writer = try await openWriter(gate)
+            #expect(FileManager.default.fileExists(atPath: store))
             tool.send(signal)
             try await ToolProcess.waitUntil("the tool saying it was interrupted") {
                 try tool.errorOutput().contains("interrupted")
             }
-            write(lines[100...].joined(), to: second)
-            close(second)
+            close(writer)
             try await tool.waitForExit()
 
             let errors = try tool.errorOutput()
@@ -69,6 +70,7 @@ import Testing
             #expect(try tool.errorOutput().hasPrefix("recordkeeper: interrupted ("))
         }
     }
+    #endif
 
     @Test func `an import into an existing store that is interrupted changes nothing`() async throws {
         try await withTemporaryDirectory { directory in

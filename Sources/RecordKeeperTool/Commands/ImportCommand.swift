@@ -7,8 +7,10 @@ import RecordKeeperCommandLine
 /// - Dry run: one pass over the input against a read snapshot; the store is never created.
 /// - Merge: one pass inside one write transaction, comparing each record with the stored one.
 /// - Replace, or a store that does not exist yet: a counting pass first (snapshot, or no store
-///   at all), then the writing pass; standard input is first copied into an anonymous file
-///   (created 0600 in a private directory and unlinked at once) so it can be read twice.
+///   at all), then the writing pass. Input that cannot be read twice (standard input, a pipe
+///   such as `/dev/stdin` or `<(command)`, a FIFO) is first copied into an anonymous file
+///   (created 0600 in a private directory and unlinked at once); only a regular file is
+///   opened again.
 /// Malformed input fails its pass before anything commits, so nothing is written. An import
 /// that creates the store and fails, or is stopped by SIGINT, SIGTERM or SIGHUP, removes the
 /// store and whatever else it created (`CreatedFiles`), then dies of the signal.
@@ -17,9 +19,10 @@ enum ImportCommand {
     enum Input: Sendable {
         case file(String)
         case standardInput
-        /// Standard input, copied into an anonymous file (see `SystemCalls.anonymousFile`) so
-        /// that it can be read twice; read from its start each time.
-        case copy(Int32)
+        /// Standard input or a file that is not a regular file, copied into an anonymous file
+        /// (see `SystemCalls.anonymousFile`) so that it can be read twice; read from its start
+        /// each time.
+        case copy(Int32, name: String)
     }
 
     static func run(_ context: CommandContext) async throws -> ExitCode {
@@ -32,6 +35,11 @@ enum ImportCommand {
             // would be consumed).
             throw ToolError(SystemCalls.isNoSuchFile(number) ? .notFound : .ioError,
                             "cannot open \(file): \(String(cString: strerror(number)))")
+        }
+        // A directory, a FIFO or a device at the store path is refused before the input is
+        // read, by a dry run too (which would otherwise count against "no store yet").
+        if case .nonRegular(let kind) = try context.store.state() {
+            throw StoreAccess.notAStoreFile(context.store.path, kind)
         }
         let given: Input = file == "-" ? .standardInput : .file(file)
 
@@ -46,12 +54,17 @@ enum ImportCommand {
         }
 
         // Replace needs counts from before the write; a missing store must not be created for
-        // input that turns out malformed. Both read the input once before writing, so standard
-        // input is first copied into an anonymous file (no name, no leftovers).
+        // input that turns out malformed. Both read the input once before writing, so input
+        // that a second open would not give again (standard input, a pipe, a FIFO) is first
+        // copied into an anonymous file (no name, no leftovers). Opened again, a pipe that was
+        // read gives nothing, and a FIFO waits for a writer inside the write transaction.
         let needsFirstPass = try replace || !context.store.holdsStore
-        let input: Input = needsFirstPass && file == "-" ? .copy(try copyStandardInput()) : given
+        let input: Input = needsFirstPass && (file == "-" || !SystemCalls.isRegularFile(file))
+            ? .copy(try copy(file == "-" ? ByteReader(standardInput: ()) : ByteReader(path: file)),
+                    name: file == "-" ? "standard input" : file)
+            : given
         defer {
-            if case .copy(let descriptor) = input { _ = SystemCalls.closeDescriptor(descriptor) }
+            if case .copy(let descriptor, _) = input { _ = SystemCalls.closeDescriptor(descriptor) }
         }
 
         var counts = ImportCounts()
@@ -66,6 +79,9 @@ enum ImportCommand {
         let store = try context.store.writableStore()
         let write: @Sendable () async throws -> ImportCounts = {
             try await store.write { transaction in
+                #if DEBUG
+                    waitAtTestGate()
+                #endif
                 // A merge counts inside its transaction, also after a first pass: another
                 // process may have created the store or the records meanwhile.
                 let applier = ImportApplier(transaction: transaction, replace: replace, classify: !replace)
@@ -144,12 +160,12 @@ enum ImportCommand {
         switch input {
         case .file(let path): reader = try ByteReader(path: path)
         case .standardInput: reader = ByteReader(standardInput: ())
-        case .copy(let descriptor):
+        case .copy(let descriptor, let name):
             let copy = SystemCalls.reopenFromStart(descriptor)
             guard copy >= 0 else {
                 throw ToolError(.ioError, "cannot read the copy of standard input: \(SystemCalls.lastErrorMessage)")
             }
-            reader = ByteReader(descriptor: copy, name: "standard input", ownsDescriptor: true)
+            reader = ByteReader(descriptor: copy, name: name, ownsDescriptor: true)
         }
         do {
             try ImportDocument.read(reader, into: visitor, progress: progress, foundationCheck: foundationCheck)
@@ -160,16 +176,15 @@ enum ImportCommand {
         }
     }
 
-    /// Copies standard input (constant memory) into a file that only this process can reach
-    /// and that disappears with it, however it ends; returns its descriptor.
-    private static func copyStandardInput() throws(ToolError) -> Int32 {
+    /// Copies what `reader` reads (constant memory) into a file that only this process can
+    /// reach and that disappears with it, however it ends; returns its descriptor.
+    private static func copy(_ reader: ByteReader) throws(ToolError) -> Int32 {
         let temporary = FileManager.default.temporaryDirectory.path
         let (descriptor, failure) = SystemCalls.anonymousFile(in: temporary)
         guard descriptor >= 0 else {
-            throw ToolError(.ioError, (failure ?? "cannot create a temporary file") + " (to read standard input twice)")
+            throw ToolError(.ioError, (failure ?? "cannot create a temporary file") + " (to read \(reader.name) twice)")
         }
-        let writer = ByteWriter(descriptor: descriptor, name: "the copy of standard input")
-        let reader = ByteReader(standardInput: ())
+        let writer = ByteWriter(descriptor: descriptor, name: "the copy of \(reader.name)")
         var piece = [UInt8](repeating: 0, count: 1 << 16)
         do {
             while true {
@@ -184,6 +199,19 @@ enum ImportCommand {
         }
         return descriptor
     }
+
+    #if DEBUG
+        /// Tests only, in debug builds: when `RECORDKEEPER_TEST_IMPORT_GATE` names a FIFO, the
+        /// write pass opens it and reads it to its end, inside its transaction, before reading
+        /// the input: the handshake that lets a test stop an import while it writes.
+        private static func waitAtTestGate() {
+            guard let gate = ProcessInfo.processInfo.environment["RECORDKEEPER_TEST_IMPORT_GATE"],
+                let reader = try? ByteReader(path: gate)
+            else { return }
+            var byte = [UInt8](repeating: 0, count: 1)
+            while (try? reader.read(into: &byte, 0..<1)) ?? 0 > 0 {}
+        }
+    #endif
 
     static func removeTemporaryFile(_ path: String) {
         guard SystemCalls.removeFile(path) else {

@@ -18,6 +18,14 @@ enum SystemCalls {
         isatty(descriptor) == 1
     }
 
+    /// Whether `path` (links followed) is a regular file, which reads the same bytes each
+    /// time it is opened; a pipe, a FIFO, a socket or a terminal (`/dev/stdin`, `<(command)`)
+    /// does not. False when it cannot be examined.
+    static func isRegularFile(_ path: String) -> Bool {
+        var info = stat()
+        return stat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFREG
+    }
+
     static func openForReading(_ path: String) -> Int32 {
         open(path, O_RDONLY | O_CLOEXEC)
     }

@@ -114,11 +114,18 @@ extension RecordRepository {
     ///
     /// A changed record that does not decode, or a removed key that is no item ID, ends the
     /// stream by throwing ``RepositoryError`` (naming the key): it is never skipped. Load again
-    /// to see the state, and call `changes()` again to keep listening. A change after which the
-    /// collection's items are of a newer item version than this repository's (a newer app
-    /// migrated them) ends it with `newerItemVersion`, as every load and save then throws: its
-    /// records are never decoded as this version's items. (That version is read with each
-    /// element; a ``RecordStoreError`` reading it ends the stream too.)
+    /// to see the state, and call `changes()` again to keep listening. The changed records are
+    /// read as ``load()`` reads them, with each element:
+    /// - after a change that leaves the collection's items at a newer item version than this
+    ///   repository's (a newer app migrated them), or a changed record holding a newer one of
+    ///   its own (pulled from a device running a newer app), the stream ends with
+    ///   `newerItemVersion`: such records are never decoded as this version's items;
+    /// - a collection recorded with other payload strategies ends it with `codingMismatch`;
+    /// - a collection holding older items (a record pulled from a device running an older
+    ///   app) is migrated first, as a load would, and the element holds the changed items as
+    ///   migrated.
+    ///
+    /// A ``RecordStoreError`` reading the versions or migrating ends the stream too.
     ///
     /// A stream that fell far behind (see ``RecordStore/changes(in:)``) yields one element with
     /// ``RepositoryChange/isFullState`` set: every item, with the removed ones not named. A
@@ -140,12 +147,15 @@ extension RecordRepository {
             store: store, migrator: migrator)
     }
 
-    /// Decodes one record-level change; the first failure throws.
-    static func decode(_ change: RecordChanges, collection: String, decoder: PayloadCoder) throws -> RepositoryChange<Item> {
+    /// Decodes one record-level change, with `upserts` in place of its own (see
+    /// `readableUpserts(of:)`); the first failure throws.
+    static func decode(
+        _ change: RecordChanges, upserts: [String: Data], collection: String, decoder: PayloadCoder
+    ) throws -> RepositoryChange<Item> {
         let byKey: (String, String) -> Bool = { $0 < $1 }  // code-point order = UTF-8 byte order
         var result = RepositoryChange<Item>(isFullState: change.isFullState)
-        for key in change.upserts.keys.sorted(by: byKey) {
-            guard let data = change.upserts[key] else { continue }
+        for key in upserts.keys.sorted(by: byKey) {
+            guard let data = upserts[key] else { continue }
             result.upserted.append(try decode(data, key: key, collection: collection, decoder: decoder))
         }
         for key in change.removals.sorted(by: byKey) {
@@ -197,14 +207,40 @@ where Item: Codable & Identifiable & Equatable & Sendable, Item.ID: Codable & Se
                 return nil
             }
             do {
-                // Items a newer app wrote are never decoded as this version's.
-                if let found = try await store.itemVersion(of: collection, inline: true), found > migrator.currentVersion {
-                    throw migrator.newerVersionError(found)
-                }
-                return try RecordRepository<Item>.decode(change, collection: collection, decoder: decoder)
+                let upserts = try await readableUpserts(of: change)
+                return try RecordRepository<Item>.decode(change, upserts: upserts, collection: collection, decoder: decoder)
             } catch {
                 isFinished = true
                 throw error
+            }
+        }
+
+        /// The upserts of `change` as this version reads them, checked as a load checks them:
+        /// a collection or a record a newer app wrote, and a collection recorded with other
+        /// payload strategies, throw (never decoded as this version's items). When the
+        /// collection holds older items (a record pulled from a device running an older app),
+        /// it is migrated first, and the upserts are the changed records as the migration
+        /// left them (a record removed meanwhile is left out: a later element removes it).
+        private func readableUpserts(of change: RecordChanges) async throws -> [String: Data] {
+            guard !change.upserts.isEmpty else { return [:] }
+            let migrator = migrator
+            let collection = collection
+            let current = migrator.currentVersion
+            let (state, records) = try await store.readWithItemVersion(collection, operation: .read, inline: true) {
+                engine, name, _ in try engine.itemVersions.recordItemVersions(name, above: current)
+            }
+            let own = records ?? .none
+            let needsMigration = try migrator.needsMigration(state, records: own)
+            for key in change.upserts.keys.sorted() {
+                if let version = own.newer[key] { throw migrator.newerRecordError(key: key, version: version) }
+            }
+            guard needsMigration else { return change.upserts }
+            let keys = Array(change.upserts.keys)
+            return try await store.write(origin: .library, collection: collection) { transaction in
+                try migrator.run(in: transaction)
+                var upserts: [String: Data] = [:]
+                for key in keys { upserts[key] = try transaction.value(collection, key: key) }
+                return upserts
             }
         }
     }

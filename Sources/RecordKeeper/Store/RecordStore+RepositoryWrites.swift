@@ -8,14 +8,15 @@ extension RecordStore {
     /// Applies `changes` only if every key in `expected` still has the stated version (nil:
     /// must not exist), otherwise throws ``RecordConflict`` and writes nothing; returns the
     /// version of every upserted key after the write (unchanged payloads keep theirs).
+    /// A library write (``StoredValue``'s): it teaches no repository its versions, so a
+    /// repository holding the record conflicts instead of overwriting it unseen.
     nonisolated(nonsending) func applyReturningVersions(
         _ collection: String, changes: RecordChanges, expecting expected: [String: RecordVersion?]
     ) async throws -> [String: RecordVersion] {
         let input = try ValidatedChanges(collection, changes: changes, operation: .apply)
         let expected = try ValidatedChanges.normalizedVersions(expected, collection: input.collection, operation: .apply)
         let inline = mayWriteInline(input.upserts.count + input.removals.count)
-        return try await performWrite(.apply, collection: input.collection, inline: inline, origin: .recordAPI) {
-            context in
+        return try await performWrite(.apply, collection: input.collection, inline: inline) { context in
             try context.apply(
                 input.collection, upserts: input.upserts, removals: input.removals, expecting: expected)
         }

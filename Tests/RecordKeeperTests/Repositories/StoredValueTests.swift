@@ -100,4 +100,25 @@ import Testing
             #expect(try await store.value("settings", key: "theme") == Data(#""sepia""#.utf8))
         }
     }
+
+    struct Setting: Codable, Identifiable, Equatable, Sendable {
+        var id: String
+        var value: String
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func `a stored value's save is a change a repository on the same record must load before overwriting`(kind: StoreKind) async throws {
+        try await withStore(kind) { (store: RecordStore, _: URL) async throws in
+            let settings = RecordRepository<Setting>(store: store, collection: "settings")
+            try await settings.save(Setting(id: "theme", value: "light"))
+            #expect(try await settings.load() == [Setting(id: "theme", value: "light")])
+            let theme = StoredValue(store: store, collection: "settings", key: "theme", default: Setting(id: "theme", value: "system"))
+            _ = try await theme.load()
+            try await theme.save(Setting(id: "theme", value: "dark"))
+
+            // The repository last saw "light": saving over "dark" unseen is a conflict.
+            await #expect(throws: RecordConflict.self) { try await settings.save(Setting(id: "theme", value: "sepia")) }
+            #expect(try await theme.load() == Setting(id: "theme", value: "dark"))
+        }
+    }
 }

@@ -49,10 +49,11 @@ enum ServeCommand {
         // is per shard.
         let server = try await database.connect(connections: pool, liveWake: liveWake, wakeConninfo: wakeConninfo)
         if let statementTimeout {
-            // A session setting: behind PgBouncer in transaction mode, set it on the role
-            // instead (docs/SCALING.md "PgBouncer").
+            // A session setting, given again to each new session after a lost one: behind
+            // PgBouncer in transaction mode, set it on the role instead (docs/SCALING.md
+            // "PgBouncer").
             for connection in server.shardServers.flatMap(\.connections) {
-                try await connection.execute(
+                try await connection.executeOnEverySession(
                     "SELECT set_config('statement_timeout', $1, false)", [.text("\(statementTimeout)s")],
                     operation: "set the statement timeout")
             }

@@ -43,6 +43,26 @@ struct PostgresReconnectTests {
         }
     }
 
+    @Test func `a setting given for every session holds again on the new session after one was lost`() async throws {
+        let application = "rk_setup_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+        let connection = try await PostgresConnection(conninfo: try TestPostgres.requireConninfo() + " application_name=\(application)")
+        try await connection.executeOnEverySession(
+            "SELECT set_config('statement_timeout', $1, false)", [.text("1234ms")], operation: "set the statement timeout")
+        let first = await connection.backendProcessID
+        let admin = try await PostgresConnection(conninfo: try TestPostgres.requireConninfo())
+        try await endSessions(of: application, count: 1, admin: admin)
+
+        // The first statement may find the session gone; the next one runs on a new session.
+        do {
+            _ = try await connection.execute("SELECT 1")
+        } catch {
+            #expect(error.kind == .connection, "\(error)")
+        }
+        let shown = try await connection.execute("SHOW statement_timeout").string(0, 0)
+        #expect(await connection.backendProcessID != first)
+        #expect(shown == "1234ms")
+    }
+
     /// Runs `body` while a push holds the server's first connection (stopped at its gate,
     /// before COMMIT), so that the requests of `body` run on the second; returns once the held
     /// push committed, with its outcome (throws its failure).

@@ -63,6 +63,10 @@ public actor PostgresConnection {
     /// How long connecting (and reconnecting) may take: connect_timeout, else the default.
     private let connectTimeout: Duration?
 
+    /// The statements of ``executeOnEverySession(_:_:operation:)``, run again on each new
+    /// session.
+    private var sessionSetup: [(sql: StaticString, parameters: [PostgresValue], operation: String)] = []
+
     /// How many statements this connection has sent (each is one round trip to the server).
     public private(set) var statementCount = 0
     /// The connection string it was opened with, for opening another session like it (a
@@ -316,8 +320,36 @@ public actor PostgresConnection {
             }
             reconnectFailed = false
             needsReset = false
+            // The new session starts from the role's settings: what the old one was given is
+            // given again before anything else runs on it.
+            for setup in sessionSetup {
+                do {
+                    try execute(setup.sql, setup.parameters, operation: setup.operation)
+                } catch {
+                    needsReset = true  // not a session to run on without it: the next statement tries again
+                    throw error
+                }
+            }
         }
         return handle
+    }
+
+    /// Runs `sql` now, and again at the start of every new session this connection makes
+    /// after losing one (a restarted server, a timeout that gave the session up), before any
+    /// other statement: for session settings that must hold for as long as the connection
+    /// is used, such as `statement_timeout`.
+    ///
+    /// ```swift
+    /// try await connection.executeOnEverySession(
+    ///     "SELECT set_config('statement_timeout', $1, false)", [.text("30s")], operation: "set the statement timeout")
+    /// ```
+    /// - Throws: ``PostgresError``, now; later, the statement that needed the new session
+    ///   throws the setup's failure (and the next one tries a new session again).
+    public func executeOnEverySession(
+        _ sql: StaticString, _ parameters: [PostgresValue] = [], operation: String
+    ) throws(PostgresError) {
+        try execute(sql, parameters, operation: operation)
+        sessionSetup.append((sql, parameters, operation))
     }
 
     /// Whether the session was lost while the connection was open: libpq found its socket

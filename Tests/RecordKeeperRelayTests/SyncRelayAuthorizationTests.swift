@@ -145,4 +145,32 @@ extension Data {
         base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
             .replacingOccurrences(of: "=", with: "")
     }
+
+    @Test(arguments: ["", "Authorization: Bearer not.a.token\r\n"])
+    func `a push without a valid token is answered 401 before its body is sent`(authorization: String) async throws {
+        try await withRelay { relay in
+            let connection = try await RawConnection.open(port: relay.http.port)
+            // Only the headers of an 8 MB push: the answer must not wait for (or buffer) a body.
+            try await connection.send(
+                "POST /v1/push HTTP/1.1\r\nHost: x\r\n\(authorization)Content-Type: application/json\r\n"
+                    + "Content-Length: 8000000\r\n\r\n")
+            let response = try await connection.readResponse()
+            #expect(response.status == 401)
+            #expect(relay.server.calls == (pushes: 0, pulls: 0))
+        }
+    }
+
+    @Test(arguments: ["/v1/pull?after=0", "/v1/health", "/metrics"])
+    func `a request body on an endpoint that reads none is refused unread`(path: String) async throws {
+        try await withRelay { relay in
+            let token = try RelayHarness.token(space: "alice")
+            let connection = try await RawConnection.open(port: relay.http.port)
+            try await connection.send(
+                "GET \(path) HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(token)\r\nContent-Length: 8000000\r\n\r\n")
+            let response = try await connection.readResponse()
+            #expect(response.status == 413)
+            #expect(String(decoding: response.body, as: UTF8.self).contains("this endpoint takes no request body"))
+            #expect(relay.server.calls == (pushes: 0, pulls: 0))
+        }
+    }
 }

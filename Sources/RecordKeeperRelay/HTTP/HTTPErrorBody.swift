@@ -34,7 +34,8 @@ enum ErrorBodies {
     }
 
     static func tooLarge(limit: Int) -> HTTPResponse {
-        response(413, "the request body is larger than \(limit) bytes", maxBodyBytes: limit)
+        guard limit > 0 else { return response(413, "this endpoint takes no request body", maxBodyBytes: 0) }
+        return response(413, "the request body is larger than \(limit) bytes", maxBodyBytes: limit)
     }
 
     static func unavailable() -> HTTPResponse {

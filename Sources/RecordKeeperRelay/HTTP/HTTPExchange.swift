@@ -28,6 +28,8 @@ final class HTTPExchange {
     var query: [String: String] = [:]
     var headers = HTTPHeaders()
     var body = Data()
+    /// The most body bytes the route reads: the server's limit, 0 for a route that takes none.
+    var bodyLimit = 0
     /// The body grew past the limit: the rest is discarded and 413 answered.
     var overflowed = false
     var discardedBytes = 0

@@ -16,13 +16,26 @@ public struct HTTPRoute: Sendable {
     public let method: HTTPMethod
     /// The exact path answered (no patterns); also the route's name in logs and metrics.
     public let path: String
+    /// Whether the route reads a request body. A route that takes none answers a request
+    /// with one 413 before reading it, so its body is never buffered.
+    public let takesBody: Bool
+    /// Looks at the request once its headers arrived, before its body is read: a response
+    /// refuses it unread (the relay answers a push without a valid token with 401 before
+    /// buffering its megabytes); nil admits it. Runs on the server's polling thread: keep it
+    /// short and never wait.
+    public let screen: (@Sendable (HTTPHeaders) -> HTTPResponse?)?
     /// The handler.
     public let handler: HTTPHandler
 
     /// Creates a route.
-    public init(_ method: HTTPMethod, _ path: String, handler: @escaping HTTPHandler) {
+    public init(
+        _ method: HTTPMethod, _ path: String, takesBody: Bool = true,
+        screen: (@Sendable (HTTPHeaders) -> HTTPResponse?)? = nil, handler: @escaping HTTPHandler
+    ) {
         self.method = method
         self.path = path
+        self.takesBody = takesBody
+        self.screen = screen
         self.handler = handler
     }
 }

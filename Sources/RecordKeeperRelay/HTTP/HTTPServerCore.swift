@@ -107,6 +107,7 @@ final class HTTPServerCore: Sendable {
         if state.withLock({ $0.phase != .running }) {
             return respond(exchange, ErrorBodies.unavailable(), on: connection)
         }
+        let route: HTTPRoute
         switch match {
         case .notFound:
             return respond(exchange, ErrorBodies.response(404, "no such endpoint"), on: connection)
@@ -114,15 +115,20 @@ final class HTTPServerCore: Sendable {
             var response = ErrorBodies.response(405, "\(method) is not allowed here")
             response.headers.set("Allow", allowed.map(\.rawValue).joined(separator: ", "))
             return respond(exchange, response, on: connection)
-        case .found:
-            break
+        case .found(let found):
+            route = found
         }
+        // Refused before a byte of the body is read or buffered.
+        if exchange.malformed == nil, let refusal = route.screen?(exchange.headers) {
+            return respond(exchange, refusal, on: connection)
+        }
+        exchange.bodyLimit = route.takesBody ? configuration.maxBodyBytes : 0
         if let length = exchange.headers["Content-Length"] {
             guard let bytes = Int(length.trimmingCharacters(in: .whitespaces)), bytes >= 0 else {
                 return respond(exchange, ErrorBodies.response(400, "the Content-Length is not a number"), on: connection)
             }
-            if bytes > configuration.maxBodyBytes {
-                return respond(exchange, ErrorBodies.tooLarge(limit: configuration.maxBodyBytes), on: connection)
+            if bytes > exchange.bodyLimit {
+                return respond(exchange, ErrorBodies.tooLarge(limit: exchange.bodyLimit), on: connection)
             }
             exchange.body.reserveCapacity(bytes)
         }
@@ -132,7 +138,7 @@ final class HTTPServerCore: Sendable {
     /// A piece of the body. Past the limit the rest is discarded and 413 answered at the end;
     /// a client that sends more than twice the limit is disconnected.
     func bodyReceived(_ exchange: HTTPExchange, _ bytes: UnsafeRawBufferPointer) -> Bool {
-        let limit = configuration.maxBodyBytes
+        let limit = exchange.bodyLimit
         if !exchange.overflowed && exchange.body.count + bytes.count > limit {
             exchange.overflowed = true
             exchange.discardedBytes = exchange.body.count
@@ -154,7 +160,7 @@ final class HTTPServerCore: Sendable {
     /// which resumes the connection when it has answered.
     func requestReceived(_ exchange: HTTPExchange, on connection: OpaquePointer) -> Bool {
         if exchange.overflowed {
-            return respond(exchange, ErrorBodies.tooLarge(limit: configuration.maxBodyBytes), on: connection)
+            return respond(exchange, ErrorBodies.tooLarge(limit: exchange.bodyLimit), on: connection)
         }
         if let malformed = exchange.malformed {
             return respond(exchange, ErrorBodies.response(400, malformed), on: connection)

@@ -3,8 +3,8 @@ extension SyncRelay {
     ///
     /// - Throws: ``RelayRefusal`` with 401: no `Authorization: Bearer` header, or a token the
     ///   verifier refuses (the reason is in the body, never the token).
-    func authorize(_ request: HTTPRequest) throws(RelayRefusal) -> RelayAccess {
-        guard let header = request.headers["Authorization"] else {
+    func authorize(_ headers: HTTPHeaders) throws(RelayRefusal) -> RelayAccess {
+        guard let header = headers["Authorization"] else {
             throw RelayResponses.unauthorized("no bearer token (Authorization: Bearer …)", reason: "no_token", invalidToken: false)
         }
         let parts = header.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
@@ -35,17 +35,34 @@ extension SyncRelay {
     ) async -> HTTPResponse {
         var space: String?
         do throws(RelayRefusal) {
-            let access = try authorize(request)
+            let access = try authorize(request.headers)
             space = access.space
             return try await body(access)
         } catch {
-            if let reason = error.reason { metrics.recordRefusal(reason) }
-            var response = error.response
-            var fields: [(key: String, value: String)] = []
-            if let space = error.space ?? space { fields.append(("space", space)) }
-            if let reason = error.reason { fields.append(("reason", reason)) }
-            response.logFields = fields
-            return response
+            return refusalResponse(error, space: space)
         }
+    }
+
+    /// The screen of a route that reads a body (``HTTPRoute/screen``): a request without a
+    /// token that verifies is refused (401) once its headers arrived, so nobody can make the
+    /// relay buffer bodies without one. The handler verifies the token again, with the body.
+    func refusalBeforeBody(_ headers: HTTPHeaders) -> HTTPResponse? {
+        do throws(RelayRefusal) {
+            _ = try authorize(headers)
+            return nil
+        } catch {
+            return refusalResponse(error, space: nil)
+        }
+    }
+
+    /// A refusal's response, counted in the metrics, with its log fields.
+    private func refusalResponse(_ error: RelayRefusal, space: String?) -> HTTPResponse {
+        if let reason = error.reason { metrics.recordRefusal(reason) }
+        var response = error.response
+        var fields: [(key: String, value: String)] = []
+        if let space = error.space ?? space { fields.append(("space", space)) }
+        if let reason = error.reason { fields.append(("reason", reason)) }
+        response.logFields = fields
+        return response
     }
 }

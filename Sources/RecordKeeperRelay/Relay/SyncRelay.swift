@@ -100,10 +100,13 @@ public final class SyncRelay: Sendable {
     /// The relay's endpoints, for an ``HTTPServer`` of your own (``serve(_:)`` does it all).
     public var routes: [HTTPRoute] {
         [
-            HTTPRoute(.post, "/v1/push") { [self] request in await push(request) },
-            HTTPRoute(.get, "/v1/pull") { [self] request in await pull(request) },
-            HTTPRoute(.get, "/v1/health") { [self] _ in await health() },
-            HTTPRoute(.get, "/metrics") { [self] _ in metricsResponse() },
+            // A push's body is read only for a token that verifies; the other routes read none.
+            HTTPRoute(.post, "/v1/push", screen: { [self] headers in refusalBeforeBody(headers) }) { [self] request in
+                await push(request)
+            },
+            HTTPRoute(.get, "/v1/pull", takesBody: false) { [self] request in await pull(request) },
+            HTTPRoute(.get, "/v1/health", takesBody: false) { [self] _ in await health() },
+            HTTPRoute(.get, "/metrics", takesBody: false) { [self] _ in metricsResponse() },
         ]
     }
 

@@ -47,12 +47,30 @@ import Testing
         for (word, translation) in [("uno", "one"), ("dos", "two"), ("tres", "three")] {
             #expect(await run(["words", "add", word, translation], on: repository).status == 0)
         }
+        var written = await repository.store.changes(in: "words").makeAsyncIterator()
         let review = await run(["words", "review", "--count", "2"], on: repository)
         #expect(review.output == "uno → one\ndos → two\nReviewed 2 of 3 words.\n")
-        #expect(await repository.wordWrites == ["uno": 2, "dos": 2, "tres": 1])
+        let change = try #require(await written.next())
+        #expect(Set(change.upserts.keys) == ["uno", "dos"])
+        #expect(change.removals.isEmpty)
         #expect(try await repository.word("tres")?.reviewCount == 0)
         // Next time the word never reviewed comes first.
         #expect(await run(["words", "review", "--count", "1"], on: repository).output.hasPrefix("tres → three\n"))
+    }
+
+    @Test func `the in-memory repository refuses an overwrite of another writer's change, as on disk`() async throws {
+        let repository = InMemoryLearnerRepository()
+        let now = Date(timeIntervalSinceReferenceDate: 0)
+        try await repository.save([Word(id: "uno", translation: "one", addedAt: now)])
+        var stale = try #require(try await repository.word("uno"))
+        let other = RecordKeeperLearnerRepository(store: repository.store)
+        var changed = try #require(try await other.word("uno"))
+        changed.translation = "one (changed elsewhere)"
+        try await other.save([changed])
+
+        stale.reviewCount += 1
+        await #expect(throws: RecordConflict.self) { try await repository.save([stale]) }
+        #expect(try await repository.word("uno")?.translation == "one (changed elsewhere)")
     }
 
     @Test @MainActor func `when storage is down commands fail honestly and help still works`() async throws {

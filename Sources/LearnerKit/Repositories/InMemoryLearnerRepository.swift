@@ -1,70 +1,82 @@
-/// The learner's data in memory, for tests and previews. It can be made to fail, to show how
-/// the app behaves when storage is down.
+public import RecordKeeper
+
+/// The learner's data in memory, for tests and previews: ``RecordKeeperLearnerRepository`` on
+/// an in-memory store (`RecordStore.inMemory()`), so it runs the same engine, the same narrow
+/// saves and the same conflict checks as the app on disk, and cannot drift from it. It can be
+/// made to fail, to show how the app behaves when storage is down.
 public actor InMemoryLearnerRepository: LearnerRepository {
-    private var bookTable: [Book.ID: Book] = [:]
-    private var positionTable: [Book.ID: ReadingPosition] = [:]
-    private var wordTable: [Word.ID: Word] = [:]
+    private let records: RecordKeeperLearnerRepository
     private var failure: (any Error)?
-    /// How many times each word was written, to show that saves are narrow.
-    public private(set) var wordWrites: [Word.ID: Int] = [:]
 
     /// An empty repository.
-    public init() {}
+    public init() {
+        records = RecordKeeperLearnerRepository(store: .inMemory())
+    }
+
+    /// The in-memory store holding the records (to watch what a command writes).
+    public nonisolated var store: RecordStore { records.store }
 
     /// Makes every later call throw `error` (nil: work again).
     public func setFailure(_ error: (any Error)?) { failure = error }
 
-    public func books() throws -> [Book] {
+    public func books() async throws -> [Book] {
         try check()
-        return bookTable.values.sorted { $0.id < $1.id }
+        return try await records.books()
     }
 
-    public func book(_ id: Book.ID) throws -> Book? {
+    public func book(_ id: Book.ID) async throws -> Book? {
         try check()
-        return bookTable[id]
+        return try await records.book(id)
     }
 
-    public func save(_ book: Book) throws {
+    public func save(_ book: Book) async throws {
         try check()
-        bookTable[book.id] = book
+        try await records.save(book)
     }
 
-    public func positions() throws -> [ReadingPosition] {
+    public func positions() async throws -> [ReadingPosition] {
         try check()
-        return positionTable.values.sorted { $0.id < $1.id }
+        return try await records.positions()
     }
 
-    public func position(in bookID: Book.ID) throws -> ReadingPosition? {
+    public func position(in bookID: Book.ID) async throws -> ReadingPosition? {
         try check()
-        return positionTable[bookID]
+        return try await records.position(in: bookID)
     }
 
-    public func save(_ position: ReadingPosition) throws {
+    public func save(_ position: ReadingPosition) async throws {
         try check()
-        positionTable[position.id] = position
+        try await records.save(position)
     }
 
-    public func words() throws -> [Word] {
+    public func words() async throws -> [Word] {
         try check()
-        return wordTable.values.sorted { $0.id < $1.id }
+        return try await records.words()
     }
 
-    public func word(_ id: Word.ID) throws -> Word? {
+    public func word(_ id: Word.ID) async throws -> Word? {
         try check()
-        return wordTable[id]
+        return try await records.word(id)
     }
 
-    public func save(_ words: [Word]) throws {
+    public func wordsDue(count: Int) async throws -> [Word] {
         try check()
-        for word in words {
-            wordTable[word.id] = word
-            wordWrites[word.id, default: 0] += 1
-        }
+        return try await records.wordsDue(count: count)
     }
 
-    public func removeWord(_ id: Word.ID) throws {
+    public func wordCount() async throws -> Int {
         try check()
-        wordTable[id] = nil
+        return try await records.wordCount()
+    }
+
+    public func save(_ words: [Word]) async throws {
+        try check()
+        try await records.save(words)
+    }
+
+    public func removeWord(_ id: Word.ID) async throws {
+        try check()
+        try await records.removeWord(id)
     }
 
     private func check() throws {

@@ -57,7 +57,7 @@ public final class FeatureModel<Value: Sendable> {
     /// while one waits needs no second refresh, since the waiting one will see it.
     @ObservationIgnored private var waitingFollowRefreshes = 0
     /// The tasks following change streams; cancelled when the model is released.
-    @ObservationIgnored private let followers = FollowerTasks()
+    @ObservationIgnored let followers = FollowerTasks()
     /// The repository whose `load()` is the content (set by `init(repository:)`): following it
     /// applies its changes to the content instead of refreshing.
     @ObservationIgnored var contentSource: ObjectIdentifier?
@@ -149,7 +149,10 @@ public final class FeatureModel<Value: Sendable> {
     func follow<Changes>(
         _ changes: Changes, _ handle: @escaping @MainActor (FeatureModel, Changes.Element) async -> Void
     ) where Changes: AsyncSequence & Sendable, Changes.Element: Sendable {
+        // The task runs on the main actor, after this call added it.
+        let id = followers.nextID()
         let task = Task { [weak self] in
+            defer { self?.followers.finished(id) }
             do {
                 for try await element in changes {
                     guard let model = self else { return }
@@ -160,7 +163,7 @@ public final class FeatureModel<Value: Sendable> {
                 await model.refreshForChange()
             }
         }
-        followers.add(task)
+        followers.add(task, id: id)
     }
 
     /// Stops following every change stream this model follows.

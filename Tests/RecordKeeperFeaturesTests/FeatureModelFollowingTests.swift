@@ -159,4 +159,20 @@ struct FeatureModelFollowingTests {
         #expect(model.actionFailure == nil)
         #expect(model.state.content == [1])
     }
+
+    @Test @MainActor
+    func `a followed sequence that ends leaves nothing behind in the model`() async throws {
+        let model = FeatureModel<[Int]>(load: { [1] })
+        await model.refresh()
+        for _ in 0..<50 {
+            let (stream, continuation) = AsyncStream<Int>.makeStream()
+            model.follow(stream)
+            continuation.yield(1)
+            continuation.finish()
+        }
+        // The tasks run on the main actor: yielding it lets each run to its end.
+        for _ in 0..<100_000 where model.followers.count > 0 { await Task.yield() }
+        #expect(model.followers.count == 0)
+        #expect(model.state.content == [1])
+    }
 }

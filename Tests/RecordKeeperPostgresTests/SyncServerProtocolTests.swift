@@ -413,6 +413,11 @@ import Testing
             (space, [good, SyncOperation(device: "phone", sequence: 2, changes: [])]),
             (space, [good, operation("phone", 2, put("notes", "b", "1", base: nil), put("notes", "b", "2", base: nil))]),
             (space, [good, operation("phone", 2, put("notes", "nul\u{0}key", "B", base: nil))]),
+            // Decomposed (not NFC): one push naming "café" both ways would be one key to Swift
+            // and two rows to PostgreSQL.
+            (space, [good, operation("phone", 2, put("notes", "cafe\u{301}", "B", base: nil))]),
+            (space, [good, operation("phone", 2, put("notes", "caf\u{E9}", "1", base: nil), put("notes", "cafe\u{301}", "2", base: nil))]),
+            (space, [good, operation("phone", 2, put("note\u{301}s", "b", "B", base: nil))]),
         ]
         for (space, operations) in bad {
             let error = await #expect(throws: SyncError.self) {
@@ -429,5 +434,8 @@ import Testing
             #expect(error?.message.contains("limit") == true)
         }
         #expect(try await server.push(space: space, operations: []) == [])
+        // Precomposed is the stored form: pushed and pulled as it is.
+        _ = try await server.push(space: space, operations: [operation("phone", 3, put("notes", "caf\u{E9}", "C", base: nil))])
+        #expect(try await server.snapshot(space: space) == ["notes/caf\u{E9}": .text("C")])
     }
 }

@@ -75,10 +75,8 @@ enum ServeCommand {
             // session's way) would make every held pull wait out its wait: refused here.
             for shard in server.shardServers { try await shard.checkLiveWake() }
         }
-        relayConfiguration.healthCheck = { [connections = server.shardServers.map(\.connection)] in
-            for connection in connections {
-                try await connection.execute("SELECT 1", operation: "health check")
-            }
+        relayConfiguration.healthCheck = { [shards = server.shardServers] in
+            for shard in shards { try await shard.checkHealth() }
         }
         let relay = SyncRelay(server: server, configuration: relayConfiguration)
         let serving = try start(relay, http)

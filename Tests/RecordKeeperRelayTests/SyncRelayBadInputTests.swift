@@ -132,4 +132,31 @@ import Testing
             #expect(response.errorMessage == "the sync server failed the pull; its transaction was rolled back")
         }
     }
+
+    @Test func `health requests arriving while a check runs share it`() async throws {
+        let checks = Counter()
+        let gate = Gate()
+        try await withRelay({ configuration in
+            configuration.healthCheck = {
+                checks.increment()
+                await gate.wait()
+            }
+        }) { relay in
+            // Four: below URLSession's connections per host.
+            let requests = (0..<4).map { _ in Task { try await request("GET", relay.base + "/v1/health") } }
+            // Every request is being handled (the first runs the check, the others wait on it).
+            do {
+                try await waitUntil("four health requests being handled") { relay.http.statistics.handlers == 4 }
+            } catch {
+                await gate.open()  // the check ends, so the relay can stop
+                throw error
+            }
+            await gate.open()
+            for task in requests { #expect(try await task.value.status == 200) }
+            #expect(checks.count == 1)
+            // A later request runs a check of its own.
+            #expect(try await request("GET", relay.base + "/v1/health").status == 200)
+            #expect(checks.count == 2)
+        }
+    }
 }

@@ -53,3 +53,24 @@ extension PostgresSyncServer {
         }
     }
 }
+
+extension PostgresSyncServer {
+    /// Whether the database answers: `SELECT 1` on a pooled connection, checked out as a
+    /// request's is and bounded by the server's timeout (the relay's health check). Never a
+    /// connection a request holds, and never a wait without an end when the database hangs.
+    ///
+    /// - Throws: ``RecordKeeper/SyncError`` (``RecordKeeper/SyncError/Code/unreachable``,
+    ///   ``RecordKeeper/SyncError/Code/serverFailure``).
+    public func checkHealth() async throws {
+        let timeout = timeout
+        do {
+            try await withConnection { connection in
+                try await connection.withTimeout(timeout) { connection in
+                    _ = try connection.execute("SELECT 1", operation: "health check")
+                }
+            }
+        } catch {
+            throw Self.failure(error, "health check")
+        }
+    }
+}

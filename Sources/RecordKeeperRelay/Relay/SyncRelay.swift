@@ -76,6 +76,8 @@ public final class SyncRelay: Sendable {
     let heldPulls = RelayHeldPulls()
     let pullAhead: RelayPullAhead
     private let http = Protected<HTTPServer?>(nil)
+    /// The health check running now, which health requests arriving meanwhile share.
+    private let healthCheckRunning = Protected<Task<Void, any Error>?>(nil)
 
     /// Creates a relay in front of `server`.
     public init(server: any RecordSyncServer, configuration: Configuration) {
@@ -139,7 +141,7 @@ public final class SyncRelay: Sendable {
             maxPullWait: Int(configuration.maxPullWait.components.seconds))
         var status = 200
         do {
-            try await configuration.healthCheck()
+            try await sharedHealthCheck()
         } catch {
             configuration.log("event=health_check_failed error=" + HTTPRequestSummary.logValue(String(describing: error)))
             health.status = "unavailable"
@@ -147,6 +149,20 @@ public final class SyncRelay: Sendable {
             status = 503
         }
         return RelayResponses.json(status, health)
+    }
+
+    /// Runs the configured health check, or waits for the one running: a flood of health
+    /// requests (the endpoint takes no token) runs one check at a time, not one per request.
+    private func sharedHealthCheck() async throws {
+        let check = configuration.healthCheck
+        let task = healthCheckRunning.withLock { running in
+            if let running { return running }
+            let task = Task { try await check() }
+            running = task
+            return task
+        }
+        defer { healthCheckRunning.withLock { if $0 == task { $0 = nil } } }
+        try await task.value
     }
 
     private func metricsResponse() -> HTTPResponse {

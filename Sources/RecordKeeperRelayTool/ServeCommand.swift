@@ -18,7 +18,12 @@ enum ServeCommand {
         var verifierConfiguration = JWTVerifier.Configuration(key: try verificationKey(settings))
         verifierConfiguration.issuer = settings.value("jwt-issuer")
         verifierConfiguration.audience = settings.value("jwt-audience")
-        verifierConfiguration.leeway = .seconds(try settings.seconds("jwt-leeway", default: 60) ?? 60)
+        let leeway = try settings.seconds("jwt-leeway", default: 60) ?? 60
+        // Clock skew, not a second lifetime: a leeway of days would all but switch `exp` off.
+        guard leeway <= 3600 else {
+            throw UsageError(message: "--jwt-leeway takes at most 3600 seconds (an hour), not \(leeway)", command: "serve")
+        }
+        verifierConfiguration.leeway = .seconds(leeway)
         var http = HTTPServer.Configuration(host: listen.host, port: listen.port)
         http.connectionLimit = try settings.integer("max-connections", default: 4096, in: 1...1_000_000)
         http.headerTimeout = .seconds(try settings.seconds("header-timeout", default: 10, minimum: 1) ?? 10)

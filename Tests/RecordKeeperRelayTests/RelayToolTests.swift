@@ -53,6 +53,8 @@ import Testing
                 (["serve", "--database", "host=x", "--jwt-secret-file", secret.path, "--tls-cert", "c.pem"], 64, "--tls-cert and --tls-key go together"),
                 (["serve", "--database", "host=x", "--jwt-secret-file", secret.path, "--live-wake", "sometimes"], 64, "--live-wake takes listen, poll"),
                 (["serve", "--database", "host=x", "--jwt-secret-file", secret.path, "--max-pull-wait", "301"], 64, "--max-pull-wait takes at most 300"),
+                (["serve", "--database", "host=x", "--jwt-secret-file", secret.path, "--jwt-leeway", "2d"], 64,
+                 "--jwt-leeway takes at most 3600 seconds (an hour), not 172800"),
                 (["serve", "--database", "host=x", "--jwt-secret-file", secret.path, "--max-pages-per-answer", "17"], 64, "--max-pages-per-answer"),
                 (["serve", "--database", "host=x", "--jwt-secret-file", secret.path, "--pulls-ahead", "-1"], 64, "--pulls-ahead"),
                 (["launch"], 64, "unknown command 'launch'"),

@@ -142,6 +142,16 @@ import Testing
             #expect(own.status == 73)
             #expect(own.stderr.contains("is the store's own file"), "\(own.stderr)")
             #expect(try Data(contentsOf: URL(fileURLWithPath: tool.storePath)) == before)
+            // A side file that is not there yet, named relative to the working directory (the
+            // store's): an export there would be a "-journal" SQLite might take for the store's.
+            for suffix in ["-journal", "-wal", "-observers"] {
+                let name = "store.sqlite" + suffix
+                try? FileManager.default.removeItem(atPath: tool.directory.appendingPathComponent(name).path)
+                let side = try await tool.runOnStore(["export", "users", "--output", name])
+                #expect(side.status == 73, "\(name)")
+                #expect(side.stderr.contains("is the store's own \(suffix) file"), "\(side.stderr)")
+                #expect(!FileManager.default.fileExists(atPath: tool.directory.appendingPathComponent(name).path))
+            }
 
             let fifo = tool.directory.appendingPathComponent("fifo").path
             #expect(mkfifo(fifo, 0o600) == 0)

@@ -35,14 +35,37 @@ package enum FileKind {
 
     /// Which of the store's own files `path` is: "file" for the store file, "-wal file",
     /// "-shm file", "-journal file" or "-observers file" for the files SQLite and the store keep
-    /// beside it (by path, or the same file by inode); nil for any other path. A copy written
-    /// over one of them loses the store's data, however the destination was named.
+    /// beside it (by path, the same file by inode, or, for one that does not exist yet, its
+    /// name in the store's directory however the directory is spelled); nil for any other
+    /// path. A store path that is a link to the store file counts as the file it names, whose
+    /// side files are beside it. A copy written over one of them loses the store's data, and
+    /// one written as a `-journal` or `-wal` not there yet could be taken for the store's own
+    /// by SQLite, however the destination was named.
     package static func storeFile(_ path: String, storePath: String) -> String? {
-        for suffix in ["", "-wal", "-shm", "-journal", "-observers"]
-        where path == storePath + suffix || isSameFile(path, storePath + suffix) {
-            return suffix.isEmpty ? "file" : "\(suffix) file"
+        let stores = Set([storePath, StoreOpener.followingLinks(storePath)])
+        let name = lastComponent(path)
+        for store in stores {
+            let sameDirectory = isSameFile(directory(of: path), directory(of: store))
+            for suffix in ["", "-wal", "-shm", "-journal", "-observers"]
+            where path == store + suffix || isSameFile(path, store + suffix)
+                || (sameDirectory && name == lastComponent(store) + suffix)
+            {
+                return suffix.isEmpty ? "file" : "\(suffix) file"
+            }
         }
         return nil
+    }
+
+    /// The last component of `path` ("records.sqlite" of "a/records.sqlite").
+    private static func lastComponent(_ path: String) -> Substring {
+        guard let slash = path.lastIndex(of: "/") else { return Substring(path) }
+        return path[path.index(after: slash)...]
+    }
+
+    /// The directory of `path`: "." for a bare name, "/" for a name at the root.
+    private static func directory(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        return slash == path.startIndex ? "/" : String(path[..<slash])
     }
 
     /// Whether both paths name the same existing file (device and inode, links followed).

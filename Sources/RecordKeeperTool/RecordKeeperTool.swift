@@ -23,12 +23,13 @@ public enum RecordKeeperTool {
     public static func run(arguments: [String], environment: [String: String]) async -> Int32 {
         let output = ByteWriter.standardOutput()
         let opened = OpenedStores()
+        let written = WriteNote()
         var command: String?
         do {
             let parsed = try ArgumentParser.parse(
                 arguments, globalOptions: CommandCatalog.globalOptions, commands: CommandCatalog.commands)
             command = parsed.command
-            let code = try await dispatch(parsed, environment: environment, output: output, opened: opened)
+            let code = try await dispatch(parsed, environment: environment, output: output, opened: opened, written: written)
             await opened.closeAll()
             try output.flush()
             return code.rawValue
@@ -37,14 +38,15 @@ public enum RecordKeeperTool {
             do {
                 try output.flush()
             } catch let flushError {
-                report(flushError, command: command)
+                report(written.explaining(flushError, command: command), command: command)
             }
-            return report(error, command: command).rawValue
+            return report(written.explaining(error, command: command), command: command).rawValue
         }
     }
 
     private static func dispatch(
-        _ parsed: ParsedCommandLine, environment: [String: String], output: ByteWriter, opened: OpenedStores
+        _ parsed: ParsedCommandLine, environment: [String: String], output: ByteWriter, opened: OpenedStores,
+        written: WriteNote
     ) async throws -> ExitCode {
         guard let command = parsed.command else {
             if parsed.wantsHelp {
@@ -73,7 +75,8 @@ public enum RecordKeeperTool {
             store: try StoreAccess.resolve(option: parsed.values["store"], environment: environment, opened: opened),
             quiet: parsed.has("quiet"),
             output: output,
-            environment: environment)
+            environment: environment,
+            written: written)
         switch command {
         case "collections": return try await ReadCommands.collections(context)
         case "list":
@@ -128,6 +131,8 @@ struct CommandContext {
     let output: ByteWriter
     /// The tool's environment (tests pass their own).
     let environment: [String: String]
+    /// Set by a command once its write committed, before it prints what it did.
+    let written: WriteNote
 
     func positional(_ index: Int) -> String {
         arguments.positionals[index]
@@ -140,5 +145,26 @@ struct CommandContext {
             throw UsageError(message: "the \(what) must not be empty", command: arguments.command)
         }
         return value
+    }
+}
+
+/// Whether the command's write committed: then a failure to write its output (a closed pipe,
+/// a full disk behind standard output) must not read as a failed write, which a script would
+/// retry or undo.
+final class WriteNote: Sendable {
+    private let committed = Protected(false)
+
+    /// The command's write committed; what it prints from here on only reports it.
+    func set() { committed.withLock { $0 = true } }
+
+    /// `error`, saying that the write was kept when it is a failure to write standard output
+    /// after the command's write committed.
+    func explaining(_ error: any Error, command: String?) -> any Error {
+        guard committed.withLock({ $0 }), let failure = error as? ToolError, failure.exitCode == .ioError,
+            failure.message.hasPrefix("cannot write to standard output")
+        else { return error }
+        return ToolError(
+            .ioError,
+            failure.message + "; the \(command ?? "command")'s write was committed and is kept: only its output was lost")
     }
 }

@@ -90,4 +90,21 @@ import Testing
             #expect(result.stderr.contains("is an empty file, not a store yet"), "\(result.stderr)")
         }
     }
+
+    @Test func `an import whose summary cannot be written says its write was kept`() async throws {
+        try await withTool { tool in
+            #expect(try await tool.runOnStore(["put", "c", "old", "1"]).status == 0)
+            // Standard output is /dev/full: the summary after the commit fails with ENOSPC.
+            let run = try await shell(tool, "exec \"$0\" --store \"$1\" import \"$2\" > /dev/full")
+            #expect(run.status == 74)
+            #expect(run.stderr.contains("cannot write to standard output"), "\(run.stderr)")
+            #expect(run.stderr.contains("the import's write was committed and is kept: only its output was lost"), "\(run.stderr)")
+            #expect(try await tool.runOnStore(["list", "c"]).outputLines.count == 51)
+
+            // A command that wrote nothing before its output failed says nothing of the kind.
+            let export = try await shell(tool, "exec \"$0\" --store \"$1\" export > /dev/full")
+            #expect(export.status == 74)
+            #expect(!export.stderr.contains("committed"), "\(export.stderr)")
+        }
+    }
 }

@@ -21,6 +21,7 @@ enum ApplyCommand {
         }
         let store = try context.store.writableStore()
         let applied = try await store.apply(collection, changes: changes)
+        context.written.set()
         if !context.quiet {
             try context.output.write(summary(applied, collection: collection, emptyChangeSet: changes.isEmpty) + "\n")
         }

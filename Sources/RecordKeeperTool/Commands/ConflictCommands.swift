@@ -98,6 +98,7 @@ enum ConflictCommands {
                             + "(see 'recordkeeper conflicts'); nothing was changed")
         }
         try await store.resolveSyncConflict(collection, key: key, keeping: resolution)
+        context.written.set()
         if !context.quiet {
             let what =
                 switch resolution {

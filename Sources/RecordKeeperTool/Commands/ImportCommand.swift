@@ -109,6 +109,7 @@ enum ImportCommand {
         } else {
             written = try await write()
         }
+        context.written.set()
         if !replace { counts = written }
         if counts.collections == 0 { return try reportNothingImported(context) }
         if !context.quiet {

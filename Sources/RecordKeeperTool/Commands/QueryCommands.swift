@@ -40,6 +40,7 @@ enum QueryCommands {
                 StandardError.writeLine("recordkeeper: no index on \(quoted(field.description)) in \(quoted(collection)); nothing was dropped")
             }
         }
+        if !adds.isEmpty || !drops.isEmpty { context.written.set() }
         if adds.isEmpty, drops.isEmpty, try await store.records(collection, limit: 1) == nil {
             throw ToolError(.notFound, "no collection \(quoted(collection)) in \(context.store.path)")
         }

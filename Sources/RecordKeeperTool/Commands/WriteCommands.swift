@@ -114,6 +114,7 @@ enum WriteCommands {
         let store = try context.store.existingStore()
         let expected = try expectedVersion(context, allowAbsent: false) ?? nil
         let removed = try await store.delete(collection, key: key, ifVersion: expected)
+        context.written.set()
         if !context.quiet {
             let summary = removed
                 ? "removed \(quoted(key)) from \(quoted(collection))"

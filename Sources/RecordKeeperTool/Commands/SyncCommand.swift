@@ -151,7 +151,10 @@ enum SyncCommand {
                 try await sync.start(space: request.space, collections: request.toStart, policy: request.policy)
             }
         } catch let error as SyncError {
-            throw ToolError(error, pending: status?.pendingOperations, touched: false)
+            // A recovery that committed (a new device id) is said first, and the message does
+            // not claim the store untouched.
+            if let recovery, !context.quiet, !arguments.has("json") { try context.output.write(describe(recovery) + "\n") }
+            throw ToolError(error, pending: status?.pendingOperations, touched: recovery != nil)
         }
         if let recovery { lines.append(describe(recovery)) }
         if let watching {

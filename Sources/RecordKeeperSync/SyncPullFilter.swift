@@ -37,17 +37,18 @@ public enum SyncPullFilter {
     }
 
     /// `page` with the changes of `collections` only; a page cut short ends at its last change
-    /// kept (or keeps its cursor when it keeps none).
+    /// kept (or keeps its cursor when it keeps none). The page's compaction horizon stays: a
+    /// resync's last page carries it, and the device removes the records it no longer holds.
     static func trimmed(_ page: SyncPage, to collections: Set<String>) -> SyncPage {
         guard page.changes.contains(where: { !collections.contains($0.collection) }) else { return page }
         let kept = page.changes.filter { collections.contains($0.collection) }
         guard page.hasMore, let last = kept.last else {
-            return SyncPage(changes: kept, cursor: page.cursor, hasMore: page.hasMore)
+            return SyncPage(changes: kept, cursor: page.cursor, hasMore: page.hasMore, horizon: page.horizon)
         }
         return SyncPage(
             changes: kept,
             cursor: SyncCursor(
                 counter: last.version.rawValue, position: SyncCursor.Position(collection: last.collection, key: last.key)),
-            hasMore: true)
+            hasMore: true, horizon: page.horizon)
     }
 }

@@ -80,17 +80,6 @@ import Testing
         }
     }
 
-    @Test func `a store path linking to an empty file is an empty file, not a store`() async throws {
-        try await withTool { tool in
-            let empty = tool.directory.appendingPathComponent("empty.sqlite").path
-            #expect(FileManager.default.createFile(atPath: empty, contents: Data()))
-            #expect(symlink(empty, tool.storePath) == 0)
-            let result = try await tool.runOnStore(["list", "c"])
-            #expect(result.status == 66)
-            #expect(result.stderr.contains("is an empty file, not a store yet"), "\(result.stderr)")
-        }
-    }
-
     @Test func `an import whose summary cannot be written says its write was kept`() async throws {
         try await withTool { tool in
             #expect(try await tool.runOnStore(["put", "c", "old", "1"]).status == 0)

@@ -12,6 +12,20 @@ import Testing
         }
     }
 
+    @Test func `a one-letter store path that is a link to the store is the store, side files beside it`() async throws {
+        try await withTool { tool async throws in
+            #expect(try await tool.run(["--store", "real.sqlite", "put", "c", "k", "1"]).status == 0)
+            #expect(symlink("real.sqlite", tool.directory.appendingPathComponent("s").path) == 0)
+            let put = try await tool.run(["--store", "s", "put", "c", "j", "2"])
+            #expect(put.status == 0, "\(put.stderr)")
+            #expect(try await tool.run(["--store", "real.sqlite", "list", "c"]).outputLines.count == 2)
+            // The link's neighbour named like a side file is not the store's: exported to.
+            let export = try await tool.run(["--store", "s", "export", "--output", "s-wal"])
+            #expect(export.status == 0, "\(export.stderr)")
+            #expect(try await tool.run(["--store", "s", "export", "--output", "real.sqlite-wal"]).status == 73)
+        }
+    }
+
     @Test func `the environment variable names the store and the option overrides it`() async throws {
         try await withTemporaryDirectory { directory in
             let fromEnvironment = directory.appendingPathComponent("env.sqlite").path

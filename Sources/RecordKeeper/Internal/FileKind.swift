@@ -38,20 +38,19 @@ package enum FileKind {
     /// beside it (by path, the same file by inode, or, for one that does not exist yet, its
     /// name in the store's directory however the directory is spelled); nil for any other
     /// path. A store path that is a link to the store file counts as the file it names, whose
-    /// side files are beside it. A copy written over one of them loses the store's data, and
+    /// side files are beside it (not beside the link). A copy written over one of them loses the store's data, and
     /// one written as a `-journal` or `-wal` not there yet could be taken for the store's own
     /// by SQLite, however the destination was named.
     package static func storeFile(_ path: String, storePath: String) -> String? {
-        let stores = Set([storePath, StoreOpener.followingLinks(storePath)])
+        // The file the store uses: a link's target, whose side files are beside it.
+        let file = StoreOpener.followingLinks(storePath)
         let name = lastComponent(path)
-        for store in stores {
-            let sameDirectory = isSameFile(directory(of: path), directory(of: store))
-            for suffix in ["", "-wal", "-shm", "-journal", "-observers"]
-            where path == store + suffix || isSameFile(path, store + suffix)
-                || (sameDirectory && name == lastComponent(store) + suffix)
-            {
-                return suffix.isEmpty ? "file" : "\(suffix) file"
-            }
+        let sameDirectory = isSameFile(directory(of: path), directory(of: file))
+        for suffix in ["", "-wal", "-shm", "-journal", "-observers"]
+        where path == file + suffix || isSameFile(path, file + suffix) || (sameDirectory && name == lastComponent(file) + suffix)
+            || (suffix.isEmpty && path == storePath)
+        {
+            return suffix.isEmpty ? "file" : "\(suffix) file"
         }
         return nil
     }

@@ -114,8 +114,10 @@ extension RecordRepository {
     ///
     /// A changed record that does not decode, or a removed key that is no item ID, ends the
     /// stream by throwing ``RepositoryError`` (naming the key): it is never skipped. Load again
-    /// to see the state, and call `changes()` again to keep listening. The changed records are
-    /// read as ``load()`` reads them, with each element:
+    /// to see the state, and call `changes()` again to keep listening. The changed records of an
+    /// element with upserts are read again as ``load()`` reads them, when the element is read
+    /// (so an item is as stored then: a later commit's value when the consumer fell behind, or
+    /// left out when removed since, which a later element says):
     /// - after a change that leaves the collection's items at a newer item version than this
     ///   repository's (a newer app migrated them), or a changed record holding a newer one of
     ///   its own (pulled from a device running a newer app), the stream ends with
@@ -217,25 +219,32 @@ where Item: Codable & Identifiable & Equatable & Sendable, Item.ID: Codable & Se
 
         /// The upserts of `change` as this version reads them, checked as a load checks them:
         /// a collection or a record a newer app wrote, and a collection recorded with other
-        /// payload strategies, throw (never decoded as this version's items). When the
-        /// collection holds older items (a record pulled from a device running an older app),
-        /// it is migrated first, and the upserts are the changed records as the migration
-        /// left them (a record removed meanwhile is left out: a later element removes it).
+        /// payload strategies, throw (never decoded as this version's items). The changed
+        /// records are read again with the versions, in one read transaction, so what is
+        /// decoded is what was checked (another stream or a load may have migrated them since
+        /// the change was delivered); a record removed meanwhile is left out (a later element
+        /// removes it). When the collection holds older items (a record pulled from a device
+        /// running an older app), it is migrated first, and the records are read as the
+        /// migration left them.
         private func readableUpserts(of change: RecordChanges) async throws -> [String: Data] {
             guard !change.upserts.isEmpty else { return [:] }
             let migrator = migrator
             let collection = collection
             let current = migrator.currentVersion
-            let (state, records) = try await store.readWithItemVersion(collection, operation: .read, inline: true) {
-                engine, name, _ in try engine.itemVersions.recordItemVersions(name, above: current)
+            let keys = Array(change.upserts.keys)
+            let (state, read) = try await store.readWithItemVersion(collection, operation: .read, inline: true) {
+                engine, name, _ in
+                let records = try engine.itemVersions.recordItemVersions(name, above: current)
+                var upserts: [String: Data] = [:]
+                for key in keys { upserts[key] = try engine.records.payload(name, key: key) }
+                return (records, upserts)
             }
-            let own = records ?? .none
+            let own = read?.0 ?? .none
             let needsMigration = try migrator.needsMigration(state, records: own)
-            for key in change.upserts.keys.sorted() {
+            for key in keys.sorted() {
                 if let version = own.newer[key] { throw migrator.newerRecordError(key: key, version: version) }
             }
-            guard needsMigration else { return change.upserts }
-            let keys = Array(change.upserts.keys)
+            guard needsMigration else { return read?.1 ?? [:] }
             return try await store.write(origin: .library, collection: collection) { transaction in
                 try migrator.run(in: transaction)
                 var upserts: [String: Data] = [:]

@@ -2,7 +2,8 @@ public import Foundation
 
 /// A store of keyed records in named collections, on an embedded SQLite database.
 ///
-/// Creating a store does no I/O. The first write opens the file (creating it and its
+/// Creating a store opens nothing (it only looks whether the path is a symbolic link, which it
+/// follows). The first write opens the file (creating it and its
 /// directory if needed, and migrating the format); concurrent first writes share that one
 /// opening, a failure is thrown to every request that waited on it, and a later request tries
 /// again. A file the store
@@ -73,8 +74,10 @@ public actor RecordStore {
         executor.asUnownedSerialExecutor()
     }
 
-    /// Creates a store for the file at `url`. Does no I/O: the file is opened by the first
-    /// request that needs it.
+    /// Creates a store for the file at `url`. Opens nothing: the file is opened by the first
+    /// request that needs it. When the path is a symbolic link to the store file, the link is
+    /// followed once, here, and the store is its target (its side files are beside the target,
+    /// where SQLite keeps its own; errors name the target).
     ///
     /// `url` must be a file URL: for any other (`https:`, …) every request throws
     /// ``RecordStoreError/Code/invalidArgument`` (operation `open`) and nothing is created.

@@ -144,8 +144,14 @@ enum StoreOpener {
             let count = readlink(current, &target, target.count - 1)
             guard count > 0 else { return path }
             let named = String(decoding: target[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            let directory = (current as NSString).deletingLastPathComponent
-            current = named.hasPrefix("/") || directory.isEmpty ? named : directory + "/" + named
+            // The link's directory, by hand: NSString's path methods trap on a one-character path.
+            if named.hasPrefix("/") {
+                current = named
+            } else if let slash = current.lastIndex(of: "/") {
+                current = String(current[...slash]) + named
+            } else {
+                current = named
+            }
         }
         return path
     }

@@ -59,7 +59,7 @@ enum ImportCommand {
         // copied into an anonymous file (no name, no leftovers). Opened again, a pipe that was
         // read gives nothing, and a FIFO waits for a writer inside the write transaction.
         let needsFirstPass = try replace || !context.store.holdsStore
-        let input: Input = needsFirstPass && (file == "-" || !SystemCalls.isRegularFile(file))
+        let input: Input = needsFirstPass && (file == "-" || SystemCalls.readsOnce(file))
             ? .copy(try copy(file == "-" ? ByteReader(standardInput: ()) : ByteReader(path: file)),
                     name: file == "-" ? "standard input" : file)
             : given

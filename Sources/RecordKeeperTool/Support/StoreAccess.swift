@@ -34,12 +34,10 @@ struct StoreAccess: Sendable {
 
     func state() throws(ToolError) -> State {
         guard FileManager.default.fileExists(atPath: path) else { return .missing }
-        // Links followed: the size of a link to an empty file is the link's own.
-        let file = url.resolvingSymlinksInPath().path
-        if let kind = FileKind.nonRegular(at: file) { return .nonRegular(kind) }
+        if let kind = FileKind.nonRegular(at: url.resolvingSymlinksInPath().path) { return .nonRegular(kind) }
         let size: Int
         do {
-            let attributes = try FileManager.default.attributesOfItem(atPath: file)
+            let attributes = try FileManager.default.attributesOfItem(atPath: path)
             size = (attributes[.size] as? NSNumber)?.intValue ?? 0
         } catch {
             throw ToolError(.ioError, "cannot inspect \(path): \(error.localizedDescription)")

@@ -18,12 +18,16 @@ enum SystemCalls {
         isatty(descriptor) == 1
     }
 
-    /// Whether `path` (links followed) is a regular file, which reads the same bytes each
-    /// time it is opened; a pipe, a FIFO, a socket or a terminal (`/dev/stdin`, `<(command)`)
-    /// does not. False when it cannot be examined.
-    static func isRegularFile(_ path: String) -> Bool {
+    /// Whether opening `path` again would not read the same bytes from the start: a pipe, a
+    /// FIFO or a socket (`<(command)`, a `mkfifo` file), and a descriptor of this process
+    /// (`/dev/stdin`, `/dev/fd/N`: on Darwin opening one shares the first open's position,
+    /// even for a regular file). A regular file, a directory or a device is opened again (an
+    /// endless device such as `/dev/zero` fails the first pass's parse at its first byte).
+    static func readsOnce(_ path: String) -> Bool {
+        if path == "/dev/stdin" || path.hasPrefix("/dev/fd/") || path.hasPrefix("/proc/self/fd/") { return true }
         var info = stat()
-        return stat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFREG
+        guard stat(path, &info) == 0 else { return false }
+        return info.st_mode & S_IFMT == S_IFIFO || info.st_mode & S_IFMT == S_IFSOCK
     }
 
     static func openForReading(_ path: String) -> Int32 {

@@ -164,6 +164,20 @@ import Testing
         }
     }
 
+    @Test func `HTTPSyncServer polls a relay that holds no pull instead of answering an empty page at once`() async throws {
+        try await withRelay({ $0.maxPullWait = .zero }) { harness in
+            let token = try RelayHarness.token(space: "alice")
+            let client = HTTPSyncServer(url: URL(string: harness.base)!) { token }
+            let held = Task {
+                try await client.pull(space: "alice", after: .start, limit: 10, collections: ["notes"], wait: .seconds(200))
+            }
+            // The relay answered the first pull (empty) at once; the push comes after it.
+            try await waitUntil("the first pull answered") { harness.server.calls.pulls >= 1 }
+            _ = try await client.push(space: "alice", operations: [.writing(["a": "1"], in: "notes", sequence: 1)])
+            #expect(try await held.value.changes.map(\.key) == ["a"])
+        }
+    }
+
     @Test func `HTTPSyncServer sends wait in whole seconds, rounded up`() async throws {
         let seen = Protected([String?]())
         let empty = try SyncWireJSON.encode(SyncPage(changes: [], cursor: .start, hasMore: false))

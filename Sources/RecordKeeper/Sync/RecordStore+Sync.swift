@@ -94,6 +94,10 @@ extension RecordStore {
                     }
                     try context.engine.syncRecords.setItemVersion(record, conflict.serverItemVersion)
                     try context.engine.syncQueue.dropChanges(record, after: 0)
+                    // The record is at the conflict's server version now (a newer value pulled
+                    // while the dropped edit was pending is the conflict's, and was kept aside).
+                    try context.engine.syncRecords.setServerVersion(
+                        record, conflict.serverVersion?.rawValue, clearingAside: true)
                 }
             case .local:
                 if !editedSince {

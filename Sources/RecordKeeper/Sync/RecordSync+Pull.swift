@@ -228,6 +228,12 @@ extension RecordSync {
                 // The local change stays; the server's value waits until it is answered.
                 if state.asideVersion.map({ version > $0 }) ?? true {
                     try engine.syncRecords.setAside(record, value: change.value, version: version, itemVersion: itemVersion)
+                    // An unresolved conflict shows the server's latest value, which keeping
+                    // the server's value writes.
+                    if conflictsExist {
+                        try engine.conflicts.updateServerSide(
+                            record, value: change.value, version: version, itemVersion: itemVersion)
+                    }
                     applied += 1
                 }
                 continue

@@ -30,6 +30,28 @@ struct RelayPullAheadTests {
         }
     }
 
+    @Test func `a push to the space drops its answers read ahead`() async throws {
+        let inner = InMemorySyncServer()
+        try await withRelay(server: inner, { $0.maxPagesPerAnswer = 2 }) { relay in
+            let alice = try RelayHarness.token(space: "alice")
+            let five = ["a": "1", "b": "1", "c": "1", "d": "1", "e": "1"]
+            #expect(try await relay.push([.writing(five, sequence: 1)], token: alice).status == 200)
+            // Pages of one, two per answer: a and b answered, c and d read ahead.
+            let first = try await relay.pull("after=0&limit=1&pages=2", token: alice)
+            let next = try #require(first.header(RelayWire.nextCursorHeader))
+            let rewrite = SyncOperation(
+                device: "phone", sequence: 2,
+                changes: [SyncChange(collection: "notes", key: "d", value: .payload(Data("2".utf8)), base: SyncServerVersion(1))])
+            #expect(try await relay.push([rewrite], token: alice).status == 200)
+            // Read again, after the push: c and e, not d at its version before it.
+            let second = try await relay.pull(next + "&limit=1&pages=2", token: alice)
+            let pages = try String(decoding: second.body, as: UTF8.self).split(separator: "\n")
+                .map { try SyncWireJSON.decodePage(Data($0.utf8)) }
+            #expect(pages.flatMap(\.changes).map(\.key) == ["c", "e"])
+            #expect(pullLines(relay).last?.contains("readAhead") == false, "\(pullLines(relay))")
+        }
+    }
+
     @Test func `an answer read ahead goes only to a pull asking exactly for it`() async throws {
         let inner = InMemorySyncServer()
         try await fillAlice(inner)

@@ -178,6 +178,28 @@ import Testing
         }
     }
 
+    @Test func `pages read ahead are forgotten after a push, never answered stale`() async throws {
+        try await withRelay { harness in
+            let token = try RelayHarness.token(space: "alice")
+            let client = HTTPSyncServer(url: URL(string: harness.base)!) { token }
+            let five = ["a": "1", "b": "1", "c": "1", "d": "1", "e": "1"]
+            _ = try await client.push(space: "alice", operations: [.writing(five, sequence: 1)])
+            // Pages of two; the relay's answer carries the next ones, kept for the next pulls.
+            let first = try await client.pull(space: "alice", after: .start, limit: 2, collections: nil)
+            #expect(first.changes.map(\.key) == ["a", "b"] && first.hasMore)
+            let rewrite = SyncOperation(
+                device: "phone", sequence: 2,
+                changes: [SyncChange(collection: "notes", key: "d", value: .payload(Data("2".utf8)), base: SyncServerVersion(1))])
+            #expect(try await client.push(space: "alice", operations: [rewrite]).map(\.result.appliedVersion) == [SyncServerVersion(2)])
+            // From the server as it is now: c and e (version 1), then d at 2; never d at 1.
+            let second = try await client.pull(space: "alice", after: first.cursor, limit: 2, collections: nil)
+            #expect(second.changes.map(\.key) == ["c", "e"])
+            let third = try await client.pull(space: "alice", after: second.cursor, limit: 2, collections: nil)
+            #expect(third.changes.map(\.key) == ["d"])
+            #expect(third.changes.map(\.version) == [SyncServerVersion(2)])
+        }
+    }
+
     @Test func `HTTPSyncServer sends wait in whole seconds, rounded up`() async throws {
         let seen = Protected([String?]())
         let empty = try SyncWireJSON.encode(SyncPage(changes: [], cursor: .start, hasMore: false))

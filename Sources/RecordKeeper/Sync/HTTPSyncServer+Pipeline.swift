@@ -193,6 +193,14 @@ actor PullPipeline {
         if ahead?.request == request { cancel() }
     }
 
+    /// Forgets what was read ahead (kept pages and the fetch ahead): after a push of this
+    /// client, they may hold a record at a version older than the one its answer gave the
+    /// device, which would read as a server gone back.
+    func discard() {
+        kept = []
+        cancel()
+    }
+
     /// Cancels the fetch ahead, if any.
     func cancel() {
         ahead?.task.cancel()

@@ -67,6 +67,8 @@ public struct HTTPSyncServer: RecordSyncServer {
     public func push(space: String, operations: [SyncOperation]) async throws -> [SyncOutcome] {
         try SyncRequestValidation.validatePush(space: space, operations: operations)
         if operations.isEmpty { return [] }
+        // Pages read ahead before this push are stale for the records it writes.
+        await pipeline.discard()
         // Each operation is encoded once: its bytes size the batches and make the bodies.
         let body = try PushBody(space: space, operations: operations)
         var outcomes: [SyncOutcome] = []

@@ -80,6 +80,18 @@ final class RelayPullAhead: Sendable {
         }
     }
 
+    /// Drops the answers read ahead for `space`, once a push to it committed (or may have):
+    /// read before it, they may hold a record at a version older than the one the pushing
+    /// device was just answered, which it would take for a server gone back. Its next pull
+    /// reads the database again.
+    func forget(space: String) {
+        let dropped = state.withLock { state -> [Entry] in
+            let keys = state.entries.keys.filter { $0.space == space }
+            return keys.compactMap { state.entries.removeValue(forKey: $0) }
+        }
+        for entry in dropped { entry.task.cancel() }
+    }
+
     /// Cancels and drops every answer read ahead, and reads none ahead from now on (the
     /// relay is shutting down).
     func drain() {

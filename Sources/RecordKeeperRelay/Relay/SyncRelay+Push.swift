@@ -33,6 +33,9 @@ extension SyncRelay {
         }
         if body.operations.isEmpty { return [] }
         let outcomes: [SyncOutcome]
+        // Answers read ahead for the space before the push are stale for what it writes,
+        // also when its answer is lost (it may have committed).
+        defer { pullAhead.forget(space: access.space) }
         do {
             outcomes = try await server.push(space: access.space, operations: body.operations)
         } catch {

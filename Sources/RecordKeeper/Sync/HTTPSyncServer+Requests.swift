@@ -149,7 +149,9 @@ extension HTTPSyncServer {
 
 /// The sessions of live pulls: the server's session with its request timeout extended by a
 /// pull's wait (on Linux the session's timeout is the one that applies, never the request's),
-/// made once per wait asked and kept while the ``HTTPSyncServer`` lives.
+/// made once per wait asked and kept while the ``HTTPSyncServer`` lives. Each has the server
+/// session's delegate and delegate queue, so an app's certificate pinning or private trust
+/// applies to live pulls (which carry the token) as to every other request.
 actor LiveSessions {
     private var sessions: [Int: URLSession] = [:]
 
@@ -158,7 +160,7 @@ actor LiveSessions {
         // A copy: the base session's own configuration stays as it is.
         let configuration = (base.configuration.copy() as? URLSessionConfiguration) ?? base.configuration
         configuration.timeoutIntervalForRequest += TimeInterval(seconds)
-        let session = URLSession(configuration: configuration)
+        let session = URLSession(configuration: configuration, delegate: base.delegate, delegateQueue: base.delegateQueue)
         sessions[seconds] = session
         return session
     }

@@ -24,7 +24,10 @@ enum SystemCalls {
     /// even for a regular file). A regular file, a directory or a device is opened again (an
     /// endless device such as `/dev/zero` fails the first pass's parse at its first byte).
     static func readsOnce(_ path: String) -> Bool {
-        if path == "/dev/stdin" || path.hasPrefix("/dev/fd/") || path.hasPrefix("/proc/self/fd/") { return true }
+        if path == "/dev/stdin" || path.hasPrefix("/dev/fd/") { return true }
+        #if os(Linux)
+            if path.hasPrefix("/proc/self/fd/") { return true }
+        #endif
         var info = stat()
         guard stat(path, &info) == 0 else { return false }
         return info.st_mode & S_IFMT == S_IFIFO || info.st_mode & S_IFMT == S_IFSOCK

@@ -251,6 +251,25 @@ extension RecordSync {
         }
     }
 
+    /// An operation the server applied after this device dropped it (a conflict resolved by
+    /// keeping the server's value while the edit was on its way): the server now holds the
+    /// dropped values at `version`. Each of its records this device has not settled since
+    /// (another process applying the answer, a pull) takes that version, and the value the
+    /// device keeps goes out again on top of it (captured anew, unless a later local change
+    /// is pending, which then carries it): the next pull does not bring the dropped edit back.
+    private static func pushAgain(over operation: SyncOperation, appliedAt version: Int64, in engine: RecordEngine) throws {
+        var recapture: [SyncRecordKey] = []
+        for change in operation.changes {
+            let record = SyncRecordKey(collection: change.collection, key: change.key)
+            let state = try engine.syncRecords.state(record)
+            guard (state.serverVersion ?? 0) < version else { continue }
+            try engine.syncRecords.setServerVersion(
+                record, version, clearingAside: (state.asideVersion ?? 0) <= version)
+            if try !engine.syncQueue.hasChange(record, besides: 0) { recapture.append(record) }
+        }
+        if !recapture.isEmpty { try engine.syncQueue.capture(recapture) }
+    }
+
     /// Applies the server's outcomes of one batch (checked by ``SyncAnswerCheck``), and the
     /// chain they give, in one local transaction (capture off: this is bookkeeping and server
     /// values, not local changes).
@@ -263,8 +282,14 @@ extension RecordSync {
         let conflictsExist = try engine.conflicts.any()
         var result = SyncPushBatchResult()
         for (index, (operation, outcome)) in zip(batch, outcomes).enumerated() {
-            // Another process (or a push that lost its answer and ran again) handled it.
-            guard try engine.syncQueue.isPending(operation.sequence) else { continue }
+            // Another process (or a push that lost its answer and ran again) handled it, or
+            // it was dropped here while on its way.
+            guard try engine.syncQueue.isPending(operation.sequence) else {
+                if case .applied(let version) = outcome.result {
+                    try pushAgain(over: sent[index], appliedAt: version.rawValue, in: engine)
+                }
+                continue
+            }
             switch outcome.result {
             case .applied(let version):
                 result.answered += 1

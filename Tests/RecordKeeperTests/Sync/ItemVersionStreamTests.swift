@@ -7,14 +7,22 @@ import Testing
 /// is named, never decoded as this version's type; one pulled from an older app is migrated
 /// first; a collection recorded with other payload strategies is refused.
 @Suite struct ItemVersionStreamTests {
+    /// Saves Dune through `here` (version 2), syncs both devices, and returns an iterator of
+    /// `here`'s change stream registered after that.
+    private static func duneOnBoth(
+        _ here: RecordRepository<ReadingApp.BookV2>, _ a: RecordSync, _ b: RecordSync
+    ) async throws -> RepositoryChanges<ReadingApp.BookV2>.AsyncIterator {
+        try await here.save(ReadingApp.BookV2(id: "dune", title: "Dune", authors: ["Frank Herbert"], rating: 3))
+        _ = try await a.sync()
+        _ = try await b.sync()
+        return await here.changes().makeAsyncIterator()
+    }
+
     @Test(arguments: StoreKind.allCases)
     func `a change stream names a record pulled from a newer app instead of decoding it`(kind: StoreKind) async throws {
         try await withSyncingDevices(kind, collections: ["books"]) { stores, a, b in
             let here = ReadingApp.v2(stores[0])
-            try await here.save(ReadingApp.BookV2(id: "dune", title: "Dune", authors: ["Frank Herbert"], rating: 3))
-            _ = try await a.sync()
-            _ = try await b.sync()
-            var iterator = await here.changes().makeAsyncIterator()
+            var iterator = try await Self.duneOnBoth(here, a, b)
 
             // A version 3 app (ratings out of 10) on the other device: a v3 payload decodes as
             // a v2 book, with its rating on the wrong scale.
@@ -38,10 +46,7 @@ import Testing
     func `a change stream migrates a record pulled from an older app before yielding it`(kind: StoreKind) async throws {
         try await withSyncingDevices(kind, collections: ["books"]) { stores, a, b in
             let here = ReadingApp.v2(stores[0])
-            try await here.save(ReadingApp.BookV2(id: "dune", title: "Dune", authors: ["Frank Herbert"], rating: 3))
-            _ = try await a.sync()
-            _ = try await b.sync()
-            var iterator = await here.changes().makeAsyncIterator()
+            var iterator = try await Self.duneOnBoth(here, a, b)
 
             try await ReadingApp.v1(stores[1]).save(ReadingApp.BookV1(id: "walden", title: "Walden", author: "Thoreau"))
             _ = try await b.sync()

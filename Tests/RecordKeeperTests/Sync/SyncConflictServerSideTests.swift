@@ -44,4 +44,66 @@ import Testing
             #expect(try await value(stores[0]) == "b4")
         }
     }
+
+    /// Holds the next push at a gate, once armed: the test acts while it is on its way.
+    actor GatedPushServer: RecordSyncServer {
+        let inner: InMemorySyncServer
+        let arrived = Gate()
+        let release = Gate()
+        private var armed = false
+
+        init(inner: InMemorySyncServer) { self.inner = inner }
+
+        func arm() { armed = true }
+
+        func push(space: String, operations: [SyncOperation]) async throws -> [SyncOutcome] {
+            if armed {
+                armed = false
+                await arrived.open()
+                await release.wait()
+            }
+            return try await inner.push(space: space, operations: operations)
+        }
+
+        func pull(space: String, after cursor: SyncCursor, limit: Int) async throws -> SyncPage {
+            try await inner.pull(space: space, after: cursor, limit: limit)
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func `keeping the server's value while the dropped edit is on its way is not undone by the next pull`(kind: StoreKind) async throws {
+        try await withDevices(kind, count: 2) { stores in
+            let server = InMemorySyncServer()
+            let gated = GatedPushServer(inner: server)
+            let a = RecordSync(store: stores[0], server: server)
+            let b = RecordSync(store: stores[1], server: gated)
+            for sync in [a, b] { try await sync.start(space: "s", collections: ["notes"]) }
+            try await stores[0].put("notes", key: "r", data: Data("a1".utf8))
+            _ = try await a.sync()
+            _ = try await b.sync()
+            try await stores[0].put("notes", key: "r", data: Data("a2".utf8))
+            try await stores[1].put("notes", key: "r", data: Data("b2".utf8))
+            _ = try await a.sync()
+            _ = try await b.sync()
+            #expect(try await stores[1].syncConflicts().map(\.server) == [Data("a2".utf8)])
+
+            // B edits again; its push is on its way when the person keeps the server's value.
+            try await stores[1].put("notes", key: "r", data: Data("b3".utf8))
+            await gated.arm()
+            let syncing = Task { try await b.sync() }
+            await gated.arrived.wait()
+            try await stores[1].resolveSyncConflict("notes", key: "r", keeping: .server)
+            #expect(try await value(stores[1]) == "a2")
+            await gated.release.open()
+            _ = try await syncing.value
+
+            // The server applied the edit that was on its way; the value kept goes out again.
+            _ = try await b.sync()
+            _ = try await a.sync()
+            _ = try await b.sync()
+            #expect(try await value(stores[1]) == "a2")
+            #expect(try await value(stores[0]) == "a2")
+            #expect(try await stores[1].syncConflicts().isEmpty)
+        }
+    }
 }

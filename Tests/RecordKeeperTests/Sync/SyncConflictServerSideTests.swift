@@ -7,6 +7,19 @@ import Testing
 /// newer server value pulled meanwhile is what the conflict shows, and what keeping the
 /// server's value writes.
 @Suite struct SyncConflictServerSideTests {
+    /// Record `r` written on both devices after they shared it: B's sync records a conflict
+    /// whose server side is A's "a2".
+    private func conflictOnB(_ stores: [RecordStore], _ a: RecordSync, _ b: RecordSync) async throws {
+        try await stores[0].put("notes", key: "r", data: Data("a1".utf8))
+        _ = try await a.sync()
+        _ = try await b.sync()
+        try await stores[0].put("notes", key: "r", data: Data("a2".utf8))
+        try await stores[1].put("notes", key: "r", data: Data("b2".utf8))
+        _ = try await a.sync()
+        _ = try await b.sync()
+        #expect(try await stores[1].syncConflicts().map(\.server) == [Data("a2".utf8)])
+    }
+
     private func value(_ store: RecordStore) async throws -> String? {
         try await store.value("notes", key: "r").map { String(decoding: $0, as: UTF8.self) }
     }
@@ -14,14 +27,7 @@ import Testing
     @Test(arguments: StoreKind.allCases)
     func `a newer server value pulled while an edit is pending is the conflict's server side`(kind: StoreKind) async throws {
         try await withSyncingDevices(kind, collections: ["notes"]) { stores, a, b in
-            try await stores[0].put("notes", key: "r", data: Data("a1".utf8))
-            _ = try await a.sync()
-            _ = try await b.sync()
-            try await stores[0].put("notes", key: "r", data: Data("a2".utf8))
-            try await stores[1].put("notes", key: "r", data: Data("b2".utf8))
-            _ = try await a.sync()
-            _ = try await b.sync()
-            #expect(try await stores[1].syncConflicts().map(\.server) == [Data("a2".utf8)])
+            try await conflictOnB(stores, a, b)
 
             // B edits again (pending); A writes once more; B pulls without pushing.
             try await stores[1].put("notes", key: "r", data: Data("b3".utf8))
@@ -78,14 +84,7 @@ import Testing
             let a = RecordSync(store: stores[0], server: server)
             let b = RecordSync(store: stores[1], server: gated)
             for sync in [a, b] { try await sync.start(space: "s", collections: ["notes"]) }
-            try await stores[0].put("notes", key: "r", data: Data("a1".utf8))
-            _ = try await a.sync()
-            _ = try await b.sync()
-            try await stores[0].put("notes", key: "r", data: Data("a2".utf8))
-            try await stores[1].put("notes", key: "r", data: Data("b2".utf8))
-            _ = try await a.sync()
-            _ = try await b.sync()
-            #expect(try await stores[1].syncConflicts().map(\.server) == [Data("a2".utf8)])
+            try await conflictOnB(stores, a, b)
 
             // B edits again; its push is on its way when the person keeps the server's value.
             try await stores[1].put("notes", key: "r", data: Data("b3".utf8))

@@ -115,9 +115,7 @@ enum StoreOpener {
     static func refuseDanglingLink(_ path: String) throws {
         var info = stat()
         guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFLNK else { return }
-        var target = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-        let count = readlink(path, &target, target.count - 1)
-        let named = count > 0 ? String(decoding: target[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self) : "?"
+        let named = linkTarget(path) ?? "?"
         throw RecordStoreError(
             code: .cannotOpen, operation: .open, path: path,
             detail: "the store path is a symbolic link to \(named), which does not exist (a volume that is not "
@@ -140,10 +138,7 @@ enum StoreOpener {
             var info = stat()
             guard lstat(current, &info) == 0 else { return path }
             guard info.st_mode & S_IFMT == S_IFLNK else { return current }
-            var target = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-            let count = readlink(current, &target, target.count - 1)
-            guard count > 0 else { return path }
-            let named = String(decoding: target[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            guard let named = linkTarget(current) else { return path }
             // The link's directory, by hand: NSString's path methods trap on a one-character path.
             if named.hasPrefix("/") {
                 current = named
@@ -154,6 +149,15 @@ enum StoreOpener {
             }
         }
         return path
+    }
+
+    /// What the symbolic link at `path` holds (`readlink`), as written; nil when it cannot be
+    /// read or is empty.
+    private static func linkTarget(_ path: String) -> String? {
+        var target = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let count = readlink(path, &target, target.count - 1)
+        guard count > 0 else { return nil }
+        return String(decoding: target[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     /// Refuses an existing path the writer cannot use, before SQLite opens it: a directory, a

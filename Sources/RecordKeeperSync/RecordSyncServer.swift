@@ -144,13 +144,32 @@ extension RecordSyncServer {
         space: String, after cursor: SyncCursor, limit: Int, collections: Set<String>?, wait: Duration
     ) async throws -> SyncPage {
         try SyncRequestValidation.validateWait(wait)
+        return try await SyncPage.polling(for: wait) { _ in
+            try await pull(space: space, after: cursor, limit: limit, collections: collections)
+        }
+    }
+}
+
+extension SyncPage {
+    /// The live pull of a server that cannot hold one: pulls with `pull` until a page has
+    /// changes or more to come, or `wait` has passed, again every ``defaultPollInterval`` (the
+    /// last stretch shorter) while `pollsAgain` says so. `pull` is told whether it pulls again
+    /// (`HTTPSyncServer` asks a relay to hold the first one).
+    ///
+    /// - Throws: what `pull` throws; `CancellationError` when cancelled while waiting.
+    package static func polling(
+        for wait: Duration, pollsAgain: () async -> Bool = { true }, _ pull: (_ again: Bool) async throws -> SyncPage
+    ) async throws -> SyncPage {
         let clock = ContinuousClock()
         let deadline = clock.now.advanced(by: wait)
+        var again = false
         while true {
-            let page = try await pull(space: space, after: cursor, limit: limit, collections: collections)
+            let page = try await pull(again)
             let now = clock.now
             if !page.changes.isEmpty || page.hasMore || now >= deadline { return page }
-            try await Task.sleep(for: min(SyncPage.defaultPollInterval, now.duration(to: deadline)))
+            guard await pollsAgain() else { return page }
+            try await Task.sleep(for: min(defaultPollInterval, now.duration(to: deadline)))
+            again = true
         }
     }
 }

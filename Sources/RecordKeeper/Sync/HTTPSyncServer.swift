@@ -154,26 +154,18 @@ public struct HTTPSyncServer: RecordSyncServer {
         try SyncRequestValidation.validatePull(space: space, cursor: cursor, limit: limit, collections: collections)
         let (seconds, rest) = wait.components
         let whole = Int(seconds) + (rest > 0 ? 1 : 0)
-        let clock = ContinuousClock()
-        let deadline = clock.now.advanced(by: wait)
-        var asked = whole
-        while true {
-            let page: SyncPage
-            if let collections {
-                page = try await SyncPullFilter.pull(after: cursor, collections: collections) { [asked] after in
-                    try await self.page(space: space, after: after, limit: limit, collections: collections, wait: asked)
-                }
-            } else {
-                page = try await self.page(space: space, after: cursor, limit: limit, collections: nil, wait: asked)
+        // An empty answer before the wait passed, from a relay that holds no pull (an older
+        // one, or `--max-pull-wait 0`): pulled again every `defaultPollInterval`, as a server
+        // that cannot hold a request is, instead of answering at once (a caller's loop of live
+        // pulls would ask without pause).
+        return try await SyncPage.polling(for: wait, pollsAgain: { await !holdsPulls() }) { again in
+            let asked = again ? 0 : whole
+            guard let collections else {
+                return try await page(space: space, after: cursor, limit: limit, collections: nil, wait: asked)
             }
-            // An empty answer before the wait passed, from a relay that holds no pull (an older
-            // one, or `--max-pull-wait 0`): pulled again every `defaultPollInterval`, as a
-            // server that cannot hold a request is, instead of answering at once (a caller's
-            // loop of live pulls would ask without pause).
-            let now = clock.now
-            guard whole > 0, page.changes.isEmpty, !page.hasMore, now < deadline, await !holdsPulls() else { return page }
-            try await Task.sleep(for: min(SyncPage.defaultPollInterval, now.duration(to: deadline)))
-            asked = 0
+            return try await SyncPullFilter.pull(after: cursor, collections: collections) { after in
+                try await page(space: space, after: after, limit: limit, collections: collections, wait: asked)
+            }
         }
     }
 

@@ -241,8 +241,11 @@ where Item: Codable & Identifiable & Equatable & Sendable, Item.ID: Codable & Se
             }
             let own = read?.0 ?? .none
             let needsMigration = try migrator.needsMigration(state, records: own)
-            for key in keys.sorted() {
-                if let version = own.newer[key] { throw migrator.newerRecordError(key: key, version: version) }
+            // The first in key order, as a load names it; usually there is none to look for.
+            if !own.newer.isEmpty {
+                for key in keys.sorted() {
+                    if let version = own.newer[key] { throw migrator.newerRecordError(key: key, version: version) }
+                }
             }
             guard needsMigration else { return read?.1 ?? [:] }
             return try await store.write(origin: .library, collection: collection) { transaction in

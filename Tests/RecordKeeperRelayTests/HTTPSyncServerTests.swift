@@ -224,6 +224,27 @@ struct HTTPSyncServerTests {
         }
     }
 
+    @Test func `a redirect is never followed: the pull is unreachable and the token goes nowhere else`() async throws {
+        let followed = Protected<[String]>([])
+        let redirect = { @Sendable (_: HTTPRequest) async -> HTTPResponse in
+            HTTPResponse(status: 302, headers: HTTPHeaders([("Location", "/portal")]), body: Data("moved".utf8))
+        }
+        let portal = { @Sendable (request: HTTPRequest) async -> HTTPResponse in
+            followed.withLock { $0.append(request.headers["Authorization"] ?? "no token") }
+            return HTTPResponse(status: 200, text: "<html>portal login</html>")
+        }
+        let routes = [HTTPRoute(.get, RelayWire.pullPath, handler: redirect), HTTPRoute(.get, "/portal", handler: portal)]
+        try await withServer(routes: routes) { http in
+            let server = HTTPSyncServer(url: URL(string: "http://127.0.0.1:\(http.port)")!) { "secret" }
+            let error = await #expect(throws: SyncError.self) {
+                _ = try await server.pull(space: "alice", after: .start, limit: 10)
+            }
+            #expect(error?.code == .unreachable, "\(String(describing: error))")
+            #expect(error?.message.contains("HTTP 302 redirects to /portal") == true, "\(String(describing: error))")
+            #expect(followed.withLock { $0 }.isEmpty, "the redirect was not followed")
+        }
+    }
+
     @Test func `a web server's multi-line error page is quoted on one line`() async throws {
         let page = HTTPRoute(.get, RelayWire.pullPath) { _ in
             HTTPResponse(status: 404, text: "<html>\n<head><title>404 Not Found</title></head>\n<body>\nNot Found\n</body>\n</html>\n")

@@ -25,11 +25,12 @@ package enum HTTPClientSupport {
         _ request: URLRequest, through session: URLSession, afterTimeout: String,
         failure: (_ words: String, _ error: URLError) -> any Error
     ) async throws -> (Data, URLResponse) {
+        let answer: (Data, URLResponse)
         do {
             #if canImport(FoundationNetworking)
-                return try await AbandonableRequest.data(for: request, through: session)
+                answer = try await AbandonableRequest.data(for: request, through: RedirectRefusal.refusing(session))
             #else
-                return try await session.data(for: request)
+                answer = try await session.data(for: request, delegate: RedirectRefusal.shared)
             #endif
         } catch let error as URLError where error.code == .cancelled && Task.isCancelled {
             throw CancellationError()
@@ -38,6 +39,37 @@ package enum HTTPClientSupport {
                 describe(error, timeout: session.configuration.timeoutIntervalForRequest, afterTimeout: afterTimeout),
                 error)
         }
+        // A redirect the app's own session delegate chose to follow: the answer is another
+        // URL's, not the server's (a 200 from a login page is no delivery).
+        if let asked = request.url, let answered = answer.1.url, !sameResource(asked, answered) {
+            throw failure(
+                "the session followed a redirect to \(answered.shownWithoutPassword) (its delegate allowed it); an answer "
+                    + "from another URL is not the server's (URLError \(URLError.Code.httpTooManyRedirects.rawValue))",
+                URLError(.httpTooManyRedirects))
+        }
+        return answer
+    }
+
+    /// Whether two URLs name the same resource, as a request's and its answer's: scheme, host,
+    /// port and path (an empty path is `/`); the query is not compared (Foundation may
+    /// re-encode it).
+    static func sameResource(_ a: URL, _ b: URL) -> Bool {
+        func parts(_ url: URL) -> [String?] {
+            let components = URLComponents(url: url, resolvingAgainstBaseURL: true)
+            let path = components?.percentEncodedPath ?? ""
+            return [components?.scheme?.lowercased(), components?.host?.lowercased(),
+                    components?.port.map(String.init), path.isEmpty ? "/" : path]
+        }
+        return parts(a) == parts(b)
+    }
+
+    /// The words for an answer that redirects (3xx): the redirect is not followed
+    /// (``RedirectRefusal``), so the request and its headers went nowhere else.
+    static func redirectWords(_ response: HTTPURLResponse) -> String {
+        let location = response.value(forHTTPHeaderField: "Location").map { " to \(withoutPassword($0))" } ?? ""
+        return "HTTP \(response.statusCode) redirects\(location); redirects are not followed (a captive portal's login "
+            + "page or a moved endpoint would take the request and its headers elsewhere): the request "
+            + "went nowhere else, and the URL must be the one that answers"
     }
 
     /// What a failed request means, in words (Foundation's own text on Linux is only
@@ -172,3 +204,4 @@ extension URL {
     /// The URL as text for messages, its password (if any) shown as `***`.
     package var shownWithoutPassword: String { HTTPClientSupport.withoutPassword(absoluteString) }
 }
+

@@ -15,6 +15,8 @@ public import Foundation
 /// | 2xx | delivered |
 /// | connection failure, timeout, 408, 429, 5xx | retried, not before `Retry-After` (seconds or an HTTP date) |
 /// | 401 | retried (the token may have been refreshed by then) |
+/// | 409 | retried: the answer the Idempotency-Key draft gives while a request with the same key is still being processed (an earlier attempt abandoned or timed out) |
+/// | 3xx | retried: redirects are never followed (a captive portal's login page would answer 200 to a bodiless GET; the headers would go to another host) |
 /// | any other status | permanent: dead letter, with the status and the start of the body |
 ///
 /// The receiver must dedupe by `Idempotency-Key`: an operation whose outcome was unknown (a
@@ -106,9 +108,12 @@ public struct HTTPOutboxTransport: OutboxTransport {
         }
         let status = http.statusCode
         if (200..<300).contains(status) { return }
+        if (300..<400).contains(status) {
+            throw OutboxDeliveryFailure.retryable("\(endpoint.shownWithoutPassword): " + HTTPClientSupport.redirectWords(http))
+        }
         let description = "HTTP \(status) from \(endpoint.shownWithoutPassword)" + HTTPClientSupport.bodyExcerpt(data)
         switch status {
-        case 408, 429, 500..<600:
+        case 408, 409, 429, 500..<600:
             let retryAfter = http.value(forHTTPHeaderField: "Retry-After").flatMap { HTTPClientSupport.retryAfter($0, now: Date()) }
             throw OutboxDeliveryFailure.retryable(description, retryAfter: retryAfter)
         case 401:

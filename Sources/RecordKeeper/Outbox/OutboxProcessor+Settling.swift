@@ -34,9 +34,9 @@ extension OutboxProcessor {
         let store = store
         let operation: StoreOperation =
             outcomes.isEmpty ? .outboxClaim : outcomes.allSatisfy { $0.failure == nil } ? .outboxDelivered : .outboxFailed
-        let write: @Sendable () async throws -> ([OutboxOperation], Int) = {
+        let write: @Sendable () async throws -> ([OutboxOperation], [OutboxOperation]) = {
             try await store.performWrite(operation, collection: nil, inline: store.mayWriteInline(outcomes.count + limit)) {
-                context -> ([OutboxOperation], Int) in
+                context -> ([OutboxOperation], [OutboxOperation]) in
                 let outbox = context.engine.outbox
                 for outcome in outcomes {
                     if let failure = outcome.failure {
@@ -54,13 +54,20 @@ extension OutboxProcessor {
         // so a delivered operation is not sent again and a failed one does not wait for its
         // lease to end.
         let (claimed, buried) = try await Task.isCancelled ? Task { try await write() }.value : write()
-        for outcome in outcomes {
+        var deadLettered = buried
+        for (outcome, (ended, _)) in zip(outcomes, ended) {
             switch outcome.failure {
             case nil: report.delivered += 1
-            case let failure?: if failure.next == nil { report.deadLettered += 1 } else { report.retried += 1 }
+            case let failure?:
+                guard failure.next == nil else { report.retried += 1; continue }
+                report.deadLettered += 1
+                deadLettered.append(ended.withLastError(failure.error))
             }
         }
-        report.deadLettered += buried
+        report.deadLettered += buried.count
+        if let handler = store.options.eventHandler {
+            for operation in deadLettered { handler(.outboxDeadLettered(operation)) }
+        }
         return claimed.map {
             OutboxOperation(
                 id: $0.id, kind: $0.kind, payload: $0.payload, orderingKey: $0.orderingKey,
@@ -70,13 +77,14 @@ extension OutboxProcessor {
     }
 
     /// Claims up to `limit` deliverable operations for `processor` inside a write transaction;
-    /// returns them (as read before the claim) and how many it moved to the dead letters.
+    /// returns them (as read before the claim) and those it moved to the dead letters (with
+    /// the error recorded).
     private static func claim(
         in outbox: OutboxTable, due: Date, now: Date, until: Date, limit: Int, excluding attempted: Set<UUID>,
         processor: String, maximumAttempts: Int
-    ) throws -> ([OutboxOperation], Int) {
+    ) throws -> ([OutboxOperation], [OutboxOperation]) {
         var claimed: [OutboxOperation] = []
-        var buried = 0
+        var buried: [OutboxOperation] = []
         // Dead-lettering one may let the next of its key through: look again until stable.
         while claimed.count < limit {
             let taken = claimed
@@ -87,10 +95,9 @@ extension OutboxProcessor {
             for candidate in candidates {
                 if candidate.attempts >= maximumAttempts {
                     let previous = candidate.lastError.map { "; last error: \($0)" } ?? ""
-                    try outbox.bury(
-                        candidate.id,
-                        error: "\(candidate.attempts) delivery attempts were started and none succeeded\(previous)")
-                    buried += 1
+                    let error = "\(candidate.attempts) delivery attempts were started and none succeeded\(previous)"
+                    try outbox.bury(candidate.id, error: error)
+                    buried.append(candidate.withLastError(error))
                     buriedNow = true
                 } else {
                     try outbox.claim(candidate.id, processor: processor, until: until)
@@ -145,5 +152,14 @@ final class FinishedDeliveries: Sendable {
             defer { ended = [] }
             return ended
         }
+    }
+}
+
+extension OutboxOperation {
+    /// The operation with `lastError` as recorded when it moved to the dead letters.
+    fileprivate func withLastError(_ error: String) -> OutboxOperation {
+        OutboxOperation(
+            id: id, kind: kind, payload: payload, orderingKey: orderingKey, attempts: attempts, createdAt: createdAt,
+            nextAttemptAt: nextAttemptAt, lastError: error)
     }
 }

@@ -183,9 +183,11 @@ struct OutboxTable {
             """, id, processor, Self.millisecondsRoundingUp(until), key: id.uuidString)
     }
 
-    /// Removes a delivered operation.
+    /// Removes a delivered operation, also when it is a dead letter by now: a delivery that
+    /// outlived its lease may succeed after another processor's attempt of it failed for good,
+    /// and an operation the server applied must not wait in the dead letters to be sent again.
     func remove(_ id: UUID) throws {
-        try runner.execute("DELETE FROM outbox WHERE id = ?1 AND dead = 0", id, key: id.uuidString)
+        try runner.execute("DELETE FROM outbox WHERE id = ?1", id, key: id.uuidString)
     }
 
     /// Releases `processor`'s claim on `id` after a failure: schedules the next attempt at

@@ -77,8 +77,9 @@ public struct Outbox: Sendable {
         }
     }
 
-    /// Makes a dead letter pending again: due now, with no attempts counted. It keeps its
-    /// place in enqueue order, so it goes before later operations of its ordering key.
+    /// Makes a dead letter pending again: due now, with no attempts counted, behind every
+    /// operation queued now, as if enqueued again (operations of its ordering key that went on
+    /// while it was a dead letter may be under way: it never starts beside them).
     /// - Throws: ``RecordStoreError/Code/invalidArgument`` when `id` is not a dead letter.
     public func requeue(_ id: UUID) async throws {
         let state = try await store.performWrite(.outboxRequeue, collection: nil) { context in

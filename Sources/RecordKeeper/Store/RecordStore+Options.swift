@@ -66,6 +66,12 @@ public enum RecordStoreEvent: Sendable {
     /// round's outcomes was lost: what was not recorded is delivered again, with its id). `run()`
     /// goes on after ``OutboxProcessor/storeRetryDelay(afterFailures:)``.
     case outboxRoundFailed(RecordStoreError)
+    /// An outbox operation moved to the dead letters: the server refused it for good, or it
+    /// used up ``RetryPolicy/maximumAttempts``. `lastError` says why. It stays there, out of the
+    /// way of its ordering key, until ``RecordStore/Outbox/requeue(_:)`` or
+    /// ``RecordStore/Outbox/discard(_:)``; this event is how an app that runs
+    /// ``OutboxProcessor/run()`` hears of it without polling ``RecordStore/Outbox/deadLetters()``.
+    case outboxDeadLettered(OutboxOperation)
 }
 
 /// How long the phases of opening a store took.

@@ -135,6 +135,10 @@ extension HTTPSyncServer {
             return SyncError(.behindHorizon, said)
         case 404, 405:
             return SyncError(.configuration, said + "; is \(url.shownWithoutPassword) a sync relay of protocol v\(RelayWire.version)?")
+        case 300..<400:
+            return SyncError(
+                .unreachable, "the \(operation) through \(url.shownWithoutPassword) failed: " + HTTPClientSupport.redirectWords(response)
+                    + "; nothing was changed by this answer")
         case 408, 429, 502, 503, 504:
             let retryAfter = response.value(forHTTPHeaderField: "Retry-After")
                 .flatMap { HTTPClientSupport.retryAfter($0, now: Date()) }

@@ -106,13 +106,16 @@ import Testing
         }
     }
 
-    @Test func `408 and 401 are retried, 408 not before its Retry-After, and every other 4xx is a dead letter`() async throws {
+    @Test func `408, 401 and 409 are retried, 408 not before its Retry-After, and every other 4xx is a dead letter`() async throws {
         try await LoopbackReceiver.withRunning { receiver, _ in
             let store = RecordStore.inMemory()
             let clock = TestClock()
             let processor = OutboxProcessor.testing(store, HTTPOutboxTransport(endpoint: receiver.endpoint), clock: clock)
-            let retried = [408, 401]
-            let refused = [400, 403, 404, 405, 409, 410, 413, 415, 422, 451]
+            // 409: the Idempotency-Key draft's answer while an earlier request with the key is
+            // still being processed (an abandoned or timed-out attempt): a dead letter would let
+            // the operations behind it on its key go first.
+            let retried = [408, 401, 409]
+            let refused = [400, 403, 404, 405, 410, 413, 415, 422, 451]
             let messages = (retried + refused).map { OutboxMessage(kind: "status-\($0)", payload: Data("{}".utf8)) }
             try await store.enqueue(messages)
             let report = try await processor.deliverDue()
@@ -131,6 +134,27 @@ import Testing
                 #expect(letter.lastError?.hasPrefix("HTTP \(status) from") == true, "\(letter.lastError ?? "")")
                 #expect(letter.lastError?.contains("answered \(status)") == true, "the start of the body")
             }
+        }
+    }
+
+    @Test func `a redirect is never followed and the operation stays pending, not counted delivered`() async throws {
+        try await LoopbackReceiver.withRunning { receiver, _ in
+            let store = RecordStore.inMemory()
+            let transport = HTTPOutboxTransport(endpoint: receiver.endpoint) { ["Authorization": "Bearer secret"] }
+            let processor = OutboxProcessor.testing(store, transport, clock: TestClock())
+            let statuses = [301, 302, 303, 307, 308]
+            try await store.enqueue(statuses.map { OutboxMessage(kind: "redirect-\($0)", payload: Data("{}".utf8)) })
+            let report = try await processor.deliverDue()
+            #expect(report == OutboxDeliveryReport(delivered: 0, retried: statuses.count, deadLettered: 0))
+            #expect(try receiver.followedRedirects().isEmpty, "no request went to the redirect's target")
+            let pending = try await store.outbox.pending()
+            #expect(Set(pending.map(\.kind)) == Set(statuses.map { "redirect-\($0)" }))
+            for operation in pending {
+                let message = operation.lastError ?? ""
+                #expect(message.contains("HTTP \(operation.kind.dropFirst(9)) redirects to /elsewhere"), "\(message)")
+                #expect(message.contains("not followed"), "\(message)")
+            }
+            #expect(try receiver.applied().isEmpty)
         }
     }
 

@@ -18,7 +18,8 @@ import Testing
 /// counted as a duplicate, not applied again), appends every applied operation to a log file,
 /// and misbehaves by operation kind: `fail500` (500 twice), `throttle` (429 with
 /// `Retry-After: 30` once), `reject` (422 always), `auth` (401 unless `Authorization: Bearer
-/// fresh`), `status-NNN` (that status always, with `Retry-After: 7` for 408), `slow` (applies it, then the first time never answers: it holds the request until
+/// fresh`), `status-NNN` (that status always, with `Retry-After: 7` for 408), `redirect-NNN` (that
+/// status with `Location: /elsewhere`, where any request is noted and answered 200 like a captive portal's login page), `slow` (applies it, then the first time never answers: it holds the request until
 /// the client gives up), `hold` (applies nothing and holds the request until the client goes
 /// away), `crash` (applies it, then the serving process dies without answering, once per log).
 ///
@@ -54,7 +55,26 @@ final class LoopbackReceiver {
                 say("released " + key)
                 self.close_connection = True
 
+            def followed(self, method):
+                # A request that followed a redirect: noted in a file, then answered like a
+                # captive portal's login page.
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                with lock:
+                    with open(log + ".followed", "a") as f:
+                        f.write("%s %s %s\n" % (method, self.headers.get("Idempotency-Key"),
+                            self.headers.get("Authorization")))
+                text = b"<html>portal login</html>"
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(text)))
+                self.end_headers()
+                self.wfile.write(text)
+
+            def do_GET(self):
+                return self.followed("GET")
+
             def do_POST(self):
+                if self.path == "/elsewhere":
+                    return self.followed("POST")
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 key = self.headers.get("Idempotency-Key")
                 kind = self.headers.get("RecordKeeper-Operation-Kind")
@@ -72,6 +92,8 @@ final class LoopbackReceiver {
                     status, text = 422, b'{"error":"unknown sku"}'
                 elif kind == "auth" and self.headers.get("Authorization") != "Bearer fresh":
                     status = 401
+                elif kind.startswith("redirect-"):
+                    status, extra, text = int(kind[9:]), {"Location": "/elsewhere"}, b"moved"
                 elif kind.startswith("status-"):
                     status, text = int(kind[7:]), b"answered " + kind[7:].encode()
                     if status == 408:
@@ -190,6 +212,14 @@ final class LoopbackReceiver {
         guard FileManager.default.fileExists(atPath: log.path) else { return [] }
         return try String(decoding: Data(contentsOf: log), as: UTF8.self)
             .split(separator: "\n").map { try JSONDecoder().decode(Applied.self, from: Data($0.utf8)) }
+    }
+
+    /// Requests that followed a redirect (`redirect-NNN` answers NNN with `Location: /elsewhere`):
+    /// "METHOD KEY AUTHORIZATION" each.
+    func followedRedirects() throws -> [String] {
+        let url = URL(fileURLWithPath: log.path + ".followed")
+        guard FileManager.default.fileExists(atPath: url.path) else { return [] }
+        return String(decoding: try Data(contentsOf: url), as: UTF8.self).split(separator: "\n").map(String.init)
     }
 
     /// Keys sent again after they had been applied (deduped by the receiver).

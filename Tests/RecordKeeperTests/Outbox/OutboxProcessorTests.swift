@@ -270,6 +270,65 @@ import Testing
     }
 
     @Test(arguments: StoreKind.allCases)
+    func `a delivery that outlived its lease and succeeds removes the operation another attempt dead-lettered`(
+        kind: StoreKind
+    ) async throws {
+        try await withStore(kind) { store, _ in
+            let clock = TestClock()
+            let entered = Gate(), release = Gate()
+            let hanging = ScriptedTransport(hook: { _ in
+                await entered.open()
+                await release.wait()
+            })
+            let first = OutboxProcessor.testing(store, hanging, clock: clock, lease: .seconds(60))
+            let refusing = ScriptedTransport(["op": [.reject("422 already applied")]])
+            let other = OutboxProcessor.testing(store, refusing, clock: clock, lease: .seconds(60))
+            let op = message("op", "x")
+            try await store.enqueue([op])
+            let running = Task { try await first.deliverDue() }
+            await entered.wait()
+            clock.advance(.seconds(60))
+            #expect(try await other.deliverDue().deadLettered == 1)
+            #expect(try await store.outbox.deadLetters().map(\.id) == [op.id])
+            // The first delivery was applied after all: the server has it, so it must not wait in
+            // the dead letters for someone to requeue (and send it again).
+            await release.open()
+            #expect(try await running.value.delivered == 1)
+            #expect(try await store.outbox.deadLetters().isEmpty)
+            #expect(try await store.outbox.pending().isEmpty)
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func `every operation moved to the dead letters is reported to the event handler with its error`(
+        kind: StoreKind
+    ) async throws {
+        let events = Protected<[OutboxOperation]>([])
+        let options = RecordStore.Options(eventHandler: { event in
+            if case .outboxDeadLettered(let operation) = event { events.withLock { $0.append(operation) } }
+        })
+        try await withStore(kind, options: options) { store, _ in
+            let clock = TestClock()
+            let transport = ScriptedTransport([
+                "refused": [.reject("400 unknown sku")], "flaky": [.retry("503 busy", after: nil)],
+            ])
+            let policy = RetryPolicy(maximumAttempts: 1)
+            let processor = OutboxProcessor.testing(store, transport, clock: clock, policy: policy)
+            let refused = message("refused", "a"), flaky = message("flaky", "b"), fine = message("fine", "c")
+            try await store.enqueue([refused, flaky, fine])
+            #expect(try await processor.deliverDue() == OutboxDeliveryReport(delivered: 1, retried: 0, deadLettered: 2))
+            let reported = events.withLock { $0 }
+            #expect(Set(reported.map(\.id)) == [refused.id, flaky.id])
+            let byID = Dictionary(uniqueKeysWithValues: reported.map { ($0.id, $0) })
+            #expect(byID[refused.id]?.lastError == "400 unknown sku")
+            #expect(byID[flaky.id]?.lastError?.contains("503 busy") == true, "\(byID[flaky.id]?.lastError ?? "")")
+            let dead = try await store.outbox.deadLetters()
+            #expect(Dictionary(uniqueKeysWithValues: dead.map { ($0.id, $0.lastError) })
+                == Dictionary(uniqueKeysWithValues: reported.map { ($0.id, $0.lastError) }), "what was reported is what was recorded")
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
     func `a dead letter requeued while a later operation of its key is under way waits behind it`(kind: StoreKind) async throws {
         try await withStore(kind) { store, _ in
             let clock = TestClock()
@@ -324,13 +383,15 @@ import Testing
             let dead = try #require(try await store.outbox.deadLetters().first)
             #expect(dead.attempts == 2)
             #expect(dead.lastError?.contains("2 delivery attempts were started") == true)
-            // The stuck deliveries end late: the dead letter stays as it is.
-            for (task, release) in stuck {
-                await release.open()
-                _ = try await task.value
-            }
-            #expect(try await store.outbox.deadLetters().map(\.attempts) == [2])
+            // A stuck delivery ends late, and the server took it after all: the operation is
+            // delivered, so it leaves the dead letters (nobody should requeue and send it again).
+            let (task, release) = stuck[0]
+            await release.open()
+            #expect(try await task.value.delivered == 1)
+            #expect(try await store.outbox.deadLetters().isEmpty)
             #expect(try await store.outbox.pending().isEmpty)
+            await stuck[1].1.open()
+            _ = try await stuck[1].0.value
         }
     }
 }

@@ -1,3 +1,5 @@
+import Foundation
+
 /// The gateway of declared indexes (format 7, docs/FORMAT.md: `declared_indexes` and the
 /// indexes on `records` it names), on the connection of one request: which fields of a
 /// collection are indexed, declaring and dropping one. The connection keeps what it read
@@ -65,6 +67,17 @@ struct IndexesTable {
             throw error
         }
         return inserted
+    }
+
+    /// Whether a declared index's expression can read `payload`: SQLite's JSON functions parse
+    /// it (`json_extract` fails a statement on a payload they refuse, and with it the write).
+    func indexesCanRead(_ payload: Data, collection: String) throws -> Bool {
+        do {
+            _ = try runner.one("SELECT json_type(CAST(?1 AS TEXT))", payload, collection: collection) { _ in true }
+            return true
+        } catch let error as RecordStoreError where error.sqliteMessage == "malformed JSON" {
+            return false
+        }
     }
 
     /// The key of the first record of collection `id`, in key order, whose payload SQLite's JSON

@@ -186,11 +186,31 @@ extension RecordSync {
         var upserts: [String: [RecordUpsert]] = [:]
         var removals: [String: [String]] = [:]
         var applied = 0
+        // Collections with declared indexes (this device's own): each payload pulled into one
+        // must be JSON, or the index's expression fails the page's write, and every later pull
+        // with it.
+        var indexed: [String: Bool] = [:]
+        func isIndexed(_ collection: String) throws -> Bool {
+            if let known = indexed[collection] { return known }
+            let id = try engine.records.collectionID(collection)
+            let answer = try id.map { try !engine.indexes.declaredIndexes($0, collection: collection).isEmpty } ?? false
+            indexed[collection] = answer
+            return answer
+        }
         for change in page.changes {
             guard synced[change.collection] != nil else { continue }
             let name = "record \(RecordStoreError.quoted(change.collection))/\(RecordStoreError.quoted(change.key))"
             if let problem = Self.problem(ofPulledKey: change.key) {
                 refused.append("\(name) (version \(change.version)): \(problem)")
+                continue
+            }
+            if case .payload(let data) = change.value, try isIndexed(change.collection),
+                try !engine.indexes.indexesCanRead(data, collection: change.collection)
+            {
+                refused.append(
+                    "\(name) (version \(change.version)): its payload is not JSON, and this store declared indexes on "
+                        + "\(RecordStoreError.quoted(change.collection)), which read every payload as JSON (drop them, or "
+                        + "correct the writer)")
                 continue
             }
             let key = try RecordNames.key(change.key, collection: change.collection, operation: .syncPull)

@@ -147,6 +147,37 @@ import RecordKeeperSync
     }
 
     @Test(arguments: StoreKind.allCases)
+    func `a pulled payload that is not JSON in a collection this store indexed is skipped, and sync goes on`(
+        kind: StoreKind
+    ) async throws {
+        try await withStore(kind) { store, _ in
+            let server = InMemorySyncServer()
+            let sync = RecordSync(store: store, server: server)
+            try await sync.start(space: "s", collections: ["notes"])
+            try await store.put("notes", key: "first", data: Data(#"{"level":0}"#.utf8))
+            _ = try await sync.sync()
+            #expect(try await store.declareIndex("notes", on: FieldPath("level")))
+            // Another device, which declared no index, stores a payload that is not JSON.
+            let other = RecordSync(store: RecordStore.inMemory(), server: server)
+            try await other.start(space: "s", collections: ["notes"])
+            try await other.store.apply(
+                "notes", changes: RecordChanges(upserts: ["bad": Data("plain text"), "good": Data(#"{"level":2}"#.utf8)]))
+            _ = try await other.sync()
+
+            let error = await #expect(throws: SyncError.self) { try await sync.pull() }
+            #expect(error?.code == .serverFailure)
+            #expect(error?.message.contains(#""notes"/"bad""#) == true, "\(String(describing: error))")
+            #expect(error?.message.contains("not JSON") == true, "\(String(describing: error))")
+            #expect(try await strings(store, "notes") == ["first": #"{"level":0}"#, "good": #"{"level":2}"#])
+            // Past it: the next sync neither fails on it again nor stops the device.
+            try await store.put("notes", key: "next", data: Data(#"{"level":1}"#.utf8))
+            let report = try await sync.sync()
+            #expect(report.pushedOperations == 1)
+            #expect(try await other.sync().pulledChanges == 1, "the other device gets the change made after it")
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
     func `a conflict naming a record the operation does not change is refused`(kind: StoreKind) async throws {
         try await withStore(kind) { store, _ in
             let server = TamperingServer(InMemorySyncServer())

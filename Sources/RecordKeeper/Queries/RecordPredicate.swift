@@ -75,6 +75,27 @@ public indirect enum RecordPredicate: Sendable, Hashable {
         return deepest
     }
 
+    /// The first ordering comparison (`<`, `<=`, `>`, `>=`, `between`) with nil as a bound, which
+    /// could match nothing: its field and what it asked, in words.
+    var orderedAgainstNull: (FieldPath, String)? {
+        var pending: [RecordPredicate] = [self]
+        while let predicate = pending.popLast() {
+            switch predicate {
+            case .compare(let field, let comparison, .null) where comparison != .equal && comparison != .notEqual:
+                return (field, "comparing with \(comparison.rawValue)")
+            case .between(let field, .null, _), .between(let field, _, .null):
+                return (field, "between with a bound of")
+            case .and(let all), .or(let all):
+                pending.append(contentsOf: all)
+            case .not(let inner):
+                pending.append(inner)
+            case .compare, .between, .isIn, .hasPrefix, .contains, .isNull:
+                continue
+            }
+        }
+        return nil
+    }
+
     /// Every field the predicate reads.
     var fields: [FieldPath] {
         switch self {

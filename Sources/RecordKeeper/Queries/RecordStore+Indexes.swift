@@ -16,10 +16,18 @@ extension RecordStore {
     ///   record (the first in key order): nothing is declared then.
     @discardableResult
     public nonisolated func declareIndex(_ collection: String, on field: FieldPath) async throws -> Bool {
+        try await declareIndexes(collection, on: [field]) > 0
+    }
+
+    /// Declares the indexes of `fields` in one write transaction: all of them, or (on any
+    /// failure) none. Returns how many were not declared before.
+    nonisolated func declareIndexes(_ collection: String, on fields: [FieldPath]) async throws -> Int {
         let name = try RecordNames.collection(collection, operation: .index)
         return try await performWrite(.index, collection: name) { context in
             let id = try context.engine.records.establish(name)
-            return try context.engine.indexes.declareIndex(id, collection: name, field: field)
+            return try fields.reduce(0) { count, field in
+                try context.engine.indexes.declareIndex(id, collection: name, field: field) ? count + 1 : count
+            }
         }
     }
 
@@ -56,10 +64,11 @@ extension RecordRepository where Item: Queryable {
     /// ```swift
     /// try await words.declareIndexes([Word.dueAt, Word.level])
     /// ```
+    /// All of them are declared in one write transaction: on any failure, none is.
     /// - Throws: ``QueryError`` (`undeclaredField`) for a field not in ``Queryable/queryFields``;
     ///   ``RecordStoreError``.
     public func declareIndexes(_ fields: [any QueryField]) async throws {
         let query = try storedQuery(nil, order: fields.map { ItemOrder(path: $0.path, descending: false) }, limit: nil, after: nil)
-        for order in query.order { try await store.declareIndex(collection, on: order.field) }
+        _ = try await store.declareIndexes(collection, on: query.order.map(\.field))
     }
 }

@@ -88,6 +88,12 @@ extension RecordStore {
                         + "or([...]) (or use in([...])) instead of nesting them")
             }
         }
+        if let (field, what) = query.predicate?.orderedAgainstNull {
+            throw QueryError(
+                .invalidArgument, field: field, collection: collection,
+                detail: "\(what) nil matches no record (nothing is less or greater than a missing value); ask "
+                    + "whether the field is missing with == nil, or compare with a value")
+        }
         if let limit = query.limit, limit <= 0 {
             throw QueryError(
                 .invalidArgument, fieldName: "", collection: collection, detail: "the limit must be positive, not \(limit)")

@@ -137,6 +137,25 @@ import Testing
         }
     }
 
+    @Test func `a repository's indexes are declared all at once, or none when one of them fails`() async throws {
+        try await withStore(.onDisk) { store, url in
+            let words = RecordRepository<ItemQueryTests.Word>(store: store, collection: "words")
+            try await words.save(ItemQueryTests.words())
+            // Another program took the name the second index gets: creating it fails.
+            let id = try #require(try await store.perform(.read, collection: nil) { try $0.records.collectionID("words") })
+            let taken = DeclaredIndex(collectionID: id, field: try FieldPath("level")).name
+            let other = try SQLiteConnection(path: url.path, busyTimeout: .seconds(5))
+            try other.execute("CREATE TABLE \"\(taken)\" (x)")
+            await #expect(throws: RecordStoreError.self) {
+                try await words.declareIndexes([ItemQueryTests.Word.dueAt, ItemQueryTests.Word.level])
+            }
+            #expect(try await store.declaredIndexes("words").isEmpty, "the first index did not stay without the second")
+            try other.execute("DROP TABLE \"\(taken)\"")
+            try await words.declareIndexes([ItemQueryTests.Word.dueAt, ItemQueryTests.Word.level])
+            #expect(try await store.declaredIndexes("words").map(\.description) == ["dueAt", "level"])
+        }
+    }
+
     @Test func `a format 6 store migrates to format 7 with no declared index`() async throws {
         try await withTemporaryDirectory { directory in
             let url = try fixtureCopy("format-6.sqlite", into: directory)

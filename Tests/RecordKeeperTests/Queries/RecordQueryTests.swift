@@ -186,6 +186,26 @@ import Testing
     }
 
     @Test(arguments: StoreKind.allCases)
+    func `nil as a bound of an ordering comparison is refused, not a query that matches nothing`(kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ in
+            try await store.put("items", key: "a", data: Data(#"{"due":1}"#.utf8))
+            let due = RecordField("due")
+            for predicate in [
+                due < nil, due >= nil, RecordPredicate.between(try FieldPath("due"), .null, 5),
+                .or([due == 1, .not(due > nil)]),
+            ] {
+                let error = await #expect(throws: QueryError.self) { try await store.query("items", RecordQuery(where: predicate)) }
+                #expect(error?.code == .invalidArgument, "\(predicate)")
+                #expect(error?.description.contains("nil matches no record") == true, "\(String(describing: error))")
+                await #expect(throws: QueryError.self) { try await store.count("items", where: predicate) }
+            }
+            // Equality with nil is the question "is it missing?", and stays allowed.
+            #expect(try await store.count("items", where: due == nil) == 0)
+            #expect(try await store.count("items", where: due != nil) == 1)
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
     func `a query over a collection holding a payload that is not JSON says so, and a key-only query still answers`(kind: StoreKind) async throws {
         try await withStore(kind) { store, _ in
             try await store.put("items", key: "a", data: Data(#"{"n":1}"#.utf8))

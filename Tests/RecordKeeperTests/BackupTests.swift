@@ -135,10 +135,19 @@ import Testing
             #expect(open?.errorDescription?.contains("\(other.path)-wal exists") == true)
             #expect(try await otherStore.read("x") == ["y": Data("2")])
             #expect(try await store.read("c") == ["k": Data("1")])
+
+            // A rollback journal another program left when it crashed would be played into the
+            // copy when it is first opened.
+            let crashed = directory.appendingPathComponent("crashed.db")
+            try Data("an old database".utf8).write(to: crashed)
+            try Data("its hot journal".utf8).write(to: URL(fileURLWithPath: crashed.path + "-journal"))
+            let hot = await #expect(throws: RecordStoreError.self) { try await store.backup(to: crashed, overwrite: true) }
+            #expect(hot?.errorDescription?.contains("\(crashed.path)-journal exists") == true, "\(String(describing: hot))")
+            #expect(try Data(contentsOf: crashed) == Data("an old database".utf8))
         }
     }
 
-    @Test func `a backup with overwrite never turns a FIFO or a symbolic link into a file`() async throws {
+    @Test func `a backup never turns a FIFO or a symbolic link, even one to nothing, into a file`() async throws {
         try await withTemporaryDirectory { directory in
             let store = RecordStore(url: directory.appendingPathComponent("records.sqlite"))
             try await store.put("c", key: "k", data: Data("1"))
@@ -148,10 +157,16 @@ import Testing
             try Data("kept".utf8).write(to: target)
             let link = directory.appendingPathComponent("link")
             try FileManager.default.createSymbolicLink(at: link, withDestinationURL: target)
-            for (url, kind) in [(fifo, "a FIFO"), (link, "a symbolic link")] {
-                let error = await #expect(throws: RecordStoreError.self) { try await store.backup(to: url, overwrite: true) }
-                #expect(error?.errorDescription?.contains("is \(kind), not a regular file") == true, "\(String(describing: error))")
-                #expect(FileKind.nonRegular(at: url.path) == kind)
+            // A link to a volume not mounted: the backup must not land on this disk instead.
+            let dangling = directory.appendingPathComponent("to-nothing")
+            try FileManager.default.createSymbolicLink(
+                at: dangling, withDestinationURL: directory.appendingPathComponent("unmounted/records.sqlite"))
+            for (url, kind) in [(fifo, "a FIFO"), (link, "a symbolic link"), (dangling, "a symbolic link")] {
+                for overwrite in [true, false] {
+                    let error = await #expect(throws: RecordStoreError.self) { try await store.backup(to: url, overwrite: overwrite) }
+                    #expect(error?.errorDescription?.contains("is \(kind), not a regular file") == true, "\(String(describing: error))")
+                    #expect(FileKind.nonRegular(at: url.path) == kind)
+                }
             }
             #expect(try Data(contentsOf: target) == Data("kept".utf8))
         }

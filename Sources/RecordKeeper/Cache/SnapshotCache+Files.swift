@@ -166,14 +166,7 @@ enum SnapshotFiles {
 
     /// Makes the rename durable.
     private static func syncDirectory(_ directory: String, key: String) throws {
-        let descriptor = open(directory, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else {
-            throw SnapshotCacheError(
-                .cannotWrite, operation: "save", key: key, path: directory, systemError: errno,
-                detail: "the snapshot was renamed into place, but the directory cannot be opened to sync it")
-        }
-        defer { _ = close(descriptor) }  // read-only descriptor
-        guard FileSync.synchronize(descriptor) else {
+        guard FileSync.synchronizeDirectory(directory) else {
             throw SnapshotCacheError(
                 .cannotWrite, operation: "save", key: key, path: directory, systemError: errno,
                 detail: "the snapshot was renamed into place, but the directory could not be synced")

@@ -37,4 +37,16 @@ package enum FileSync {
         }
         return true
     }
+
+    /// Syncs the directory at `path`, so that a rename or an unlink in it is durable. False on
+    /// failure (it cannot be opened or synced), with `errno` set.
+    package static func synchronizeDirectory(_ path: String) -> Bool {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return false }
+        let synced = synchronize(descriptor)
+        let error = errno
+        _ = close(descriptor)  // read-only: nothing to lose in its close
+        errno = error
+        return synced
+    }
 }

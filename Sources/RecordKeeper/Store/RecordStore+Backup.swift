@@ -119,8 +119,9 @@ extension RecordStore {
 /// it, and moving the finished copy into place durably.
 enum BackupTarget {
     /// Refuses destinations a backup must not write: an existing file (unless `overwrite`),
-    /// the store's own file (or its `-wal`, `-shm`, `-journal` or `-observers` file), a directory, a device, FIFO or symbolic link, a path with a write-ahead log next to it (an open
-    /// store; SQLite would apply that log to the copy), or a missing directory.
+    /// the store's own file (or its `-wal`, `-shm`, `-journal` or `-observers` file), a directory, a device, FIFO or symbolic link (also one to nothing), a path with a
+    /// write-ahead log or a rollback journal next to it (SQLite would apply it to the copy), or
+    /// a missing directory.
     static func check(_ target: String, storePath: String?, overwrite: Bool) throws {
         func refuse(_ detail: String, code: RecordStoreError.Code = .invalidArgument) -> RecordStoreError {
             RecordStoreError(code: code, operation: .backup, path: storePath, detail: detail)
@@ -129,20 +130,24 @@ enum BackupTarget {
             throw refuse("the destination \(target) is the store's own \(file)")
         }
         var isDirectory: ObjCBool = false
-        if FileManager.default.fileExists(atPath: target, isDirectory: &isDirectory) {
-            if isDirectory.boolValue { throw refuse("the destination \(target) is a directory") }
-            // The finished copy is renamed over the destination, which would turn a device, a
-            // FIFO or a symbolic link into a regular file (as root, /dev/null).
-            if let kind = FileKind.nonRegular(at: target) {
-                throw refuse("the destination \(target) is \(kind), not a regular file; it was left as it is")
-            }
-            if !overwrite {
-                throw refuse("a file already exists at \(target); it was left as it is (ask to overwrite it to replace it)")
-            }
+        // The finished copy is renamed over the destination, which would turn a device, a FIFO
+        // or a symbolic link into a regular file (as root, /dev/null). Looked at without
+        // following a link: `fileExists` follows one, and a link to nothing (a volume not
+        // mounted) would have been replaced by a copy on the wrong disk.
+        if let kind = FileKind.nonRegular(at: target) {
+            if kind == "a directory" { throw refuse("the destination \(target) is a directory") }
+            throw refuse("the destination \(target) is \(kind), not a regular file; it was left as it is")
         }
-        for suffix in ["-wal", "-shm"] where FileManager.default.fileExists(atPath: target + suffix) {
-            throw refuse("\(target + suffix) exists: a store may be open at the destination; "
-                         + "close it, or remove that file if no process uses it")
+        if FileManager.default.fileExists(atPath: target), !overwrite {
+            throw refuse("a file already exists at \(target); it was left as it is (ask to overwrite it to replace it)")
+        }
+        // SQLite applies a `-wal` (an open store's log) or a `-journal` (a rollback left by a
+        // crash) found next to a database to it when it is opened: to the copy, which would
+        // then hold another database's pages.
+        for suffix in ["-wal", "-shm", "-journal"] where FileManager.default.fileExists(atPath: target + suffix) {
+            throw refuse("\(target + suffix) exists: a database may be open at the destination, or one left that file "
+                         + "when it crashed, and SQLite would apply it to the copy; close it, or remove that file if "
+                         + "no process uses it")
         }
         let directory = (target as NSString).deletingLastPathComponent
         if !FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) || !isDirectory.boolValue {

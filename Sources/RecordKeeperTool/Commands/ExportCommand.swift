@@ -53,6 +53,13 @@ enum ExportCommand {
                 ImportCommand.removeTemporaryFile(temporaryPath)
                 throw ToolError(.ioError, "cannot move the export to \(outputPath): \(reason)")
             }
+            // The file's data was synced before the rename; the rename itself is durable once
+            // the directory is (before, a power loss after "exported" could leave the old file).
+            let directory = (outputPath as NSString).deletingLastPathComponent
+            guard FileSync.synchronizeDirectory(directory.isEmpty ? "." : directory) else {
+                throw ToolError(.ioError, "the export is at \(outputPath), but its directory could not be synced to "
+                    + "disk: \(SystemCalls.lastErrorMessage); a power loss now could lose the rename")
+            }
             if !context.quiet {
                 try context.output.write("exported \(exported) records to \(outputPath)\n")
             }

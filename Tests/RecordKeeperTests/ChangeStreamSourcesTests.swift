@@ -53,6 +53,62 @@ import Testing
         }
     }
 
+    @Test func `a change whose read failed after a wake-up is delivered at the next check, with no other commit`() async throws {
+        try await withTemporaryDirectory { directory in
+            let url = directory.appendingPathComponent("shared.sqlite")
+            let events = EventLog()
+            let observer = RecordStore(url: url, options: .init(eventHandler: events.append))
+            let writer = RecordStore(url: url)
+            try await writer.put("c", key: "first", data: Data("0"))
+            let stream = await observer.changes(in: "c")
+            let consumer = Task { () -> RecordChanges? in
+                var iterator = stream.makeAsyncIterator()
+                return await iterator.next()
+            }
+            // Parked, its read set to fail: the other store's commit wakes it, and the read fails.
+            try await waitUntil("the consumer waits") { observer.watcher.waitingForTesting() }
+            observer.watcher.failNextServeForTesting()
+            try await writer.put("c", key: "a", data: Data("1"))
+            try await waitUntil("the failure is reported") {
+                events.all.contains { if case .changeObservationFailed = $0 { true } else { false } }
+            }
+            // The file's data version was taken as seen; the next check (the backstop poll's)
+            // must read again all the same.
+            observer.watcher.checkForTesting()
+            let delivered = try await withTimeLimit("the change after the failed read", timeout: .seconds(30)) {
+                await consumer.value
+            }
+            #expect(delivered == RecordChanges(upserts: ["a": Data("1")]))
+        }
+    }
+
+    @Test func `a stream taken after the observers' lock failed for an earlier one tries the lock again`() async throws {
+        try await withTemporaryDirectory { directory in
+            let url = directory.appendingPathComponent("shared.sqlite")
+            let writer = RecordStore(url: url)
+            try await writer.put("c", key: "a", data: Data("1"))
+            await writer.close()
+            // The lock file cannot be opened for now (a directory in its place, as a full
+            // descriptor table or a passing permission problem would fail it).
+            let lockPath = url.path + "-observers"
+            if FileManager.default.fileExists(atPath: lockPath) { try FileManager.default.removeItem(atPath: lockPath) }
+            try FileManager.default.createDirectory(atPath: lockPath, withIntermediateDirectories: false)
+            let events = EventLog()
+            let observer = RecordStore(url: url, options: .init(eventHandler: events.append))
+            do {
+                let stream = await observer.changes(in: "c")
+                #expect(observer.watcher.stateForTesting().observerLock == false)
+                _ = stream
+            }
+            #expect(events.all.contains { if case .changeObservationFailed = $0 { true } else { false } })
+            try FileManager.default.removeItem(atPath: lockPath)
+            // The first stream is gone; the next one takes the lock.
+            let stream = await observer.changes(in: "c")
+            #expect(observer.watcher.stateForTesting().observerLock == true)
+            _ = stream
+        }
+    }
+
     @Test(arguments: StoreKind.allCases)
     func `a stream only delivers changes committed after it was created`(kind: StoreKind) async throws {
         try await withStore(kind) { store, _ in

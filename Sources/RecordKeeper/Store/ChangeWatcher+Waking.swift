@@ -48,17 +48,20 @@ extension ChangeWatcher {
 
     /// On the connection's queue, when the signal wakes: serves the parked consumers if another
     /// connection committed (or the file cannot be read yet: the read will tell).
-    private func check(_ state: WatcherState) {
+    fileprivate func check(_ state: WatcherState) {
         // With nobody waiting there is nothing to serve: the next consumer to ask reads its
         // position in the log anyway (an event source wakes for every write, waiting or not).
         guard !state.suspended, hasWaiting else { return }
+        // A read that failed since the last change was served (reported) is tried again at
+        // every check: the data version it saw moved already, and may not move again.
+        let retrying = state.failing
         let version = readDataVersion(state)
         let changed = version == nil || version != state.lastDataVersion
         if let version { state.lastDataVersion = version }
         state.signal?.checked(foundChange: changed && version != nil)
         // Serving tells the signal who still waits, and makes it again for a file that
         // appeared (or was replaced) meanwhile.
-        if changed { serveParked(state) }
+        if changed || retrying { serveParked(state) }
     }
 
     // MARK: Suspension
@@ -102,7 +105,9 @@ extension ChangeWatcher {
             }
             let unchanged: Bool
             if let stamp = state.stampAtSuspension {
-                // An immutable snapshot: its data version never moves; the file tells.
+                // An immutable snapshot: its data version never moves; the file tells. The
+                // lock first, as below: from now on every writer logs.
+                claimObserverLock(state)
                 unchanged = stamp.isCurrent(path)
             } else if state.connection != nil {
                 claimObserverLock(state)
@@ -130,5 +135,21 @@ extension ChangeWatcher {
         return connection.executor.sync {
             connection.withLock { ($0.signal != nil, $0.signalHasEvents, $0.observerLock != nil, $0.suspended) }
         }
+    }
+
+    /// Makes the next read of the log for a stream fail (for tests), as a busy or unreadable
+    /// file would.
+    func failNextServeForTesting() {
+        guard let connection = existingConnection else { return }
+        connection.executor.sync { connection.withLock { $0.failNextServeForTesting = true } }
+    }
+
+    /// Whether a consumer is parked, waiting for a change (for tests).
+    func waitingForTesting() -> Bool { hasWaiting }
+
+    /// Runs the check a signal's wake-up runs (for tests: as the backstop poll would).
+    func checkForTesting() {
+        guard let connection = existingConnection else { return }
+        connection.executor.sync { connection.withLock { check($0) } }
     }
 }

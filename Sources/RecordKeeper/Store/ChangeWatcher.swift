@@ -190,6 +190,9 @@ final class ChangeWatcher: Sendable {
             state.lastDataVersion = nil
             state.observerLock?.release()
             state.observerLock = nil
+            // The next stream tries the lock again (and reports a failure again): one that
+            // failed once (out of file descriptors) need not fail for good.
+            state.observerLockFailed = false
         }
     }
 
@@ -314,10 +317,17 @@ final class ChangeWatcher: Sendable {
             }
             if let change = serve(id, state) { return continuation.resume(returning: change) }
         }
-        let parked = locked { streams -> Bool in
+        let parked = locked { streams -> Bool? in
             guard streams.subscribers[id] != nil else { return false }
+            // One consumer at a time: a second task iterating the same stream while the first
+            // waits would otherwise drop the first one's continuation, and that task would
+            // hang for good.
+            guard streams.subscribers[id]?.waiting == nil else { return nil }
             streams.subscribers[id]?.waiting = continuation
             return true
+        }
+        guard let parked else {
+            preconditionFailure("a change stream is iterated by two tasks at once; iterate each stream from one task")
         }
         guard parked else { return continuation.resume(returning: nil) }
         consumersWaitingChanged(state)
@@ -344,6 +354,10 @@ final class ChangeWatcher: Sendable {
     private func serve(_ id: UUID, _ state: WatcherState) -> RecordChanges? {
         guard let subscriber = locked({ $0.subscribers[id] }) else { return nil }
         do {
+            if state.failNextServeForTesting {
+                state.failNextServeForTesting = false
+                throw RecordStoreError(code: .injectedFailure, operation: .changes, path: path, detail: "a read failed on purpose")
+            }
             let read = try withEngine(state) { engine in try Self.read(subscriber, engine) }
             state.failing = false
             guard let (change, updated) = read else {
@@ -390,6 +404,8 @@ final class WatcherState {
     var observerLock: ObserverLock?
     var observerLockFailed = false
     var lastDataVersion: Int64?
+    /// `ChangeWatcher.failNextServeForTesting()`.
+    var failNextServeForTesting = false
     /// What wakes waiting consumers (see `ChangeWatcher+Waking.swift`), and what it was made
     /// for: the file's identity then, and whether it has an event source.
     var signal: (any StoreChangeSignal)?

@@ -278,6 +278,57 @@ struct PostgresSyncSchemaTests {
         }
     }
 
+    @Test func `a role granted serving before a step that adds a table is granted that table by the migration`() async throws {
+        try await withPrivateSchema { connect, _ in
+            let connection = try await connect()
+            let role = "rk_serving_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+            try await connection.transaction { connection in
+                // Role names are identifiers: format('%I') quotes the parameter.
+                try connection.execute(
+                    """
+                    CREATE OR REPLACE FUNCTION pg_temp.rk_role(name text, action text) RETURNS void
+                    LANGUAGE plpgsql AS $$
+                    BEGIN
+                        IF action = 'create' THEN EXECUTE format('CREATE ROLE %I NOLOGIN', name);
+                        ELSE EXECUTE format('DROP OWNED BY %I', name); EXECUTE format('DROP ROLE %I', name);
+                        END IF;
+                    END $$
+                    """)
+                _ = try connection.execute("SELECT pg_temp.rk_role($1, 'create')", [.text(role)])
+            }
+            do {
+                // What `migrate --grant` gave a role at schema 5, before the cursors' table.
+                #expect(try await PostgresSyncSchema.migrate(connection, upTo: 5) == [1, 2, 3, 4, 5])
+                try await connection.transaction { connection in
+                    try connection.execute(
+                        """
+                        CREATE OR REPLACE FUNCTION pg_temp.rk_grant_5(role text) RETURNS void LANGUAGE plpgsql AS $$
+                        BEGIN
+                            EXECUTE format('GRANT USAGE ON SCHEMA %I TO %I', current_schema(), role);
+                            EXECUTE format('GRANT SELECT, INSERT, UPDATE, DELETE ON recordkeeper_sync_spaces, '
+                                || 'recordkeeper_sync_records, recordkeeper_sync_operations, recordkeeper_sync_devices TO %I', role);
+                            EXECUTE format('GRANT SELECT ON recordkeeper_sync_schema TO %I', role);
+                        END $$
+                        """)
+                    _ = try connection.execute("SELECT pg_temp.rk_grant_5($1)", [.text(role)])
+                }
+                #expect(try await PostgresSyncSchema.servingRoles(connection) == [role])
+                #expect(try await PostgresSyncSchema.migrate(connection) == [6])
+                let rights = try await connection.transaction { connection in
+                    try connection.execute(
+                        "SELECT has_table_privilege($1, 'recordkeeper_sync_cursors', 'SELECT, INSERT, UPDATE, DELETE')",
+                        [.text(role)]
+                    ).bool(0, 0)
+                }
+                #expect(rights, "the serving role may use the table step 6 added")
+            } catch {
+                _ = try? await connection.transaction { try $0.execute("SELECT pg_temp.rk_role($1, 'drop')", [.text(role)]) }
+                throw error
+            }
+            try await connection.transaction { _ = try $0.execute("SELECT pg_temp.rk_role($1, 'drop')", [.text(role)]) }
+        }
+    }
+
     @Test func `a newer schema is refused and left untouched`() async throws {
         try await withPrivateSchema { connect, name in
             let connection = try await connect()

@@ -211,7 +211,27 @@ public enum PostgresSyncSchema {
             }
             if ran { applied.append(step.version) }
         }
+        // A step may add a table: the roles granted serving before it get their rights on it
+        // too, or every request of theirs touching it would fail for want of a permission.
+        if !applied.isEmpty, target == currentVersion {
+            for role in try await servingRoles(connection) { try await grantServing(to: role, connection) }
+        }
         return applied
+    }
+
+    /// The roles that were granted serving (``grantServing(to:_:)``): those other than the
+    /// owner holding `INSERT` on `recordkeeper_sync_spaces` by a grant of its own.
+    package static func servingRoles(_ connection: PostgresConnection) async throws -> [String] {
+        try await connection.transaction(.readCommitted, readOnly: true, operation: "read the serving roles") { connection in
+            let result = try connection.execute(
+                """
+                SELECT DISTINCT r.rolname FROM pg_class c CROSS JOIN LATERAL aclexplode(c.relacl) a
+                JOIN pg_roles r ON r.oid = a.grantee
+                WHERE c.oid = 'recordkeeper_sync_spaces'::regclass AND a.privilege_type = 'INSERT' AND a.grantee <> c.relowner
+                ORDER BY r.rolname
+                """, operation: "read the serving roles")
+            return try (0..<result.rowCount).map { try result.string($0, 0) }
+        }
     }
 
     /// The database's schema version (0 when the sync tables were never created).

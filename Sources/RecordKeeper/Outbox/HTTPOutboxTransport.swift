@@ -13,7 +13,8 @@ public import Foundation
 /// | response | outcome |
 /// | --- | --- |
 /// | 2xx | delivered |
-/// | connection failure, timeout, 408, 429, 5xx | retried, not before `Retry-After` (seconds or an HTTP date) |
+/// | no network, host name not resolved, connection refused | ``OutboxDeliveryFailure/unreachable(_:)``: retried, not counted toward ``RetryPolicy/maximumAttempts`` |
+/// | timeout, connection lost, 408, 429, 5xx | retried, not before `Retry-After` (seconds or an HTTP date) |
 /// | 401 | retried (the token may have been refreshed by then) |
 /// | 409 | retried: the answer the Idempotency-Key draft gives while a request with the same key is still being processed (an earlier attempt abandoned or timed out) |
 /// | 3xx | retried: redirects are never followed (a captive portal's login page would answer 200 to a bodiless GET; the headers would go to another host) |
@@ -102,7 +103,10 @@ public struct HTTPOutboxTransport: OutboxTransport {
         let (data, response) = try await HTTPClientSupport.send(
             request, through: session,
             afterTimeout: "the server may have applied it, so it is sent again with the same Idempotency-Key"
-        ) { words, _ in OutboxDeliveryFailure.retryable("\(endpoint.shownWithoutPassword): \(words)") }
+        ) { words, error in
+            let message = "\(endpoint.shownWithoutPassword): \(words)"
+            return Self.neverReachedServer(error) ? OutboxDeliveryFailure.unreachable(message) : .retryable(message)
+        }
         guard let http = response as? HTTPURLResponse else {
             throw OutboxDeliveryFailure.retryable("\(endpoint.shownWithoutPassword): the response was not HTTP")
         }
@@ -120,6 +124,20 @@ public struct HTTPOutboxTransport: OutboxTransport {
             throw OutboxDeliveryFailure.retryable(description)
         default:
             throw OutboxDeliveryFailure.permanent(description)
+        }
+    }
+
+    /// Whether a request that failed with `error` never reached a server: no network (or none
+    /// this app may use now), a host name not resolved, nothing accepting the connection. A
+    /// timeout, a connection lost mid-request or a TLS failure may have reached one: those
+    /// count as attempts.
+    static func neverReachedServer(_ error: URLError) -> Bool {
+        switch error.code {
+        case .notConnectedToInternet, .cannotFindHost, .dnsLookupFailed, .cannotConnectToHost,
+             .internationalRoamingOff, .callIsActive, .dataNotAllowed:
+            true
+        default:
+            false
         }
     }
 }

@@ -46,6 +46,12 @@ public struct OutboxOperation: Sendable, Equatable, Identifiable {
     /// Delivery attempts started so far (an attempt counts when it starts, so one that never
     /// finished, because the process died, counts too).
     public let attempts: Int
+    /// Those of ``attempts`` that never reached the server
+    /// (``OutboxDeliveryFailure/unreachable(_:)``: no network, a host name not resolved, nothing
+    /// listening). They space out the next attempts like any failure but do not count toward
+    /// ``RetryPolicy/maximumAttempts``: a device offline for days sends everything once it is
+    /// back, and dead-letters nothing for having been offline.
+    public let unreachableAttempts: Int
     /// When the operation was enqueued (millisecond precision).
     public let createdAt: Date
     /// When the next delivery attempt is due (millisecond precision).
@@ -56,13 +62,14 @@ public struct OutboxOperation: Sendable, Equatable, Identifiable {
     /// Creates an operation value (for transports' tests; the outbox makes the real ones).
     public init(
         id: UUID, kind: String, payload: Data, orderingKey: String?, attempts: Int,
-        createdAt: Date, nextAttemptAt: Date, lastError: String?
+        createdAt: Date, nextAttemptAt: Date, lastError: String?, unreachableAttempts: Int = 0
     ) {
         self.id = id
         self.kind = kind
         self.payload = payload
         self.orderingKey = orderingKey
         self.attempts = attempts
+        self.unreachableAttempts = unreachableAttempts
         self.createdAt = createdAt
         self.nextAttemptAt = nextAttemptAt
         self.lastError = lastError

@@ -9,6 +9,8 @@ extension OutboxProcessor {
         /// Nil: delivered (the operation is removed). Otherwise the error recorded and, when
         /// it is retried, the next attempt's due time (nil there: a dead letter).
         let failure: (error: String, next: Date?)?
+        /// The attempt never reached the server: it does not count toward the attempts limit.
+        var unreachable = false
     }
 
     /// Records the outcomes of `ended` and claims up to `limit` deliverable operations, in one
@@ -40,7 +42,9 @@ extension OutboxProcessor {
                 let outbox = context.engine.outbox
                 for outcome in outcomes {
                     if let failure = outcome.failure {
-                        try outbox.release(outcome.id, processor: identity, error: failure.error, next: failure.next)
+                        try outbox.release(
+                            outcome.id, processor: identity, error: failure.error, next: failure.next,
+                            unreachable: outcome.unreachable)
                     } else {
                         try outbox.remove(outcome.id)
                     }
@@ -72,7 +76,7 @@ extension OutboxProcessor {
             OutboxOperation(
                 id: $0.id, kind: $0.kind, payload: $0.payload, orderingKey: $0.orderingKey,
                 attempts: $0.attempts + 1, createdAt: $0.createdAt, nextAttemptAt: $0.nextAttemptAt,
-                lastError: $0.lastError)
+                lastError: $0.lastError, unreachableAttempts: $0.unreachableAttempts)
         }
     }
 
@@ -93,9 +97,10 @@ extension OutboxProcessor {
             }
             var buriedNow = false
             for candidate in candidates {
-                if candidate.attempts >= maximumAttempts {
+                if candidate.attempts - candidate.unreachableAttempts >= maximumAttempts {
                     let previous = candidate.lastError.map { "; last error: \($0)" } ?? ""
-                    let error = "\(candidate.attempts) delivery attempts were started and none succeeded\(previous)"
+                    let error = "\(candidate.attempts - candidate.unreachableAttempts) delivery attempts were started and none "
+                        + "succeeded\(previous)"
                     try outbox.bury(candidate.id, error: error)
                     buried.append(candidate.withLastError(error))
                     buriedNow = true
@@ -120,6 +125,12 @@ extension OutboxProcessor {
         case OutboxDeliveryFailure.retryable(let message, let retryAfter):
             description = message
             next = nextAttempt(after: operation.attempts, retryAfter: retryAfter)
+        case OutboxDeliveryFailure.unreachable(let message):
+            // Backed off like any failure (a phone offline is not asked every second), never
+            // counted toward the limit.
+            var outcome = Outcome(id: operation.id, failure: (message, nextAttempt(after: operation.attempts, retryAfter: nil)))
+            outcome.unreachable = true
+            return outcome
         case is CancellationError where Task.isCancelled:
             // The processor stopped: the operation is due again at once, for any processor.
             description = "the delivery was cancelled"
@@ -128,10 +139,11 @@ extension OutboxProcessor {
             description = String(describing: failure)
             next = nextAttempt(after: operation.attempts, retryAfter: nil)
         }
-        guard next != nil, operation.attempts >= retryPolicy.maximumAttempts else {
+        let counted = operation.attempts - operation.unreachableAttempts
+        guard next != nil, counted >= retryPolicy.maximumAttempts else {
             return Outcome(id: operation.id, failure: (description, next))
         }
-        return Outcome(id: operation.id, failure: ("\(operation.attempts) attempts failed; the last: \(description)", nil))
+        return Outcome(id: operation.id, failure: ("\(counted) attempts failed; the last: \(description)", nil))
     }
 }
 
@@ -160,6 +172,6 @@ extension OutboxOperation {
     fileprivate func withLastError(_ error: String) -> OutboxOperation {
         OutboxOperation(
             id: id, kind: kind, payload: payload, orderingKey: orderingKey, attempts: attempts, createdAt: createdAt,
-            nextAttemptAt: nextAttemptAt, lastError: error)
+            nextAttemptAt: nextAttemptAt, lastError: error, unreachableAttempts: unreachableAttempts)
     }
 }

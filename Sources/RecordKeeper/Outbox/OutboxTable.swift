@@ -1,6 +1,6 @@
 import Foundation
 
-/// The gateway of the outbox table (format 2, see docs/FORMAT.md): its SQL, on the
+/// The gateway of the outbox table (format 2, `unreachable_attempts` since 9; see docs/FORMAT.md): its SQL, on the
 /// connection of one request. Every SQLite failure leaves as a `RecordStoreError` naming the
 /// operation and, where there is one, the message id (as its key).
 ///
@@ -69,10 +69,21 @@ struct OutboxTable {
     // MARK: Reading
 
     /// Pending (`dead: false`) or dead operations, in enqueue order.
+    ///
+    /// Reads never migrate: a store of a format before 9 has no `unreachable_attempts`, and
+    /// reads none (0).
     func operations(dead: Bool) throws -> [OutboxOperation] {
-        try runner.all(
+        guard try runner.exists("SELECT 1 FROM pragma_table_info('outbox') WHERE name = 'unreachable_attempts'") else {
+            return try runner.all(
+                """
+                SELECT id, kind, payload, ordering_key, attempts, created_at, next_attempt_at, last_error, 0
+                FROM outbox WHERE dead = ?1 ORDER BY sequence
+                """, dead ? 1 : 0
+            ) { try operation($0) }
+        }
+        return try runner.all(
             """
-            SELECT id, kind, payload, ordering_key, attempts, created_at, next_attempt_at, last_error
+            SELECT id, kind, payload, ordering_key, attempts, created_at, next_attempt_at, last_error, unreachable_attempts
             FROM outbox WHERE dead = ?1 ORDER BY sequence
             """, dead ? 1 : 0
         ) { try operation($0) }
@@ -93,7 +104,7 @@ struct OutboxTable {
     }
 
     /// Decodes the columns id, kind, payload, ordering_key, attempts, created_at,
-    /// next_attempt_at, last_error.
+    /// next_attempt_at, last_error, unreachable_attempts.
     private func operation(_ statement: Statement) throws -> OutboxOperation {
         guard let id = statement.uuid(at: 0) else {
             let stored = statement.data(at: 0).map { String(format: "%02X", $0) }.joined()
@@ -104,7 +115,8 @@ struct OutboxTable {
             orderingKey: statement.isNull(at: 3) ? nil : statement.string(at: 3),
             attempts: Int(statement.int64(at: 4)), createdAt: Self.date(statement.int64(at: 5)),
             nextAttemptAt: Self.date(statement.int64(at: 6)),
-            lastError: statement.isNull(at: 7) ? nil : statement.string(at: 7))
+            lastError: statement.isNull(at: 7) ? nil : statement.string(at: 7),
+            unreachableAttempts: Int(statement.int64(at: 8)))
     }
 
     // MARK: Dead letters
@@ -119,7 +131,7 @@ struct OutboxTable {
         try runner.execute(
             """
             UPDATE outbox SET sequence = (SELECT max(sequence) FROM outbox) + 1, dead = 0, attempts = 0,
-                next_attempt_at = ?2, claimed_by = NULL, claimed_until = NULL
+                unreachable_attempts = 0, next_attempt_at = ?2, claimed_by = NULL, claimed_until = NULL
             WHERE id = ?1 AND dead = 1
             """, id, Self.milliseconds(now), key: id.uuidString)
     }
@@ -155,7 +167,7 @@ struct OutboxTable {
         return try runner.withStatement(
             """
             SELECT id, kind, payload, ordering_key, attempts, created_at, next_attempt_at, last_error,
-                claimed_until
+                unreachable_attempts, claimed_until
             FROM outbox WHERE dead = 0 ORDER BY sequence
             """
         ) { statement in
@@ -164,7 +176,7 @@ struct OutboxTable {
             while result.count < limit, try statement.step() {
                 if !statement.isNull(at: 3), !seenKeys.insert(statement.string(at: 3)).inserted { continue }
                 guard statement.int64(at: 6) <= dueTime,
-                    statement.isNull(at: 8) || statement.int64(at: 8) <= nowTime
+                    statement.isNull(at: 9) || statement.int64(at: 9) <= nowTime
                 else { continue }
                 let next = try operation(statement)
                 if !skip(next.id) { result.append(next) }
@@ -191,16 +203,18 @@ struct OutboxTable {
     }
 
     /// Releases `processor`'s claim on `id` after a failure: schedules the next attempt at
-    /// `next`, or moves the operation to the dead letters. Does nothing when the claim is no
-    /// longer this processor's (it expired and another processor took the operation).
-    func release(_ id: UUID, processor: String, error: String, next: Date?) throws {
+    /// `next`, or moves the operation to the dead letters; an attempt that never reached the
+    /// server (`unreachable`) is counted as one. Does nothing when the claim is no longer this
+    /// processor's (it expired and another processor took the operation).
+    func release(_ id: UUID, processor: String, error: String, next: Date?, unreachable: Bool = false) throws {
         try runner.execute(
             """
             UPDATE outbox SET last_error = ?3, claimed_by = NULL, claimed_until = NULL,
                 dead = CASE WHEN ?4 IS NULL THEN 1 ELSE 0 END,
-                next_attempt_at = coalesce(?4, next_attempt_at)
+                next_attempt_at = coalesce(?4, next_attempt_at),
+                unreachable_attempts = unreachable_attempts + ?5
             WHERE id = ?1 AND claimed_by = ?2 AND dead = 0
-            """, id, processor, error, next.map(Self.millisecondsRoundingUp), key: id.uuidString)
+            """, id, processor, error, next.map(Self.millisecondsRoundingUp), unreachable ? 1 : 0, key: id.uuidString)
     }
 
     /// Moves an operation that has used up its attempts to the dead letters.

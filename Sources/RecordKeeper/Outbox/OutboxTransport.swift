@@ -8,6 +8,11 @@ import Foundation
 public enum OutboxDeliveryFailure: Error, Sendable {
     /// Try again later; not before `retryAfter` when the server said so.
     case retryable(String, retryAfter: Duration? = nil)
+    /// The request never reached the server: no network, a host name that could not be
+    /// resolved, nothing accepting the connection. Retried with the same backoff as
+    /// ``retryable(_:retryAfter:)``, but not counted toward ``RetryPolicy/maximumAttempts``
+    /// (``OutboxOperation/unreachableAttempts``): being offline never dead-letters anything.
+    case unreachable(String)
     /// The server refused the operation for good: it moves to the dead letters.
     case permanent(String)
 }
@@ -28,7 +33,8 @@ public protocol OutboxTransport: Sendable {
 /// After the *n*-th failed attempt the next one is due after
 /// `d = min(maximumDelay, initialDelay × 2^(n-1))`, jittered uniformly into `[d/2, d]`, and
 /// never before a server's `Retry-After` (taken for at most a day). An operation that reaches ``maximumAttempts``
-/// attempts without success moves to the dead letters.
+/// attempts without success moves to the dead letters; attempts that never reached the server
+/// (``OutboxDeliveryFailure/unreachable(_:)``) do not count toward it.
 public struct RetryPolicy: Sendable {
     /// The delay after the first failure (default 1 s).
     public var initialDelay: Duration

@@ -151,5 +151,12 @@ enum StoreFormat {
                     WHERE item_version IS NOT NULL;
                 """
         ),
+        Migration(
+            version: 9,
+            name: "outbox attempts that never reached the server",
+            sql: """
+                ALTER TABLE outbox ADD COLUMN unreachable_attempts INTEGER NOT NULL DEFAULT 0;
+                """
+        ),
     ]
 }

@@ -202,7 +202,7 @@ import Testing
         }
     }
 
-    @Test func `a server that is not there is a retryable failure`() async throws {
+    @Test func `a server that is not there is an unreachable failure, not counted toward the dead letters`() async throws {
         let closed = try ClosedPort()
         let transport = HTTPOutboxTransport(endpoint: URL(string: "http://127.0.0.1:\(closed.port)/")!)
         let operation = OutboxOperation(
@@ -211,7 +211,7 @@ import Testing
         await #expect {
             try await transport.deliver(operation)
         } throws: { error in
-            guard case OutboxDeliveryFailure.retryable(let message, _) = error else { return false }
+            guard case OutboxDeliveryFailure.unreachable(let message) = error else { return false }
             return message.contains("URLError \(URLError.cannotConnectToHost.rawValue)")
                 && message.contains("could not connect") && !message.contains("NSURLErrorDomain")
         }

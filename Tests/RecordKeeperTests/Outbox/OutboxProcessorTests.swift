@@ -124,6 +124,42 @@ import Testing
         #expect(seen.withLock { $0 } == [4...8, 150...300])
     }
 
+    @Test(arguments: StoreKind.allCases)
+    func `a device offline for longer than the attempts allow dead-letters nothing, and its retries still back off`(
+        kind: StoreKind
+    ) async throws {
+        try await withStore(kind) { store, _ in
+            let clock = TestClock()
+            let offline = Array(repeating: ScriptedTransport.Answer.offline("no network"), count: 6)
+            let transport = ScriptedTransport(["op": offline + [.retry("503", after: nil), .retry("503", after: nil)]])
+            let processor = OutboxProcessor.testing(store, transport, clock: clock, policy: RetryPolicy(maximumAttempts: 2))
+            let op = message("op", "x")
+            try await store.enqueue([op])
+            var delays: [TimeInterval] = []
+            for _ in 0..<6 {
+                #expect(try await processor.deliverDue() == OutboxDeliveryReport(delivered: 0, retried: 1, deadLettered: 0))
+                let pending = try #require(try await store.outbox.pending().first)
+                delays.append(pending.nextAttemptAt.timeIntervalSince(clock.now))
+                clock.advance(.milliseconds(Int64((pending.nextAttemptAt.timeIntervalSince(clock.now) * 1000).rounded(.up))))
+            }
+            #expect(delays.map { $0.rounded() } == [1, 2, 4, 8, 16, 32], "backed off as any failure")
+            let pending = try #require(try await store.outbox.pending().first)
+            #expect(pending.attempts == 6)
+            #expect(pending.unreachableAttempts == 6)
+            #expect(pending.lastError == "no network")
+            // Failures that reached the server count: the second one is the limit.
+            #expect(try await processor.deliverDue().retried == 1)
+            clock.advance(.seconds(3600))
+            #expect(try await processor.deliverDue().deadLettered == 1)
+            let dead = try #require(try await store.outbox.deadLetters().first)
+            #expect(dead.lastError?.hasPrefix("2 attempts failed") == true, "\(dead.lastError ?? "")")
+            // A requeue starts both counts again.
+            try await store.outbox.requeue(op.id)
+            let requeued = try #require(try await store.outbox.pending().first)
+            #expect(requeued.attempts == 0 && requeued.unreachableAttempts == 0)
+        }
+    }
+
     @Test func `Retry-After is honoured when it is later than the backoff`() async throws {
         try await withStore(.inMemory) { store, _ in
             let clock = TestClock()

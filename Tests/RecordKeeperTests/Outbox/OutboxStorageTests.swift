@@ -208,4 +208,46 @@ extension OutboxStorageTests {
             #expect(try await store.outbox.pending().isEmpty)
         }
     }
+
+    @Test func `a format 9 store counts attempts that never reached the server apart, and the limit counts only the others`()
+        async throws
+    {
+        try await withTemporaryDirectory { directory in
+            let url = try fixtureCopy("format-9.sqlite", into: directory)
+            let store = RecordStore(url: url)
+            #expect(try await store.info().formatVersion == 9)
+            let pending = try await store.outbox.pending()
+            #expect(pending.map(\.id) == [FormatNineFixture.offline, FormatNineFixture.fresh])
+            #expect(pending.map(\.attempts) == [4, 0])
+            #expect(pending.map(\.unreachableAttempts) == [3, 0])
+            let dead = try await store.outbox.deadLetters()
+            #expect(dead.map(\.id) == [FormatNineFixture.refused])
+            #expect(dead.first?.unreachableAttempts == 0)
+            #expect(try await store.read("carts") == FormatNineFixture.carts)
+            // Of its five attempts now, two reached the server: the limit of 2.
+            let clock = TestClock()
+            clock.advance(.seconds(2 * 86_400))  // past the fixture's next attempt
+            let transport = ScriptedTransport(["cart.update": [.retry("503 busy", after: nil)]])
+            let processor = OutboxProcessor.testing(store, transport, clock: clock, policy: RetryPolicy(maximumAttempts: 2))
+            #expect(try await processor.deliverDue() == OutboxDeliveryReport(delivered: 1, retried: 0, deadLettered: 1))
+            let buried = try #require(try await store.outbox.deadLetters().first { $0.id == FormatNineFixture.offline })
+            #expect(buried.lastError?.hasPrefix("2 attempts failed") == true, "\(buried.lastError ?? "")")
+            #expect(try await store.integrityCheck() == ["ok"])
+        }
+    }
+
+    @Test func `a format 2 store's outbox reads with no unreachable attempts, before and after it migrates to 9`() async throws {
+        try await withTemporaryDirectory { directory in
+            let url = try fixtureCopy("format-2.sqlite", into: directory)
+            let store = RecordStore(url: url)
+            let before = try await store.outbox.pending()
+            #expect(try await store.info().formatVersion == 2, "reading never migrates")
+            #expect(before.count == 3 && before.allSatisfy { $0.unreachableAttempts == 0 })
+            try await store.put("carts", key: "cid", data: Data("{}".utf8))  // the first write migrates
+            #expect(try await store.info().formatVersion == StoreFormat.currentVersion)
+            #expect(try await store.outbox.pending() == before)
+            #expect(try await store.outbox.deadLetters().map(\.unreachableAttempts) == [0])
+        }
+    }
+
 }

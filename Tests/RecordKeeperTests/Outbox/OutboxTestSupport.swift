@@ -19,6 +19,8 @@ final class ScriptedTransport: OutboxTransport {
         case deliver
         case retry(String, after: Duration?)
         case reject(String)
+        /// The request never reached the server (`OutboxDeliveryFailure.unreachable`).
+        case offline(String)
     }
 
     fileprivate let state = Protected<(answers: [String: [Answer]], log: [OutboxOperation], inFlightKeys: Set<String>, overlaps: Int)>(
@@ -56,6 +58,7 @@ final class ScriptedTransport: OutboxTransport {
         case .deliver: return
         case .retry(let message, let after): throw OutboxDeliveryFailure.retryable(message, retryAfter: after)
         case .reject(let message): throw OutboxDeliveryFailure.permanent(message)
+        case .offline(let message): throw OutboxDeliveryFailure.unreachable(message)
         }
     }
 }

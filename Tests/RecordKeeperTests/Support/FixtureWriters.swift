@@ -202,7 +202,8 @@ enum FormatSixFixture {
             ("format-5", { try await FixtureWriters.writeStore(format: 5, to: $0, FixtureWriters.writeFormat5) }),
             ("format-6", { try await FixtureWriters.writeStore(format: 6, to: $0, FixtureWriters.writeFormat6) }),
             ("format-7", { try await FixtureWriters.writeStore(format: 7, to: $0, FixtureWriters.writeFormat7) }),
-            ("format-8", FixtureWriters.writeFormat8),
+            ("format-8", { try await FixtureWriters.writeStore(format: 8, to: $0, FixtureWriters.writeFormat8) }),
+            ("format-9", FixtureWriters.writeFormat9),
         ]
         for (name, write) in writers where Self.isRequested(name) {
             let url = directory.appendingPathComponent(name + ".sqlite")

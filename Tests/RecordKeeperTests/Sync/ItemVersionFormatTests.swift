@@ -17,7 +17,7 @@ import Testing
         }
     }
 
-    @Test func `format 5 and 7 stores migrate to format 8 with their records and sync state unchanged`() async throws {
+    @Test func `format 5 and 7 stores migrate to format 8 and on with their records and sync state unchanged`() async throws {
         try await withTemporaryDirectory { directory in
             let url = try fixtureCopy("format-5.sqlite", into: directory)
             let store = RecordStore(url: url)
@@ -25,7 +25,7 @@ import Testing
             let status = try await store.syncStatus()
             let conflicts = try await store.syncConflicts()
             try await store.put("scratch", key: "after", data: Data("x".utf8))   // the first write migrates
-            #expect(try await store.info().formatVersion == 8)
+            #expect(try await store.info().formatVersion == StoreFormat.currentVersion)
             #expect(try await store.read("notes") == before)
             #expect(try await store.syncStatus() == status)
             #expect(try await store.syncConflicts() == conflicts)
@@ -39,7 +39,7 @@ import Testing
             let store = RecordStore(url: url)
             let words = try await store.read("words")
             try await store.put("notes", key: "after", data: Data("x".utf8))
-            #expect(try await store.info().formatVersion == 8)
+            #expect(try await store.info().formatVersion == StoreFormat.currentVersion)
             #expect(try await store.read("words") == words)
             #expect(try await store.declaredIndexes("words").map(\.description) == ["dueAt", "level"])
         }

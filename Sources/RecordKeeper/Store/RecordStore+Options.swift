@@ -68,9 +68,9 @@ public enum RecordStoreEvent: Sendable {
     case outboxRoundFailed(RecordStoreError)
     /// An outbox operation moved to the dead letters: the server refused it for good, or it
     /// used up ``RetryPolicy/maximumAttempts``. `lastError` says why. It stays there, out of the
-    /// way of its ordering key, until ``RecordStore/Outbox/requeue(_:)`` or
-    /// ``RecordStore/Outbox/discard(_:)``; this event is how an app that runs
-    /// ``OutboxProcessor/run()`` hears of it without polling ``RecordStore/Outbox/deadLetters()``.
+    /// way of its ordering key, until ``Outbox/requeue(_:)`` or
+    /// ``Outbox/discard(_:)``; this event is how an app that runs
+    /// ``OutboxProcessor/run()`` hears of it without polling ``Outbox/deadLetters()``.
     case outboxDeadLettered(OutboxOperation)
 }
 

@@ -68,8 +68,8 @@ public enum RecordStoreEvent: Sendable {
     case outboxRoundFailed(RecordStoreError)
     /// An outbox operation moved to the dead letters: the server refused it for good, or it
     /// used up ``RetryPolicy/maximumAttempts``. `lastError` says why. It stays there, out of the
-    /// way of its ordering key, until ``Outbox/requeue(_:)`` or
-    /// ``Outbox/discard(_:)``; this event is how an app that runs
+    /// way of its ordering key, until it is requeued (``Outbox/requeue(_:)``) or discarded
+    /// (``Outbox/discard(_:)``). This event is how an app running an outbox processor's
     /// ``OutboxProcessor/run()`` hears of it without polling ``Outbox/deadLetters()``.
     case outboxDeadLettered(OutboxOperation)
 }

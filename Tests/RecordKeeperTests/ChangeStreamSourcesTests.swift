@@ -82,6 +82,42 @@ import Testing
         }
     }
 
+    @Test func `a stream follows a store deleted and made again at its path, with a full state, then every change`()
+        async throws
+    {
+        try await withTemporaryDirectory { directory in
+            let url = directory.appendingPathComponent("shared.sqlite")
+            let observer = RecordStore(url: url)
+            let writer = RecordStore(url: url)
+            try await writer.put("c", key: "old", data: Data("0"))
+            let stream = await observer.changes(in: "c")
+            let seen = Protected<[RecordChanges]>([])
+            let consumer = Task {
+                for await change in stream { seen.withLock { $0.append(change) } }
+            }
+            defer { consumer.cancel() }
+            try await writer.put("c", key: "a", data: Data("1"))
+            try await waitUntil("the first change") { seen.withLock { $0.count } == 1 }
+            await writer.close()
+            // An app's reset: the files go, and a new store is made at the same path.
+            for suffix in ["", "-wal", "-shm", "-observers"] where FileManager.default.fileExists(atPath: url.path + suffix) {
+                try FileManager.default.removeItem(atPath: url.path + suffix)
+            }
+            let fresh = RecordStore(url: url)
+            try await fresh.put("c", key: "new", data: Data("2"))
+            try await waitUntil("the new file's state", timeout: .seconds(30)) {
+                seen.withLock { $0.contains { $0.upserts["new"] == Data("2") } }
+            }
+            let full = try #require(seen.withLock { $0.last })
+            #expect(full.upserts == ["new": Data("2")], "the new file's records")
+            // The observers' lock is the new file's: the next commit is logged and delivered.
+            try await fresh.put("c", key: "next", data: Data("3"))
+            try await waitUntil("the next change", timeout: .seconds(30)) {
+                seen.withLock { $0.contains { $0.upserts["next"] == Data("3") } }
+            }
+        }
+    }
+
     @Test func `a stream taken after the observers' lock failed for an earlier one tries the lock again`() async throws {
         try await withTemporaryDirectory { directory in
             let url = directory.appendingPathComponent("shared.sqlite")

@@ -12,7 +12,7 @@ import Testing
             #expect(result.status == 0)
             let lines = result.outputLines
             #expect(lines.contains("integrity: ok"))
-            #expect(lines.contains("format version: 8"))
+            #expect(lines.contains("format version: 9"))
             #expect(lines.contains("collections: 1"))
             #expect(lines.contains("records: 1"))
             #expect(lines.contains("payload bytes: 5"))

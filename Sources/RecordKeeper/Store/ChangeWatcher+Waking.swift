@@ -52,6 +52,7 @@ extension ChangeWatcher {
         // With nobody waiting there is nothing to serve: the next consumer to ask reads its
         // position in the log anyway (an event source wakes for every write, waiting or not).
         guard !state.suspended, hasWaiting else { return }
+        if followReplacedFile(state) { return serveParked(state) }
         // A read that failed since the last change was served (reported) is tried again at
         // every check: the data version it saw moved already, and may not move again.
         let retrying = state.failing
@@ -62,6 +63,26 @@ extension ChangeWatcher {
         // Serving tells the signal who still waits, and makes it again for a file that
         // appeared (or was replaced) meanwhile.
         if changed || retrying { serveParked(state) }
+    }
+
+    /// When another file is at the path now (the store was deleted and made again, restored,
+    /// renamed over) or none is: drops the connection to the old file, whose log never moves
+    /// again, and the observers' lock taken beside it, so that the next read opens what is at
+    /// the path; every stream's next element is then a full state of its collection. True when
+    /// it did. (A snapshot connection follows its file by its stamp.)
+    private func followReplacedFile(_ state: WatcherState) -> Bool {
+        guard let path, state.connection != nil, state.snapshotStamp == nil, let opened = state.connectionIdentity else {
+            return false
+        }
+        let current = StoreFileIdentity.lookup(path)
+        guard current != .file(opened), current != .unknown else { return false }
+        state.connection = nil
+        state.connectionIdentity = nil
+        state.lastDataVersion = nil
+        state.observerLock?.release()
+        state.observerLock = nil
+        requireFullState()
+        return true
     }
 
     // MARK: Suspension

@@ -2,7 +2,7 @@ import RecordKeeperSync
 import RecordKeeperPostgres
 import RecordKeeperCommandLine
 
-/// `recordkeeper-relay migrate --database CONNINFO | --shard-map FILE [--grant ROLE]`: creates or
+/// `recordkeeper-relay migrate --database CONNINFO | --shard-map FILE [--grant ROLE] [--step-timeout SECONDS]`: creates or
 /// migrates the sync schema (of every shard, with a map), and grants a serving role its DML
 /// rights.
 enum MigrateCommand {
@@ -19,6 +19,10 @@ enum MigrateCommand {
     /// Migrates one database (a shard's, named in every line and message, when `shard` is set).
     private static func migrate(_ conninfo: String, shard: String?, _ settings: RelaySettings) async throws {
         let prefix = shard.map { "shard '\($0)': " } ?? ""
+        // A step that builds an index over a large operations log (schema 6) can take longer
+        // than a request's 30 s; it rolls back whole when it runs out, and is tried again.
+        let stepTimeout = try settings.integer(
+            "step-timeout", default: Int(PostgresSyncServer.defaultTimeout.components.seconds), in: 1...86_400)
         let connection: PostgresConnection
         do {
             connection = try await PostgresConnection(conninfo: conninfo)
@@ -36,7 +40,7 @@ enum MigrateCommand {
         let applied: [Int64]
         let version: Int64
         do {
-            applied = try await PostgresSyncSchema.migrate(connection)
+            applied = try await PostgresSyncSchema.migrate(connection, timeout: .seconds(stepTimeout))
             version = try await PostgresSyncSchema.version(connection)
         } catch let error as SyncError where shard != nil {
             throw SyncError(error.code, prefix + error.message, underlying: error.underlying)

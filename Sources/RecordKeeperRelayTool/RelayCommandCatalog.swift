@@ -21,6 +21,10 @@ enum RelayCommandCatalog {
                 database,
                 shardMap,
                 .value("grant", "ROLE", help: "Then grant ROLE what serve needs: DML on the sync tables, no CREATE."),
+                .value(
+                    "step-timeout", "SECONDS",
+                    help: "How long one migration step may take (default 30; up to 86400): a step that builds an index "
+                        + "over a large table needs more."),
             ],
             summary: "Create or migrate the sync schema, once, as a role that may create tables.",
             discussion: """

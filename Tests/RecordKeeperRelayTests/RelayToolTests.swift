@@ -83,9 +83,12 @@ import Testing
         let conninfo = try TestPostgres.requireConninfo()
         try await withTemporaryDirectory { directory in
             let secret = try secretFile(in: directory)
-            let migrated = try await RelayProcess.run(["migrate", "--database", conninfo])
+            let migrated = try await RelayProcess.run(["migrate", "--database", conninfo, "--step-timeout", "600"])
             #expect(migrated.status == 0, "\(migrated.error)")
             #expect(migrated.output.hasPrefix("the sync schema is at version"))
+            let refused = try await RelayProcess.run(["migrate", "--database", conninfo, "--step-timeout", "0"])
+            #expect(refused.status == 64, "\(refused.error)")
+            #expect(refused.error.contains("--step-timeout"), "\(refused.error)")
             let relay = try await RelayProcess.serve([
                 "--database", conninfo, "--listen", "127.0.0.1:0", "--jwt-secret-file", secret.path, "--pool", "2",
                 "--statement-timeout", "30",

@@ -60,6 +60,12 @@ public struct HTTPOutboxTransport: OutboxTransport {
     public static let requestTimeout: TimeInterval = 60
     /// The timeout requests ask for (tests shorten it; the session's applies).
     let timeout: TimeInterval
+    /// The longest a delivery may take, whatever the session's timeout: three quarters of
+    /// ``OutboxProcessor/leaseDuration``, so that a delivery always ends before its claim does
+    /// and no other processor starts the same operation beside it.
+    public static let deliveryDeadline: Duration = .seconds(90)
+    /// ``deliveryDeadline`` (tests shorten it).
+    let deadline: Duration
 
     /// Creates a transport posting to `endpoint`.
     ///
@@ -76,20 +82,54 @@ public struct HTTPOutboxTransport: OutboxTransport {
     }
 
     init(
-        endpoint: URL, session: URLSession, timeout: TimeInterval,
+        endpoint: URL, session: URLSession, timeout: TimeInterval, deadline: Duration = deliveryDeadline,
         headers: @escaping @Sendable () async throws -> [String: String]
     ) {
         self.endpoint = endpoint
         self.session = session
         self.timeout = timeout
+        self.deadline = deadline
         self.headers = headers
     }
 
     /// Posts `operation`; see the type's table for what each response means.
     ///
+    /// It ends within ``deliveryDeadline`` (a retryable failure then), also when the session's
+    /// timeout is longer or the `headers` closure does not return: the request is then
+    /// cancelled (abandoned on Linux, as a cancelled delivery's is).
+    ///
     /// - Throws: ``OutboxDeliveryFailure`` (retryable or permanent, as the table says), an
     ///   error of the `headers` closure, or `CancellationError` when the task was cancelled.
     public func deliver(_ operation: OutboxOperation) async throws {
+        let handoff = ResultHandoff<Void>()
+        let attempt = Task {
+            do {
+                try await post(operation)
+                handoff.finish(.success(()))
+            } catch {
+                handoff.finish(.failure(error))
+            }
+        }
+        let (deadline, endpoint) = (deadline, endpoint)
+        let timer = Task {
+            try await Task.sleep(for: deadline)
+            handoff.finish(.failure(OutboxDeliveryFailure.retryable(
+                "\(endpoint.shownWithoutPassword): no answer within \(deadline), the longest a delivery may take under "
+                    + "the outbox's lease (the session's timeout is longer, or the headers closure did not return); the "
+                    + "server may have applied it, so it is sent again with the same Idempotency-Key")))
+            attempt.cancel()
+        }
+        defer { timer.cancel() }
+        do {
+            try await handoff.value()
+        } catch is CancellationError where Task.isCancelled {
+            attempt.cancel()
+            throw CancellationError()
+        }
+    }
+
+    /// One POST of `operation` and what its answer means.
+    private func post(_ operation: OutboxOperation) async throws {
         var request = URLRequest(url: endpoint, timeoutInterval: timeout)
         request.httpMethod = "POST"
         request.httpBody = operation.payload

@@ -218,6 +218,34 @@ import Testing
         withExtendedLifetime(closed) {}
     }
 
+    @Test func `a delivery ends within its deadline when the server holds it or the headers never come`() async throws {
+        try await LoopbackReceiver.withRunning { receiver, _ in
+            // The session would wait 60 s; the deadline (90 s in use, shortened here) comes first.
+            let held = HTTPOutboxTransport(
+                endpoint: receiver.endpoint, session: .shared, timeout: 60, deadline: .milliseconds(300)) { [:] }
+            let operation = OutboxOperation(
+                id: UUID(), kind: "hold", payload: Data("{}".utf8), orderingKey: nil, attempts: 1, createdAt: Date(),
+                nextAttemptAt: Date(), lastError: nil)
+            _ = try await withTimeLimit("a held delivery", timeout: .seconds(30)) {
+                await #expect {
+                    try await held.deliver(operation)
+                } throws: { error in
+                    guard case OutboxDeliveryFailure.retryable(let message, _) = error else { return false }
+                    return message.contains("no answer within")
+                }
+            }
+            // A token provider that never answers (and ignores cancellation) does not stall it either.
+            let never = Gate()
+            let stuck = HTTPOutboxTransport(
+                endpoint: receiver.endpoint, session: .shared, timeout: 60, deadline: .milliseconds(300)
+            ) { await never.wait(); return [:] }
+            _ = try await withTimeLimit("a delivery whose headers never come", timeout: .seconds(30)) {
+                await #expect(throws: OutboxDeliveryFailure.self) { try await stuck.deliver(operation) }
+            }
+            await never.open()
+        }
+    }
+
     @Test func `Retry-After is read as seconds or as an HTTP date`() {
         let now = Date(timeIntervalSince1970: 1_800_000_000)  // Fri, 15 Jan 2027 08:00:00 GMT
         #expect(HTTPClientSupport.retryAfter("120", now: now) == .seconds(120))

@@ -169,6 +169,27 @@ struct ShardedSyncServerTests {
         }
     }
 
+    @Test func `a space pulled before any push, then created on another shard by an older map, is refused, not split`()
+        async throws
+    {
+        try await withTwoShards { a, b in
+            let space = spaces(on: 0, of: 2, 1)[0]
+            let newer = try await ShardedPostgresSyncServer.connect(try map([("a", a), ("b", b)]))
+            // A device of the new map asks first: nothing anywhere yet.
+            #expect(try await newer.pull(space: space, after: .start, limit: 10).changes.isEmpty)
+            // A relay still reading the old map (the shards in the other order) creates it on "b".
+            let older = try await ShardedPostgresSyncServer.connect(try map([("b", b), ("a", a)]))
+            try await pushOne(older, space, "from the old map")
+            // The new map's next request finds it there, and writes nothing on "a".
+            let refused = await #expect(throws: SyncError.self) {
+                _ = try await newer.push(space: space, operations: [operation("laptop", 1, put("notes", "m", "x", base: nil))])
+            }
+            #expect(refused?.message.contains("is on shard 'b' but the shard map routes it to 'a'") == true,
+                    "\(String(describing: refused))")
+            #expect(try await spacesHeld(a).isEmpty, "no second history")
+        }
+    }
+
     @Test func `with the migration lock held on every shard, a current schema is served and connected to without waiting`()
         async throws
     {

@@ -82,6 +82,10 @@ extension ShardedPostgresSyncServer {
     ///
     /// `serve` checks every space at start (``checkPlacement()``); this catches the space
     /// created meanwhile by a relay reading another map, before anything is written beside it.
+    /// The space is taken as placed (not checked again) only once its own shard holds it: a
+    /// space no push created yet is checked at each request, so that one created meanwhile on
+    /// another shard (a relay of the old map during a rolling restart) is refused, not given
+    /// a second history here.
     ///
     /// - Throws: ``RecordKeeper/SyncError/Code/serverFailure`` naming both shards when another
     ///   shard holds the space (nothing done); what ``PostgresSyncServer/holds(space:)`` throws.
@@ -97,7 +101,7 @@ extension ShardedPostgresSyncServer {
                             + "such spaces); nothing was done")
                 }
             }
-            await placed.insert(space)
+            if try await servers[index].holds(space: space) { await placed.insert(space) }
         }
         return servers[index]
     }

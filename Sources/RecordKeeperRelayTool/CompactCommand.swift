@@ -34,13 +34,33 @@ enum CompactCommand {
             }
             done = [try await server.compact(space: space, olderThan: .seconds(age), batch: batch)]
         } else {
-            done = try await server.compactAll(olderThan: .seconds(age), batch: batch)
+            do {
+                done = try await server.compactAll(olderThan: .seconds(age), batch: batch)
+            } catch let incomplete as SyncCompactionIncomplete {
+                // One space failing does not stop the others: print what was done, then each
+                // failure, and exit as the failures say.
+                print(incomplete.compacted)
+                for failure in incomplete.failures {
+                    StandardStreams.writeError(
+                        "recordkeeper-relay: space=\(failure.space) not compacted: \(failure.error.message)")
+                }
+                let transient = incomplete.failures.allSatisfy { $0.error.code == .unreachable }
+                throw RelayToolError(
+                    transient ? .unavailable : .internalError,
+                    "\(incomplete.failures.count) space(s) could not be compacted (\(incomplete.compacted.count) were); "
+                        + "running compact again retries them")
+            }
         }
+        print(done)
+        return .ok
+    }
+
+    /// One line per space compacted.
+    private static func print(_ done: [SyncCompaction]) {
         for compaction in done {
             StandardStreams.write(
                 "space=\(compaction.space) horizon=\(compaction.horizon) tombstones=\(compaction.deletedTombstones) "
                     + "operations=\(compaction.deletedOperations)\n")
         }
-        return .ok
     }
 }

@@ -67,4 +67,32 @@ struct PostgresCompactionConcurrencyTests {
         // The cursor handed out before the window is still complete, and the counter never skipped.
         #expect(try await live.pullAll(space: space, after: cursor).changes.map(\.key) == ["new", "k00"])
     }
+
+    @Test func `a space whose compaction fails does not stop compactAll: the others are compacted and it is named`()
+        async throws
+    {
+        struct Refused: Error {}
+        try await TestPostgres.withPrivateConnections { connect, _ in
+            let clock = ManualClock()
+            let connection = try await connect()
+            try await PostgresSyncSchema.migrate(connection)
+            let server = try await PostgresSyncServer(
+                connections: [connection],
+                hooks: .init(inCompactionBatch: { space in if space == "b" { throw Refused() } }, now: { clock.now() }),
+                timeout: TestPostgres.generousTimeout)
+            for space in ["a", "b", "c"] {
+                let write = operation("phone", 1, after: nil, put("notes", "k", "v", base: nil))
+                _ = try await server.push(space: space, operations: [write, operation("phone", 2, after: write, delete("notes", "k", base: 1))])
+            }
+            clock.advance(days: 40)
+            let error = await #expect(throws: SyncCompactionIncomplete.self) {
+                _ = try await server.compactAll(olderThan: .seconds(30 * 86_400))
+            }
+            #expect(error?.compacted.map(\.space) == ["a", "c"], "the spaces after the failing one were compacted too")
+            #expect(error?.compacted.map(\.deletedTombstones) == [1, 1])
+            #expect(error?.failures.map(\.space) == ["b"])
+            #expect(error?.description.contains("1 space(s) could not be compacted (2 were)") == true)
+        }
+    }
+
 }

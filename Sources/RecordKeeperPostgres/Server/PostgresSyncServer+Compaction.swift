@@ -87,18 +87,34 @@ extension PostgresSyncServer {
     }
 
     /// Compacts every space the server holds, one after the other (see
-    /// ``compact(space:olderThan:batch:)``).
+    /// ``compact(space:olderThan:batch:)``). A space whose compaction fails does not stop the
+    /// others: every space is tried, and the failures are thrown together at the end.
     ///
-    /// - Throws: as ``compact(space:olderThan:)``; the spaces compacted before stay compacted.
+    /// - Throws: ``SyncCompactionIncomplete`` with what was compacted and each space that
+    ///   failed; ``RecordKeeper/SyncError`` when the list of spaces cannot be read (the spaces
+    ///   compacted before stay compacted); `CancellationError`.
     public func compactAll(olderThan age: Duration, batch: Int = defaultCompactionBatch) async throws -> [SyncCompaction] {
         var done: [SyncCompaction] = []
+        var failures: [SyncCompactionIncomplete.Failure] = []
         var after = ""
         while true {
             let spaces = try await self.spaces(after: after, limit: 100)
-            guard let last = spaces.last else { return done }
-            for space in spaces { done.append(try await compact(space: space, olderThan: age, batch: batch)) }
+            guard let last = spaces.last else { break }
+            for space in spaces {
+                do {
+                    done.append(try await compact(space: space, olderThan: age, batch: batch))
+                } catch let error as SyncError {
+                    failures.append(.init(space: space, error: error))
+                } catch {
+                    // Cancellation (or anything else compact does not turn into a SyncError)
+                    // stops them all.
+                    throw error
+                }
+            }
             after = last
         }
+        guard failures.isEmpty else { throw SyncCompactionIncomplete(compacted: done, failures: failures) }
+        return done
     }
 
     /// Runs one step of a compaction on a free connection, within ``timeout``.
@@ -235,5 +251,28 @@ extension PostgresSyncServer {
                 operation: "compact: raise the devices' compacted sequences")
         }
         return (deleted, last)
+    }
+}
+
+/// A compaction of every space that did not compact some of them: the others were compacted
+/// (``compacted``), each failure is named (``failures``). Running it again retries them.
+public struct SyncCompactionIncomplete: Error, Sendable, CustomStringConvertible {
+    /// One space that failed, and why.
+    public struct Failure: Sendable {
+        /// The space.
+        public var space: String
+        /// Why it failed.
+        public var error: SyncError
+    }
+
+    /// The spaces compacted.
+    public var compacted: [SyncCompaction]
+    /// The spaces that failed, in the order they were tried.
+    public var failures: [Failure]
+
+    public var description: String {
+        let shown = failures.prefix(5).map { "\($0.space): \($0.error.message)" }.joined(separator: "; ")
+        let more = failures.count > 5 ? " (and \(failures.count - 5) more)" : ""
+        return "\(failures.count) space(s) could not be compacted (\(compacted.count) were): \(shown)\(more)"
     }
 }

@@ -112,13 +112,23 @@ public final class ShardedPostgresSyncServer: SyncCompactingServer, SyncPagesPul
     /// Compacts every space of every shard, shard after shard (see
     /// ``PostgresSyncServer/compactAll(olderThan:batch:)``).
     ///
-    /// - Throws: as ``PostgresSyncServer/compactAll(olderThan:batch:)``; what was compacted
-    ///   before stays compacted.
+    /// - Throws: ``SyncCompactionIncomplete`` naming every space that failed (the others of
+    ///   every shard were compacted); as ``PostgresSyncServer/compactAll(olderThan:batch:)``
+    ///   otherwise; what was compacted before stays compacted.
     public func compactAll(
         olderThan age: Duration, batch: Int = PostgresSyncServer.defaultCompactionBatch
     ) async throws -> [SyncCompaction] {
         var done: [SyncCompaction] = []
-        for server in servers { done += try await server.compactAll(olderThan: age, batch: batch) }
+        var failures: [SyncCompactionIncomplete.Failure] = []
+        for server in servers {
+            do {
+                done += try await server.compactAll(olderThan: age, batch: batch)
+            } catch let incomplete as SyncCompactionIncomplete {
+                done += incomplete.compacted
+                failures += incomplete.failures
+            }
+        }
+        guard failures.isEmpty else { throw SyncCompactionIncomplete(compacted: done, failures: failures) }
         return done
     }
 }

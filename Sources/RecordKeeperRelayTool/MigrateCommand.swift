@@ -54,6 +54,19 @@ enum MigrateCommand {
             let steps = applied.map(String.init).joined(separator: ", ")
             StandardStreams.write("\(prefix)the sync schema is at version \(version) (applied \(steps))\n")
         }
+        // Roles granted serving before get their rights on every table, also when this run
+        // applied no step: a database an older version migrated may have left them without
+        // the tables its steps added (schema 6's cursors), and every pull then failed.
+        let granted: [String]
+        do {
+            granted = try await PostgresSyncSchema.servingRoles(connection)
+            for role in granted { try await PostgresSyncSchema.grantServing(to: role, connection) }
+        } catch let error as PostgresError {
+            throw RelayToolError(.configuration, "\(prefix)cannot renew the serving roles' rights: \(error.message)")
+        }
+        if !granted.isEmpty {
+            StandardStreams.write("\(prefix)renewed what serve needs for \(granted.joined(separator: ", "))\n")
+        }
         if let role = settings.value("grant") {
             do {
                 try await PostgresSyncSchema.grantServing(to: role, connection)

@@ -44,6 +44,39 @@ struct RelayServingRoleTests {
         try await Self.role(name, "drop")
     }
 
+    @Test func `migrate renews a serving role's rights on every table, also when no step is applied`() async throws {
+        try await withRole { role in
+            try await TestPostgres.withPrivateSchema { owner, _ in
+                let granted = try await RelayProcess.run(["migrate", "--database", owner, "--grant", role])
+                #expect(granted.status == 0, "\(granted.error)")
+                // What a database migrated to 6 by an older version left: no rights on the cursors.
+                let connection = try await PostgresConnection(conninfo: owner)
+                func cursorsGranted() async throws -> Bool {
+                    try await connection.transaction { connection in
+                        try connection.execute(
+                            "SELECT has_table_privilege($1, 'recordkeeper_sync_cursors', 'SELECT, INSERT, UPDATE, DELETE')",
+                            [.text(role)]
+                        ).bool(0, 0)
+                    }
+                }
+                try await connection.transaction { connection in
+                    try connection.execute(
+                        """
+                        CREATE OR REPLACE FUNCTION pg_temp.rk_revoke(role text) RETURNS void LANGUAGE plpgsql AS $$
+                        BEGIN EXECUTE format('REVOKE ALL ON recordkeeper_sync_cursors FROM %I', role); END $$
+                        """)
+                    _ = try connection.execute("SELECT pg_temp.rk_revoke($1)", [.text(role)])
+                }
+                #expect(try await cursorsGranted() == false)
+                let renewed = try await RelayProcess.run(["migrate", "--database", owner])
+                #expect(renewed.status == 0, "\(renewed.error)")
+                #expect(renewed.output.contains("nothing to migrate"))
+                #expect(renewed.output.contains("renewed what serve needs for \(role)"), "\(renewed.output)")
+                #expect(try await cursorsGranted())
+            }
+        }
+    }
+
     @Test func `a role with DML rights only serves after migrate --grant, and cannot create anything`() async throws {
         try await withRole { role in
             try await withTemporaryDirectory { directory in

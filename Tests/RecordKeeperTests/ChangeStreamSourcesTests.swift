@@ -67,13 +67,17 @@ import Testing
             }
             // Parked, its read set to fail: the other store's commit wakes it, and the read fails.
             try await waitUntil("the consumer waits") { observer.watcher.waitingForTesting() }
-            observer.watcher.failNextServeForTesting()
+            observer.watcher.failServesForTesting(3)
             try await writer.put("c", key: "a", data: Data("1"))
-            try await waitUntil("the failure is reported") {
-                events.all.contains { if case .changeObservationFailed = $0 { true } else { false } }
+            func reported() -> Int {
+                events.all.count { if case .changeObservationFailed = $0 { true } else { false } }
             }
-            // The file's data version was taken as seen; the next check (the backstop poll's)
-            // must read again all the same.
+            try await waitUntil("the failure is reported") { reported() == 1 }
+            // The file's data version was taken as seen; the next checks (the backstop poll's)
+            // must read again all the same, and a run of failures is reported once.
+            observer.watcher.checkForTesting()
+            observer.watcher.checkForTesting()
+            #expect(reported() == 1, "one report for the run of failed reads")
             observer.watcher.checkForTesting()
             let delivered = try await withTimeLimit("the change after the failed read", timeout: .seconds(30)) {
                 await consumer.value

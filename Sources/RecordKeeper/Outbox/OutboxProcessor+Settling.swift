@@ -36,28 +36,35 @@ extension OutboxProcessor {
         let store = store
         let operation: StoreOperation =
             outcomes.isEmpty ? .outboxClaim : outcomes.allSatisfy { $0.failure == nil } ? .outboxDelivered : .outboxFailed
-        let write: @Sendable () async throws -> ([OutboxOperation], [OutboxOperation]) = {
+        let write: @Sendable () async throws -> ([OutboxOperation], [OutboxOperation], Set<UUID>) = {
             try await store.performWrite(operation, collection: nil, inline: store.mayWriteInline(outcomes.count + limit)) {
-                context -> ([OutboxOperation], [OutboxOperation]) in
+                context -> ([OutboxOperation], [OutboxOperation], Set<UUID>) in
                 let outbox = context.engine.outbox
+                // The failures this processor's claim still covered: only those were written
+                // (a claim that ran out may be another processor's now).
+                var released = Set<UUID>()
                 for outcome in outcomes {
                     if let failure = outcome.failure {
-                        try outbox.release(
+                        if try outbox.release(
                             outcome.id, processor: identity, error: failure.error, next: failure.next,
                             unreachable: outcome.unreachable)
+                        {
+                            released.insert(outcome.id)
+                        }
                     } else {
                         try outbox.remove(outcome.id)
                     }
                 }
-                return try Self.claim(
+                let (claimed, buried) = try Self.claim(
                     in: outbox, due: due, now: now, until: until, limit: limit, excluding: attempted,
                     processor: identity, maximumAttempts: maximumAttempts)
+                return (claimed, buried, released)
             }
         }
         // Also when the processor's task was cancelled meanwhile (in a task of its own then),
         // so a delivered operation is not sent again and a failed one does not wait for its
         // lease to end.
-        let (claimed, buried) = try await Task.isCancelled ? Task { try await write() }.value : write()
+        let (claimed, buried, released) = try await Task.isCancelled ? Task { try await write() }.value : write()
         var deadLettered = buried
         for (outcome, (ended, _)) in zip(outcomes, ended) {
             switch outcome.failure {
@@ -65,7 +72,9 @@ extension OutboxProcessor {
             case let failure?:
                 guard failure.next == nil else { report.retried += 1; continue }
                 report.deadLettered += 1
-                deadLettered.append(ended.withLastError(failure.error))
+                // Reported only when this write moved it: an answer that came after the claim
+                // ran out changed nothing (another processor may have delivered it).
+                if released.contains(outcome.id) { deadLettered.append(ended.withLastError(failure.error)) }
             }
         }
         report.deadLettered += buried.count

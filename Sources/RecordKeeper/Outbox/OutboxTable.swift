@@ -205,8 +205,9 @@ struct OutboxTable {
     /// Releases `processor`'s claim on `id` after a failure: schedules the next attempt at
     /// `next`, or moves the operation to the dead letters; an attempt that never reached the
     /// server (`unreachable`) is counted as one. Does nothing when the claim is no longer this
-    /// processor's (it expired and another processor took the operation).
-    func release(_ id: UUID, processor: String, error: String, next: Date?, unreachable: Bool = false) throws {
+    /// processor's (it expired and another processor took the operation): false then.
+    @discardableResult
+    func release(_ id: UUID, processor: String, error: String, next: Date?, unreachable: Bool = false) throws -> Bool {
         try runner.execute(
             """
             UPDATE outbox SET last_error = ?3, claimed_by = NULL, claimed_until = NULL,

@@ -55,7 +55,7 @@ extension ChangeWatcher {
         if followReplacedFile(state) { return serveParked(state) }
         // A read that failed since the last change was served (reported) is tried again at
         // every check: the data version it saw moved already, and may not move again.
-        let retrying = state.failing
+        let retrying = state.serveFailing
         let version = readDataVersion(state)
         let changed = version == nil || version != state.lastDataVersion
         if let version { state.lastDataVersion = version }
@@ -158,11 +158,11 @@ extension ChangeWatcher {
         }
     }
 
-    /// Makes the next read of the log for a stream fail (for tests), as a busy or unreadable
-    /// file would.
-    func failNextServeForTesting() {
+    /// Makes the next `count` reads of the log for a stream fail (for tests), as a busy or
+    /// unreadable file would.
+    func failServesForTesting(_ count: Int) {
         guard let connection = existingConnection else { return }
-        connection.executor.sync { connection.withLock { $0.failNextServeForTesting = true } }
+        connection.executor.sync { connection.withLock { $0.failServesForTesting = count } }
     }
 
     /// Whether a consumer is parked, waiting for a change (for tests).

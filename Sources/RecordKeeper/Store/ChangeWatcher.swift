@@ -354,12 +354,13 @@ final class ChangeWatcher: Sendable {
     private func serve(_ id: UUID, _ state: WatcherState) -> RecordChanges? {
         guard let subscriber = locked({ $0.subscribers[id] }) else { return nil }
         do {
-            if state.failNextServeForTesting {
-                state.failNextServeForTesting = false
+            if state.failServesForTesting > 0 {
+                state.failServesForTesting -= 1
                 throw RecordStoreError(code: .injectedFailure, operation: .changes, path: path, detail: "a read failed on purpose")
             }
             let read = try withEngine(state) { engine in try Self.read(subscriber, engine) }
             state.failing = false
+            state.serveFailing = false
             guard let (change, updated) = read else {
                 // No store yet (file stores): a stream not positioned yet starts before it,
                 // and delivers every record once there is one (nothing to resync from).
@@ -382,7 +383,10 @@ final class ChangeWatcher: Sendable {
             }
             return change.isEmpty ? nil : change
         } catch {
-            report(error, state)
+            // Reported once per run of failed reads: the data version read before each retry
+            // succeeds, and must not make every retry a new report.
+            if !state.serveFailing { report(error, state) }
+            state.serveFailing = true
             return nil
         }
     }
@@ -404,8 +408,10 @@ final class WatcherState {
     var observerLock: ObserverLock?
     var observerLockFailed = false
     var lastDataVersion: Int64?
-    /// `ChangeWatcher.failNextServeForTesting()`.
-    var failNextServeForTesting = false
+    /// `ChangeWatcher.failServesForTesting(_:)`.
+    var failServesForTesting = 0
+    /// The last read of the log for a stream failed: each check tries again until one succeeds.
+    var serveFailing = false
     /// What wakes waiting consumers (see `ChangeWatcher+Waking.swift`), and what it was made
     /// for: the file's identity then, and whether it has an event source.
     var signal: (any StoreChangeSignal)?

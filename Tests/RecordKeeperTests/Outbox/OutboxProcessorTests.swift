@@ -336,6 +336,35 @@ import Testing
     }
 
     @Test(arguments: StoreKind.allCases)
+    func `a refusal that comes after the claim ran out, for an operation delivered meanwhile, reports no dead letter`(
+        kind: StoreKind
+    ) async throws {
+        let events = Protected<[OutboxOperation]>([])
+        let options = RecordStore.Options(eventHandler: { event in
+            if case .outboxDeadLettered(let operation) = event { events.withLock { $0.append(operation) } }
+        })
+        try await withStore(kind, options: options) { store, _ in
+            let clock = TestClock()
+            let entered = Gate(), release = Gate()
+            let late = ScriptedTransport(["op": [.reject("422 already applied")]], hook: { _ in
+                await entered.open()
+                await release.wait()
+            })
+            let first = OutboxProcessor.testing(store, late, clock: clock, lease: .seconds(60))
+            let other = OutboxProcessor.testing(store, ScriptedTransport(), clock: clock, lease: .seconds(60))
+            try await store.enqueue([message("op", "x")])
+            let running = Task { try await first.deliverDue() }
+            await entered.wait()
+            clock.advance(.seconds(60))
+            #expect(try await other.deliverDue().delivered == 1)
+            await release.open()
+            _ = try await running.value
+            #expect(events.withLock { $0 }.isEmpty, "nothing was moved to the dead letters")
+            #expect(try await store.outbox.deadLetters().isEmpty)
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
     func `every operation moved to the dead letters is reported to the event handler with its error`(
         kind: StoreKind
     ) async throws {

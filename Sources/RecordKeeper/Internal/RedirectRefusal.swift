@@ -15,9 +15,13 @@ import Foundation
 /// FoundationNetworking asks only the session's delegate (measured with Swift 6.3: a task
 /// delegate is never asked), so on Linux a request through a session without a delegate of its
 /// own goes through a companion session with the same configuration and this delegate
-/// (``refusing(_:)``). A session with the app's own delegate is used as it is: its delegate
-/// decides, and ``HTTPClientSupport/send(_:through:afterTimeout:failure:)`` still refuses an
-/// answer that came from another URL.
+/// (``refusing(_:)``). A session with the app's own delegate is used as it is, so that its
+/// delegate keeps answering the session's challenges: on Linux that delegate then decides
+/// about redirects too, and one that does not refuse them in
+/// `urlSession(_:task:willPerformHTTPRedirection:newRequest:completionHandler:)` lets the
+/// request and its headers go to the redirect's host;
+/// ``HTTPClientSupport/send(_:through:afterTimeout:failure:)`` still refuses the answer, which
+/// came from another URL, so nothing counts as delivered or pulled.
 final class RedirectRefusal: NSObject, URLSessionTaskDelegate, Sendable {
     static let shared = RedirectRefusal()
 
@@ -43,13 +47,13 @@ final class RedirectRefusal: NSObject, URLSessionTaskDelegate, Sendable {
             guard session.delegate == nil else { return session }
             return companions.withLock { companions in
                 let id = ObjectIdentifier(session)
-                if let known = companions[id], known.base === session { return known.session }
-                // Sessions that went away leave their companions: end those (an identifier
-                // may be reused by a new session, which the `base` check above tells apart).
-                for (key, companion) in companions where companion.base == nil || key == id {
+                // Sessions that went away leave their companions: end those at every look-up (an
+                // identifier may be reused by a new session, which the `base` check tells apart).
+                for (key, companion) in companions where companion.base == nil || companion.base !== session && key == id {
                     companion.session.finishTasksAndInvalidate()
                     companions[key] = nil
                 }
+                if let known = companions[id] { return known.session }
                 let configuration = (session.configuration.copy() as? URLSessionConfiguration) ?? session.configuration
                 let companion = URLSession(configuration: configuration, delegate: shared, delegateQueue: nil)
                 companions[id] = Companion(base: session, session: companion)

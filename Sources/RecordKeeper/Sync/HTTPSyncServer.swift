@@ -25,7 +25,7 @@ public import Foundation
 /// | 403 | ``/RecordKeeperSync/SyncError/Code/forbidden``: the token does not grant this space, collection or push |
 /// | 400 | ``/RecordKeeperSync/SyncError/Code/invalidRequest``, with the relay's reason |
 /// | 410 with code `behindHorizon` | ``/RecordKeeperSync/SyncError/Code/behindHorizon``: the pull's cursor is behind the space's compaction horizon (``RecordSync`` resyncs) |
-/// | 3xx | ``/RecordKeeperSync/SyncError/Code/unreachable``: redirects are never followed (a captive portal's, or a moved relay's), so the request and its token went nowhere else |
+/// | 3xx | ``/RecordKeeperSync/SyncError/Code/unreachable``: redirects are never followed (a captive portal's, or a moved relay's), so the request and its token went nowhere else (on Linux, a session with a delegate of its own lets that delegate decide; the answer from another URL is refused either way) |
 /// | 408, 429, 502, 503, 504, no connection, a timeout | ``/RecordKeeperSync/SyncError/Code/unreachable``, with ``/RecordKeeperSync/SyncError/retryAfter`` from `Retry-After` |
 /// | 404, 405, another protocol version | ``/RecordKeeperSync/SyncError/Code/configuration``: the URL is not a relay of this protocol |
 /// | a push of changes with item versions to a relay whose health does not say ``/RecordKeeperSync/RelayWire/Health/itemVersions`` | ``/RecordKeeperSync/SyncError/Code/configuration`` (nothing sent): an older relay would drop them |

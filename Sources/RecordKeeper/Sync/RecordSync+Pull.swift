@@ -160,7 +160,8 @@ extension RecordSync {
                 "space \(space): the server holds \(refused.count) change(s) this store cannot hold, skipped (every "
                     + "other change was applied): " + refused.prefix(10).joined(separator: "; ")
                     + (refused.count > 10 ? "; and \(refused.count - 10) more" : "")
-                    + ". Correct them on the server: written again under valid names, they come down with a later pull")
+                    + ". Each comes down once it is written again as this store can hold it (under a valid name; "
+                    + "as JSON while this store indexes its collection)")
         }
     }
 
@@ -209,8 +210,8 @@ extension RecordSync {
             {
                 refused.append(
                     "\(name) (version \(change.version)): its payload is not JSON, and this store declared indexes on "
-                        + "\(RecordStoreError.quoted(change.collection)), which read every payload as JSON (drop them, or "
-                        + "correct the writer)")
+                        + "\(RecordStoreError.quoted(change.collection)), which read every payload as JSON; this store "
+                        + "keeps its older value")
                 continue
             }
             let key = try RecordNames.key(change.key, collection: change.collection, operation: .syncPull)

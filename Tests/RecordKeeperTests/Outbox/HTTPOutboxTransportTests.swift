@@ -158,6 +158,39 @@ import Testing
         }
     }
 
+    /// A session delegate of an app's that says nothing about redirects.
+    final class AppDelegate: NSObject, URLSessionTaskDelegate, Sendable {}
+
+    @Test func `through a session with a delegate of its own, an answer after a redirect is never taken as delivered`()
+        async throws
+    {
+        try await LoopbackReceiver.withRunning { receiver, _ in
+            let store = RecordStore.inMemory()
+            let session = URLSession(configuration: .ephemeral, delegate: AppDelegate(), delegateQueue: nil)
+            defer { session.finishTasksAndInvalidate() }
+            let transport = HTTPOutboxTransport(endpoint: receiver.endpoint, session: session)
+            let processor = OutboxProcessor.testing(store, transport, clock: TestClock())
+            try await store.enqueue([OutboxMessage(kind: "redirect-302", payload: Data("{}".utf8))])
+            #expect(try await processor.deliverDue() == OutboxDeliveryReport(delivered: 0, retried: 1, deadLettered: 0))
+            let message = try #require(try await store.outbox.pending().first?.lastError)
+            // Apple platforms refuse it through the task's delegate; FoundationNetworking asks
+            // the app's delegate, which follows it: the answer, another URL's, is refused.
+            #expect(message.contains("HTTP 302 redirects to /elsewhere") || message.contains("followed a redirect"), "\(message)")
+            #expect(try receiver.applied().isEmpty)
+        }
+    }
+
+    @Test func `an answer is the server's when its URL names the same resource as the request's`() {
+        func same(_ a: String, _ b: String) -> Bool { HTTPClientSupport.sameResource(URL(string: a)!, URL(string: b)!) }
+        #expect(same("https://api.example.com/ops", "https://API.example.com/ops"))
+        #expect(same("https://api.example.com", "https://api.example.com/"))
+        #expect(same("https://api.example.com/ops?a=1", "https://api.example.com/ops?a=%31"))
+        #expect(!same("https://api.example.com/ops", "https://api.example.com/login"))
+        #expect(!same("https://api.example.com/ops", "https://portal.example.net/ops"))
+        #expect(!same("https://api.example.com/ops", "http://api.example.com/ops"))
+        #expect(!same("https://api.example.com:8443/ops", "https://api.example.com/ops"))
+    }
+
     /// How a test stops delivery.
     enum Stopping: String, CaseIterable, CustomTestStringConvertible, Sendable {
         case deliverDue, run

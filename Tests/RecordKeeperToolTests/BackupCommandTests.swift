@@ -104,7 +104,7 @@ import Testing
                  executable, tool.storePath, destination],
                 in: tool.directory)
             #expect(run.status == 74, "\(run.stderr)")
-            #expect(run.stderr.contains("writing the copy to \(destination)"), "\(run.stderr)")
+            #expect(run.stderr.contains("copying the store to \(destination)"), "\(run.stderr)")
             #expect(!FileManager.default.fileExists(atPath: destination))
             let after = try FileManager.default.contentsOfDirectory(atPath: tool.directory.path).sorted()
             #expect(after == before, "left behind: \(Set(after).subtracting(before).sorted())")

@@ -76,7 +76,9 @@ extension RecordStore {
                     }
                 }
             } catch var error as RecordStoreError {
-                error.detail = error.detail ?? "writing the copy to \(target)"
+                // SQLite reports a failed step on the copy's connection whichever side failed (a
+                // page of the store that cannot be read, or the copy's disk): both are named.
+                error.detail = error.detail ?? "copying the store to \(target) (reading the store's pages or writing the copy)"
                 throw error
             }
         }

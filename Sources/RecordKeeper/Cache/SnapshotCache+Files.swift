@@ -106,14 +106,25 @@ enum SnapshotFiles {
         return data
     }
 
-    /// Removes the file at `path`; a missing file is not an error.
-    static func remove(_ path: String, key: String?, operation: String) throws {
+    /// Removes the file at `path`: true when it did, false when there was none (not an error).
+    @discardableResult
+    static func remove(_ path: String, key: String?, operation: String) throws -> Bool {
         guard unlink(path) == 0 else {
             let code = errno
-            if code == ENOENT { return }
+            if code == ENOENT { return false }
             throw SnapshotCacheError(
                 .cannotRemove, operation: operation, key: key, path: path, systemError: code,
                 detail: "cannot remove the snapshot file")
+        }
+        return true
+    }
+
+    /// Makes the removals in `directory` durable.
+    static func syncDirectory(_ directory: String, key: String?, operation: String) throws {
+        guard FileSync.synchronizeDirectory(directory) else {
+            throw SnapshotCacheError(
+                .cannotRemove, operation: operation, key: key, path: directory, systemError: errno,
+                detail: "the snapshot was removed, but the directory could not be synced: after a power loss it could come back")
         }
     }
 

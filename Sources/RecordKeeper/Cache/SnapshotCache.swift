@@ -134,7 +134,9 @@ public actor SnapshotCache {
     /// Removes the snapshot for `key`. Removing a key that has none does nothing.
     /// - Throws: ``SnapshotCacheError`` (`cannotRemove`).
     public func remove(forKey key: String) async throws {
-        try SnapshotFiles.remove(path(of: Self.fileName(forKey: key)), key: key, operation: "remove")
+        if try SnapshotFiles.remove(path(of: Self.fileName(forKey: key)), key: key, operation: "remove") {
+            try SnapshotFiles.syncDirectory(directory.path, key: key, operation: "remove")
+        }
     }
 
     /// Removes every snapshot (and temporary file left by an interrupted save) in the
@@ -142,9 +144,12 @@ public actor SnapshotCache {
     /// - Throws: ``SnapshotCacheError`` (`cannotRead`, `cannotRemove`) at the first file that
     ///   cannot be removed.
     public func removeAll() async throws {
+        var removed = false
         for name in try SnapshotFiles.cacheFiles(in: directory.path) {
-            try SnapshotFiles.remove(path(of: name), key: nil, operation: "removeAll")
+            removed = try SnapshotFiles.remove(path(of: name), key: nil, operation: "removeAll") || removed
         }
+        // Durable, as saves are: a power loss right after must not bring the snapshots back.
+        if removed { try SnapshotFiles.syncDirectory(directory.path, key: nil, operation: "removeAll") }
     }
 
     // MARK: Names

@@ -34,15 +34,23 @@ struct IndexesTable {
     /// A row that is not a field path this library writes (another program's write, a damaged
     /// file) is left out: a declared index is only a choice of plan, and no query this library
     /// builds could use an index of such a path, so every query answers as without it (a scan).
-    /// Trusting it would trap (`FieldPath(validSegments:)`) or put its text into SQL.
+    /// Trusting it would trap (`FieldPath(validSegments:)`) or put its text into SQL. So is a
+    /// row whose SQLite index is gone (dropped by another program): a query naming it in
+    /// `INDEXED BY` would fail ("no such index") instead of scanning.
     private func readDeclaredIndexes(_ id: Int64, collection: String) throws -> [FieldPath] {
+        let fields: [FieldPath]
         do {
-            return try runner.all(
+            fields = try runner.all(
                 "SELECT field FROM declared_indexes WHERE collection_id = ?1 ORDER BY field", id, collection: collection
             ) { FieldPath(stored: $0.string(at: 0)) }.compactMap { $0 }
         } catch let error as RecordStoreError where error.sqliteMessage?.contains("declared_indexes") == true {
             return []
         }
+        guard !fields.isEmpty else { return [] }
+        let existing = Set(try runner.all(
+            "SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'records'", collection: collection
+        ) { $0.string(at: 0) })
+        return fields.filter { existing.contains(DeclaredIndex(collectionID: id, field: $0).name) }
     }
 
     /// Records the index of `field` for collection `id` and creates it (in the caller's write

@@ -55,7 +55,7 @@ import Testing
         }
     }
 
-    @Test func `a declared index row that is no field path this library writes is left out, and queries still answer`() async throws {
+    @Test func `a declared index row that is no field path this library writes, or whose index is gone, is left out, and queries still answer`() async throws {
         try await withTemporaryDirectory { directory in
             let url = directory.appendingPathComponent("records.sqlite")
             let first = RecordStore(url: url)
@@ -74,6 +74,14 @@ import Testing
             #expect(Self.usesIndex(try await second.queryPlan("words", Self.due)))
             #expect(try await second.query("words", Self.due).elements.map(\.key) == ["tree", "sun"])
             await second.close()
+            // Another program drops the SQLite index and leaves the row: queries scan.
+            let id = try #require(try await second.perform(.read, collection: nil) { try $0.records.collectionID("words") })
+            try rawSQLite(url, "DROP INDEX \"\(DeclaredIndex(collectionID: id, field: try FieldPath("dueAt")).name)\"")
+            let third = RecordStore(url: url)
+            #expect(try await third.declaredIndexes("words").isEmpty)
+            #expect(!Self.usesIndex(try await third.queryPlan("words", Self.due)))
+            #expect(try await third.query("words", Self.due).elements.map(\.key) == ["tree", "sun"])
+            await third.close()
         }
     }
 

@@ -201,7 +201,10 @@ extension PostgresSyncServer {
             outcomes.append(try applied == nil ? OutcomeJSON.encode(operation.outcome) : nil)
         }
         var deviceNames: [String?] = [], deviceSequences: [Int64?] = [], deviceOperations: [UUID] = []
-        for (device, last) in plan.devices {
+        // In byte order, the order a compaction batch locks device rows in (the column is
+        // COLLATE "C"): a push of several devices and a batch then never wait on each other
+        // in opposite orders (a deadlock PostgreSQL would end by failing one of them).
+        for (device, last) in plan.devices.sorted(by: { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }) {
             deviceNames.append(device)
             deviceSequences.append(last.lastSequence)
             // Every device the plan changed had an operation recorded now: never nil.

@@ -335,14 +335,20 @@ import Testing
         }
     }
 
-    @Test(arguments: StoreKind.allCases)
-    func `a refusal that comes after the claim ran out, for an operation delivered meanwhile, reports no dead letter`(
-        kind: StoreKind
-    ) async throws {
+    /// Store options whose event handler collects the operations reported dead-lettered.
+    static func collectingDeadLetters() -> (RecordStore.Options, Protected<[OutboxOperation]>) {
         let events = Protected<[OutboxOperation]>([])
         let options = RecordStore.Options(eventHandler: { event in
             if case .outboxDeadLettered(let operation) = event { events.withLock { $0.append(operation) } }
         })
+        return (options, events)
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func `a refusal that comes after the claim ran out, for an operation delivered meanwhile, reports no dead letter`(
+        kind: StoreKind
+    ) async throws {
+        let (options, events) = Self.collectingDeadLetters()
         try await withStore(kind, options: options) { store, _ in
             let clock = TestClock()
             let entered = Gate(), release = Gate()
@@ -368,10 +374,7 @@ import Testing
     func `every operation moved to the dead letters is reported to the event handler with its error`(
         kind: StoreKind
     ) async throws {
-        let events = Protected<[OutboxOperation]>([])
-        let options = RecordStore.Options(eventHandler: { event in
-            if case .outboxDeadLettered(let operation) = event { events.withLock { $0.append(operation) } }
-        })
+        let (options, events) = Self.collectingDeadLetters()
         try await withStore(kind, options: options) { store, _ in
             let clock = TestClock()
             let transport = ScriptedTransport([

@@ -336,8 +336,8 @@ import Testing
     }
 
     /// Store options whose event handler collects the operations reported dead-lettered.
-    static func collectingDeadLetters() -> (RecordStore.Options, Protected<[OutboxOperation]>) {
-        let events = Protected<[OutboxOperation]>([])
+    static func collectingDeadLetters() -> (RecordStore.Options, TestHelpers.Protected<[OutboxOperation]>) {
+        let events = TestHelpers.Protected<[OutboxOperation]>([])
         let options = RecordStore.Options(eventHandler: { event in
             if case .outboxDeadLettered(let operation) = event { events.withLock { $0.append(operation) } }
         })

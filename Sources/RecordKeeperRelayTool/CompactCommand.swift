@@ -44,9 +44,11 @@ enum CompactCommand {
                     StandardStreams.writeError(
                         "recordkeeper-relay: space=\(failure.space) not compacted: \(failure.error.message)")
                 }
-                let transient = incomplete.failures.allSatisfy { $0.error.code == .unreachable }
+                let codes = Set(incomplete.failures.map(\.error.code))
+                let exit: ExitCode =
+                    codes == [.unreachable] ? .unavailable : codes == [.configuration] ? .configuration : .internalError
                 throw RelayToolError(
-                    transient ? .unavailable : .internalError,
+                    exit,
                     "\(incomplete.failures.count) space(s) could not be compacted (\(incomplete.compacted.count) were); "
                         + "running compact again retries them")
             }

@@ -57,15 +57,18 @@ enum MigrateCommand {
         // Roles granted serving before get their rights on every table, also when this run
         // applied no step: a database an older version migrated may have left them without
         // the tables its steps added (schema 6's cursors), and every pull then failed.
-        let granted: [String]
+        // Only a role that may grant on the tables renews (their owner); a failure is said and
+        // does not stop the migration (nor, with a shard map, the shards after this one).
         do {
-            granted = try await PostgresSyncSchema.servingRoles(connection)
+            let granted = try await PostgresSyncSchema.servingRoles(connection)
             for role in granted { try await PostgresSyncSchema.grantServing(to: role, connection) }
+            if !granted.isEmpty {
+                StandardStreams.write("\(prefix)renewed what serve needs for \(granted.joined(separator: ", "))\n")
+            }
         } catch let error as PostgresError {
-            throw RelayToolError(.configuration, "\(prefix)cannot renew the serving roles' rights: \(error.message)")
-        }
-        if !granted.isEmpty {
-            StandardStreams.write("\(prefix)renewed what serve needs for \(granted.joined(separator: ", "))\n")
+            StandardStreams.writeError(
+                "recordkeeper-relay: \(prefix)the serving roles' rights were not renewed: \(error.message); "
+                    + "run migrate as the tables' owner, or give --grant ROLE")
         }
         if let role = settings.value("grant") {
             do {

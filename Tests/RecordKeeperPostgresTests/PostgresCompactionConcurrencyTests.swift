@@ -92,6 +92,10 @@ struct PostgresCompactionConcurrencyTests {
             #expect(error?.compacted.map(\.deletedTombstones) == [1, 1])
             #expect(error?.failures.map(\.space) == ["b"])
             #expect(error?.description.contains("1 space(s) could not be compacted (2 were)") == true)
+            // An age or a batch no space could be compacted with fails once, nothing tried.
+            let tooYoung = await #expect(throws: SyncError.self) { _ = try await server.compactAll(olderThan: .seconds(60)) }
+            #expect(tooYoung?.code == .invalidRequest)
+            await #expect(throws: SyncError.self) { _ = try await server.compactAll(olderThan: .seconds(30 * 86_400), batch: 0) }
         }
     }
 

@@ -61,8 +61,10 @@ public struct HTTPOutboxTransport: OutboxTransport {
     /// The timeout requests ask for (tests shorten it; the session's applies).
     let timeout: TimeInterval
     /// The longest a delivery may take, whatever the session's timeout: three quarters of
-    /// ``OutboxProcessor/leaseDuration``, so that a delivery always ends before its claim does
-    /// and no other processor starts the same operation beside it.
+    /// ``OutboxProcessor/leaseDuration``, so that a delivery's attempt always ends (and is
+    /// recorded) before its claim does. On Linux the request itself is abandoned, not
+    /// cancelled, and may still reach the server later: the receiver dedupes by
+    /// `Idempotency-Key`, concurrent requests too.
     public static let deliveryDeadline: Duration = .seconds(90)
     /// ``deliveryDeadline`` (tests shorten it).
     let deadline: Duration

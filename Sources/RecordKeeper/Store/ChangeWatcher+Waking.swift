@@ -81,6 +81,7 @@ extension ChangeWatcher {
         state.lastDataVersion = nil
         state.observerLock?.release()
         state.observerLock = nil
+        state.serveFailing = false  // reads of the new file report their own failures
         requireFullState()
         return true
     }

@@ -191,8 +191,9 @@ final class ChangeWatcher: Sendable {
             state.observerLock?.release()
             state.observerLock = nil
             // The next stream tries the lock again (and reports a failure again): one that
-            // failed once (out of file descriptors) need not fail for good.
+            // failed once (out of file descriptors) need not fail for good. Likewise a read.
             state.observerLockFailed = false
+            state.serveFailing = false
         }
     }
 

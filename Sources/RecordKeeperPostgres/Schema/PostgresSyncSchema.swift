@@ -220,14 +220,20 @@ public enum PostgresSyncSchema {
     }
 
     /// The roles that were granted serving (``grantServing(to:_:)``): those other than the
-    /// owner holding `INSERT` on `recordkeeper_sync_spaces` by a grant of its own.
+    /// owner holding `SELECT`, `INSERT`, `UPDATE` and `DELETE` on `recordkeeper_sync_spaces`
+    /// by grants of their own (a role given less, for another purpose, is not one). Empty when
+    /// the connection's role may not grant on the tables (neither their owner nor a member of
+    /// the owner's role): it could not renew anything.
     package static func servingRoles(_ connection: PostgresConnection) async throws -> [String] {
         try await connection.transaction(.readCommitted, readOnly: true, operation: "read the serving roles") { connection in
             let result = try connection.execute(
                 """
-                SELECT DISTINCT r.rolname FROM pg_class c CROSS JOIN LATERAL aclexplode(c.relacl) a
+                SELECT r.rolname FROM pg_class c CROSS JOIN LATERAL aclexplode(c.relacl) a
                 JOIN pg_roles r ON r.oid = a.grantee
-                WHERE c.oid = 'recordkeeper_sync_spaces'::regclass AND a.privilege_type = 'INSERT' AND a.grantee <> c.relowner
+                WHERE c.oid = 'recordkeeper_sync_spaces'::regclass AND a.grantee <> c.relowner
+                    AND pg_has_role(current_user, c.relowner, 'USAGE')
+                    AND a.privilege_type IN ('SELECT', 'INSERT', 'UPDATE', 'DELETE')
+                GROUP BY r.rolname HAVING count(DISTINCT a.privilege_type) = 4
                 ORDER BY r.rolname
                 """, operation: "read the serving roles")
             return try (0..<result.rowCount).map { try result.string($0, 0) }

@@ -91,14 +91,26 @@ extension PostgresSyncServer {
     /// others: every space is tried, and the failures are thrown together at the end.
     ///
     /// - Throws: ``SyncCompactionIncomplete`` with what was compacted and each space that
-    ///   failed; ``RecordKeeper/SyncError`` when the list of spaces cannot be read (the spaces
-    ///   compacted before stay compacted); `CancellationError`.
+    ///   failed (a list of spaces that could not be read is one failure naming them);
+    ///   ``RecordKeeper/SyncError/Code/invalidRequest`` for a batch or an age no space could be
+    ///   compacted with, nothing tried; `CancellationError`.
     public func compactAll(olderThan age: Duration, batch: Int = defaultCompactionBatch) async throws -> [SyncCompaction] {
+        // Arguments that fail every space fail once, before anything is tried.
+        guard batch >= 1 else { throw SyncError(.invalidRequest, "a compaction batch must be at least 1 row, not \(batch)") }
+        _ = try SyncHorizon.window(space: "-", now: now(), age: age)
         var done: [SyncCompaction] = []
         var failures: [SyncCompactionIncomplete.Failure] = []
         var after = ""
         while true {
-            let spaces = try await self.spaces(after: after, limit: 100)
+            let spaces: [String]
+            do {
+                spaces = try await self.spaces(after: after, limit: 100)
+            } catch let error as SyncError {
+                // Without the list, the spaces after `after` cannot be named: one failure for them.
+                let which = after.isEmpty ? "(every space)" : "(the spaces after '\(after)')"
+                failures.append(.init(space: which, error: error))
+                break
+            }
             guard let last = spaces.last else { break }
             for space in spaces {
                 do {

@@ -89,9 +89,15 @@ extension ShardedPostgresSyncServer {
     ///
     /// - Throws: ``RecordKeeper/SyncError/Code/serverFailure`` naming both shards when another
     ///   shard holds the space (nothing done); what ``PostgresSyncServer/holds(space:)`` throws.
-    func route(_ space: String) async throws -> PostgresSyncServer {
+    ///
+    /// A space found on no shard at all is not checked again for reads for a few seconds
+    /// (``PlacedSpaces/absenceValidity``), so that an account that only pulls (continuous sync
+    /// of an empty space) does not cost a query per shard per request; a push (`writing`), which
+    /// may create it, always checks until its shard holds it.
+    func route(_ space: String, writing: Bool = false) async throws -> PostgresSyncServer {
         let index = map.shardIndex(for: space)
-        if servers.count > 1, await !placed.contains(space) {
+        let checked = await placed.isChecked(space, writing: writing)
+        if servers.count > 1, !checked {
             for (other, server) in servers.enumerated() where other != index {
                 if try await server.holds(space: space) {
                     throw SyncError(
@@ -101,7 +107,11 @@ extension ShardedPostgresSyncServer {
                             + "such spaces); nothing was done")
                 }
             }
-            if try await servers[index].holds(space: space) { await placed.insert(space) }
+            if try await servers[index].holds(space: space) {
+                await placed.insert(space)
+            } else {
+                await placed.noteAbsent(space)
+            }
         }
         return servers[index]
     }
@@ -111,12 +121,33 @@ extension ShardedPostgresSyncServer {
 /// ``limit`` (they are checked again then: one query per other shard each).
 actor PlacedSpaces {
     static let limit = 100_000
+    /// How long a space found on no shard is taken as absent by reads.
+    static let absenceValidity: Duration = .seconds(5)
     private var spaces: Set<String> = []
+    private var absent: [String: ContinuousClock.Instant] = [:]
 
     func contains(_ space: String) -> Bool { spaces.contains(space) }
 
     func insert(_ space: String) {
         if spaces.count >= Self.limit { spaces.removeAll(keepingCapacity: true) }
         spaces.insert(space)
+        absent[space] = nil
+    }
+
+    /// Whether `space` needs no placement check now: placed, or (for a read) found on no shard
+    /// less than ``absenceValidity`` ago.
+    func isChecked(_ space: String, writing: Bool) -> Bool {
+        spaces.contains(space) || !writing && recentlyAbsent(space)
+    }
+
+    /// Whether `space` was found on no shard less than ``absenceValidity`` ago.
+    func recentlyAbsent(_ space: String) -> Bool {
+        guard let since = absent[space] else { return false }
+        return ContinuousClock.now - since < Self.absenceValidity
+    }
+
+    func noteAbsent(_ space: String) {
+        if absent.count >= Self.limit { absent.removeAll(keepingCapacity: true) }
+        absent[space] = ContinuousClock.now
     }
 }

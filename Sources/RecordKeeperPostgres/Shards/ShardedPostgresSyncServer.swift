@@ -72,7 +72,7 @@ public final class ShardedPostgresSyncServer: SyncCompactingServer, SyncPagesPul
     }
 
     public func push(space: String, operations: [SyncOperation]) async throws -> [SyncOutcome] {
-        try await route(space).push(space: space, operations: operations)
+        try await route(space, writing: true).push(space: space, operations: operations)
     }
 
     public func pull(space: String, after cursor: SyncCursor, limit: Int) async throws -> SyncPage {
@@ -120,12 +120,16 @@ public final class ShardedPostgresSyncServer: SyncCompactingServer, SyncPagesPul
     ) async throws -> [SyncCompaction] {
         var done: [SyncCompaction] = []
         var failures: [SyncCompactionIncomplete.Failure] = []
-        for server in servers {
+        for (index, server) in servers.enumerated() {
             do {
                 done += try await server.compactAll(olderThan: age, batch: batch)
             } catch let incomplete as SyncCompactionIncomplete {
                 done += incomplete.compacted
-                failures += incomplete.failures
+                failures += incomplete.failures.map { failure in
+                    var named = failure
+                    if failure.space.hasPrefix("(") { named.space = "\(failure.space.dropLast()) of shard '\(map.shards[index].name)')" }
+                    return named
+                }
             }
         }
         guard failures.isEmpty else { throw SyncCompactionIncomplete(compacted: done, failures: failures) }

@@ -96,13 +96,18 @@ public struct HTTPOutboxTransport: OutboxTransport {
 
     /// Posts `operation`; see the type's table for what each response means.
     ///
-    /// It ends within ``deliveryDeadline`` (a retryable failure then), also when the session's
-    /// timeout is longer or the `headers` closure does not return: the request is then
-    /// cancelled (abandoned on Linux, as a cancelled delivery's is).
+    /// It ends within ``deliveryDeadline`` (a retryable failure then) also through a session
+    /// whose timeout is as long or longer, and then also when the `headers` closure does not
+    /// return: the request is cancelled (abandoned on Linux, as a cancelled delivery's is). A
+    /// session with a shorter timeout (the default 60 s) ends the request itself; the `headers`
+    /// closure must then return.
     ///
     /// - Throws: ``OutboxDeliveryFailure`` (retryable or permanent, as the table says), an
     ///   error of the `headers` closure, or `CancellationError` when the task was cancelled.
     public func deliver(_ operation: OutboxOperation) async throws {
+        // A session whose own timeout ends a request before the deadline needs no race: the
+        // request runs in the caller's task, with no task of its own to be scheduled.
+        if session.configuration.timeoutIntervalForRequest < deadline.seconds { return try await post(operation) }
         let handoff = ResultHandoff<Void>()
         let attempt = Task {
             do {

@@ -93,13 +93,16 @@ extension ChangeWatcher {
     /// Takes the observers' lock (shared) before reading the log, so that from now on every
     /// writer logs. A failure is reported; the stream then sees writers that log anyway.
     func claimObserverLock(_ state: WatcherState) {
-        guard state.observerLock == nil, !state.observerLockFailed, !state.suspended, let path else { return }
+        guard state.observerLock == nil, !state.suspended, let path else { return }
+        let registrations = self.registrations
+        guard state.observerLockFailedAt != registrations else { return }
         do {
             let lock = try ObserverLock(storePath: path)
             try lock.lockShared()
             state.observerLock = lock
+            state.observerLockFailedAt = nil
         } catch {
-            state.observerLockFailed = true
+            state.observerLockFailedAt = registrations
             options.eventHandler?(.changeObservationFailed(error.storeError))
         }
     }
@@ -114,7 +117,12 @@ extension ChangeWatcher {
     /// changed (the next check then serves every parked consumer).
     private func openConnection(_ path: String, _ state: WatcherState) throws -> SQLiteConnection? {
         if let connection = state.connection {
-            guard let stamp = state.snapshotStamp, !stamp.isCurrent(path) else { return connection }
+            guard let stamp = state.snapshotStamp, !stamp.isCurrent(path) else {
+                // A stream registered since taking the lock failed tries again (nothing when
+                // the lock is held).
+                claimObserverLock(state)
+                return connection
+            }
             state.connection = nil
             state.snapshotStamp = nil
             state.lastDataVersion = nil

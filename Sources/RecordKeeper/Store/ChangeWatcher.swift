@@ -70,6 +70,9 @@ final class ChangeWatcher: Sendable {
         /// subscriber (see `SQLiteConnection.queryStatements`).
         var subscribers: [UUID: Subscriber] = Dictionary()
         var hasUnpositioned = false
+        /// Streams registered so far: a failure to take the observers' lock is tried again by
+        /// the next stream registered after it.
+        var registrations = 0
         /// The watcher's connection, made by its first use (see `connection()`).
         var connection: SerializedConnection<WatcherState>?
         /// The store's core, for the in-memory connection. Weak: the core owns the watcher.
@@ -144,6 +147,7 @@ final class ChangeWatcher: Sendable {
         let id = UUID()
         locked { streams in
             streams.subscribers[id] = Subscriber(collection: collection, cursor: cursor)
+            streams.registrations += 1
             if cursor == nil { streams.hasUnpositioned = true }
         }
         return id
@@ -190,10 +194,7 @@ final class ChangeWatcher: Sendable {
             state.lastDataVersion = nil
             state.observerLock?.release()
             state.observerLock = nil
-            // The next stream tries the lock again (and reports a failure again): one that
-            // failed once (out of file descriptors) need not fail for good. Likewise a read.
-            state.observerLockFailed = false
-            state.serveFailing = false
+            state.serveFailing = false  // the next stream's failed reads are reported again
         }
     }
 
@@ -241,6 +242,8 @@ final class ChangeWatcher: Sendable {
 
     /// True while any stream is registered (in memory, writes log only then).
     var hasSubscribers: Bool { locked { !$0.subscribers.isEmpty } }
+    /// Streams registered so far (see `Streams.registrations`).
+    var registrations: Int { locked { $0.registrations } }
 
     /// True while some consumer is parked.
     var hasWaiting: Bool { locked { $0.subscribers.values.contains { $0.waiting != nil } } }
@@ -407,7 +410,10 @@ final class WatcherState {
     var connectionIdentity: StoreFileIdentity?
     /// The observers' lock, held shared while this watcher has streams (file stores only).
     var observerLock: ObserverLock?
-    var observerLockFailed = false
+    /// `Streams.registrations` when taking the observers' lock last failed: the streams
+    /// registered since try again (one that failed once, out of file descriptors, need not
+    /// fail for good).
+    var observerLockFailedAt: Int?
     var lastDataVersion: Int64?
     /// `ChangeWatcher.failServesForTesting(_:)`.
     var failServesForTesting = 0

@@ -251,7 +251,8 @@ import Testing
         withExtendedLifetime(closed) {}
     }
 
-    @Test func `a delivery ends within its deadline when the server holds it or the headers never come`() async throws {
+    @Test(.disabled(if: starvedUnderThreadSanitizer, "starved by the rest of the sanitized suite; .ci/run runs it alone under the sanitizer"))
+    func `a delivery ends within its deadline when the server holds it or the headers never come`() async throws {
         try await LoopbackReceiver.withRunning { receiver, _ in
             // The session would wait 60 s; the deadline (90 s in use, shortened here) comes first.
             let held = HTTPOutboxTransport(

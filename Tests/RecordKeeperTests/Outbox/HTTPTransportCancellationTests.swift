@@ -11,7 +11,10 @@ import Testing
 /// are none (the iOS simulator of .github/workflows/apple.yml): a request cancelled with its
 /// task is `URLError.cancelled` from the session, which the transport turns into a
 /// cancellation, and the operation is due again at once.
-@Suite(.serialized) struct HTTPTransportCancellationTests {
+@Suite(
+    .serialized,
+    .disabled(if: starvedUnderThreadSanitizer, "starved by the rest of the sanitized suite; .ci/run runs it alone under the sanitizer"))
+struct HTTPTransportCancellationTests {
     @Test func `a request cancelled with its task throws CancellationError, not a failure to back off from`() async throws {
         let transport = HTTPOutboxTransport(endpoint: HoldingURLProtocol.endpoint, session: HoldingURLProtocol.session())
         let operation = OutboxOperation(

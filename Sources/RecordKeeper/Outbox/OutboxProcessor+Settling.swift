@@ -70,11 +70,13 @@ extension OutboxProcessor {
             switch outcome.failure {
             case nil: report.delivered += 1
             case let failure?:
+                // Counted and reported only when this write recorded it: an answer that came
+                // after the claim ran out changed nothing (another processor may have delivered
+                // the operation, or be delivering it).
+                guard released.contains(outcome.id) else { continue }
                 guard failure.next == nil else { report.retried += 1; continue }
                 report.deadLettered += 1
-                // Reported only when this write moved it: an answer that came after the claim
-                // ran out changed nothing (another processor may have delivered it).
-                if released.contains(outcome.id) { deadLettered.append(ended.withLastError(failure.error)) }
+                deadLettered.append(ended.withLastError(failure.error))
             }
         }
         report.deadLettered += buried.count

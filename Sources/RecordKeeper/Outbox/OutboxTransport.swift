@@ -74,6 +74,10 @@ public struct RetryPolicy: Sendable {
 }
 
 /// What one ``OutboxProcessor/deliverDue()`` call did.
+///
+/// A failure counts only when this processor recorded it: one answered after its claim ran
+/// out (another processor may have delivered the operation meanwhile) changed nothing and
+/// counts nowhere.
 public struct OutboxDeliveryReport: Sendable, Equatable {
     /// Operations delivered and removed from the outbox.
     public var delivered: Int

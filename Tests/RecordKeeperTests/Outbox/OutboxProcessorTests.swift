@@ -364,7 +364,7 @@ import Testing
             clock.advance(.seconds(60))
             #expect(try await other.deliverDue().delivered == 1)
             await release.open()
-            _ = try await running.value
+            #expect(try await running.value == OutboxDeliveryReport(), "its late answer recorded nothing")
             #expect(events.withLock { $0 }.isEmpty, "nothing was moved to the dead letters")
             #expect(try await store.outbox.deadLetters().isEmpty)
         }

@@ -60,8 +60,7 @@ enum MigrateCommand {
         // Only a role that may grant on the tables renews (their owner); a failure is said and
         // does not stop the migration (nor, with a shard map, the shards after this one).
         do {
-            let granted = try await PostgresSyncSchema.servingRoles(connection)
-            for role in granted { try await PostgresSyncSchema.grantServing(to: role, connection) }
+            let granted = try await PostgresSyncSchema.renewServingRoles(connection)
             if !granted.isEmpty {
                 StandardStreams.write("\(prefix)renewed what serve needs for \(granted.joined(separator: ", "))\n")
             }

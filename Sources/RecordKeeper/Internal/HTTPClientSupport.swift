@@ -204,4 +204,3 @@ extension URL {
     /// The URL as text for messages, its password (if any) shown as `***`.
     package var shownWithoutPassword: String { HTTPClientSupport.withoutPassword(absoluteString) }
 }
-

@@ -76,6 +76,12 @@ public struct OutboxOperation: Sendable, Equatable, Identifiable {
     }
 }
 
+extension OutboxOperation {
+    /// The attempts that count toward ``RetryPolicy/maximumAttempts``: those that did not fail
+    /// for want of reaching the server.
+    var countedAttempts: Int { attempts - unreachableAttempts }
+}
+
 /// Validated messages, checked before a transaction begins so that bad input writes nothing.
 struct ValidatedMessages {
     let messages: [OutboxMessage]

@@ -108,10 +108,9 @@ extension OutboxProcessor {
             }
             var buriedNow = false
             for candidate in candidates {
-                if candidate.attempts - candidate.unreachableAttempts >= maximumAttempts {
+                if candidate.countedAttempts >= maximumAttempts {
                     let previous = candidate.lastError.map { "; last error: \($0)" } ?? ""
-                    let error = "\(candidate.attempts - candidate.unreachableAttempts) delivery attempts were started and none "
-                        + "succeeded\(previous)"
+                    let error = "\(candidate.countedAttempts) delivery attempts were started and none succeeded\(previous)"
                     try outbox.bury(candidate.id, error: error)
                     buried.append(candidate.withLastError(error))
                     buriedNow = true
@@ -139,9 +138,8 @@ extension OutboxProcessor {
         case OutboxDeliveryFailure.unreachable(let message):
             // Backed off like any failure (a phone offline is not asked every second), never
             // counted toward the limit.
-            var outcome = Outcome(id: operation.id, failure: (message, nextAttempt(after: operation.attempts, retryAfter: nil)))
-            outcome.unreachable = true
-            return outcome
+            return Outcome(
+                id: operation.id, failure: (message, nextAttempt(after: operation.attempts, retryAfter: nil)), unreachable: true)
         case is CancellationError where Task.isCancelled:
             // The processor stopped: the operation is due again at once, for any processor.
             description = "the delivery was cancelled"
@@ -150,11 +148,10 @@ extension OutboxProcessor {
             description = String(describing: failure)
             next = nextAttempt(after: operation.attempts, retryAfter: nil)
         }
-        let counted = operation.attempts - operation.unreachableAttempts
-        guard next != nil, counted >= retryPolicy.maximumAttempts else {
+        guard next != nil, operation.countedAttempts >= retryPolicy.maximumAttempts else {
             return Outcome(id: operation.id, failure: (description, next))
         }
-        return Outcome(id: operation.id, failure: ("\(counted) attempts failed; the last: \(description)", nil))
+        return Outcome(id: operation.id, failure: ("\(operation.countedAttempts) attempts failed; the last: \(description)", nil))
     }
 }
 

@@ -74,8 +74,7 @@ extension ChangeWatcher {
         guard let path, state.connection != nil, state.snapshotStamp == nil, let opened = state.connectionIdentity else {
             return false
         }
-        let current = StoreFileIdentity.lookup(path)
-        guard current != .file(opened), current != .unknown else { return false }
+        guard StoreFileIdentity.replacement(of: opened, at: path) != nil else { return false }
         state.connection = nil
         state.connectionIdentity = nil
         state.lastDataVersion = nil

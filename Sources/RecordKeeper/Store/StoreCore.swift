@@ -442,8 +442,7 @@ extension StoreCore {
     private func checkFileIdentity(_ state: CoreState, _ operation: StoreOperation, collection: String?) throws {
         guard let path, let opened = state.fileIdentity else { return }
         if let watch = state.pathWatch, watch.isUnchanged() { return }
-        let current = StoreFileIdentity.lookup(path)
-        guard current != .file(opened), current != .unknown else { return }
+        guard let current = StoreFileIdentity.replacement(of: opened, at: path) else { return }
         state.dropConnection()
         fileWasReplaced()
         throw RecordStoreError(

@@ -25,6 +25,13 @@ struct StoreFileIdentity: Equatable {
         case unknown
     }
 
+    /// What is at `path` now when it no longer names `opened` (another file, or none); nil
+    /// while it does, or when the path cannot be examined (nothing is known then).
+    static func replacement(of opened: StoreFileIdentity, at path: String) -> Lookup? {
+        let current = lookup(path)
+        return current == .file(opened) || current == .unknown ? nil : current
+    }
+
     static func lookup(_ path: String) -> Lookup {
         var info = stat()
         guard stat(path, &info) == 0 else {

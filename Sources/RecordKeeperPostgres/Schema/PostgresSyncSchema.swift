@@ -213,10 +213,17 @@ public enum PostgresSyncSchema {
         }
         // A step may add a table: the roles granted serving before it get their rights on it
         // too, or every request of theirs touching it would fail for want of a permission.
-        if !applied.isEmpty, target == currentVersion {
-            for role in try await servingRoles(connection) { try await grantServing(to: role, connection) }
-        }
+        if !applied.isEmpty, target == currentVersion { try await renewServingRoles(connection) }
         return applied
+    }
+
+    /// Grants every role granted serving before (``servingRoles(_:)``) what serving needs now,
+    /// on every sync table, and returns them: none when this role may not grant on the tables.
+    @discardableResult
+    package static func renewServingRoles(_ connection: PostgresConnection) async throws -> [String] {
+        let roles = try await servingRoles(connection)
+        for role in roles { try await grantServing(to: role, connection) }
+        return roles
     }
 
     /// The roles that were granted serving (``grantServing(to:_:)``): those other than the

@@ -7,8 +7,17 @@ extension FeatureModel {
     /// let model = FeatureModel(repository: books)   // FeatureModel<[Book]>
     /// await model.refresh()
     /// ```
+    ///
+    /// ``refresh()`` (and the refresh after ``perform(_:_:)``) loads as
+    /// ``RecordRepository/load()`` does: the versions loaded become the base of later saves.
+    /// A refresh the model makes by itself while following the repository (content not loaded
+    /// yet or shown beside an error, a change it cannot apply, a stream that failed) teaches
+    /// only the versions of items the repository knows none of, as applying a change does not
+    /// teach any: a save based on an older copy still conflicts with another writer's change.
     public convenience init<Item>(repository: RecordRepository<Item>) where Value == [Item] {
-        self.init(load: { try await repository.load() })
+        self.init(
+            load: { try await repository.load() },
+            loadForChange: { try await repository.load(remembering: .unknownOnly) })
         contentSource = ObjectIdentifier(repository)
     }
 

@@ -198,13 +198,13 @@ public final class FeatureModel<Value: Sendable> {
         await takeTurn()
         defer { releaseTurn() }
         guard case .loaded(let content) = state else {
-            await runRefresh()
+            await runRefresh(forChange: true)
             return
         }
         do {
             state = .loaded(try apply(content))
         } catch {
-            await runRefresh()
+            await runRefresh(forChange: true)
         }
     }
 

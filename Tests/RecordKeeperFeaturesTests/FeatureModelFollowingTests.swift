@@ -62,6 +62,29 @@ struct FeatureModelFollowingTests {
         }
     }
 
+    @Test(arguments: StoreKind.allCases) @MainActor
+    func `a save based on an older copy still conflicts when following made the model load`(kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ in
+            let books = RecordRepository<Book>(store: store, collection: "books")
+            try await books.save(Book(id: "a", title: "A"))  // the base of the next save
+            let model = FeatureModel(repository: books)
+            await model.follow(books)  // not refreshed: the first change makes it load
+
+            let other = RecordRepository<Book>(store: store, collection: "books")
+            _ = try await other.load()
+            try await other.save(Book(id: "a", title: "edited elsewhere"))
+            await waitUntilObserved { model.state.content?.first?.title == "edited elsewhere" && model.pendingOperations == 0 }
+
+            await #expect(throws: RecordConflict.self, "the save is based on A before the other writer's edit") {
+                try await books.save(Book(id: "a", title: "mine"))
+            }
+            #expect(try await store.value("books", key: "a").map { try RecordCoding.decode(Book.self, from: $0) }?.title
+                    == "edited elsewhere")
+            await model.refresh()  // an explicit refresh is the base of later saves
+            try await books.save(Book(id: "a", title: "mine"))
+        }
+    }
+
     @Test @MainActor
     func `a model with its own loading function still refreshes on every change`() async throws {
         let store = RecordStore.inMemory()

@@ -47,7 +47,13 @@ struct LearnerArguments: Equatable {
                 if let inline {
                     result.values[name] = inline
                 } else if index < arguments.count {
-                    result.values[name] = arguments[index]
+                    // `--store --help` is an option without its value, not a file named --help;
+                    // a value that begins with -- is given inline (`--title=--x`).
+                    let value = arguments[index]
+                    guard !value.hasPrefix("--") else {
+                        throw LearnerError(.usage, "option --\(name) needs a value, not the option \(value); write --\(name)=\(value) for a value beginning with --")
+                    }
+                    result.values[name] = value
                     index += 1
                 } else {
                     throw LearnerError(.usage, "option --\(name) needs a value")

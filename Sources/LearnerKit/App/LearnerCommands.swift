@@ -34,6 +34,7 @@ struct LearnerCommands {
         let bookID = try Self.slug(arguments.words[1])
         let page = try arguments.positiveInteger("page")
         let title = try arguments.values["title"].map { text throws(LearnerError) in try Self.title(text) }
+        if page == nil, title != nil { throw LearnerError(.usage, "--title goes with --page") }
         let repository = repository
         let model = FeatureModel<Reading>(load: {
             Reading(book: try await repository.book(bookID), position: try await repository.position(in: bookID))
@@ -42,7 +43,6 @@ struct LearnerCommands {
         let before = try loaded(model, reading: "your place in \(bookID)")
 
         guard let page else {
-            if title != nil { throw LearnerError(.usage, "--title goes with --page") }
             if let position = before.position {
                 console.print("\(before.book?.title ?? Book.title(fromSlug: bookID)): page \(position.page) (\(Self.day(position.updatedAt)))")
             } else {
@@ -59,8 +59,8 @@ struct LearnerCommands {
             try await repository.save(ReadingPosition(bookID: bookID, page: page, updatedAt: now))
         }
         try reportFailure(model)
-        let after = try loaded(model, reading: "your place in \(bookID)")
-        var line = "\(after.book?.title ?? bookID): page \(after.position?.page ?? page)"
+        let after = readBack(model, reading: "your place in \(bookID)")
+        var line = "\(after?.book?.title ?? title ?? before.book?.title ?? bookID): page \(after?.position?.page ?? page)"
         if let previous = before.position, previous.page != page { line += " (was page \(previous.page))" }
         console.print(line)
     }
@@ -92,7 +92,7 @@ struct LearnerCommands {
                 try await repository.save([word])
             }
             try reportFailure(model)
-            let after = try loaded(model, reading: "your words")
+            let after = readBack(model, reading: "your words")
             if let previous = before.first(where: { $0.id == id }) {
                 console.print(previous.translation == translation
                     ? "\(id) → \(translation) was already there."
@@ -100,7 +100,7 @@ struct LearnerCommands {
             } else {
                 console.print("Added \(id) → \(translation).")
             }
-            console.print("You have \(after.count) word\(after.count == 1 ? "" : "s").")
+            if let after { console.print("You have \(after.count) word\(after.count == 1 ? "" : "s").") }
 
         case "review":
             try expectWords(2, usage: "words review [--count N]")
@@ -124,8 +124,9 @@ struct LearnerCommands {
                 word.lastReviewedAt = now
                 return word
             }
-            await model.perform("record the review") { try await repository.save(reviewed) }
-            try reportFailure(model)
+            // The due model's refresh afterwards runs the query again: only the words due decode.
+            await dueModel.perform("record the review") { try await repository.save(reviewed) }
+            try reportFailure(dueModel)
             console.print("Reviewed \(reviewed.count) of \(total) word\(total == 1 ? "" : "s").")
 
         case "list":
@@ -142,16 +143,19 @@ struct LearnerCommands {
             try expectWords(3, usage: "words remove WORD")
             try allowOptions([])
             let id = try Self.word(arguments.words[2])
-            await model.refresh()
-            _ = try loaded(model, reading: "your words")
-            await model.perform("remove the word \(id)") {
-                guard try await repository.word(id) != nil else {
+            // Counted, not loaded: a word whose record no longer decodes can still be removed,
+            // and no other word is decoded for it.
+            let countModel = FeatureModel<Int>(load: { try await repository.wordCount() })
+            await countModel.perform("remove the word \(id)") {
+                guard try await repository.removeWord(id) else {
                     throw LearnerError(.notFound, "there is no word '\(id)'")
                 }
-                try await repository.removeWord(id)
             }
-            try reportFailure(model)
+            try reportFailure(countModel)
             console.print("Removed \(id).")
+            if let left = readBack(countModel, reading: "your words") {
+                console.print("You have \(left) word\(left == 1 ? "" : "s").")
+            }
 
         default:
             throw LearnerError(.usage, subcommand.isEmpty
@@ -200,11 +204,22 @@ struct LearnerCommands {
         }
     }
 
-    /// Throws the model's action failure, if its last action failed.
+    /// The content loaded after a change that was saved, or nil with a warning on stderr: the
+    /// change is kept, so the command still succeeds (run again, it would change nothing).
+    private mutating func readBack<Value>(_ model: FeatureModel<Value>, reading what: String) -> Value? {
+        do {
+            return try loaded(model, reading: what)
+        } catch {
+            console.printError("learner: saved, but \(LearnerError.describe(error))")
+            return nil
+        }
+    }
+
+    /// Throws the model's action failure, if its last action failed, described for a person
+    /// (a conflict says to run the command again, not to merge).
     private func reportFailure<Value>(_ model: FeatureModel<Value>) throws {
         guard let failure = model.actionFailure else { return }
-        var message = failure.message
-        if let suggestion = (failure.error as? any LocalizedError)?.recoverySuggestion { message += " " + suggestion }
+        let message = "Could not \(failure.action): " + LearnerError.describe(failure.error)
         throw LearnerError(LearnerError.exitCode(for: failure.error), message)
     }
 

@@ -23,8 +23,10 @@ public protocol LearnerRepository: Sendable {
     func word(_ id: Word.ID) async throws -> Word?
     /// Saves exactly `words`; other words are not touched.
     func save(_ words: [Word]) async throws
-    /// Removes one word.
-    func removeWord(_ id: Word.ID) async throws
+    /// Removes one word, whatever it holds (also a record that no longer decodes), and says
+    /// whether there was one.
+    @discardableResult
+    func removeWord(_ id: Word.ID) async throws -> Bool
     /// The `count` words due for review, in ``Word/dueForReview(_:count:)``'s order.
     func wordsDue(count: Int) async throws -> [Word]
     /// How many words there are.

@@ -74,9 +74,10 @@ public actor InMemoryLearnerRepository: LearnerRepository {
         try await records.save(words)
     }
 
-    public func removeWord(_ id: Word.ID) async throws {
+    @discardableResult
+    public func removeWord(_ id: Word.ID) async throws -> Bool {
         try check()
-        try await records.removeWord(id)
+        return try await records.removeWord(id)
     }
 
     private func check() throws {

@@ -91,8 +91,12 @@ public struct RecordKeeperLearnerRepository: LearnerRepository {
         try await wordRecords.save(words)
     }
 
-    public func removeWord(_ id: Word.ID) async throws {
-        try await wordRecords.delete(id)
+    /// Removes the word's record without reading it (`.overwrite`: a record another process
+    /// changed, or one that no longer decodes, is removed as asked).
+    @discardableResult
+    public func removeWord(_ id: Word.ID) async throws -> Bool {
+        guard storeMayExist else { return false }
+        return try await wordRecords.delete(id, onConflict: .overwrite)
     }
 
     /// False only when the store's file is certainly absent (so a read need not create it).

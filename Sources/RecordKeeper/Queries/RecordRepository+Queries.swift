@@ -22,16 +22,6 @@ extension RecordRepository where Item: Queryable {
         try await query(where: predicate, orderBy: order, limit: limit, after: after, remembering: .all)
     }
 
-    /// Which versions of a query's items become the base of later saves.
-    package enum RememberedVersions: Sendable {
-        /// Every item's (an explicit read: `query`).
-        case all
-        /// Only those of items the repository knows no version of; a known version is never
-        /// moved on (an observed query's runs, which come by themselves after other writers'
-        /// commits: a save based on an older copy must still conflict with them).
-        case unknownOnly
-    }
-
     /// `query(where:orderBy:limit:after:)`, remembering the versions `remembering` says.
     package func query(
         where predicate: ItemPredicate<Item>?, orderBy order: [ItemOrder<Item>], limit: Int?,

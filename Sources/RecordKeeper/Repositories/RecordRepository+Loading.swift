@@ -81,6 +81,32 @@ extension RecordRepository {
         return try remember(loaded)
     }
 
+    /// Which versions of a load's or a query's items become the base of later saves.
+    package enum RememberedVersions: Sendable {
+        /// Every item's (an explicit read: `load`, `query`).
+        case all
+        /// Only those of items the repository knows no version of; a known version is never
+        /// moved on (an observed query's runs and a followed model's refreshes, which come by themselves after other writers'
+        /// commits: a save based on an older copy must still conflict with them).
+        case unknownOnly
+    }
+
+    /// `load()`, remembering the versions `remembering` says: with `.unknownOnly` (a model's
+    /// refresh for a change it follows), a version the repository knows is never moved on and
+    /// no known key is forgotten, so a save based on an older copy still conflicts.
+    package func load(remembering: RememberedVersions) async throws -> [Item] {
+        guard remembering == .unknownOnly else { return try await load() }
+        await takeTurn()
+        defer { turns.release() }
+        let loaded = try await currentItems(partial: false) ?? LoadedItems<Item>()
+        if let failure = loaded.failure { throw failure }
+        learnStoreWrites()
+        for (key, version) in zip(loaded.keys, loaded.versions) where versions[key] == nil {
+            versions[key] = version
+        }
+        return loaded.items
+    }
+
     /// The items of a whole load, whose versions become the base of later saves; its failure
     /// (the first record that did not decode, or one written by a newer app) throws, and then
     /// nothing is remembered.

@@ -118,8 +118,13 @@ final class HTTPServerCore: Sendable {
         case .found(let found):
             route = found
         }
-        // Refused before a byte of the body is read or buffered.
-        if exchange.malformed == nil, let refusal = route.screen?(exchange.headers) {
+        // Refused before a byte of the body is read or buffered: a malformed request (its
+        // headers could not be screened, so its body must not be read either) and one the
+        // route's screen refuses.
+        if let malformed = exchange.malformed {
+            return respond(exchange, ErrorBodies.response(400, malformed), on: connection)
+        }
+        if let refusal = route.screen?(exchange.headers) {
             return respond(exchange, refusal, on: connection)
         }
         exchange.bodyLimit = route.takesBody ? configuration.maxBodyBytes : 0
@@ -161,9 +166,6 @@ final class HTTPServerCore: Sendable {
     func requestReceived(_ exchange: HTTPExchange, on connection: OpaquePointer) -> Bool {
         if exchange.overflowed {
             return respond(exchange, ErrorBodies.tooLarge(limit: exchange.bodyLimit), on: connection)
-        }
-        if let malformed = exchange.malformed {
-            return respond(exchange, ErrorBodies.response(400, malformed), on: connection)
         }
         guard case .found(let route) = router.match(method: exchange.method, path: exchange.path) else {
             return respond(exchange, ErrorBodies.response(404, "no such endpoint"), on: connection)

@@ -11,6 +11,14 @@ struct RelayRefusal: Error {
     var space: String?
 }
 
+extension RelayRefusal {
+    /// A push with a read-only token (403), refused before its body is read and again by
+    /// the handler.
+    static func readOnlyPush(space: String) -> RelayRefusal {
+        RelayResponses.forbidden("the token is read-only: it cannot push", reason: "read_only", space: space)
+    }
+}
+
 /// The relay's responses.
 enum RelayResponses {
     static func json(_ status: Int, _ value: some Encodable) -> HTTPResponse {

@@ -43,12 +43,14 @@ extension SyncRelay {
         }
     }
 
-    /// The screen of a route that reads a body (``HTTPRoute/screen``): a request without a
-    /// token that verifies is refused (401) once its headers arrived, so nobody can make the
-    /// relay buffer bodies without one. The handler verifies the token again, with the body.
-    func refusalBeforeBody(_ headers: HTTPHeaders) -> HTTPResponse? {
+    /// The screen of the push route (``HTTPRoute/screen``): a request without a token that
+    /// verifies is refused (401) once its headers arrived, and a read-only token (403), so
+    /// nobody can make the relay buffer bodies it would refuse. The handler verifies the token
+    /// again, with the body.
+    func refusalBeforePushBody(_ headers: HTTPHeaders) -> HTTPResponse? {
         do throws(RelayRefusal) {
-            _ = try authorize(headers)
+            let access = try authorize(headers)
+            if access.readOnly { throw RelayRefusal.readOnlyPush(space: access.space) }
             return nil
         } catch {
             return refusalResponse(error, space: nil)

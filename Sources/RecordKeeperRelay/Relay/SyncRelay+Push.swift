@@ -13,9 +13,7 @@ extension SyncRelay {
     }
 
     private func push(_ request: HTTPRequest, access: RelayAccess) async throws(RelayRefusal) -> [SyncOutcome] {
-        if access.readOnly {
-            throw RelayResponses.forbidden("the token is read-only: it cannot push", reason: "read_only", space: access.space)
-        }
+        if access.readOnly { throw RelayRefusal.readOnlyPush(space: access.space) }
         try requireSpace(request.query["space"], of: access)
         let body: RelayWire.PushRequest
         do {

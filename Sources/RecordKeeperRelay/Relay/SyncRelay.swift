@@ -103,7 +103,7 @@ public final class SyncRelay: Sendable {
     public var routes: [HTTPRoute] {
         [
             // A push's body is read only for a token that verifies; the other routes read none.
-            HTTPRoute(.post, "/v1/push", screen: { [self] headers in refusalBeforeBody(headers) }) { [self] request in
+            HTTPRoute(.post, "/v1/push", screen: { [self] headers in refusalBeforePushBody(headers) }) { [self] request in
                 await push(request)
             },
             HTTPRoute(.get, "/v1/pull", takesBody: false) { [self] request in await pull(request) },

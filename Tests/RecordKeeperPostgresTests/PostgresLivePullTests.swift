@@ -111,6 +111,32 @@ struct PostgresLivePullTests {
     }
 
     @Test(arguments: wakes)
+    func `a wake session whose set-up fails every time backs off and counts no session`(
+        wake: PostgresSyncServer.LiveWake
+    ) async throws {
+        try await TestPostgres.withPrivateSchema(prefix: "live_pull") { conninfo, _ in
+            // The wake session on a search path without the tables: polling fails every
+            // time, and LISTEN works (it needs no table).
+            let x = try await PostgresSyncServer.connect(
+                conninfo, liveWake: wake, wakeConninfo: conninfo + " options='-c search_path=rk_no_such_schema'")
+            let space = TestPostgres.space("failing_wake")
+            let held = Task {
+                try await x.pull(space: space, after: .start, limit: 10, collections: nil, wait: .seconds(300))
+            }
+            defer { held.cancel() }
+            guard case .poll = wake else {
+                try await untilHeld(x, 1)
+                return
+            }
+            try await waitUntil("the wake session failed four times") { x.wakeSession.failures >= 4 }
+            // Counted (and the backoff started over, and every waiter woken) only once a
+            // poll worked: retrying every 50 ms woke every held pull about 18 times a second.
+            #expect(x.wakeSession.sessions == 0, "a poll that never worked is no session")
+            #expect(x.heldPulls == 1, "the pull is still held, to its deadline")
+        }
+    }
+
+    @Test(arguments: wakes)
     func `after the server ends the wake session it connects again, and a later push still wakes a held pull`(
         wake: PostgresSyncServer.LiveWake
     ) async throws {

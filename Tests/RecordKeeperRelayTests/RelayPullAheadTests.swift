@@ -1,7 +1,7 @@
 import Foundation
 import RecordKeeper
 import RecordKeeperPostgres
-import RecordKeeperRelay
+@testable import RecordKeeperRelay
 import TestHelpers
 import Testing
 
@@ -50,6 +50,29 @@ struct RelayPullAheadTests {
             #expect(pages.flatMap(\.changes).map(\.key) == ["c", "e"])
             #expect(pullLines(relay).last?.contains("readAhead") == false, "\(pullLines(relay))")
         }
+    }
+
+    @Test func `a push to the space drops an answer still being read ahead without cancelling its read`() async throws {
+        let ahead = RelayPullAhead(capacity: 4, keptFor: .seconds(3600))
+        let key = RelayPullAhead.Key(space: "alice", cursor: .start, limit: 1, collections: nil, pages: 2)
+        let reading = Gate()
+        let release = Gate()
+        let cancelled = Gate()
+        let finished = Gate()
+        ahead.start(key) {
+            await reading.open()
+            await release.wait()
+            if Task.isCancelled { await cancelled.open() }
+            await finished.open()
+            return []
+        }
+        await reading.wait()
+        ahead.forget(space: "alice")
+        #expect(ahead.claim(key) == nil, "dropped: the next pull reads the database again")
+        #expect(ahead.count == 0)
+        await release.open()
+        await finished.wait()
+        #expect(!(await cancelled.opened), "a cancelled read would cancel its statement and cost the pool a connection")
     }
 
     @Test func `an answer read ahead goes only to a pull asking exactly for it`() async throws {

@@ -75,24 +75,34 @@ final class PostgresWakeSession: @unchecked Sendable {
         }
     }
 
-    /// The session's loop until cancelled: connect, set up, wake everyone, then listen or poll;
-    /// on a failure, record it, back off, and start again.
+    /// The session's loop until cancelled: connect, set up (`LISTEN`, or a first read of the
+    /// counters, which proves the poll's statement works), wake everyone, then listen or poll;
+    /// on a failure, record it, back off, and start again. The backoff starts over, and a
+    /// session is counted, only once the set-up worked: a poll that fails every time (a wake
+    /// connection on another database or search path, a role that may not read the counters)
+    /// backs off to 5 s instead of retrying every 50 ms. Waiters are woken once when a working
+    /// session fails and once when one is set up again, not on every failed attempt between.
     private static func run(
         mode: PostgresSyncServer.LiveWake, conninfo: String, waiters: SyncChangeWaiters, timeout: Duration,
         update: @Sendable ((inout Status) -> Void) -> Void
     ) async {
         var connection: PostgresConnection?
         var backoff = Duration.milliseconds(50)
+        var working = false
         while !Task.isCancelled {
             do {
                 let session: PostgresConnection
                 if let connection { session = connection } else { session = try await PostgresConnection(conninfo: conninfo) }
                 connection = session
-                if case .listen = mode {
+                var seen: [String: Int64] = [:]
+                switch mode {
+                case .listen:
                     // Runs on a connection that broke or was given up: it connects again first.
                     _ = try await session.withTimeout(timeout) {
                         try $0.execute("LISTEN recordkeeper_sync", operation: "listen")
                     }
+                case .poll:
+                    seen = try await counters(of: waiters.spaces, on: session, timeout: timeout)
                 }
                 let pid = await session.backendProcessID
                 update { status in
@@ -102,9 +112,11 @@ final class PostgresWakeSession: @unchecked Sendable {
                 // A change may have committed while no session was listening.
                 waiters.notifyAll()
                 backoff = .milliseconds(50)
+                working = true
                 switch mode {
                 case .listen: try await listen(on: session, waiters: waiters)
-                case .poll(let interval): try await poll(on: session, every: interval, waiters: waiters, timeout: timeout)
+                case .poll(let interval):
+                    try await poll(on: session, every: interval, seen: seen, waiters: waiters, timeout: timeout)
                 }
             } catch {
                 if Task.isCancelled { return }
@@ -113,7 +125,10 @@ final class PostgresWakeSession: @unchecked Sendable {
                     status.lastFailure = String(describing: error)
                     status.backendProcessID = nil
                 }
-                waiters.notifyAll()
+                if working {
+                    working = false
+                    waiters.notifyAll()
+                }
                 let jitter = Double.random(in: 0.8...1.2)
                 do { try await Task.sleep(for: backoff * jitter) } catch { return }
                 backoff = min(backoff * 2, .seconds(5))
@@ -135,11 +150,13 @@ final class PostgresWakeSession: @unchecked Sendable {
         }
     }
 
-    /// Reads the counters of the spaces with waiters every `interval`, waking those that moved.
+    /// Reads the counters of the spaces with waiters every `interval`, waking those that moved
+    /// since `seen` (the set-up's read).
     private static func poll(
-        on session: PostgresConnection, every interval: Duration, waiters: SyncChangeWaiters, timeout: Duration
+        on session: PostgresConnection, every interval: Duration, seen first: [String: Int64],
+        waiters: SyncChangeWaiters, timeout: Duration
     ) async throws {
-        var seen: [String: Int64] = [:]
+        var seen = first
         while true {
             try await Task.sleep(for: interval)
             let spaces = waiters.spaces
@@ -147,18 +164,7 @@ final class PostgresWakeSession: @unchecked Sendable {
                 seen = [:]
                 continue
             }
-            let counters = try await withTaskCancellationHandler {
-                try await session.withTimeout(timeout) { connection in
-                    let rows = try connection.execute(
-                        "SELECT space, counter FROM recordkeeper_sync_spaces WHERE space = ANY($1::text[])",
-                        [.binaryTextArray(spaces)], operation: "read the counters of the spaces with live pulls")
-                    var counters: [String: Int64] = [:]
-                    for row in 0..<rows.rowCount { counters[try rows.string(row, 0)] = try rows.int64(row, 1) }
-                    return counters
-                }
-            } onCancel: {
-                session.cancelRunningStatement()
-            }
+            let counters = try await counters(of: spaces, on: session, timeout: timeout)
             var next: [String: Int64] = [:]
             for space in spaces {
                 let counter = counters[space] ?? 0
@@ -168,6 +174,24 @@ final class PostgresWakeSession: @unchecked Sendable {
                 next[space] = counter
             }
             seen = next
+        }
+    }
+
+    /// The counters of `spaces` (a space without a row is absent), read in one statement.
+    private static func counters(
+        of spaces: [String], on session: PostgresConnection, timeout: Duration
+    ) async throws -> [String: Int64] {
+        try await withTaskCancellationHandler {
+            try await session.withTimeout(timeout) { connection in
+                let rows = try connection.execute(
+                    "SELECT space, counter FROM recordkeeper_sync_spaces WHERE space = ANY($1::text[])",
+                    [.binaryTextArray(spaces)], operation: "read the counters of the spaces with live pulls")
+                var counters: [String: Int64] = [:]
+                for row in 0..<rows.rowCount { counters[try rows.string(row, 0)] = try rows.int64(row, 1) }
+                return counters
+            }
+        } onCancel: {
+            session.cancelRunningStatement()
         }
     }
 }

@@ -84,12 +84,14 @@ final class RelayPullAhead: Sendable {
     /// read before it, they may hold a record at a version older than the one the pushing
     /// device was just answered, which it would take for a server gone back. Its next pull
     /// reads the database again.
+    ///
+    /// A read still running is left to finish, its answer unclaimed: cancelling it would
+    /// cancel its statement, and the pool would give up that connection and open another
+    /// for every push that caught a read ahead.
     func forget(space: String) {
-        let dropped = state.withLock { state -> [Entry] in
-            let keys = state.entries.keys.filter { $0.space == space }
-            return keys.compactMap { state.entries.removeValue(forKey: $0) }
+        state.withLock { state in
+            for key in state.entries.keys where key.space == space { state.entries.removeValue(forKey: key) }
         }
-        for entry in dropped { entry.task.cancel() }
     }
 
     /// Cancels and drops every answer read ahead, and reads none ahead from now on (the

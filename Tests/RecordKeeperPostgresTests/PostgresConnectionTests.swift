@@ -1,4 +1,5 @@
 import Foundation
+import RecordKeeper
 import RecordKeeperPostgres
 import TestHelpers
 import Testing
@@ -135,6 +136,55 @@ struct PostgresConnectionTests {
             try connection.execute("SELECT count(*) FROM kept").int64(0, 0)
         }
         #expect(count == 0)
+    }
+
+    @Test func `names keep their characters whatever client encoding the session would default to`() async throws {
+        try await TestPostgres.withPrivateSchema(prefix: "encoding") { conninfo, schema in
+            // A session whose client encoding defaults to LATIN1 (as a role's or database's
+            // setting, or PGCLIENTENCODING, would make it) against one in UTF-8.
+            let latin1 = "\(try TestPostgres.requireConninfo()) options='-c search_path=\(schema) -c client_encoding=LATIN1'"
+            let connection = try await PostgresConnection(conninfo: latin1)
+            #expect(try await connection.transaction { try $0.execute("SHOW client_encoding").string(0, 0) } == "UTF8")
+            let writer = try await PostgresSyncServer.connect(latin1)
+            let reader = try await PostgresSyncServer.connect(conninfo)
+            let space = TestPostgres.space("café_€")
+            _ = try await writer.push(space: space, operations: [
+                SyncOperation(device: "d", sequence: 1, changes: [
+                    SyncChange(collection: "notas_ñ", key: "über", value: .payload(Data("1".utf8)), base: nil)
+                ]),
+            ])
+            let page = try await reader.pull(space: space, after: .start, limit: 10, collections: nil)
+            #expect(page.changes.map { "\($0.collection)/\($0.key)" } == ["notas_ñ/über"])
+        }
+    }
+
+    @Test func `a connection string may set no client encoding but UTF-8`() async throws {
+        let error = await #expect(throws: PostgresError.self) {
+            _ = try await PostgresConnection(conninfo: "\(try TestPostgres.requireConninfo()) client_encoding=LATIN1")
+        }
+        #expect(error?.kind == .configuration)
+        _ = try await PostgresConnection(conninfo: "\(try TestPostgres.requireConninfo()) client_encoding=utf8")
+    }
+
+    @Test func `cancelling a statement from another task ends it, and a cancel after it ended reaches nothing`() async throws {
+        let connection = try await TestPostgres.connection()
+        let monitor = try await TestPostgres.connection()
+        let pid = await connection.backendProcessID  // before: the statement holds the connection's queue
+        let sleeping = Task {
+            try await connection.withTimeout(.seconds(120)) { try $0.execute("SELECT pg_sleep(60)") }
+        }
+        try await waitUntil("the statement runs") {
+            try await monitor.transaction {
+                try $0.execute("SELECT count(*) FROM pg_stat_activity WHERE pid = $1 AND query LIKE 'SELECT pg_sleep%' AND state = 'active'",
+                               [.int64(Int64(pid))]).int64(0, 0)
+            } == 1
+        }
+        connection.cancelRunningStatement()
+        let error = await #expect(throws: PostgresError.self) { try await sleeping.value }
+        #expect(error?.kind == .cancelled)
+        // Nothing runs now: a late cancel is not kept for the next statement.
+        connection.cancelRunningStatement()
+        #expect(try await connection.transaction { try $0.execute("SELECT 1").int64(0, 0) } == 1)
     }
 
     @Test func `a string with a NUL character is refused before anything is sent`() async throws {

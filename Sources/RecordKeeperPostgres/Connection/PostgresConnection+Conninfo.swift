@@ -33,10 +33,16 @@ extension PostgresConnection {
     /// (unless `PGCONNECT_TIMEOUT` sets one), and TCP keepalives that notice a dead peer
     /// between requests within about 30 seconds (15 s idle, then 3 probes 5 s apart), plus
     /// `tcp_user_timeout` (30 s), after which data the peer never acknowledged closes the
-    /// connection. Unix-domain sockets ignore the TCP settings.
+    /// connection. Unix-domain sockets ignore the TCP settings. And `client_encoding=UTF8`,
+    /// which a connection string may only set to UTF-8 (over `PGCLIENTENCODING` and a role's
+    /// or database's setting).
     public static let defaultConnectionSettings: [(keyword: String, value: String)] = [
         ("keepalives", "1"), ("keepalives_idle", "15"), ("keepalives_interval", "5"), ("keepalives_count", "3"),
         ("tcp_user_timeout", "30000"),
+        // Every text this library sends is UTF-8 and every text it reads is taken as UTF-8:
+        // a role, database or PGCLIENTENCODING with another client encoding would change
+        // space, collection and key names on their way.
+        ("client_encoding", "UTF8"),
     ]
 
     /// `conninfo` as libpq reads it, with the defaults added for what it does not set.
@@ -75,6 +81,13 @@ extension PostgresConnection {
                 values.append(String(defaultConnectTimeoutSeconds))
                 timeoutText = String(defaultConnectTimeoutSeconds)
             }
+        }
+        if let index = keywords.firstIndex(of: "client_encoding"),
+            !["UTF8", "UTF-8", "UNICODE"].contains(values[index].trimmingCharacters(in: .whitespaces).uppercased())
+        {
+            throw PostgresError(
+                .configuration, operation: "read the conninfo",
+                message: "client_encoding is \(values[index]); RecordKeeper sends and reads UTF-8 only (leave it out, or set UTF8)")
         }
         for (keyword, value) in defaultConnectionSettings where !keywords.contains(keyword) {
             keywords.append(keyword)

@@ -38,7 +38,7 @@ extension PostgresConnection {
                 PQfreemem(notification)
             }
             if !payloads.isEmpty { return payloads }
-            switch Self.wait(socket: PQsocket(connection), for: Int16(POLLIN), deadline: deadline, wake: running.wake) {
+            switch Self.wait(socket: PQsocket(connection), for: Int16(POLLIN), deadline: deadline, running: running) {
             case .ready:
                 if PQconsumeInput(connection) == 0 || PQstatus(connection) != CONNECTION_OK {
                     needsReset = true

@@ -79,31 +79,46 @@ final class CancelRequest: @unchecked Sendable {
     }
 }
 
-/// The statement a connection waits for, as its task's cancellation handler sees it.
+/// The statement a connection waits for, as a cancellation handler sees it.
 ///
-/// `@unchecked Sendable`: `request` is only reached with `lock` held.
+/// A cancellation only marks the statement and wakes its wait; the waiting thread, which
+/// knows the statement is still running, cancels it on the server and gives the session up.
+/// A `PQcancel` sent from the handler itself could arrive after the statement had ended and
+/// the connection had gone back to its pool, and cancel the next request's statement.
+///
+/// `@unchecked Sendable`: `isRunning` and `cancelRequested` are only reached with `lock` held.
 final class RunningStatement: @unchecked Sendable {
     private let lock = NSLock()
-    private var request: CancelRequest?
+    private var isRunning = false
+    private var cancelRequested = false
     let wake: WakePipe
 
     init(wake: WakePipe) {
         self.wake = wake
     }
 
-    func begin(_ request: CancelRequest?) {
-        lock.withLock { self.request = request }
+    func begin() {
+        lock.withLock {
+            isRunning = true
+            cancelRequested = false
+        }
     }
 
     func end() {
-        lock.withLock { request = nil }
+        lock.withLock {
+            isRunning = false
+            cancelRequested = false
+        }
     }
 
-    /// From a cancellation handler: cancels the statement on the server and wakes the wait,
-    /// which then sees the task cancelled.
+    /// Whether ``cancel()`` was called while the current statement runs.
+    var isCancelRequested: Bool { lock.withLock { cancelRequested } }
+
+    /// From any thread (a cancellation handler): marks the running statement, if any, to be
+    /// cancelled, and wakes the wait, which then cancels it (as it does when its task is
+    /// cancelled).
     func cancel() {
-        let request = lock.withLock { self.request }
-        request?.send()
+        lock.withLock { if isRunning { cancelRequested = true } }
         wake.wake()
     }
 }
@@ -119,11 +134,22 @@ extension PostgresConnection {
     /// Waits until the socket is ready for `events` (`POLLIN`, `POLLOUT`), the deadline passes
     /// or the task is cancelled (the cancellation handler wakes the pipe). Never blocks past the
     /// deadline; without one, waits as long as the server takes.
+    ///
+    /// With `running`, a statement's wait: ``RunningStatement/cancel()`` ends it as the task's
+    /// cancellation does.
     static func wait(
-        socket: Int32, for events: Int16, deadline: ContinuousClock.Instant?, wake: WakePipe
+        socket: Int32, for events: Int16, deadline: ContinuousClock.Instant?, running: RunningStatement
     ) -> PostgresWait {
+        wait(socket: socket, for: events, deadline: deadline, wake: running.wake, running: running)
+    }
+
+    static func wait(
+        socket: Int32, for events: Int16, deadline: ContinuousClock.Instant?, wake: WakePipe,
+        running: RunningStatement? = nil
+    ) -> PostgresWait {
+        func cancelled() -> Bool { Task.isCancelled || running?.isCancelRequested == true }
         while true {
-            if Task.isCancelled { return .cancelled }
+            if cancelled() { return .cancelled }
             var timeout: Int32 = -1
             if let deadline {
                 let remaining = deadline - .now
@@ -145,10 +171,9 @@ extension PostgresConnection {
                 wake.drain()
                 continue  // checks cancellation first
             }
-            // A cancellation handler sends the server's cancel before it wakes the pipe, so
-            // the server's "canceling statement" answer can make the socket ready first: the
-            // task is already marked cancelled then, and that is what the wait reports.
-            if Task.isCancelled { return .cancelled }
+            // Cancelled while the socket became ready: the cancellation is what the wait
+            // reports (the statement is given up either way).
+            if cancelled() { return .cancelled }
             if descriptors[0].revents != 0 { return .ready }
         }
     }
@@ -167,7 +192,7 @@ extension PostgresConnection {
     ) throws(PostgresError) -> OpaquePointer? {
         running.wake.drain()
         if Task.isCancelled { throw cancelledError(operation) }
-        running.begin(CancelRequest(connection))
+        running.begin()
         defer { running.end() }
         guard send(connection) == 1 else {
             throw PostgresError(
@@ -179,11 +204,9 @@ extension PostgresConnection {
         while true {
             let flushed = PQflush(connection)
             if flushed == 0 { break }
-            if flushed < 0 { throw PostgresError(.connection, operation: operation, message: Self.message(of: connection)) }
+            if flushed < 0 { throw lostMidStatement(connection, operation: operation) }
             try waitOrGiveUp(connection, for: Int16(POLLIN | POLLOUT), operation: operation)
-            if PQconsumeInput(connection) == 0 {
-                throw PostgresError(.connection, operation: operation, message: Self.message(of: connection))
-            }
+            if PQconsumeInput(connection) == 0 { throw lostMidStatement(connection, operation: operation) }
         }
         var last: OpaquePointer?
         while true {
@@ -191,7 +214,7 @@ extension PostgresConnection {
                 try waitOrGiveUp(connection, for: Int16(POLLIN), operation: operation, clearing: last)
                 if PQconsumeInput(connection) == 0 {
                     if let last { PQclear(last) }
-                    throw PostgresError(.connection, operation: operation, message: Self.message(of: connection))
+                    throw lostMidStatement(connection, operation: operation)
                 }
             }
             guard let result = PQgetResult(connection) else { break }
@@ -205,7 +228,7 @@ extension PostgresConnection {
     private func waitOrGiveUp(
         _ connection: OpaquePointer, for events: Int16, operation: String, clearing pending: OpaquePointer? = nil
     ) throws(PostgresError) {
-        switch Self.wait(socket: PQsocket(connection), for: events, deadline: deadline, wake: running.wake) {
+        switch Self.wait(socket: PQsocket(connection), for: events, deadline: deadline, running: running) {
         case .ready:
             return
         case .timedOut:
@@ -220,6 +243,16 @@ extension PostgresConnection {
             giveUp(connection)
             throw cancelledError(operation)
         }
+    }
+
+    /// A failed send or read in the middle of a statement: libpq may still take the session
+    /// as open (a read error outside its list of lost connections), mid-statement, so that
+    /// every later statement would fail with "another command is already in progress". The
+    /// session is given up; the next request connects again.
+    private func lostMidStatement(_ connection: OpaquePointer, operation: String) -> PostgresError {
+        let error = PostgresError(.connection, operation: operation, message: Self.message(of: connection))
+        needsReset = true
+        return error
     }
 
     private func cancelledError(_ operation: String) -> PostgresError {

@@ -209,9 +209,10 @@ public actor PostgresConnection {
     }
 
     /// Cancels the statement this connection waits for, from any thread (a task cancellation
-    /// handler): the server is asked to cancel it (`PQcancel`) and the wait ends at once,
-    /// throwing ``PostgresError/Kind/cancelled`` if its task is cancelled. A connection that
-    /// runs nothing is not affected.
+    /// handler): its wait ends at once, throwing ``PostgresError/Kind/cancelled``, and the
+    /// waiting thread asks the server to cancel it (`PQcancel`) and gives the session up (the
+    /// next request connects again). A connection that runs nothing is not affected: a call
+    /// that comes after the statement ended never reaches the next one.
     ///
     /// ```swift
     /// try await withTaskCancellationHandler {

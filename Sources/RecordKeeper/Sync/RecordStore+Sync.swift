@@ -101,7 +101,13 @@ extension RecordStore {
                 }
             case .local:
                 if !editedSince {
-                    try RecordSync.write(conflict.local.map { .payload($0) } ?? .tombstone, to: record, in: context)
+                    if try context.engine.records.payload(name, key: key) == conflict.local {
+                        // The record kept its local value (a server value its indexes could
+                        // not read): nothing to write, but it goes out all the same.
+                        _ = try context.engine.syncQueue.capture([record])
+                    } else {
+                        try RecordSync.write(conflict.local.map { .payload($0) } ?? .tombstone, to: record, in: context)
+                    }
                 }
             case .merged(let value):
                 try RecordSync.write(value.map { .payload($0) } ?? .tombstone, to: record, in: context)

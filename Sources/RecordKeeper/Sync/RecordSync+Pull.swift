@@ -190,14 +190,7 @@ extension RecordSync {
         // Collections with declared indexes (this device's own): each payload pulled into one
         // must be JSON, or the index's expression fails the page's write, and every later pull
         // with it.
-        var indexed: [String: Bool] = [:]
-        func isIndexed(_ collection: String) throws -> Bool {
-            if let known = indexed[collection] { return known }
-            let id = try engine.records.collectionID(collection)
-            let answer = try id.map { try !engine.indexes.declaredIndexes($0, collection: collection).isEmpty } ?? false
-            indexed[collection] = answer
-            return answer
-        }
+        var indexed = IndexedCollections()
         for change in page.changes {
             guard synced[change.collection] != nil else { continue }
             let name = "record \(RecordStoreError.quoted(change.collection))/\(RecordStoreError.quoted(change.key))"
@@ -205,9 +198,7 @@ extension RecordSync {
                 refused.append("\(name) (version \(change.version)): \(problem)")
                 continue
             }
-            if case .payload(let data) = change.value, try isIndexed(change.collection),
-                try !engine.indexes.indexesCanRead(data, collection: change.collection)
-            {
+            if try indexed.refuse(change.value, in: change.collection, engine: engine) {
                 refused.append(
                     "\(name) (version \(change.version)): its payload is not JSON, and this store declared indexes on "
                         + "\(RecordStoreError.quoted(change.collection)), which read every payload as JSON; this store "
@@ -344,5 +335,26 @@ extension RecordSync {
             "space \(space): the server delivers \(name) at version \(version), below version \(known) this device has of "
                 + "it: the server went back (was its database restored from an older backup?); nothing of the page was "
                 + "applied")
+    }
+}
+
+/// Which collections of a store have declared indexes, asked once per collection in a
+/// transaction: a payload written into one must be JSON, which its indexes' expressions read,
+/// or the write fails (and with it the whole page or batch, every time it is tried again).
+struct IndexedCollections {
+    private var indexed: [String: Bool] = [:]
+
+    /// Whether `value` is a payload that `collection`'s declared indexes cannot read.
+    mutating func refuse(_ value: SyncValue, in collection: String, engine: RecordEngine) throws -> Bool {
+        guard case .payload(let data) = value else { return false }
+        let isIndexed: Bool
+        if let known = indexed[collection] {
+            isIndexed = known
+        } else {
+            let id = try engine.records.collectionID(collection)
+            isIndexed = try id.map { try !engine.indexes.declaredIndexes($0, collection: collection).isEmpty } ?? false
+            indexed[collection] = isIndexed
+        }
+        return try isIndexed && !engine.indexes.indexesCanRead(data, collection: collection)
     }
 }

@@ -257,10 +257,11 @@ extension RecordSync {
     /// (another process applying the answer, a pull) takes that version, and the value the
     /// device keeps goes out again on top of it (captured anew, unless a later local change
     /// is pending, which then carries it): the next pull does not bring the dropped edit back.
-    private static func pushAgain(over operation: SyncOperation, appliedAt version: Int64, in engine: RecordEngine) throws {
+    private static func pushAgain(
+        _ records: some Sequence<SyncRecordKey>, appliedAt version: Int64, in engine: RecordEngine
+    ) throws {
         var recapture: [SyncRecordKey] = []
-        for change in operation.changes {
-            let record = SyncRecordKey(collection: change.collection, key: change.key)
+        for record in records {
             let state = try engine.syncRecords.state(record)
             guard (state.serverVersion ?? 0) < version else { continue }
             try engine.syncRecords.setServerVersion(
@@ -268,6 +269,11 @@ extension RecordSync {
             if try !engine.syncQueue.hasChange(record, besides: 0) { recapture.append(record) }
         }
         if !recapture.isEmpty { try engine.syncQueue.capture(recapture) }
+    }
+
+    /// The records `operation` changes, in its order.
+    private static func records(of operation: SyncOperation) -> [SyncRecordKey] {
+        operation.changes.map { SyncRecordKey(collection: $0.collection, key: $0.key) }
     }
 
     /// Applies the server's outcomes of one batch (checked by ``SyncAnswerCheck``), and the
@@ -280,13 +286,14 @@ extension RecordSync {
         let engine = context.engine
         try engine.syncState.advanceChain(to: chain)
         let conflictsExist = try engine.conflicts.any()
+        var indexed = IndexedCollections()
         var result = SyncPushBatchResult()
         for (index, (operation, outcome)) in zip(batch, outcomes).enumerated() {
             // Another process (or a push that lost its answer and ran again) handled it, or
             // it was dropped here while on its way.
             guard try engine.syncQueue.isPending(operation.sequence) else {
                 if case .applied(let version) = outcome.result {
-                    try pushAgain(over: sent[index], appliedAt: version.rawValue, in: engine)
+                    try pushAgain(records(of: sent[index]), appliedAt: version.rawValue, in: engine)
                 }
                 continue
             }
@@ -294,6 +301,11 @@ extension RecordSync {
             case .applied(let version):
                 result.answered += 1
                 result.changes += operation.changes.count
+                // Records dropped from it while it was on its way (keeping the server's value
+                // of a conflict; a conflict before it in this batch): the server holds what
+                // was sent, as for a whole operation dropped.
+                let carried = Set(try engine.syncQueue.records(operation.sequence))
+                let dropped = records(of: sent[index]).filter { !carried.contains($0) }
                 // Set-wise: a newer server value kept aside wins over the acknowledged change
                 // (read first, written last); every other record takes the version.
                 let asides = try engine.syncQueue.newerAsides(of: operation.sequence, than: version.rawValue)
@@ -308,6 +320,7 @@ extension RecordSync {
                     try engine.syncRecords.setItemVersion(aside.record, aside.value.payload == nil ? nil : aside.itemVersion)
                 }
                 try engine.syncQueue.delete(operation.sequence)
+                if !dropped.isEmpty { try pushAgain(dropped, appliedAt: version.rawValue, in: engine) }
             case .conflict(let conflicts), .compacted(let conflicts):
                 // A compacted outcome (received before, its outcome forgotten: it applied or
                 // conflicted then, and is never applied again) names every record of the
@@ -336,6 +349,7 @@ extension RecordSync {
                         serverVersion = SyncServerVersion(aside.version)
                         serverItemVersion = aside.itemVersion
                     }
+                    var itemVersion = server.payload == nil ? nil : serverItemVersion
                     if local != server.payload {
                         let kept = SyncRecordConflict(
                             collection: record.collection, key: record.key, local: local, server: server.payload,
@@ -343,10 +357,17 @@ extension RecordSync {
                             serverItemVersion: serverItemVersion)
                         try engine.conflicts.record(kept)
                         result.conflicts.append(kept)
-                        try write(server, to: record, in: context)
+                        if try indexed.refuse(server, in: record.collection, engine: engine) {
+                            // Not JSON, in a collection this store indexed: written, it would
+                            // fail this batch and every push after it. The record keeps its
+                            // local value; the conflict holds the server's.
+                            itemVersion = local == nil ? nil : localItemVersion
+                        } else {
+                            try write(server, to: record, in: context)
+                        }
                     }
                     try engine.syncRecords.setServerVersion(record, serverVersion?.rawValue, clearingAside: true)
-                    try engine.syncRecords.setItemVersion(record, server.payload == nil ? nil : serverItemVersion)
+                    try engine.syncRecords.setItemVersion(record, itemVersion)
                     // The conflict holds the record's latest local value: later pending
                     // changes of it are superseded.
                     try engine.syncQueue.dropChanges(record, after: operation.sequence)

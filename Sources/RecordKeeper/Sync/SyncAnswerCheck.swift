@@ -64,7 +64,9 @@ enum SyncAnswerCheck {
                 chain.recorded(operation.id, sequence: operation.sequence)
             case .conflict(let conflicts):
                 guard !conflicts.isEmpty else { throw failure("is a conflict without records") }
-                try checkStates(conflicts, of: operation, compacted: false, chain: &chain, failure: failure)
+                try checkStates(
+                    conflicts, of: operation, compacted: false, fromFirstDelivery: outcome.isRedelivery, chain: &chain,
+                    failure: failure)
                 chain.recorded(operation.id, sequence: operation.sequence)
             case .compacted(let current):
                 // Received before, its outcome compacted: every record it changes is named, with
@@ -73,7 +75,9 @@ enum SyncAnswerCheck {
                 guard current.count == operation.changes.count else {
                     throw failure("names \(current.count) records for its compacted outcome, not the \(operation.changes.count) it changes")
                 }
-                try checkStates(current, of: operation, compacted: true, chain: &chain, failure: failure)
+                // Built from the operation as sent now: it names exactly its records.
+                try checkStates(
+                    current, of: operation, compacted: true, fromFirstDelivery: false, chain: &chain, failure: failure)
                 chain.recorded(operation.id, sequence: operation.sequence)
             case .outOfOrder(let last):
                 guard (0...(Int64.max - 1)).contains(last) else {
@@ -90,9 +94,14 @@ enum SyncAnswerCheck {
     /// it changes, each once, with a server version in range and not below the base sent, and a
     /// server value whenever a base was sent, except for a compacted outcome, where a record
     /// the server no longer has was deleted and its tombstone compacted.
+    ///
+    /// A redelivered conflict (`fromFirstDelivery`) is the one the server recorded for the
+    /// operation's first delivery, whose answer was lost: it may name a record the operation no longer changes
+    /// (its change was dropped since, by keeping the server's value of a conflict), which is
+    /// passed over, not refused, or the operation could never be answered.
     private static func checkStates(
-        _ conflicts: [SyncConflict], of operation: SyncOperation, compacted: Bool, chain: inout SyncChain,
-        failure: (String) -> SyncError
+        _ conflicts: [SyncConflict], of operation: SyncOperation, compacted: Bool, fromFirstDelivery: Bool,
+        chain: inout SyncChain, failure: (String) -> SyncError
     ) throws(SyncError) {
         var named = Set<SyncRecordKey>()
         let sent = Dictionary(
@@ -101,7 +110,10 @@ enum SyncAnswerCheck {
         for conflict in conflicts {
             let record = SyncRecordKey(collection: conflict.collection, key: conflict.key)
             let name = "record \(RecordStoreError.quoted(conflict.collection))/\(RecordStoreError.quoted(conflict.key))"
-            guard let change = sent[record] else { throw failure("is a conflict of \(name), which it does not change") }
+            guard let change = sent[record] else {
+                if fromFirstDelivery { continue }
+                throw failure("is a conflict of \(name), which it does not change")
+            }
             guard named.insert(record).inserted else { throw failure("names the conflict of \(name) twice") }
             if let server = conflict.server {
                 guard versions.contains(server.version.rawValue) else {

@@ -105,4 +105,39 @@ import Testing
             #expect(try await stores[1].syncConflicts().isEmpty)
         }
     }
+
+    @Test(arguments: StoreKind.allCases)
+    func `keeping the server's value while an operation carrying the edit and another change is on its way is not undone`(
+        kind: StoreKind
+    ) async throws {
+        try await withDevices(kind, count: 2) { stores in
+            let server = InMemorySyncServer()
+            let gated = GatedPushServer(inner: server)
+            let a = RecordSync(store: stores[0], server: server)
+            let b = RecordSync(store: stores[1], server: gated)
+            for sync in [a, b] { try await sync.start(space: "s", collections: ["notes"]) }
+            try await conflictOnB(stores, a, b)
+
+            // One operation edits the conflicting record again and another record; it is on
+            // its way when the person keeps the server's value, which drops the edit from it.
+            try await stores[1].apply("notes", changes: RecordChanges(upserts: ["r": Data("b3".utf8), "s": Data("s1".utf8)]))
+            await gated.arm()
+            let syncing = Task { try await b.sync() }
+            await gated.arrived.wait()
+            try await stores[1].resolveSyncConflict("notes", key: "r", keeping: .server)
+            #expect(try await value(stores[1]) == "a2")
+            await gated.release.open()
+            _ = try await syncing.value
+
+            // The server applied the whole operation as sent; the value kept goes out again.
+            _ = try await b.sync()
+            _ = try await a.sync()
+            _ = try await b.sync()
+            #expect(try await value(stores[1]) == "a2")
+            #expect(try await value(stores[0]) == "a2")
+            #expect(try await stores[0].value("notes", key: "s") == Data("s1".utf8))
+            #expect(try await stores[1].syncConflicts().isEmpty)
+            #expect(try await stores[1].syncStatus()?.pendingOperations == 0)
+        }
+    }
 }

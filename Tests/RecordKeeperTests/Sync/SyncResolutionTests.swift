@@ -39,6 +39,44 @@ import Testing
     }
 
     @Test(arguments: StoreKind.allCases)
+    func `keeping the server while an operation's conflict answer was lost does not stop sync`(kind: StoreKind) async throws {
+        try await withDevices(kind, count: 2) { stores in
+            let inner = InMemorySyncServer()
+            let scripted = ScriptedServer(inner)
+            let (a, b) = (RecordSync(store: stores[0], server: inner), RecordSync(store: stores[1], server: scripted))
+            try await a.start(space: "alice", collections: ["notes"])
+            try await b.start(space: "alice", collections: ["notes"])
+            try await stores[0].apply("notes", changes: RecordChanges(upserts: ["today": Data("first"), "other": Data("o")]))
+            _ = try await a.sync()
+            _ = try await b.sync()
+            try await stores[0].put("notes", key: "today", data: Data("from a"))
+            try await stores[1].put("notes", key: "today", data: Data("from b"))
+            _ = try await a.sync()
+            #expect(try await b.sync().newConflicts.count == 1)
+
+            // One operation types on in the conflicting record and changes another; the server
+            // records a conflict for it (a changed "today" again), and that answer is lost.
+            try await stores[0].put("notes", key: "today", data: Data("from a, again"))
+            _ = try await a.sync()
+            try await stores[1].apply("notes", changes: RecordChanges(upserts: ["today": Data("typed on"), "other": Data("o, b")]))
+            await scripted.setLoseAnswers(true)
+            await #expect(throws: SyncError.self) { try await b.push() }
+            await scripted.setLoseAnswers(false)
+
+            // Keeping the server's value drops the record from the operation; the operation goes
+            // again, and its conflict, recorded at its first delivery, names that record.
+            try await stores[1].resolveSyncConflict("notes", key: "today", keeping: .server)
+            _ = try await b.sync()
+            _ = try await b.sync()
+            _ = try await a.sync()
+            for store in stores {
+                #expect(try await strings(store, "notes") == ["today": "from a, again", "other": "o, b"])
+            }
+            #expect(try await stores[1].syncStatus()?.pendingOperations == 0)
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
     func `a conflict the device's later write settled is gone and never brings the older value back`(
         kind: StoreKind
     ) async throws {

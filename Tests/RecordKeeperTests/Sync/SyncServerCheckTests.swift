@@ -178,6 +178,44 @@ import RecordKeeperSync
     }
 
     @Test(arguments: StoreKind.allCases)
+    func `a conflict whose server value is not JSON in a collection this store indexed keeps the local value, and sync goes on`(
+        kind: StoreKind
+    ) async throws {
+        try await withStore(kind) { store, _ in
+            let server = InMemorySyncServer()
+            let sync = RecordSync(store: store, server: server)
+            try await sync.start(space: "s", collections: ["notes"])
+            try await store.put("notes", key: "x", data: Data(#"{"level":0}"#.utf8))
+            _ = try await sync.sync()
+            #expect(try await store.declareIndex("notes", on: FieldPath("level")))
+            // Another device, which declared no index, stores a payload that is not JSON.
+            let other = RecordSync(store: RecordStore.inMemory(), server: server)
+            try await other.start(space: "s", collections: ["notes"])
+            _ = try await other.sync()
+            try await other.store.put("notes", key: "x", data: Data("plain text".utf8))
+            _ = try await other.sync()
+
+            // This device's edit of the same record conflicts with it.
+            try await store.put("notes", key: "x", data: Data(#"{"level":1}"#.utf8))
+            // The push records the conflict; the pull after it names the payload it skips, once.
+            let pulled = await #expect(throws: SyncError.self) { try await sync.sync() }
+            #expect(pulled?.message.contains("not JSON") == true, "\(String(describing: pulled))")
+            let conflict = try #require(try await store.syncConflicts().first)
+            #expect(conflict.server == Data("plain text".utf8))
+            #expect(conflict.local == Data(#"{"level":1}"#.utf8))
+            #expect(try await store.value("notes", key: "x") == Data(#"{"level":1}"#.utf8), "the local value stays")
+
+            // Sync goes on, and keeping the local value sends it.
+            try await store.put("notes", key: "y", data: Data(#"{"level":2}"#.utf8))
+            #expect(try await sync.sync().pushedOperations == 1)
+            try await store.resolveSyncConflict("notes", key: "x", keeping: .local)
+            #expect(try await sync.sync().pushedOperations == 1)
+            _ = try await other.sync()
+            #expect(try await other.store.value("notes", key: "x") == Data(#"{"level":1}"#.utf8))
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
     func `a conflict naming a record the operation does not change is refused`(kind: StoreKind) async throws {
         try await withStore(kind) { store, _ in
             let server = TamperingServer(InMemorySyncServer())

@@ -56,6 +56,8 @@ enum RelayCommandCatalog {
                 .value("live-wake", "HOW", help: "How held pulls hear of other relays' pushes: poll (default, every 5 ms), poll:MS, or listen (LISTEN/NOTIFY)."),
                 .value("wake-database", "CONNINFO", help: "A direct connection for the wake session, when --database goes through PgBouncer (default: --database)."),
                 .value("header-timeout", "SECONDS", help: "Time a client has to send a request's headers (default 10)."),
+                .value("body-timeout", "SECONDS", help: "Time a client has to send a request's body, from its headers (default 120)."),
+                .value("send-timeout", "SECONDS", help: "Time a client has to take a response, plus a second per 64 KiB of it (default 120)."),
                 .value("idle-timeout", "SECONDS", help: "An idle connection closes after this (default 30)."),
                 .value("grace", "SECONDS", help: "On SIGTERM, how long running requests may finish (default 30)."),
             ],

@@ -28,6 +28,8 @@ enum ServeCommand {
         http.connectionLimit = try settings.integer("max-connections", default: 4096, in: 1...1_000_000)
         http.headerTimeout = .seconds(try settings.seconds("header-timeout", default: 10, minimum: 1) ?? 10)
         http.idleTimeout = .seconds(try settings.seconds("idle-timeout", default: 30, minimum: 1) ?? 30)
+        http.bodyTimeout = .seconds(try settings.seconds("body-timeout", default: 120, minimum: 1) ?? 120)
+        http.sendTimeout = .seconds(try settings.seconds("send-timeout", default: 120, minimum: 1) ?? 120)
         http.tls = try tls(settings)
         let grace = try settings.seconds("grace", default: 30) ?? 30
         let pool = try settings.integer("pool", default: 4, in: 1...1000)

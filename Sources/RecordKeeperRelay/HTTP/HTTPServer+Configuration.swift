@@ -24,6 +24,11 @@ extension HTTPServer {
         public var headerTimeout: Duration = .seconds(10)
         /// How long a client may take to send a request's body, from the end of its headers.
         public var bodyTimeout: Duration = .seconds(120)
+        /// How long a client may take to receive a response, from when it is queued, plus one
+        /// second per 64 KiB of its body. libmicrohttpd's own timeout counts from the last byte
+        /// sent, so a client that reads a large answer a little at a time would otherwise hold
+        /// the connection (and the answer's copy) for ever.
+        public var sendTimeout: Duration = .seconds(120)
         /// A connection on which nothing arrives for this long is closed
         /// (`MHD_OPTION_CONNECTION_TIMEOUT`, whole seconds, at least 1). A request being handled
         /// is never timed out by it.

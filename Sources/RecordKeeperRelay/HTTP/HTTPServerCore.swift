@@ -48,7 +48,7 @@ final class HTTPServerCore: Sendable {
         self.observer = observer
         self.deadlines = ReceiveDeadlines(
             headerTimeout: configuration.headerTimeout, bodyTimeout: configuration.bodyTimeout,
-            idleTimeout: configuration.idleTimeout, log: configuration.log)
+            sendTimeout: configuration.sendTimeout, idleTimeout: configuration.idleTimeout, log: configuration.log)
     }
 
     private func key(_ connection: OpaquePointer) -> Int { Int(bitPattern: UnsafeRawPointer(connection)) }
@@ -210,6 +210,7 @@ final class HTTPServerCore: Sendable {
         exchange.status = response.status
         exchange.logFields = response.logFields
         let closing = state.withLock { $0.phase != .running }
+        deadlines.responseQueued(key(connection), bytes: response.body.count)
         return MicroHTTPDConnection.queue(response, on: connection, closing: closing, log: configuration.log)
     }
 

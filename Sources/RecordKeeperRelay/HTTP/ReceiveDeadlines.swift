@@ -7,15 +7,16 @@ import RecordKeeperSync
     import Darwin
 #endif
 
-/// The connections of a server and the time each may still take to deliver its request: what
-/// cuts off a slow-loris client.
+/// The connections of a server and the time each may still take to deliver its request or
+/// take its response: what cuts off a slow-loris client.
 ///
 /// libmicrohttpd's own timeout (`MHD_OPTION_CONNECTION_TIMEOUT`) counts from the last byte
 /// received, so a client that sends its headers one byte every few seconds would hold a
 /// connection forever. Here each connection has a deadline instead: the end of its headers
 /// within ``HTTPServer/Configuration/headerTimeout`` of its start (or of its previous request's
 /// end plus the idle timeout), the end of its body within ``HTTPServer/Configuration/bodyTimeout``
-/// of the headers; none while a handler runs. A watchdog task checks every fraction of the
+/// of the headers; none while a handler runs; the end of its response within
+/// ``HTTPServer/Configuration/sendTimeout`` (plus a second per 64 KiB) of being queued. A watchdog task checks every fraction of the
 /// header timeout and shuts down (`shutdown(2)`) the socket of a connection past its deadline:
 /// libmicrohttpd then reads the end of the stream and closes the connection as usual.
 ///
@@ -32,14 +33,19 @@ final class ReceiveDeadlines: Sendable {
 
     private let headerTimeout: Duration
     private let bodyTimeout: Duration
+    private let sendTimeout: Duration
     private let idleTimeout: Duration
     private let log: @Sendable (String) -> Void
     private let entries = Protected<[Int: Entry]>([:])
     private let watchdog = Protected<Task<Void, Never>?>(nil)
 
-    init(headerTimeout: Duration, bodyTimeout: Duration, idleTimeout: Duration, log: @escaping @Sendable (String) -> Void) {
+    init(
+        headerTimeout: Duration, bodyTimeout: Duration, sendTimeout: Duration = .seconds(120), idleTimeout: Duration,
+        log: @escaping @Sendable (String) -> Void
+    ) {
         self.headerTimeout = headerTimeout
         self.bodyTimeout = bodyTimeout
+        self.sendTimeout = sendTimeout
         self.idleTimeout = idleTimeout
         self.log = log
     }
@@ -97,6 +103,12 @@ final class ReceiveDeadlines: Sendable {
         set(key, deadline: nil, waitingFor: "handler")
     }
 
+    /// A response of `bytes` was queued: it is due within the send timeout plus a second per
+    /// 64 KiB.
+    func responseQueued(_ key: Int, bytes: Int) {
+        set(key, deadline: .now + sendTimeout + .seconds(bytes / 65_536), waitingFor: "response")
+    }
+
     /// A request completed: the next one's headers are due after the idle time plus the header
     /// timeout (libmicrohttpd closes an idle connection before that).
     func requestCompleted(_ key: Int) {
@@ -125,7 +137,7 @@ final class ReceiveDeadlines: Sendable {
             return cut
         }
         for what in cut {
-            log("event=receive_timeout waiting_for=\(what) action=disconnected")
+            log("event=\(what == "response" ? "send_timeout" : "receive_timeout") waiting_for=\(what) action=disconnected")
         }
         return cut.count
     }

@@ -171,7 +171,7 @@ extension RecordSync {
     /// empty page) or a local commit leaves something to push (`.full`), whichever comes
     /// first; the other is cancelled and waited for.
     private func change(after generation: UInt64, signal: OutboxSignal, _ options: KeepInSyncOptions) async throws -> Round {
-        let (cursor, _, synced, resyncing) = try await storedPullState()
+        let (cursor, seen, synced, resyncing) = try await storedPullState()
         // A resync under way (interrupted) goes on from the start.
         if resyncing { return .full }
         let space = try await boundSettings().space
@@ -183,7 +183,7 @@ extension RecordSync {
                     let page = try await server.pull(
                         space: space, after: cursor, limit: Self.pullLimit, collections: filter, wait: wait)
                     if page.changes.isEmpty, !page.hasMore { return .wait }
-                    return .live(SyncLivePage(page: page, after: cursor, collections: filter))
+                    return .live(SyncLivePage(page: page, after: cursor, collections: filter, seen: seen))
                 } catch let error as SyncError where error.code == .behindHorizon {
                     // Compacted past the cursor: a full round resyncs.
                     return .full

@@ -23,6 +23,8 @@ struct SyncLivePage: Sendable {
     var page: SyncPage
     var after: SyncCursor
     var collections: Set<String>?
+    /// The highest version the store had seen when the live pull was asked for.
+    var seen: Int64
 }
 
 /// What a page of a pull from the start (a resync) carries into its local transaction.
@@ -70,10 +72,15 @@ extension RecordSync {
         var page: SyncPage
         // A live page answered before a push of another client of this file that the store has
         // seen since (its counter below what the store has seen) is stale, not a server gone back.
+        // What the store had seen when the page was asked for: a record it knows at a newer
+        // version than the page's since then (a push acknowledged meanwhile, by this client or
+        // another of the file) is a stale page, not a server gone back.
+        var seenAtRequest = seen
         if let live, live.after == pulledAfter, live.collections == filter,
             live.page.hasMore || live.page.cursor.counter >= seen
         {
             page = live.page
+            seenAtRequest = live.seen
         } else {
             do {
                 page = try await server.pull(space: space, after: pulledAfter, limit: Self.pullLimit, collections: filter)
@@ -87,6 +94,7 @@ extension RecordSync {
         while true {
             try SyncAnswerCheck.page(page, after: pulledAfter, space: space, seen: seen, collections: filter)
             let after = page.cursor
+            let seenAtNext = max(seen, page.cursor.counter, page.changes.last?.version.rawValue ?? 0)
             let next: Task<SyncPage, any Error>? =
                 page.hasMore
                 ? Task { [filter] in
@@ -100,8 +108,10 @@ extension RecordSync {
             let result: SyncPullPageResult
             do {
                 result = try await store.performWrite(.syncPull, collection: nil, origin: .sync) {
-                    [page, pulledAfter, filter, resync] context in
-                    try Self.apply(page, after: pulledAfter, filter: filter, space: space, resync: resync, in: context)
+                    [page, pulledAfter, filter, resync, seenAtRequest] context in
+                    try Self.apply(
+                        page, after: pulledAfter, filter: filter, space: space, seenAtRequest: seenAtRequest,
+                        resync: resync, in: context)
                 }
             } catch {
                 // No request outlives the call: wait for the one in flight (its page is not used).
@@ -124,6 +134,7 @@ extension RecordSync {
                 filter = Self.pullFilter(result.collections)
                 fromStart = pulledAfter == .start
                 present = []
+                seenAtRequest = seen
                 page = try await server.pull(space: space, after: pulledAfter, limit: Self.pullLimit, collections: filter)
                 continue
             }
@@ -136,6 +147,7 @@ extension RecordSync {
                 throw CancellationError()
             }
             pulledAfter = after
+            seenAtRequest = seenAtNext
             do {
                 // The request runs in its own task: cancelling this call cancels it too.
                 page = try await withTaskCancellationHandler {
@@ -173,11 +185,17 @@ extension RecordSync {
 
     /// Applies one page and its cursor in one local transaction, capturing nothing (no echo).
     /// `filter` is the collections the page was pulled with (`nil`: all).
+    ///
+    /// `seenAtRequest` is the highest version the store had seen when the page was asked for:
+    /// a change below the version the store knows of its record is a server gone back, unless
+    /// the store has seen more since (a push acknowledged meanwhile, by any client of the
+    /// file), which makes the page stale for that record: it is skipped.
     static func apply(
-        _ page: SyncPage, after pulledAfter: SyncCursor, filter: Set<String>?, space: String,
+        _ page: SyncPage, after pulledAfter: SyncCursor, filter: Set<String>?, space: String, seenAtRequest: Int64,
         resync: SyncResyncStep? = nil, in context: WriteContext
     ) throws -> SyncPullPageResult {
         let engine = context.engine
+        let seenSinceRequest = try engine.syncState.chain().seen > seenAtRequest
         var refused: [String] = []
         let synced = try engine.syncState.collections()
         let conflictsExist = try engine.conflicts.any()
@@ -214,7 +232,7 @@ extension RecordSync {
                 // This store has it already (own write coming back, a page pulled again) when
                 // nothing changed; a version below the one it has means the server went back.
                 guard try engine.syncRecords.advanceServerVersion(record, to: version, itemVersion: itemVersion) else {
-                    if let known = try engine.syncRecords.state(record).serverVersion, version < known {
+                    if let known = try engine.syncRecords.state(record).serverVersion, version < known, !seenSinceRequest {
                         throw Self.wentBack(name, version: version, known: known, space: space)
                     }
                     continue
@@ -233,7 +251,7 @@ extension RecordSync {
             let state = try engine.syncRecords.state(record)
             // This store has it already: its own write coming back, or a page pulled again.
             if let known = state.serverVersion, version <= known {
-                if version < known { throw Self.wentBack(name, version: version, known: known, space: space) }
+                if version < known, !seenSinceRequest { throw Self.wentBack(name, version: version, known: known, space: space) }
                 continue
             }
             if state.pending {

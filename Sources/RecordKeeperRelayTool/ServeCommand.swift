@@ -24,6 +24,13 @@ enum ServeCommand {
             throw UsageError(message: "--jwt-leeway takes at most 3600 seconds (an hour), not \(leeway)", command: "serve")
         }
         verifierConfiguration.leeway = .seconds(leeway)
+        if verifierConfiguration.audience == nil {
+            // RFC 8725 3.9: a key that also signs tokens for another service (a staging relay)
+            // makes those tokens good here too, unless each names its audience.
+            StandardStreams.writeError(
+                "recordkeeper-relay: warning: no --jwt-audience: a token signed with this key for any other service "
+                    + "is accepted too; give each relay's tokens an aud and set it here")
+        }
         var http = HTTPServer.Configuration(host: listen.host, port: listen.port)
         http.connectionLimit = try settings.integer("max-connections", default: 4096, in: 1...1_000_000)
         http.headerTimeout = .seconds(try settings.seconds("header-timeout", default: 10, minimum: 1) ?? 10)

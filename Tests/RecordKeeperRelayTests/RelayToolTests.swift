@@ -57,6 +57,8 @@ import Testing
                  "--jwt-leeway takes at most 3600 seconds (an hour), not 172800"),
                 (["serve", "--database", "host=x", "--jwt-secret-file", secret.path, "--max-pages-per-answer", "17"], 64, "--max-pages-per-answer"),
                 (["serve", "--database", "host=x", "--jwt-secret-file", secret.path, "--pulls-ahead", "-1"], 64, "--pulls-ahead"),
+                (["serve", "--database", "host=x", "--jwt-secret-file", secret.path, "--send-timeout", "0"], 64, "--send-timeout"),
+                (["serve", "--database", "host=x", "--jwt-secret-file", secret.path, "--body-timeout", "soon"], 64, "--body-timeout"),
                 (["launch"], 64, "unknown command 'launch'"),
                 (["token", "--space", "alice", "--secret-file", secret.path, "--space", "bob"], 64,
                  "option --space is given twice; give it once"),
@@ -67,6 +69,20 @@ import Testing
                 #expect(result.error.contains(message), "\(arguments): \(result.error)")
                 #expect(result.output.isEmpty)
             }
+        }
+    }
+
+    @Test func `serve warns at start when tokens name no audience`() async throws {
+        try await withTemporaryDirectory { directory in
+            let secret = try secretFile(in: directory)
+            // A database nobody answers at: serve stops after its start-up checks.
+            let base = ["serve", "--database", "host=127.0.0.1 port=1 connect_timeout=2", "--jwt-secret-file", secret.path]
+            let without = try await RelayProcess.run(base)
+            #expect(without.status != 0)
+            #expect(without.error.contains("warning: no --jwt-audience"), "\(without.error)")
+            let with = try await RelayProcess.run(base + ["--jwt-audience", "relay"])
+            #expect(with.status != 0)
+            #expect(!with.error.contains("--jwt-audience"), "\(with.error)")
         }
     }
 

@@ -144,6 +144,7 @@ import Testing
         let swallowed = #expect(throws: LearnerError.self) { try LearnerArguments.parse(["words", "add", "hola", "hi", "--store", "--help"]) }
         #expect(swallowed?.message == "option --store needs a value, not the option --help; write --store=--help for a value beginning with --")
         #expect(throws: LearnerError.self) { try LearnerArguments.parse(["read", "x", "--title", "--page", "3"]) }
+        #expect(throws: LearnerError.self) { try LearnerArguments.parse(["status", "--store", "-h"]) }
         #expect(try LearnerArguments.parse(["read", "x", "--page", "3", "--title=--odd"]).values["title"] == "--odd")
         #expect(try LearnerArguments.parse(["read", "x", "--page", "3", "--title", "-odd"]).values["title"] == "-odd")
     }

@@ -85,6 +85,28 @@ struct FeatureModelFollowingTests {
         }
     }
 
+    @Test(arguments: StoreKind.allCases) @MainActor
+    func `a new item the repository knew to be absent still conflicts when following made the model load`(
+        kind: StoreKind
+    ) async throws {
+        try await withStore(kind) { store, _ in
+            let books = RecordRepository<Book>(store: store, collection: "books")
+            try await books.save(Book(id: "a", title: "A"))
+            _ = try await books.load()  // a whole load: "b" is known to be absent
+            let model = FeatureModel(repository: books)
+            await model.follow(books)  // not refreshed: the first change makes it load
+
+            let other = RecordRepository<Book>(store: store, collection: "books")
+            _ = try await other.load()
+            try await other.save(Book(id: "b", title: "theirs"))
+            await waitUntilObserved { model.state.content?.count == 2 && model.pendingOperations == 0 }
+
+            await #expect(throws: RecordConflict.self, "a save of a new b is based on b being absent") {
+                try await books.save(Book(id: "b", title: "mine"))
+            }
+        }
+    }
+
     @Test @MainActor
     func `a model with its own loading function still refreshes on every change`() async throws {
         let store = RecordStore.inMemory()

@@ -163,7 +163,14 @@ struct PostgresConnectionTests {
             _ = try await PostgresConnection(conninfo: "\(try TestPostgres.requireConninfo()) client_encoding=LATIN1")
         }
         #expect(error?.kind == .configuration)
-        _ = try await PostgresConnection(conninfo: "\(try TestPostgres.requireConninfo()) client_encoding=utf8")
+        for name in ["utf8", "'UTF-8 '", "utf_8", "Unicode"] {
+            _ = try await PostgresConnection(conninfo: "\(try TestPostgres.requireConninfo()) client_encoding=\(name)")
+        }
+        for name in ["auto", "SQL_ASCII"] {
+            await #expect(throws: PostgresError.self, "\(name)") {
+                _ = try await PostgresConnection(conninfo: "\(try TestPostgres.requireConninfo()) client_encoding=\(name)")
+            }
+        }
     }
 
     @Test func `cancelling a statement from another task ends it, and a cancel after it ended reaches nothing`() async throws {

@@ -70,9 +70,33 @@ struct RelayPullAheadTests {
         ahead.forget(space: "alice")
         #expect(ahead.claim(key) == nil, "dropped: the next pull reads the database again")
         #expect(ahead.count == 0)
+        // Still running, it counts toward the capacity: no second read starts beside it.
+        #expect(ahead.orphanCount == 1)
         await release.open()
         await finished.wait()
         #expect(!(await cancelled.opened), "a cancelled read would cancel its statement and cost the pool a connection")
+        try await waitUntil("the orphan is gone once its read ended") { ahead.orphanCount == 0 }
+    }
+
+    @Test func `a read ahead dropped by a push still counts toward the capacity, and draining cancels it`() async throws {
+        let ahead = RelayPullAhead(capacity: 1, keptFor: .seconds(3600))
+        let first = RelayPullAhead.Key(space: "alice", cursor: .start, limit: 1, collections: nil, pages: 2)
+        let second = RelayPullAhead.Key(space: "bob", cursor: .start, limit: 1, collections: nil, pages: 2)
+        let reading = Gate()
+        let never = Gate()
+        let cancelled = Gate()
+        ahead.start(first) {
+            await reading.open()
+            do { try await never.waitUnlessCancelled() } catch { await cancelled.open() }
+            return nil
+        }
+        await reading.wait()
+        ahead.forget(space: "alice")
+        ahead.start(second) { [] }
+        #expect(ahead.count == 0, "the dropped read still holds the one place")
+        ahead.drain()
+        await cancelled.wait()
+        #expect(ahead.orphanCount == 0)
     }
 
     @Test func `an answer read ahead goes only to a pull asking exactly for it`() async throws {

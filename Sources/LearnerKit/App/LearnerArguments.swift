@@ -50,7 +50,7 @@ struct LearnerArguments: Equatable {
                     // `--store --help` is an option without its value, not a file named --help;
                     // a value that begins with -- is given inline (`--title=--x`).
                     let value = arguments[index]
-                    guard !value.hasPrefix("--") else {
+                    guard !value.hasPrefix("--"), value != "-h" else {
                         throw LearnerError(.usage, "option --\(name) needs a value, not the option \(value); write --\(name)=\(value) for a value beginning with --")
                     }
                     result.values[name] = value

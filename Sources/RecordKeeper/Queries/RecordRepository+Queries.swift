@@ -46,7 +46,7 @@ extension RecordRepository where Item: Queryable {
         case .all:
             for record in page.elements { versions[record.key] = record.version }
         case .unknownOnly:
-            for record in page.elements where versions[record.key] == nil { versions[record.key] = record.version }
+            for record in page.elements where !versions.knows(record.key) { versions[record.key] = record.version }
         }
         learnStoreWrites()
         return QueryPage(elements: items, next: page.next)

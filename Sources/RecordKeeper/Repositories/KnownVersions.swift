@@ -10,6 +10,8 @@ struct KnownVersions: Sendable {
     private var loadedVersions: [RecordVersion] = []
     /// Changes since that load: a version, or nil for a key now known to be absent.
     private var changes: [String: RecordVersion?] = [:]
+    /// Whether a whole load set these versions: every key not in it is known to be absent.
+    private var isWholeLoad = false
 
     init() {}
 
@@ -25,6 +27,7 @@ struct KnownVersions: Sendable {
             ascending = keys[index - 1] < keys[index]
             index += 1
         }
+        isWholeLoad = true
         if ascending {
             loadedKeys = keys
             loadedVersions = versions
@@ -44,9 +47,17 @@ struct KnownVersions: Sendable {
             return loadedIndex(of: key).map { loadedVersions[$0] }
         }
         set {
-            if newValue == nil, changes.isEmpty, loadedKeys.isEmpty { return }
+            // After a whole load of nothing, every key is known to be absent already.
+            if newValue == nil, changes.isEmpty, loadedKeys.isEmpty, isWholeLoad { return }
             changes[key] = .some(newValue)
         }
+    }
+
+    /// Whether the repository knows anything of `key`: a version, or that it is absent (read
+    /// as absent, deleted, or left out of a whole load). A key it knows nothing of was never
+    /// read, loaded or saved.
+    func knows(_ key: String) -> Bool {
+        isWholeLoad || changes[key] != nil || loadedIndex(of: key) != nil
     }
 
     /// Every key with a known version (unordered).

@@ -85,8 +85,8 @@ extension RecordRepository {
     package enum RememberedVersions: Sendable {
         /// Every item's (an explicit read: `load`, `query`).
         case all
-        /// Only those of items the repository knows no version of; a known version is never
-        /// moved on (an observed query's runs and a followed model's refreshes, which come by themselves after other writers'
+        /// Only those of items the repository knows nothing of (neither a version nor that they
+        /// are absent); a known version is never moved on (an observed query's runs and a followed model's refreshes, which come by themselves after other writers'
         /// commits: a save based on an older copy must still conflict with them).
         case unknownOnly
     }
@@ -101,7 +101,7 @@ extension RecordRepository {
         let loaded = try await currentItems(partial: false) ?? LoadedItems<Item>()
         if let failure = loaded.failure { throw failure }
         learnStoreWrites()
-        for (key, version) in zip(loaded.keys, loaded.versions) where versions[key] == nil {
+        for (key, version) in zip(loaded.keys, loaded.versions) where !versions.knows(key) {
             versions[key] = version
         }
         return loaded.items

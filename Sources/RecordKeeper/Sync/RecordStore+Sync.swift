@@ -87,7 +87,19 @@ extension RecordStore {
             let editedSince = try context.engine.syncQueue.hasChange(record, besides: 0)
             switch resolution {
             case .server:
-                if editedSince {
+                // The record holds the server's value unless the device wrote it since, or it
+                // kept its local value (a server value its indexes could not read).
+                if try editedSince || context.engine.records.payload(name, key: key) != conflict.server {
+                    if let server = conflict.server {
+                        var indexed = IndexedCollections()
+                        if try indexed.refuse(.payload(server), in: name, engine: context.engine) {
+                            throw RecordStoreError(
+                                code: .invalidArgument, operation: .syncResolve, collection: name, key: key, path: path,
+                                detail: "the server's value is not JSON, and this store declared indexes on collection "
+                                    + "\(RecordStoreError.quoted(name)), which read every payload as JSON: keep .local or "
+                                    + ".merged, or drop the collection's indexes (dropIndex) first")
+                        }
+                    }
                     // The server's value, written as sync writes pulled values: not captured.
                     try context.withOrigin(.sync) {
                         try RecordSync.write(conflict.server.map { .payload($0) } ?? .tombstone, to: record, in: context)

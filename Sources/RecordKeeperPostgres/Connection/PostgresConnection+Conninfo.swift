@@ -82,8 +82,10 @@ extension PostgresConnection {
                 timeoutText = String(defaultConnectTimeoutSeconds)
             }
         }
+        // Named as PostgreSQL matches encoding names: letters and digits, any case (UTF-8,
+        // utf_8 and Unicode are UTF8).
         if let index = keywords.firstIndex(of: "client_encoding"),
-            !["UTF8", "UTF-8", "UNICODE"].contains(values[index].trimmingCharacters(in: .whitespaces).uppercased())
+            !["utf8", "unicode"].contains(String(values[index].lowercased().filter { $0.isLetter || $0.isNumber }))
         {
             throw PostgresError(
                 .configuration, operation: "read the conninfo",

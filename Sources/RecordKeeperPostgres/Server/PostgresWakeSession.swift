@@ -81,7 +81,8 @@ final class PostgresWakeSession: @unchecked Sendable {
     /// session is counted, only once the set-up worked: a poll that fails every time (a wake
     /// connection on another database or search path, a role that may not read the counters)
     /// backs off to 5 s instead of retrying every 50 ms. Waiters are woken once when a working
-    /// session fails and once when one is set up again, not on every failed attempt between.
+    /// session fails and once when one is set up again, and in between every 5 s (the longest
+    /// backoff), not on every failed attempt.
     private static func run(
         mode: PostgresSyncServer.LiveWake, conninfo: String, waiters: SyncChangeWaiters, timeout: Duration,
         update: @Sendable ((inout Status) -> Void) -> Void
@@ -125,7 +126,10 @@ final class PostgresWakeSession: @unchecked Sendable {
                     status.lastFailure = String(describing: error)
                     status.backendProcessID = nil
                 }
-                if working {
+                // Once when a working session fails; then, while none works, at each attempt
+                // of the longest backoff (every 5 s): held pulls still hear of other processes'
+                // pushes, late, instead of only at their deadlines.
+                if working || backoff >= .seconds(5) {
                     working = false
                     waiters.notifyAll()
                 }

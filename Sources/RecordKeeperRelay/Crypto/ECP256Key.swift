@@ -54,10 +54,10 @@ final class ECP256Key: @unchecked Sendable {
 
     /// Whether `signature` (JWS form: `r || s`, 32 bytes each) signs `message` with SHA-256.
     func verify(_ signature: [UInt8], message: [UInt8]) -> Bool {
-        guard signature.count == 64, let der = Self.derSignature(raw: signature) else { return false }
         // A refused signature leaves its reasons on this thread's error queue: cleared on
         // every way out, so no later call reads them as its own.
         defer { ERR_clear_error() }
+        guard signature.count == 64, let der = Self.derSignature(raw: signature) else { return false }
         guard let context = EVP_MD_CTX_new() else { return false }
         defer { EVP_MD_CTX_free(context) }
         guard EVP_DigestVerifyInit(context, nil, EVP_sha256(), nil, key) == 1 else { return false }

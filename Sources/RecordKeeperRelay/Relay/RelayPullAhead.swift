@@ -29,6 +29,7 @@ final class RelayPullAhead: Sendable {
 
     private struct Entry {
         let task: Task<[SyncPage]?, Never>
+        let number: Int
         let started: ContinuousClock.Instant
     }
 
@@ -37,6 +38,10 @@ final class RelayPullAhead: Sendable {
     private let keptFor: Duration
     private struct State {
         var entries: [Key: Entry] = [:]
+        /// Reads dropped by ``forget(space:)`` while still running, by number: they count
+        /// toward the capacity until they end, and ``drain()`` cancels them.
+        var orphans: [Int: Task<[SyncPage]?, Never>] = [:]
+        var nextNumber = 0
         /// Set by ``drain()``: nothing more is read ahead.
         var drained = false
     }
@@ -50,6 +55,9 @@ final class RelayPullAhead: Sendable {
 
     /// How many answers are being read ahead or wait for their pull.
     var count: Int { state.withLock { $0.entries.count } }
+
+    /// How many reads dropped by a push still run.
+    var orphanCount: Int { state.withLock { $0.orphans.count } }
 
     /// The answer read ahead for `key`, if any (it is handed out once).
     /// One kept longer than `keptFor` is dropped instead.
@@ -75,8 +83,10 @@ final class RelayPullAhead: Sendable {
                 entry.task.cancel()
                 state.entries.removeValue(forKey: stale)
             }
-            guard state.entries[key] == nil, state.entries.count < capacity else { return }
-            state.entries[key] = Entry(task: Task { await answer() }, started: now)
+            guard state.entries[key] == nil, state.entries.count + state.orphans.count < capacity else { return }
+            state.nextNumber += 1
+            let number = state.nextNumber
+            state.entries[key] = Entry(task: Task { await answer() }, number: number, started: now)
         }
     }
 
@@ -88,9 +98,20 @@ final class RelayPullAhead: Sendable {
     /// A read still running is left to finish, its answer unclaimed: cancelling it would
     /// cancel its statement, and the pool would give up that connection and open another
     /// for every push that caught a read ahead.
+    /// It still counts toward the capacity until it ends, and ``drain()`` cancels it.
     func forget(space: String) {
-        state.withLock { state in
-            for key in state.entries.keys where key.space == space { state.entries.removeValue(forKey: key) }
+        let dropped = state.withLock { state -> [Entry] in
+            let keys = state.entries.keys.filter { $0.space == space }
+            let dropped = keys.compactMap { state.entries.removeValue(forKey: $0) }
+            for entry in dropped { state.orphans[entry.number] = entry.task }
+            return dropped
+        }
+        // Each orphan goes when its read ends.
+        for entry in dropped {
+            Task { [self] in
+                _ = await entry.task.value
+                _ = self.state.withLock { $0.orphans.removeValue(forKey: entry.number) }
+            }
         }
     }
 
@@ -99,9 +120,12 @@ final class RelayPullAhead: Sendable {
     func drain() {
         let dropped = state.withLock { state in
             state.drained = true
-            defer { state.entries = [:] }
-            return Array(state.entries.values)
+            defer {
+                state.entries = [:]
+                state.orphans = [:]
+            }
+            return state.entries.values.map(\.task) + state.orphans.values
         }
-        for entry in dropped { entry.task.cancel() }
+        for task in dropped { task.cancel() }
     }
 }

@@ -208,10 +208,44 @@ import RecordKeeperSync
             // Sync goes on, and keeping the local value sends it.
             try await store.put("notes", key: "y", data: Data(#"{"level":2}"#.utf8))
             #expect(try await sync.sync().pushedOperations == 1)
+            // The server's value cannot be kept while the indexes stand: refused, nothing changed.
+            let refused = await #expect(throws: RecordStoreError.self) {
+                try await store.resolveSyncConflict("notes", key: "x", keeping: .server)
+            }
+            #expect(refused?.code == .invalidArgument)
+            #expect(refused?.detail?.contains("not JSON") == true, "\(String(describing: refused))")
+            #expect(try await store.syncConflicts().count == 1)
             try await store.resolveSyncConflict("notes", key: "x", keeping: .local)
             #expect(try await sync.sync().pushedOperations == 1)
             _ = try await other.sync()
             #expect(try await other.store.value("notes", key: "x") == Data(#"{"level":1}"#.utf8))
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func `keeping the server's value that is not JSON, once the indexes are dropped, takes it`(kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ in
+            let server = InMemorySyncServer()
+            let sync = RecordSync(store: store, server: server)
+            try await sync.start(space: "s", collections: ["notes"])
+            try await store.put("notes", key: "x", data: Data(#"{"level":0}"#.utf8))
+            _ = try await sync.sync()
+            #expect(try await store.declareIndex("notes", on: FieldPath("level")))
+            let other = RecordSync(store: RecordStore.inMemory(), server: server)
+            try await other.start(space: "s", collections: ["notes"])
+            _ = try await other.sync()
+            try await other.store.put("notes", key: "x", data: Data("plain text".utf8))
+            _ = try await other.sync()
+            try await store.put("notes", key: "x", data: Data(#"{"level":1}"#.utf8))
+            // The conflict; the pull then names the payload it skips.
+            await #expect(throws: SyncError.self) { try await sync.sync() }
+            #expect(try await store.syncConflicts().count == 1)
+
+            #expect(try await store.dropIndex("notes", on: FieldPath("level")))
+            try await store.resolveSyncConflict("notes", key: "x", keeping: .server)
+            #expect(try await store.value("notes", key: "x") == Data("plain text".utf8), "device and server agree")
+            #expect(try await sync.sync().pushedOperations == 0)
+            #expect(try await store.value("notes", key: "x") == Data("plain text".utf8))
         }
     }
 

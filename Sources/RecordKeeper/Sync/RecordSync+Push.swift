@@ -24,6 +24,9 @@ struct SyncPushBatchResult: Sendable {
     var conflicts: [SyncRecordConflict] = []
     /// The first operation the server refused as out of order.
     var refusal: SyncRefusal?
+    /// Whether the batch's transaction captured an operation to push (a record dropped while
+    /// on its way, whose kept value goes out again).
+    var recaptured = false
 }
 
 extension RecordSync {
@@ -129,7 +132,17 @@ extension RecordSync {
                     batch = read.operations
                     chain = read.chain
                 }
-                guard let last = batch.last else { break }
+                guard let last = batch.last else {
+                    // The outcomes being applied may capture an operation (a record to push
+                    // again) after the read ahead found nothing: it goes too.
+                    if let previous = applying {
+                        applying = nil
+                        let result = try await previous.value
+                        Self.merge(result, into: &report)
+                        if result.recaptured { continue }  // read from the store again
+                    }
+                    break
+                }
                 var predecessor = chain.predecessor
                 let operations = batch.map { pending in
                     defer { predecessor = .operation(pending.id) }
@@ -257,9 +270,11 @@ extension RecordSync {
     /// (another process applying the answer, a pull) takes that version, and the value the
     /// device keeps goes out again on top of it (captured anew, unless a later local change
     /// is pending, which then carries it): the next pull does not bring the dropped edit back.
+    /// Returns whether it captured an operation.
+    @discardableResult
     private static func pushAgain(
         _ records: some Sequence<SyncRecordKey>, appliedAt version: Int64, in engine: RecordEngine
-    ) throws {
+    ) throws -> Bool {
         var recapture: [SyncRecordKey] = []
         for record in records {
             let state = try engine.syncRecords.state(record)
@@ -269,6 +284,7 @@ extension RecordSync {
             if try !engine.syncQueue.hasChange(record, besides: 0) { recapture.append(record) }
         }
         if !recapture.isEmpty { try engine.syncQueue.capture(recapture) }
+        return !recapture.isEmpty
     }
 
     /// The records `operation` changes, in its order.
@@ -293,7 +309,9 @@ extension RecordSync {
             // it was dropped here while on its way.
             guard try engine.syncQueue.isPending(operation.sequence) else {
                 if case .applied(let version) = outcome.result {
-                    try pushAgain(records(of: sent[index]), appliedAt: version.rawValue, in: engine)
+                    if try pushAgain(records(of: sent[index]), appliedAt: version.rawValue, in: engine) {
+                        result.recaptured = true
+                    }
                 }
                 continue
             }
@@ -320,7 +338,9 @@ extension RecordSync {
                     try engine.syncRecords.setItemVersion(aside.record, aside.value.payload == nil ? nil : aside.itemVersion)
                 }
                 try engine.syncQueue.delete(operation.sequence)
-                if !dropped.isEmpty { try pushAgain(dropped, appliedAt: version.rawValue, in: engine) }
+                if !dropped.isEmpty, try pushAgain(dropped, appliedAt: version.rawValue, in: engine) {
+                    result.recaptured = true
+                }
             case .conflict(let conflicts), .compacted(let conflicts):
                 // A compacted outcome (received before, its outcome forgotten: it applied or
                 // conflicted then, and is never applied again) names every record of the

@@ -154,8 +154,17 @@ package enum ArgumentParser {
                         result.values[spec.name] = inlineValue
                         result.allValues[spec.name, default: []].append(inlineValue)
                     } else if index < arguments.count {
-                        result.values[spec.name] = arguments[index]
-                        result.allValues[spec.name, default: []].append(arguments[index])
+                        // `--merged --json` is an option without its value, not the value
+                        // "--json": a value that begins with -- is given inline.
+                        let value = arguments[index]
+                        guard !value.hasPrefix("--") else {
+                            throw UsageError(
+                                message: "option --\(spec.name) needs a value (\(spec.valueName ?? "VALUE")), not the option "
+                                    + "\(value); write --\(spec.name)=\(value) for a value beginning with --",
+                                command: result.command)
+                        }
+                        result.values[spec.name] = value
+                        result.allValues[spec.name, default: []].append(value)
                         index += 1
                     } else {
                         throw UsageError(message: "option --\(spec.name) needs a value (\(spec.valueName ?? "VALUE"))",

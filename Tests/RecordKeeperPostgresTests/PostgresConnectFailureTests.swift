@@ -24,6 +24,18 @@ struct PostgresConnectFailureTests {
         }
     }
 
+    @Test func `a conninfo libpq cannot read is refused without the pieces it quotes, which may be a password`() async throws {
+        for (conninfo, secret) in [
+            ("postgresql://sync:Hunter%zz2@db/records", "Hunter"), ("host=db password=Hunter2 secretpart", "secretpart"),
+        ] {
+            let error = await #expect(throws: PostgresError.self) { _ = try await PostgresConnection(conninfo: conninfo) }
+            #expect(error?.kind == .configuration)
+            #expect(error.map { !String(describing: $0).contains(secret) } == true, "\(String(describing: error))")
+        }
+        #expect(PostgresConnection.withoutQuotedFragments(#"missing "=" after "secretpart" in connection info string"#)
+                == #"missing "=" after "…" in connection info string"#)
+    }
+
     @Test func `a database that does not exist is a configuration error`() async throws {
         let error = await connectError(try conninfo("dbname=recordkeeper_no_such_database"))
         #expect(error?.code == .configuration)

@@ -107,6 +107,14 @@ import Testing
         #expect(usageError(["export", "a", "b"])?.command == "export")
     }
 
+    @Test func `an option whose value is missing does not take the next option as its value`() throws {
+        #expect(usageError(["info", "--store", "--json"])?.message
+                == "option --store needs a value (PATH), not the option --json; write --store=--json for a value beginning with --")
+        #expect(usageError(["info", "--store", "--"]) != nil)
+        #expect(usageError(["resolve", "notes", "today", "--merged", "--json"]) != nil, "never the value \"--json\"")
+        #expect(try parse(["info", "--store=--odd.sqlite"]).values["store"] == "--odd.sqlite")
+    }
+
     @Test func `an option without its value is reported`() {
         #expect(usageError(["info", "--store"])?.message == "option --store needs a value (PATH)")
     }

@@ -45,6 +45,31 @@ extension PostgresConnection {
         ("client_encoding", "UTF8"),
     ]
 
+    /// libpq's message about a conninfo it cannot read, with each piece of the conninfo it
+    /// quotes (`missing "=" after "…"`, `invalid percent-encoded token: "…"`) left out: the
+    /// piece may be part of a password, and the message goes to logs.
+    static func withoutQuotedFragments(_ message: String) -> String {
+        var result = ""
+        var fragment: String?
+        for character in message {
+            if var open = fragment {
+                if character == "\"" {
+                    result += open.count <= 1 ? "\"\(open)\"" : "\"…\""
+                    fragment = nil
+                } else {
+                    open.append(character)
+                    fragment = open
+                }
+            } else if character == "\"" {
+                fragment = ""
+            } else {
+                result.append(character)
+            }
+        }
+        if let fragment { result += "\"" + (fragment.isEmpty ? "" : "…") }
+        return result
+    }
+
     /// `conninfo` as libpq reads it, with the defaults added for what it does not set.
     ///
     /// - Throws: ``PostgresError/Kind/configuration`` when libpq cannot read it.
@@ -55,7 +80,7 @@ extension PostgresConnection {
         }
         var errorMessage: UnsafeMutablePointer<CChar>?
         guard let options = PQconninfoParse(conninfo, &errorMessage) else {
-            let message = errorMessage.map { String(cString: $0) }?
+            let message = errorMessage.map { withoutQuotedFragments(String(cString: $0)) }?
                 .trimmingCharacters(in: .whitespacesAndNewlines) ?? "libpq could not read it (out of memory?)"
             if let errorMessage { PQfreemem(errorMessage) }
             throw PostgresError(.configuration, operation: "read the conninfo", message: message)

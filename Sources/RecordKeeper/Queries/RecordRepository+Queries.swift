@@ -115,7 +115,7 @@ extension RecordRepository where Item: Queryable {
     ) async throws -> (result: T, newer: [String: Int])? {
         let name = try RecordNames.collection(collection, operation: .query)
         let current = itemVersion
-        for attempt in 0..<2 {
+        for attempt in 0..<ItemMigrator.attempts {
             // With the records' own item versions, in the same transaction: records pulled from
             // an older app are migrated first, and those of a newer app named by the caller.
             let (state, read) = try await store.performRead(.query, collection: name, inline: inline) { source in
@@ -124,12 +124,14 @@ extension RecordRepository where Item: Queryable {
                     (try body(engine, query, id), try engine.itemVersions.recordItemVersions(name, above: current))
                 }
             }
-            if try !migrator.needsMigration(state, records: read?.1 ?? .none) || attempt == 1 {
+            let needed = try migrator.needsMigration(state, records: read?.1 ?? .none)
+            if needed, attempt == ItemMigrator.attempts - 1 { throw migrator.olderRecordsKeptArriving() }
+            if !needed {
                 isPrepared = true
                 return read.map { ($0.0, $0.1.newer) }
             }
             try await migrate()
         }
-        return nil  // not reached: the second attempt returns
+        return nil  // not reached: the last attempt returns or throws
     }
 }

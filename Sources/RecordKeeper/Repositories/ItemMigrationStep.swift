@@ -116,6 +116,19 @@ struct ItemMigrator: Sendable {
         return found < currentVersion || records.lowest.map { $0 < currentVersion } == true
     }
 
+    /// How many times a read migrates and reads again before giving up: a migration is
+    /// followed by a read that checks again, since a sync pull may bring records of an older
+    /// item version in between (they are never decoded as the current type).
+    static let attempts = 4
+
+    /// The error when records of an older item version kept arriving between migrations.
+    func olderRecordsKeptArriving() -> RepositoryError {
+        RepositoryError(
+            code: .migrationFailed, collection: collection, itemVersion: currentVersion,
+            detail: "records of an older item version kept arriving (pulled from a device on an older app) while the "
+                + "collection was migrated \(Self.attempts - 1) times; nothing was decoded: try again")
+    }
+
     /// The error for a record written by a newer app (a pulled value with a higher item
     /// version than this code knows): it is never decoded as this code's type.
     func newerRecordError(key: String, version: Int) -> RepositoryError {

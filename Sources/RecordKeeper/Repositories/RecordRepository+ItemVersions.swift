@@ -19,10 +19,14 @@ extension RecordRepository {
         let coding = coding
         let strategies = strategies
         let limits = loadWindowLimits
-        for attempt in 0..<2 {
+        for attempt in 0..<ItemMigrator.attempts {
             let read = try await store.readWithItemVersion(collection, operation: .read) { engine, name, state in
                 let records = try engine.itemVersions.recordItemVersions(name, above: current)
-                if try migrator.needsMigration(state, records: records), attempt == 0 { return LoadRead<Item>.needsMigration }
+                // Also after a migration: a pull may have brought older records meanwhile.
+                if try migrator.needsMigration(state, records: records) {
+                    if attempt == ItemMigrator.attempts - 1 { throw migrator.olderRecordsKeptArriving() }
+                    return LoadRead<Item>.needsMigration
+                }
                 return .loaded(try Self.scan(
                     engine, name, collection: collection, newer: records.newer, partial: partial,
                     makeCoder: { PayloadCoder(coding, strategies: strategies) }, migrator: migrator,
@@ -39,7 +43,7 @@ extension RecordRepository {
                 try await migrate()
             }
         }
-        return nil  // not reached: the second attempt loads
+        return nil  // not reached: the last attempt loads or throws
     }
 
     /// The records of `name` decoded in key order, skipping (`partial`) or stopping at the
@@ -124,17 +128,19 @@ extension RecordRepository {
     /// A record written by a newer app (pulled from a device running it) throws.
     func currentRecord(_ key: String) async throws -> StoredRecord? {
         let current = itemVersion
-        for attempt in 0..<2 {
+        for attempt in 0..<ItemMigrator.attempts {
             let (state, record, own) = try await store.recordWithItemVersion(collection, key: key)
             let records = RecordItemVersions(lowest: own, newer: [:])
-            if try !migrator.needsMigration(state, records: records) || attempt == 1 {
+            let needed = try migrator.needsMigration(state, records: records)
+            if needed, attempt == ItemMigrator.attempts - 1 { throw migrator.olderRecordsKeptArriving() }
+            if !needed {
                 isPrepared = true
                 if let own, own > current { throw migrator.newerRecordError(key: key, version: own) }
                 return record
             }
             try await migrate()
         }
-        return nil  // not reached: the second attempt returns
+        return nil  // not reached: the last attempt returns or throws
     }
 
     /// Before the first write: migrates the collection if it holds older items, so that a

@@ -113,6 +113,17 @@ extension RecordStore {
                 }
             case .local:
                 if !editedSince {
+                    // The local value kept by the conflict is in the shape of the item version it
+                    // was written at; a migration since rewrote the records, not the conflict.
+                    if conflict.local != nil, let kept = conflict.localItemVersion,
+                        case .recorded(let current, _) = try context.engine.itemVersions.itemVersion(name), kept < current
+                    {
+                        throw RecordStoreError(
+                            code: .invalidArgument, operation: .syncResolve, collection: name, key: key, path: path,
+                            detail: "the local value was written at item version \(kept), and collection "
+                                + "\(RecordStoreError.quoted(name)) is at item version \(current) now: keeping it would store "
+                                + "the older shape as the newer; resolve with .merged (the value in the current shape) or .server")
+                    }
                     if try context.engine.records.payload(name, key: key) == conflict.local {
                         // The record kept its local value (a server value its indexes could
                         // not read): nothing to write, but it goes out all the same.

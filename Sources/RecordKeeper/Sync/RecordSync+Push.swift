@@ -287,6 +287,15 @@ extension RecordSync {
         return !recapture.isEmpty
     }
 
+    /// The item version of `record`'s stored value: its own (pulled at another version, not
+    /// migrated since), else the one recorded for its collection; nil when none was recorded.
+    static func currentItemVersion(of record: SyncRecordKey, in engine: RecordEngine) throws -> Int? {
+        let (state, _, own) = try engine.itemVersions.recordWithItemVersion(record.collection, key: record.key)
+        if let own { return own }
+        if case .recorded(let version, _) = state { return version }
+        return nil
+    }
+
     /// The records `operation` changes, in its order.
     private static func records(of operation: SyncOperation) -> [SyncRecordKey] {
         operation.changes.map { SyncRecordKey(collection: $0.collection, key: $0.key) }
@@ -357,8 +366,9 @@ extension RecordSync {
                     let record = SyncRecordKey(collection: conflict.collection, key: conflict.key)
                     guard carriedSet.contains(record), conflicting.insert(record).inserted else { continue }
                     let local = try engine.records.payload(record.collection, key: record.key)
-                    let localItemVersion = operation.changes.first { $0.collection == record.collection && $0.key == record.key }?
-                        .itemVersion
+                    // The item version of the local value as it is now (a migration since the
+                    // change was captured rewrote it), not the captured change's.
+                    let localItemVersion = local == nil ? nil : try Self.currentItemVersion(of: record, in: engine)
                     var server = conflict.server?.value ?? .tombstone
                     var serverVersion = conflict.server?.version
                     var serverItemVersion = conflict.server?.itemVersion
@@ -369,7 +379,8 @@ extension RecordSync {
                         serverVersion = SyncServerVersion(aside.version)
                         serverItemVersion = aside.itemVersion
                     }
-                    var itemVersion = server.payload == nil ? nil : serverItemVersion
+                    // nil: the record keeps its value, and the item version it has.
+                    var itemVersion: Int?? = .some(server.payload == nil ? nil : serverItemVersion)
                     if local != server.payload {
                         let kept = SyncRecordConflict(
                             collection: record.collection, key: record.key, local: local, server: server.payload,
@@ -381,13 +392,13 @@ extension RecordSync {
                             // Not JSON, in a collection this store indexed: written, it would
                             // fail this batch and every push after it. The record keeps its
                             // local value; the conflict holds the server's.
-                            itemVersion = local == nil ? nil : localItemVersion
+                            itemVersion = nil
                         } else {
                             try write(server, to: record, in: context)
                         }
                     }
                     try engine.syncRecords.setServerVersion(record, serverVersion?.rawValue, clearingAside: true)
-                    try engine.syncRecords.setItemVersion(record, itemVersion)
+                    if let itemVersion { try engine.syncRecords.setItemVersion(record, itemVersion) }
                     // The conflict holds the record's latest local value: later pending
                     // changes of it are superseded.
                     try engine.syncQueue.dropChanges(record, after: operation.sequence)

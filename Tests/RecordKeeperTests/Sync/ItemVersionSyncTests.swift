@@ -41,6 +41,58 @@ import Testing
         }
     }
 
+    /// Device B's conflict on "moby-dick" (both devices edited it at version 1); `upgradeFirst`:
+    /// B updated to version 2 (and migrated) between its edit and the sync that met the conflict.
+    private func conflictOnB(
+        _ stores: [RecordStore], _ a: RecordSync, _ b: RecordSync, upgradeFirst: Bool
+    ) async throws -> SyncRecordConflict {
+        let onA = ReadingApp.v1(stores[0])
+        try await onA.save(ReadingApp.BookV1(id: "moby-dick", title: "Moby-Dick", author: "Herman Melville"))
+        _ = try await a.sync()
+        _ = try await b.sync()
+        try await onA.save(ReadingApp.BookV1(id: "moby-dick", title: "Moby Dick (A)", author: "Herman Melville"))
+        _ = try await a.sync()
+        let onB = ReadingApp.v1(stores[1])
+        _ = try await onB.load()
+        try await onB.save(ReadingApp.BookV1(id: "moby-dick", title: "Moby Dick (B)", author: "Herman Melville"))
+        if upgradeFirst { _ = try await ReadingApp.v2(stores[1]).load() }
+        #expect(try await b.sync().newConflicts.count == 1)
+        return try #require(try await stores[1].syncConflicts().first)
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func `a conflict met after a migration says the local value's item version as it is now`(kind: StoreKind) async throws {
+        try await withSyncingDevices(kind, collections: ["books"]) { stores, a, b in
+            let conflict = try await conflictOnB(stores, a, b, upgradeFirst: true)
+            // The local value was migrated after its change was captured at version 1.
+            let local = try JSONSerialization.jsonObject(with: try #require(conflict.local)) as? [String: Any]
+            #expect(local?["authors"] != nil)
+            #expect(conflict.localItemVersion == 2)
+            try await stores[1].resolveSyncConflict("books", key: "moby-dick", keeping: .local)
+            #expect(try await ReadingApp.v2(stores[1]).item("moby-dick")?.title == "Moby Dick (B)")
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func `keeping a local value of an older item version after the app updated is refused`(kind: StoreKind) async throws {
+        try await withSyncingDevices(kind, collections: ["books"]) { stores, a, b in
+            let conflict = try await conflictOnB(stores, a, b, upgradeFirst: false)
+            #expect(conflict.localItemVersion == 1)
+            // B updates to version 2: its migration rewrites the records, not the conflict.
+            let onB = ReadingApp.v2(stores[1])
+            #expect(try await onB.item("moby-dick")?.authors == ["Herman Melville"])
+            let error = await #expect(throws: RecordStoreError.self) {
+                try await stores[1].resolveSyncConflict("books", key: "moby-dick", keeping: .local)
+            }
+            #expect(error?.code == .invalidArgument)
+            #expect(error?.detail?.contains("item version 1") == true, "\(String(describing: error))")
+            #expect(try await stores[1].syncConflicts().count == 1, "nothing was written")
+            let merged = ReadingApp.BookV2(id: "moby-dick", title: "Moby Dick (B)", authors: ["Herman Melville"], rating: 0)
+            try await stores[1].resolveSyncConflict("books", key: "moby-dick", keeping: .merged(try RecordCoding.encode(merged)))
+            #expect(try await onB.item("moby-dick") == merged)
+        }
+    }
+
     @Test(arguments: StoreKind.allCases)
     func `a deletion by a newer app is not a newer record on a device of the older app`(kind: StoreKind) async throws {
         try await withSyncingDevices(kind, collections: ["books"]) { stores, a, b in

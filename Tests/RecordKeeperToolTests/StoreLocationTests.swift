@@ -93,6 +93,20 @@ import Testing
         }
     }
 
+    @Test func `a link to an empty file is an empty file, not a store`() async throws {
+        try await withTool { tool in
+            let target = URL(fileURLWithPath: tool.storePath).deletingLastPathComponent().appendingPathComponent("empty.sqlite")
+            try Data().write(to: target)
+            try FileManager.default.createSymbolicLink(atPath: tool.storePath, withDestinationPath: target.path)
+            for arguments in [["collections"], ["conflicts"]] {
+                let result = try await tool.runOnStore(arguments)
+                #expect(result.status == 66, "\(arguments): \(result.stderr)")
+                #expect(result.stderr.contains("is an empty file, not a store yet"), "\(arguments): \(result.stderr)")
+            }
+            #expect(try Data(contentsOf: target).isEmpty)
+        }
+    }
+
     @Test func `a directory in place of the store is refused`() async throws {
         try await withTool { tool in
             try FileManager.default.createDirectory(atPath: tool.storePath, withIntermediateDirectories: false)

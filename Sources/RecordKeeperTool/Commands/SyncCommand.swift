@@ -166,19 +166,33 @@ enum SyncCommand {
         do {
             report = try await sync.sync()
         } catch let error as SyncError {
-            let pending = try await store.syncStatus()?.pendingOperations
+            // What is said about the failure; a failure to say it (a busy store, a closed
+            // standard output) never replaces the sync's own error.
+            let pending: Int?
+            do {
+                pending = try await store.syncStatus()?.pendingOperations
+            } catch {
+                pending = nil
+                StandardError.writeLine("recordkeeper: could not read the store's sync status afterwards: \(error)")
+            }
             // What was already done (a new device id taken, collections started) is said first.
             // Not with --json, whose failures print nothing on standard output.
             let prose = !context.quiet && !arguments.has("json")
-            if prose, let recovery { try context.output.write(describe(recovery) + "\n") }
-            if prose { for line in startedLines(request) { try context.output.write(line + "\n") } }
-            // Conflicts its push recorded before the failure are in the store: say so, as a
-            // sync that succeeds does (not with --json, whose failures print nothing).
-            if !arguments.has("json") {
-                for conflict in error.partialReport?.newConflicts ?? [] { try context.output.write(conflictLine(conflict)) }
+            do {
+                if prose, let recovery { try context.output.write(describe(recovery) + "\n") }
+                if prose { for line in startedLines(request) { try context.output.write(line + "\n") } }
+                // Conflicts its push recorded before the failure are in the store: say so, as a
+                // sync that succeeds does (not with --json, whose failures print nothing).
+                if !arguments.has("json") {
+                    for conflict in error.partialReport?.newConflicts ?? [] { try context.output.write(conflictLine(conflict)) }
+                }
+            } catch {
+                StandardError.writeLine("recordkeeper: could not write what the sync did before it failed: \(error)")
             }
             throw ToolError(error, pending: pending, touched: true)
         }
+        // Committed: a failure to print from here on only loses the output (see WriteNote).
+        context.written.set()
         if let automatic = report.recovery { lines.append(describe(automatic)) }
         lines += startedLines(request)
         let after = try await store.syncStatus()
@@ -329,13 +343,16 @@ extension ToolError {
                 : "nothing was changed"
             self.init(.dataError, "invalid sync request: \(error.message); \(local)")
         case .newerServerSchema:
-            self.init(.storeRefused, "the sync server is newer than this tool: \(error.message); local data untouched")
+            let local = touched ? "what this sync did before stays in the store" : "local data untouched"
+            self.init(.storeRefused, "the sync server is newer than this tool: \(error.message); \(local)")
         case .configuration:
+            let local = touched ? "what this sync did before stays in the store" : "local data untouched"
             self.init(.configuration, "the sync server settings are wrong: \(error.message); correct --server (or "
-                      + "\(SyncCommand.serverVariable)): trying again does not help; local data untouched")
+                      + "\(SyncCommand.serverVariable)): trying again does not help; \(local)")
         case .authentication:
+            let local = touched ? "what this sync did before stays in the store" : "local data untouched"
             self.init(.noPermission, "the sync server refused the credentials: \(error.message); trying again does "
-                      + "not help; local data untouched")
+                      + "not help; \(local)")
         case .unauthorized:
             let local = touched ? "what this sync did before the refusal stays in the store" : "local data untouched"
             self.init(.noPermission, "the relay refused the token: \(error.message); trying again with it does not "

@@ -34,10 +34,12 @@ struct StoreAccess: Sendable {
 
     func state() throws(ToolError) -> State {
         guard FileManager.default.fileExists(atPath: path) else { return .missing }
-        if let kind = FileKind.nonRegular(at: url.resolvingSymlinksInPath().path) { return .nonRegular(kind) }
+        // Links followed: a link's own size is its target path's length.
+        let target = url.resolvingSymlinksInPath().path
+        if let kind = FileKind.nonRegular(at: target) { return .nonRegular(kind) }
         let size: Int
         do {
-            let attributes = try FileManager.default.attributesOfItem(atPath: path)
+            let attributes = try FileManager.default.attributesOfItem(atPath: target)
             size = (attributes[.size] as? NSNumber)?.intValue ?? 0
         } catch {
             throw ToolError(.ioError, "cannot inspect \(path): \(error.localizedDescription)")

@@ -37,7 +37,12 @@ struct RecordKeyedDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProto
 
     var codingPath: [any CodingKey] { core.state.path(depth: depth, extra: extra, key: nil) }
 
+    /// Every member's name, converted as the container's keys are; a name given twice is
+    /// listed twice (unlike Foundation, which lists it once), so a caller can refuse it (the
+    /// relay's JWT header and claims do). None once the decode this container belongs to has
+    /// returned: its tape is gone.
     var allKeys: [Key] {
+        guard core.generation == core.state.generation else { return [] }
         var keys: [Key] = []
         var entry = object + 1
         let snakeCase = more?.converting == true ? core.state.snakeCase : nil
@@ -63,7 +68,7 @@ struct RecordKeyedDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProto
         return nil
     }
 
-    private func require(_ key: Key) throws -> Int {
+    func require(_ key: Key) throws -> Int {
         guard let entry = try find(key) else {
             throw DecodingError.keyNotFound(key, DecodingError.Context(
                 codingPath: codingPath,
@@ -72,7 +77,7 @@ struct RecordKeyedDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProto
         return entry
     }
 
-    private func path(_ key: Key) -> [any CodingKey] { core.state.path(depth: depth, extra: extra, key: key) }
+    func path(_ key: Key) -> [any CodingKey] { core.state.path(depth: depth, extra: extra, key: key) }
 
     func contains(_ key: Key) -> Bool { (try? find(key)) != nil }
 
@@ -145,7 +150,9 @@ struct RecordKeyedDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProto
     ) throws -> KeyedDecodingContainer<NestedKey> {
         let entry = try require(key)
         try core.expect(.object, at: entry, [String: Any].self, path: path(key))
-        return KeyedDecodingContainer(RecordKeyedDecodingContainer<NestedKey>(core: core, object: entry, depth: depth, extra: extra + [key]))
+        // Converted as the top container's keys are (Foundation's nested containers convert too).
+        return KeyedDecodingContainer(RecordKeyedDecodingContainer<NestedKey>(
+            core: core, object: entry, depth: depth, extra: extra + [key], converting: core.state.snakeCase != nil))
     }
 
     func nestedUnkeyedContainer(forKey key: Key) throws -> any UnkeyedDecodingContainer {
@@ -216,10 +223,10 @@ struct RecordUnkeyedDecodingContainer: UnkeyedDecodingContainer {
     var codingPath: [any CodingKey] { core.state.path(depth: depth, extra: extra, key: nil) }
     var isAtEnd: Bool { currentIndex >= count ?? 0 }
 
-    private func path() -> [any CodingKey] { core.state.path(depth: depth, extra: extra, key: RecordIndexKey(currentIndex)) }
+    func path() -> [any CodingKey] { core.state.path(depth: depth, extra: extra, key: RecordIndexKey(currentIndex)) }
 
     /// The next element's tape index, after checking that there is one.
-    private func next(_ type: Any.Type) throws -> Int {
+    func next(_ type: Any.Type) throws -> Int {
         try core.checkLive()
         guard !isAtEnd else {
             throw DecodingError.valueNotFound(type, DecodingError.Context(
@@ -228,7 +235,7 @@ struct RecordUnkeyedDecodingContainer: UnkeyedDecodingContainer {
         return entry
     }
 
-    private mutating func advance() {
+    mutating func advance() {
         entry = Int(core.tape[entry].next)
         currentIndex += 1
     }
@@ -289,7 +296,8 @@ struct RecordUnkeyedDecodingContainer: UnkeyedDecodingContainer {
         let key = RecordIndexKey(currentIndex)
         try core.expect(.object, at: element, [String: Any].self, path: path())
         advance()
-        return KeyedDecodingContainer(RecordKeyedDecodingContainer<NestedKey>(core: core, object: element, depth: depth, extra: extra + [key]))
+        return KeyedDecodingContainer(RecordKeyedDecodingContainer<NestedKey>(
+            core: core, object: element, depth: depth, extra: extra + [key], converting: core.state.snakeCase != nil))
     }
 
     mutating func nestedUnkeyedContainer() throws -> any UnkeyedDecodingContainer {

@@ -141,7 +141,11 @@ final class RecordDecoderCore: Decoder {
                 if let wide = JSONNumbers.uint64(raw), let result = T(exactly: wide) { return result }
             }
             if T.bitWidth > 64, let result = T(String(decoding: raw, as: UTF8.self)) { return result }
-        } else if let double = JSONNumbers.double(raw), let result = T(exactly: double) {
+        } else if let double = JSONNumbers.double(raw), double.magnitude < 9_007_199_254_740_992, let result = T(exactly: double) {
+            // Below 2^53 a Double holds every integer exactly, as Foundation trusts it.
+            return result
+        } else if let digits = JSONNumbers.integerDigits(raw), let result = T(digits) {
+            // A larger integer written with a fraction or an exponent: read from its digits.
             return result
         }
         throw notRepresentable(raw, T.self, path())

@@ -69,7 +69,7 @@ public final class RecordJSONEncoder {
         }
         state.reset()
         if let scalar = try state.scalar(value, path: []) {
-            return state.serialize(scalar)
+            return try state.serialize(scalar)
         }
         let root = state.makeNode()
         state.noteDictionary(value, in: root)
@@ -91,7 +91,7 @@ public final class RecordJSONEncoder {
             throw EncodingError.invalidValue(value, EncodingError.Context(
                 codingPath: [], debugDescription: "Top-level \(T.self) did not encode any values."))
         }
-        return state.serialize(.node(root))
+        return try state.serialize(.node(root))
     }
 }
 

@@ -107,17 +107,22 @@ final class EncodingState {
     }
 
     /// The JSON text of `value`, written into the reused output buffer.
-    func serialize(_ value: EncodedValue) -> Data {
+    /// - Throws: `EncodingError.invalidValue` for arrays and objects nested 512 deep, as
+    ///   Foundation's `JSONEncoder` (whose writer stops there), and no decoder reads them back.
+    func serialize(_ value: EncodedValue) throws -> Data {
         var out: [UInt8] = []
         swap(&out, &output)  // write to a local: no exclusivity checks per byte
+        defer { swap(&out, &output) }
         out.removeAll(keepingCapacity: true)
-        Self.write(value, to: &out)
-        let data = Data(out)
-        swap(&out, &output)
-        return data
+        try Self.write(value, to: &out, level: 0)
+        return Data(out)
     }
 
-    static func write(_ value: EncodedValue, to out: inout [UInt8]) {
+    /// Foundation's `JSONWriter.maximumRecursionDepth`: an array or object at this level (the
+    /// outermost is level 1) is refused.
+    static let maximumNesting = 512
+
+    static func write(_ value: EncodedValue, to out: inout [UInt8], level: Int) throws {
         switch value {
         case .null: JSONWriter.appendASCII("null", to: &out)
         case .bool(let flag): JSONWriter.appendASCII(flag ? "true" : "false", to: &out)
@@ -127,14 +132,20 @@ final class EncodingState {
         case .double(let double): JSONWriter.appendDouble(double, to: &out)
         case .float(let float): JSONWriter.appendFloat(float, to: &out)
         case .decimal(let decimal): JSONWriter.appendDecimal(decimal, to: &out)
-        case .node(let node): write(node, to: &out)
+        case .node(let node): try write(node, to: &out, level: level)
         }
     }
 
-    private static func write(_ node: EncodingNode, to out: inout [UInt8]) {
+    private static func write(_ node: EncodingNode, to out: inout [UInt8], level: Int) throws {
+        if node.kind != .scalar, level + 1 >= maximumNesting {
+            throw EncodingError.invalidValue(
+                node.kind, EncodingError.Context(
+                    codingPath: [], debugDescription: "Arrays and objects nested \(maximumNesting) deep: Foundation's "
+                        + "JSONEncoder refuses them, and no JSON decoder here reads them back."))
+        }
         switch node.kind {
         case .scalar:
-            write(node.scalar, to: &out)
+            try write(node.scalar, to: &out, level: level)
         case .empty:
             // A nested value that encoded nothing is `{}`, as in Foundation.
             JSONWriter.appendASCII("{}", to: &out)
@@ -143,7 +154,7 @@ final class EncodingState {
             let members = node.members
             for index in members.indices {
                 if index > 0 { out.append(UInt8(ascii: ",")) }
-                write(members[index].value, to: &out)
+                try write(members[index].value, to: &out, level: level + 1)
             }
             out.append(UInt8(ascii: "]"))
         case .object:
@@ -155,7 +166,7 @@ final class EncodingState {
                 first = false
                 JSONWriter.appendString(members[index].key, to: &out)
                 out.append(UInt8(ascii: ":"))
-                write(members[index].value, to: &out)
+                try write(members[index].value, to: &out, level: level + 1)
             }
             out.append(UInt8(ascii: "}"))
         }

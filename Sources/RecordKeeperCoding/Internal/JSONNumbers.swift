@@ -97,6 +97,63 @@ enum JSONNumbers {
         return value
     }
 
+    /// A JSON number with a fraction or an exponent (`9007199254740993.0`, `1.8e19`) as the
+    /// decimal digits of the integer it is exactly (`-` first when negative), or nil when it is
+    /// not an integer or has more than 40 digits (more than any 128-bit integer). Read from its
+    /// digits, never through a `Double`, whose 53 bits would round a larger integer.
+    static func integerDigits(_ bytes: UnsafeBufferPointer<UInt8>) -> String? {
+        var index = 0
+        var negative = false
+        if index < bytes.count, bytes[index] == UInt8(ascii: "-") {
+            negative = true
+            index += 1
+        }
+        var digits: [UInt8] = []
+        var point: Int?
+        while index < bytes.count {
+            let byte = bytes[index]
+            if byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") {
+                digits.append(byte)
+            } else if byte == UInt8(ascii: "."), point == nil {
+                point = digits.count
+            } else {
+                break
+            }
+            index += 1
+        }
+        var exponent = 0
+        if index < bytes.count, bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E") {
+            index += 1
+            var exponentNegative = false
+            if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") {
+                exponentNegative = bytes[index] == UInt8(ascii: "-")
+                index += 1
+            }
+            var magnitude = 0
+            while index < bytes.count, bytes[index] >= UInt8(ascii: "0") && bytes[index] <= UInt8(ascii: "9") {
+                magnitude = min(magnitude * 10 + Int(bytes[index] - UInt8(ascii: "0")), 100_000)
+                index += 1
+            }
+            exponent = exponentNegative ? -magnitude : magnitude
+        }
+        guard index == bytes.count, !digits.isEmpty else { return nil }
+        // Leading zeros go: the integer part starts at the first other digit.
+        var point0 = (point ?? digits.count) + exponent
+        while let first = digits.first, first == UInt8(ascii: "0") {
+            digits.removeFirst()
+            point0 -= 1
+        }
+        guard !digits.isEmpty else { return "0" }
+        guard point0 > 0, point0 <= 40 else { return nil }
+        if point0 < digits.count {
+            guard digits[point0...].allSatisfy({ $0 == UInt8(ascii: "0") }) else { return nil }
+            digits.removeSubrange(point0...)
+        } else {
+            digits.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: point0 - digits.count))
+        }
+        return (negative ? "-" : "") + String(decoding: digits, as: UTF8.self)
+    }
+
     static func decimal(_ bytes: UnsafeBufferPointer<UInt8>) -> Decimal? {
         Decimal(string: String(decoding: bytes, as: UTF8.self), locale: Locale(identifier: "en_US_POSIX"))
     }

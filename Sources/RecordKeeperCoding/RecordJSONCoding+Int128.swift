@@ -1,0 +1,78 @@
+import Foundation
+
+// 128-bit integers (Swift 6; macOS 15, iOS 18 and later on Apple platforms). The standard
+// library's default implementations of these container requirements throw ("has not
+// implemented support for Int128"), so each container implements them.
+//
+// Encoding: the value goes to Foundation's `JSONEncoder`, which writes them (the fast path
+// gives up, as for any value it does not handle, and the result is byte-identical anyway).
+// Decoding: read from the number's digits, as every integer is.
+
+@available(macOS 15.0, iOS 18.0, watchOS 11.0, tvOS 18.0, visionOS 2.0, *)
+extension RecordKeyedEncodingContainer {
+    mutating func encode(_ value: Int128, forKey key: Key) throws { try giveUp() }
+    mutating func encode(_ value: UInt128, forKey key: Key) throws { try giveUp() }
+
+    private func giveUp() throws -> Never {
+        core.state.unsupported = true
+        throw RecordFastPathUnsupported()
+    }
+}
+
+@available(macOS 15.0, iOS 18.0, watchOS 11.0, tvOS 18.0, visionOS 2.0, *)
+extension RecordUnkeyedEncodingContainer {
+    mutating func encode(_ value: Int128) throws { try giveUp() }
+    mutating func encode(_ value: UInt128) throws { try giveUp() }
+
+    private func giveUp() throws -> Never {
+        core.state.unsupported = true
+        throw RecordFastPathUnsupported()
+    }
+}
+
+@available(macOS 15.0, iOS 18.0, watchOS 11.0, tvOS 18.0, visionOS 2.0, *)
+extension RecordSingleValueEncodingContainer {
+    mutating func encode(_ value: Int128) throws { try giveUp() }
+    mutating func encode(_ value: UInt128) throws { try giveUp() }
+
+    private func giveUp() throws -> Never {
+        core.state.unsupported = true
+        throw RecordFastPathUnsupported()
+    }
+}
+
+@available(macOS 15.0, iOS 18.0, watchOS 11.0, tvOS 18.0, visionOS 2.0, *)
+extension RecordKeyedDecodingContainer {
+    func decode(_ type: Int128.Type, forKey key: Key) throws -> Int128 {
+        try core.integer(Int128.self, at: try require(key), path: path(key))
+    }
+
+    func decode(_ type: UInt128.Type, forKey key: Key) throws -> UInt128 {
+        try core.integer(UInt128.self, at: try require(key), path: path(key))
+    }
+}
+
+@available(macOS 15.0, iOS 18.0, watchOS 11.0, tvOS 18.0, visionOS 2.0, *)
+extension RecordUnkeyedDecodingContainer {
+    mutating func decode(_ type: Int128.Type) throws -> Int128 { try wideInteger() }
+    mutating func decode(_ type: UInt128.Type) throws -> UInt128 { try wideInteger() }
+
+    private mutating func wideInteger<T: FixedWidthInteger>() throws -> T {
+        let value = try core.integer(T.self, at: try next(T.self), path: path())
+        advance()
+        return value
+    }
+}
+
+@available(macOS 15.0, iOS 18.0, watchOS 11.0, tvOS 18.0, visionOS 2.0, *)
+extension RecordSingleValueDecodingContainer {
+    func decode(_ type: Int128.Type) throws -> Int128 {
+        try core.checkLive()
+        return try core.integer(Int128.self, at: entry, path: codingPath)
+    }
+
+    func decode(_ type: UInt128.Type) throws -> UInt128 {
+        try core.checkLive()
+        return try core.integer(UInt128.self, at: entry, path: codingPath)
+    }
+}

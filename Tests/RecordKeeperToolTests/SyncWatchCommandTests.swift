@@ -94,4 +94,26 @@ struct SyncWatchCommandTests {
             }
         }
     }
+
+    @Test func `a watch started with --recover names the recovery in its first JSON round`() async throws {
+        try await TestPostgres.withPrivateSchema(prefix: "rk_watch") { conninfo, _ in
+            try await withTemporaryDirectory { directory in
+                let (a, aOutputs) = try Self.device(directory, "a")
+                _ = Self.ok(try await a.runOnStore(["sync", "--server", conninfo, "--space", "home", "--collections", "notes"]))
+                let watch = try ToolProcess(
+                    ["sync", "--watch", "--json", "--recover", "--server", conninfo, "--store", a.storePath], in: a.directory,
+                    outputDirectory: aOutputs)
+                try watch.start()
+                defer { watch.send(SIGKILL) }
+                let first = try await watch.waitForLine(timeout: .seconds(30)) { Self.object($0)?["state"] != nil }
+                let recovery = Self.object(first)?["recovery"] as? [String: Any]
+                #expect(recovery?["reason"] as? String == "requested", "\(first)")
+                watch.send(SIGTERM)
+                try await watch.waitForExit()
+                let stderr = try watch.errorOutput()
+                #expect(watch.process.terminationStatus == 0, "\(stderr)")
+                #expect(try watch.output().split(separator: "\n").last == #"{"state":"stopped"}"#)
+            }
+        }
+    }
 }

@@ -83,9 +83,11 @@ extension SyncCommand {
         }
     }
 
+    /// Rounds until a signal; `recovery` is what `--recover` did before the first round (its
+    /// line is in `opening`; the first round's JSON document names it).
     static func watch(
-        _ sync: RecordSync, context: CommandContext, request: Request, opening: [String], timeout: Duration,
-        interruption: Interruption
+        _ sync: RecordSync, context: CommandContext, request: Request, opening: [String], recovery: SyncRecovery?,
+        timeout: Duration, interruption: Interruption
     ) async throws -> ExitCode {
         let json = context.arguments.has("json")
         if !json, !context.quiet {
@@ -95,19 +97,49 @@ extension SyncCommand {
         let options = KeepInSyncOptions(pullWait: min(.seconds(25), timeout / 2))
         let (events, sink) = AsyncStream.makeStream(of: WatchEvent.self)
         let activities = sync.activity()
+        // Ends once the activity that keepInSync publishes last (`.stopped`, after every
+        // round's) was forwarded: `.finished` comes after it, so no round's line is lost.
+        let (stopForwarded, stopSink) = AsyncStream.makeStream(of: Void.self)
         let forwarding = Task {
-            for await activity in activities { sink.yield(.activity(activity)) }
-        }
-        defer { forwarding.cancel() }
-        let running = Task {
-            do {
-                try await interruption.run { try await sync.keepInSync(options) }
-                sink.yield(.finished(nil))
-            } catch {
-                sink.yield(.finished(error))
+            defer { stopSink.finish() }
+            var first = true  // the activity current before keepInSync started
+            for await activity in activities {
+                sink.yield(.activity(activity))
+                if case .stopped = activity, !first { stopSink.finish() }
+                first = false
             }
         }
-        defer { running.cancel() }
+        defer { forwarding.cancel() }
+        let ran = Protected(false)
+        let running = Task {
+            var outcome: (any Error)?
+            do {
+                try await interruption.run {
+                    ran.withLock { $0 = true }
+                    try await sync.keepInSync(options)
+                }
+            } catch {
+                outcome = error
+            }
+            if ran.withLock({ $0 }) { for await _ in stopForwarded {} }
+            sink.yield(.finished(outcome))
+        }
+        do {
+            return try await printRounds(
+                events, sync, context: context, request: request, recovery: recovery)
+        } catch {
+            // No round outlives the command: the one running ends before the stores close.
+            running.cancel()
+            _ = await running.result
+            throw error
+        }
+    }
+
+    private static func printRounds(
+        _ events: AsyncStream<WatchEvent>, _ sync: RecordSync, context: CommandContext, request: Request,
+        recovery: SyncRecovery?
+    ) async throws -> ExitCode {
+        let json = context.arguments.has("json")
         var firstRound = true
         for await event in events {
             switch event {
@@ -117,7 +149,9 @@ extension SyncCommand {
                     var round = request
                     if !firstRound { (round.newCollections, round.changedPolicy) = ([], []) }
                     let state = status.map { $0.conflicts > 0 } ?? false ? "needsAttention" : "upToDate"
-                    let document = Self.json(report: report, request: round, status: status, recovery: report.recovery)
+                    let document = Self.json(
+                        report: report, request: round, status: status,
+                        recovery: firstRound ? recovery ?? report.recovery : report.recovery)
                     try context.output.write(Array(#"{"state":"#.utf8) + JSONText.quoted(state) + Array(",".utf8)
                                              + document.dropFirst())
                 } else {

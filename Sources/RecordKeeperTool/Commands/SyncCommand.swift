@@ -159,8 +159,8 @@ enum SyncCommand {
         if let recovery { lines.append(describe(recovery)) }
         if let watching {
             return try await watch(
-                sync, context: context, request: request, opening: lines + startedLines(request), timeout: timeout,
-                interruption: watching)
+                sync, context: context, request: request, opening: lines + startedLines(request), recovery: recovery,
+                timeout: timeout, interruption: watching)
         }
         let report: SyncReport
         do {

@@ -8,37 +8,33 @@ import Foundation
 // gives up, as for any value it does not handle, and the result is byte-identical anyway).
 // Decoding: read from the number's digits, as every integer is.
 
-@available(macOS 15.0, iOS 18.0, watchOS 11.0, tvOS 18.0, visionOS 2.0, *)
-extension RecordKeyedEncodingContainer {
-    mutating func encode(_ value: Int128, forKey key: Key) throws { try giveUp() }
-    mutating func encode(_ value: UInt128, forKey key: Key) throws { try giveUp() }
-
-    private func giveUp() throws -> Never {
-        core.state.unsupported = true
+extension EncodingState {
+    /// Hands the whole value to Foundation's `JSONEncoder` (see `RecordJSONEncoder.encode`).
+    func giveUpFastPath() throws -> Never {
+        unsupported = true
         throw RecordFastPathUnsupported()
     }
+}
+
+@available(macOS 15.0, iOS 18.0, watchOS 11.0, tvOS 18.0, visionOS 2.0, *)
+extension RecordKeyedEncodingContainer {
+    mutating func encode(_ value: Int128, forKey key: Key) throws { try core.state.giveUpFastPath() }
+    mutating func encode(_ value: UInt128, forKey key: Key) throws { try core.state.giveUpFastPath() }
+
 }
 
 @available(macOS 15.0, iOS 18.0, watchOS 11.0, tvOS 18.0, visionOS 2.0, *)
 extension RecordUnkeyedEncodingContainer {
-    mutating func encode(_ value: Int128) throws { try giveUp() }
-    mutating func encode(_ value: UInt128) throws { try giveUp() }
+    mutating func encode(_ value: Int128) throws { try core.state.giveUpFastPath() }
+    mutating func encode(_ value: UInt128) throws { try core.state.giveUpFastPath() }
 
-    private func giveUp() throws -> Never {
-        core.state.unsupported = true
-        throw RecordFastPathUnsupported()
-    }
 }
 
 @available(macOS 15.0, iOS 18.0, watchOS 11.0, tvOS 18.0, visionOS 2.0, *)
 extension RecordSingleValueEncodingContainer {
-    mutating func encode(_ value: Int128) throws { try giveUp() }
-    mutating func encode(_ value: UInt128) throws { try giveUp() }
+    mutating func encode(_ value: Int128) throws { try core.state.giveUpFastPath() }
+    mutating func encode(_ value: UInt128) throws { try core.state.giveUpFastPath() }
 
-    private func giveUp() throws -> Never {
-        core.state.unsupported = true
-        throw RecordFastPathUnsupported()
-    }
 }
 
 @available(macOS 15.0, iOS 18.0, watchOS 11.0, tvOS 18.0, visionOS 2.0, *)

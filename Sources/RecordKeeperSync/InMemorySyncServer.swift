@@ -99,7 +99,8 @@ public actor InMemorySyncServer: SyncCompactingServer, SyncPagesPulling {
         space: String, after cursor: SyncCursor, limit: Int, collections: Set<String>?, pages: Int
     ) async throws -> [SyncPage] {
         try SyncRequestValidation.validatePull(space: space, cursor: cursor, limit: limit, collections: collections)
-        let pages = max(1, pages)
+        // As PostgreSQL's: at most `SyncPage.maximumLimit` changes in all.
+        let pages = max(1, min(pages, SyncPage.maximumLimit / limit))
         let current = spaces[space] ?? Space()
         if SyncHorizon.isBehind(cursor, horizon: current.horizon) {
             throw SyncHorizon.behind(cursor, horizon: current.horizon, space: space)

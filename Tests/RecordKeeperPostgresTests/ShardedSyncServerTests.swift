@@ -164,6 +164,13 @@ struct ShardedSyncServerTests {
                 #expect(refused?.message.contains("is on shard 'a' but the shard map routes it to 'b'") == true, "\(attempt)")
             }
             await #expect(throws: SyncError.self) { _ = try await wrong.pull(space: space, after: .start, limit: 10) }
+            // Bad input is invalidRequest, as from one server, before any routing.
+            let badLimit = await #expect(throws: SyncError.self) { _ = try await wrong.pull(space: space, after: .start, limit: 0) }
+            #expect(badLimit?.code == .invalidRequest)
+            let emptySpace = await #expect(throws: SyncError.self) {
+                _ = try await wrong.push(space: "", operations: [operation("laptop", 1, put("notes", "m", "x", base: nil))])
+            }
+            #expect(emptySpace?.code == .invalidRequest)
             #expect(try await spacesHeld(b).isEmpty)
             #expect(try await right.snapshot(space: space) == ["notes/n": .text("x")])
         }

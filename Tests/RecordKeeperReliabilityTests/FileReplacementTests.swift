@@ -87,6 +87,36 @@ import RecordKeeper
         }
     }
 
+    @Test func `a store that finds its file replaced leaves the new file's log alone`() async throws {
+        try await withTemporaryDirectory { directory in
+            let url = directory.appendingPathComponent("store.sqlite")
+            let otherURL = directory.appendingPathComponent("other.sqlite")
+            let store = RecordStore(url: url)
+            try await store.put("c", key: "original", data: Data("1"))  // the writer: the old file's only connection
+            // The old file goes; a new store is made at the path by another writer, whose
+            // commits sit in its -wal (no checkpoint yet), and which stays open.
+            for suffix in ["", "-wal", "-shm"] where FileManager.default.fileExists(atPath: url.path + suffix) {
+                try FileManager.default.moveItem(atPath: url.path + suffix, toPath: otherURL.path + suffix)
+            }
+            let newcomer = RecordStore(url: url)
+            try await newcomer.put("c", key: "new", data: Data("2"))
+            #expect(FileManager.default.fileExists(atPath: url.path + "-wal"))
+
+            // The old store's next write finds the file replaced and lets its connection go. Its
+            // close, as the old file's last, would checkpoint and delete "-wal" by name, the new
+            // file's by now: SQLite skips that for a file moved from its path (its
+            // databaseIsUnmoved check before the checkpoint on close), which this holds it to.
+            let error = await #expect(throws: RecordStoreError.self) { try await store.put("c", key: "x", data: Data("3")) }
+            #expect(error?.code == .fileReplaced)
+            _ = try await store.read("c")  // the reader moves to the new file too
+            #expect(FileManager.default.fileExists(atPath: url.path + "-wal"), "the new file's log is still there")
+            try await newcomer.put("c", key: "later", data: Data("4"))
+            await newcomer.close()
+            await store.close()
+            #expect(try await RecordStore(url: url).read("c") == ["new": Data("2"), "later": Data("4")])
+        }
+    }
+
     // A commit examines the path only when a watch of its directories saw a change on it
     // (Linux; elsewhere always): these are the changes that touch a directory above the file.
 

@@ -42,12 +42,25 @@ extension RecordStore {
         do {
             if let openingHook { try await openingHook() }
             if let locationError = core.locationError { throw locationError }
+            // The file at the path before it is opened, and after (below): the identity a
+            // commit checks must be the file the connection opened, and opening may wait (a
+            // migration, the log's set-up) while a restore puts another file at the path.
+            let before: StoreFileIdentity? =
+                if let path, case .file(let identity) = StoreFileIdentity.lookup(path) { identity } else { nil }
             let (connection, timings) = try StoreOpener.open(path: path, options: options)
             // Watch first, then read the identity: a change in between is seen by both or
             // makes the first commit check the path.
             let watch = path.flatMap(StorePathWatch.make(path:))
             let identity: StoreFileIdentity? =
                 if let path, case .file(let identity) = StoreFileIdentity.lookup(path) { identity } else { nil }
+            if let path, let before, before != identity {
+                // Another file came to the path while this one was opened (the connection may
+                // be to the one before): nothing is written to either; the next request opens
+                // the file at the path then.
+                throw RecordStoreError(
+                    code: .fileReplaced, operation: .open, path: path,
+                    detail: "another file came to the path while the store was being opened")
+            }
             core.writer.withLock { state in
                 state.connection = connection
                 state.fileIdentity = identity

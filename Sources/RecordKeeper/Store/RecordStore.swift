@@ -369,8 +369,10 @@ public actor RecordStore {
             // The writer cannot open the file, as the command's own opening could not (a full
             // disk, the open files limit). A blank database, the start that opening left, holds
             // nothing: removed without the lock, which cannot be had (a writer that opened it
-            // meanwhile finds it gone when it commits). Anything else stays.
+            // meanwhile finds it gone when it commits). Anything else stays, also a blank main
+            // file beside a log, whose commits are in the log (a checkpoint that did not run).
             if let header = try StoreOpener.readHeader(path), !header.isBlank { throw error }
+            if StoreOpener.hasLog(path) { throw error }
             remove()
             return true
         }

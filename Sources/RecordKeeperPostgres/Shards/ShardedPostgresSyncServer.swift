@@ -71,30 +71,39 @@ public final class ShardedPostgresSyncServer: SyncCompactingServer, SyncPagesPul
         servers[map.shardIndex(for: space)]
     }
 
+    // Each request is checked before it is routed (routing may ask other shards): bad input
+    // is `invalidRequest`, as from one server, whatever the shards' state.
+
     public func push(space: String, operations: [SyncOperation]) async throws -> [SyncOutcome] {
-        try await route(space, writing: true).push(space: space, operations: operations)
+        try SyncRequestValidation.validatePush(space: space, operations: operations)
+        return try await route(space, writing: true).push(space: space, operations: operations)
     }
 
     public func pull(space: String, after cursor: SyncCursor, limit: Int) async throws -> SyncPage {
-        try await route(space).pull(space: space, after: cursor, limit: limit)
+        try SyncRequestValidation.validatePull(space: space, cursor: cursor, limit: limit, collections: nil)
+        return try await route(space).pull(space: space, after: cursor, limit: limit)
     }
 
     public func pull(
         space: String, after cursor: SyncCursor, limit: Int, collections: Set<String>?
     ) async throws -> SyncPage {
-        try await route(space).pull(space: space, after: cursor, limit: limit, collections: collections)
+        try SyncRequestValidation.validatePull(space: space, cursor: cursor, limit: limit, collections: collections)
+        return try await route(space).pull(space: space, after: cursor, limit: limit, collections: collections)
     }
 
     public func pull(
         space: String, after cursor: SyncCursor, limit: Int, collections: Set<String>?, wait: Duration
     ) async throws -> SyncPage {
-        try await route(space).pull(space: space, after: cursor, limit: limit, collections: collections, wait: wait)
+        try SyncRequestValidation.validatePull(space: space, cursor: cursor, limit: limit, collections: collections)
+        try SyncRequestValidation.validateWait(wait)
+        return try await route(space).pull(space: space, after: cursor, limit: limit, collections: collections, wait: wait)
     }
 
     package func pullPages(
         space: String, after cursor: SyncCursor, limit: Int, collections: Set<String>?, pages: Int
     ) async throws -> [SyncPage] {
-        try await route(space).pullPages(space: space, after: cursor, limit: limit, collections: collections, pages: pages)
+        try SyncRequestValidation.validatePull(space: space, cursor: cursor, limit: limit, collections: collections)
+        return try await route(space).pullPages(space: space, after: cursor, limit: limit, collections: collections, pages: pages)
     }
 
     public func compact(space: String, olderThan age: Duration) async throws -> SyncCompaction {

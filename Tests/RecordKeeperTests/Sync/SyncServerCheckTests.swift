@@ -177,29 +177,34 @@ import RecordKeeperSync
         }
     }
 
+    /// `store` syncing "notes" with an index on `level`; another device (no index) wrote "x" as
+    /// plain text, and this store's edit of "x" then conflicted with it in a sync, whose pull
+    /// named the payload it skipped. Returns this store's sync and the other device's.
+    private func conflictWithPlainText(_ store: RecordStore) async throws -> (sync: RecordSync, other: RecordSync) {
+        let server = InMemorySyncServer()
+        let sync = RecordSync(store: store, server: server)
+        try await sync.start(space: "s", collections: ["notes"])
+        try await store.put("notes", key: "x", data: Data(#"{"level":0}"#.utf8))
+        _ = try await sync.sync()
+        #expect(try await store.declareIndex("notes", on: FieldPath("level")))
+        let other = RecordSync(store: RecordStore.inMemory(), server: server)
+        try await other.start(space: "s", collections: ["notes"])
+        _ = try await other.sync()
+        try await other.store.put("notes", key: "x", data: Data("plain text".utf8))
+        _ = try await other.sync()
+        try await store.put("notes", key: "x", data: Data(#"{"level":1}"#.utf8))
+        // The push records the conflict; the pull after it names the payload it skips, once.
+        let pulled = await #expect(throws: SyncError.self) { try await sync.sync() }
+        #expect(pulled?.message.contains("not JSON") == true, "\(String(describing: pulled))")
+        return (sync, other)
+    }
+
     @Test(arguments: StoreKind.allCases)
     func `a conflict whose server value is not JSON in a collection this store indexed keeps the local value, and sync goes on`(
         kind: StoreKind
     ) async throws {
         try await withStore(kind) { store, _ in
-            let server = InMemorySyncServer()
-            let sync = RecordSync(store: store, server: server)
-            try await sync.start(space: "s", collections: ["notes"])
-            try await store.put("notes", key: "x", data: Data(#"{"level":0}"#.utf8))
-            _ = try await sync.sync()
-            #expect(try await store.declareIndex("notes", on: FieldPath("level")))
-            // Another device, which declared no index, stores a payload that is not JSON.
-            let other = RecordSync(store: RecordStore.inMemory(), server: server)
-            try await other.start(space: "s", collections: ["notes"])
-            _ = try await other.sync()
-            try await other.store.put("notes", key: "x", data: Data("plain text".utf8))
-            _ = try await other.sync()
-
-            // This device's edit of the same record conflicts with it.
-            try await store.put("notes", key: "x", data: Data(#"{"level":1}"#.utf8))
-            // The push records the conflict; the pull after it names the payload it skips, once.
-            let pulled = await #expect(throws: SyncError.self) { try await sync.sync() }
-            #expect(pulled?.message.contains("not JSON") == true, "\(String(describing: pulled))")
+            let (sync, other) = try await conflictWithPlainText(store)
             let conflict = try #require(try await store.syncConflicts().first)
             #expect(conflict.server == Data("plain text".utf8))
             #expect(conflict.local == Data(#"{"level":1}"#.utf8))
@@ -225,22 +230,8 @@ import RecordKeeperSync
     @Test(arguments: StoreKind.allCases)
     func `keeping the server's value that is not JSON, once the indexes are dropped, takes it`(kind: StoreKind) async throws {
         try await withStore(kind) { store, _ in
-            let server = InMemorySyncServer()
-            let sync = RecordSync(store: store, server: server)
-            try await sync.start(space: "s", collections: ["notes"])
-            try await store.put("notes", key: "x", data: Data(#"{"level":0}"#.utf8))
-            _ = try await sync.sync()
-            #expect(try await store.declareIndex("notes", on: FieldPath("level")))
-            let other = RecordSync(store: RecordStore.inMemory(), server: server)
-            try await other.start(space: "s", collections: ["notes"])
-            _ = try await other.sync()
-            try await other.store.put("notes", key: "x", data: Data("plain text".utf8))
-            _ = try await other.sync()
-            try await store.put("notes", key: "x", data: Data(#"{"level":1}"#.utf8))
-            // The conflict; the pull then names the payload it skips.
-            await #expect(throws: SyncError.self) { try await sync.sync() }
+            let (sync, _) = try await conflictWithPlainText(store)
             #expect(try await store.syncConflicts().count == 1)
-
             #expect(try await store.dropIndex("notes", on: FieldPath("level")))
             try await store.resolveSyncConflict("notes", key: "x", keeping: .server)
             #expect(try await store.value("notes", key: "x") == Data("plain text".utf8), "device and server agree")

@@ -26,7 +26,8 @@
 ///   no second effect.
 /// - **Whole or nothing.** All changes of one operation are applied together or none is.
 /// - **Per-device order.** A device's operations are applied in the order of their
-///   ``SyncOperation/sequence``; one older than an operation already applied is refused.
+///   ``SyncOperation/sequence``; one whose sequence is not above the last one the server
+///   recorded for the device (applied or conflicting) is refused.
 /// - **Compare-and-set.** A change applies only if the record is still at the server version it
 ///   was based on (or the change is ``SyncWritePolicy/lastWriterWins``); otherwise the operation's
 ///   outcome is a conflict carrying the server's current value and version.
@@ -36,8 +37,9 @@
 public protocol RecordSyncServer: Sendable {
     /// Applies `operations` in order and answers each with its outcome, in the same order.
     ///
-    /// Operations that were applied before (same id in this space) are not applied again:
-    /// their outcome is the stored one, marked as a redelivery. Sending many operations in one
+    /// Operations received before (same id in this space; applied or conflicting) are not
+    /// applied again: their outcome is the stored one, marked as a redelivery. (An
+    /// out-of-order refusal is not stored: such an operation is judged again.) Sending many operations in one
     /// call is the efficient way: a server applies them in few round trips.
     ///
     /// - Throws: ``SyncError`` with code ``SyncError/Code/invalidRequest`` for bad input
@@ -48,7 +50,8 @@ public protocol RecordSyncServer: Sendable {
     func push(space: String, operations: [SyncOperation]) async throws -> [SyncOutcome]
 
     /// Returns up to `limit` changes committed after `cursor`, oldest first, with the cursor to
-    /// pass next time.
+    /// pass next time. A page may also stop early once its payloads reach
+    /// ``SyncPage/payloadBudget`` (``SyncPage/hasMore`` says so).
     ///
     /// Apply a page's changes and store its ``SyncPage/cursor`` in one local transaction; call
     /// again while ``SyncPage/hasMore``. Pulling again from an older cursor is harmless: the

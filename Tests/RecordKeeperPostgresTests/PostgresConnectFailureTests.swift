@@ -33,7 +33,17 @@ struct PostgresConnectFailureTests {
             #expect(error.map { !String(describing: $0).contains(secret) } == true, "\(String(describing: error))")
         }
         #expect(PostgresConnection.withoutQuotedFragments(#"missing "=" after "secretpart" in connection info string"#)
-                == #"missing "=" after "…" in connection info string"#)
+                == #"missing "=" after "…""#)
+        // A quote inside the piece brings nothing of the rest out.
+        #expect(PostgresConnection.withoutQuotedFragments(#"missing "=" after "cd"ef" in connection info string"#)
+                == #"missing "=" after "…""#)
+        #expect(PostgresConnection.withoutQuotedFragments(
+            #"unexpected character """ at position 27 (expected ":" or "/"): "postgresql://u:secret@[::1]"x/db""#)
+                == #"unexpected character """ at position 27 (expected ":" or "/"): "…""#)
+        for (conninfo, secret) in [("postgresql://u:secret@[::1]\"x/db", "secret"), ("host=db password=ab cd\"ef", "ef")] {
+            let error = await #expect(throws: PostgresError.self) { _ = try await PostgresConnection(conninfo: conninfo) }
+            #expect(error.map { !String(describing: $0).contains(secret) } == true, "\(String(describing: error))")
+        }
     }
 
     @Test func `a database that does not exist is a configuration error`() async throws {

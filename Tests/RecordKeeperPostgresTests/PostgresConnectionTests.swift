@@ -173,7 +173,8 @@ struct PostgresConnectionTests {
         }
     }
 
-    @Test func `cancelling a statement from another task ends it, and a cancel after it ended reaches nothing`() async throws {
+    @Test(.disabled(if: starvedUnderThreadSanitizer, "starved by the rest of the sanitized suite; .ci/run runs it alone under the sanitizer"))
+    func `cancelling a statement from another task ends it, and a cancel after it ended reaches nothing`() async throws {
         let connection = try await TestPostgres.connection()
         let monitor = try await TestPostgres.connection()
         let pid = await connection.backendProcessID  // before: the statement holds the connection's queue

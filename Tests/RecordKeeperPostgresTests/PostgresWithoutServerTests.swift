@@ -27,7 +27,7 @@ import Testing
         }
         #expect(error?.kind == .configuration)
         // The piece libpq quotes is left out: in other messages it can be part of a password.
-        #expect(error?.message.contains(#"invalid connection option "…""#) == true, "\(String(describing: error))")
+        #expect(error?.message.hasPrefix(#"invalid connection option "…""#) == true, "\(String(describing: error))")
     }
 
     @Test func `an unreachable server is reported as unreachable`() async throws {

@@ -51,9 +51,10 @@ extension RecordStore {
             // Watch first, then read the identity: a change in between is seen by both or
             // makes the first commit check the path.
             let watch = path.flatMap(StorePathWatch.make(path:))
-            let identity: StoreFileIdentity? =
-                if let path, case .file(let identity) = StoreFileIdentity.lookup(path) { identity } else { nil }
-            if let path, let before, before != identity {
+            let after = path.map(StoreFileIdentity.lookup)
+            let identity: StoreFileIdentity? = if case .file(let identity)? = after { identity } else { nil }
+            // A path that cannot be examined now says nothing (commits check it again).
+            if let path, let before, after != .unknown, before != identity {
                 // Another file came to the path while this one was opened (the connection may
                 // be to the one before): nothing is written to either; the next request opens
                 // the file at the path then.

@@ -137,13 +137,12 @@ enum JSONNumbers {
             exponent = exponentNegative ? -magnitude : magnitude
         }
         guard index == bytes.count, !digits.isEmpty else { return nil }
-        // Leading zeros go: the integer part starts at the first other digit.
+        // Leading zeros go (in one step: a payload may hold millions of them): the integer
+        // part starts at the first other digit.
         var point0 = (point ?? digits.count) + exponent
-        while let first = digits.first, first == UInt8(ascii: "0") {
-            digits.removeFirst()
-            point0 -= 1
-        }
-        guard !digits.isEmpty else { return "0" }
+        guard let firstSignificant = digits.firstIndex(where: { $0 != UInt8(ascii: "0") }) else { return "0" }
+        digits.removeSubrange(..<firstSignificant)
+        point0 -= firstSignificant
         guard point0 > 0, point0 <= 40 else { return nil }
         if point0 < digits.count {
             guard digits[point0...].allSatisfy({ $0 == UInt8(ascii: "0") }) else { return nil }

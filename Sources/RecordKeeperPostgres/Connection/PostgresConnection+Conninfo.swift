@@ -45,28 +45,29 @@ extension PostgresConnection {
         ("client_encoding", "UTF8"),
     ]
 
-    /// libpq's message about a conninfo it cannot read, with each piece of the conninfo it
-    /// quotes (`missing "=" after "…"`, `invalid percent-encoded token: "…"`) left out: the
-    /// piece may be part of a password, and the message goes to logs.
+    /// libpq's message about a conninfo it cannot read, up to the first piece of the conninfo
+    /// it quotes (`missing "=" after "…"`, `invalid percent-encoded token: "…"`): the piece may
+    /// be part of a password, and the message goes to logs. Quoted single characters (`"="`)
+    /// stay; from the first longer quotation on, nothing is shown, so that a quote inside the
+    /// piece cannot bring the rest of it out.
     static func withoutQuotedFragments(_ message: String) -> String {
+        let characters = Array(message)
         var result = ""
-        var fragment: String?
-        for character in message {
-            if var open = fragment {
-                if character == "\"" {
-                    result += open.count <= 1 ? "\"\(open)\"" : "\"…\""
-                    fragment = nil
-                } else {
-                    open.append(character)
-                    fragment = open
-                }
-            } else if character == "\"" {
-                fragment = ""
-            } else {
+        var index = 0
+        while index < characters.count {
+            let character = characters[index]
+            guard character == "\"" else {
                 result.append(character)
+                index += 1
+                continue
             }
+            if index + 2 < characters.count, characters[index + 2] == "\"" {
+                result += "\"\(characters[index + 1])\""
+                index += 3
+                continue
+            }
+            return result + "\"…\""
         }
-        if let fragment { result += "\"" + (fragment.isEmpty ? "" : "…") }
         return result
     }
 

@@ -121,6 +121,9 @@ extension SyncCommand {
             } catch {
                 outcome = error
             }
+            // keepInSync publishes `.stopped` whenever its rounds ran (the two checks before
+            // them, a second keepInSync and a bad wait, cannot fail here: the RecordSync is
+            // this command's own, and the wait comes from a --timeout checked when read).
             if ran.withLock({ $0 }) { for await _ in stopForwarded {} }
             sink.yield(.finished(outcome))
         }
@@ -176,7 +179,15 @@ extension SyncCommand {
             case .finished(let error):
                 if let error {
                     if let error = error as? SyncError {
-                        throw ToolError(error, pending: try await sync.store.syncStatus()?.pendingOperations, touched: true)
+                        // A failure to read the status never replaces the sync's own error.
+                        let pending: Int?
+                        do {
+                            pending = try await sync.store.syncStatus()?.pendingOperations
+                        } catch {
+                            pending = nil
+                            StandardError.writeLine("recordkeeper: could not read the store's sync status afterwards: \(error)")
+                        }
+                        throw ToolError(error, pending: pending, touched: true)
                     }
                     throw error
                 }

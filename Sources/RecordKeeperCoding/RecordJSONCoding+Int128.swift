@@ -20,21 +20,18 @@ extension EncodingState {
 extension RecordKeyedEncodingContainer {
     mutating func encode(_ value: Int128, forKey key: Key) throws { try core.state.giveUpFastPath() }
     mutating func encode(_ value: UInt128, forKey key: Key) throws { try core.state.giveUpFastPath() }
-
 }
 
 @available(macOS 15.0, iOS 18.0, watchOS 11.0, tvOS 18.0, visionOS 2.0, *)
 extension RecordUnkeyedEncodingContainer {
     mutating func encode(_ value: Int128) throws { try core.state.giveUpFastPath() }
     mutating func encode(_ value: UInt128) throws { try core.state.giveUpFastPath() }
-
 }
 
 @available(macOS 15.0, iOS 18.0, watchOS 11.0, tvOS 18.0, visionOS 2.0, *)
 extension RecordSingleValueEncodingContainer {
     mutating func encode(_ value: Int128) throws { try core.state.giveUpFastPath() }
     mutating func encode(_ value: UInt128) throws { try core.state.giveUpFastPath() }
-
 }
 
 @available(macOS 15.0, iOS 18.0, watchOS 11.0, tvOS 18.0, visionOS 2.0, *)

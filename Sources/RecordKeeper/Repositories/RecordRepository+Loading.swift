@@ -86,8 +86,9 @@ extension RecordRepository {
         /// Every item's (an explicit read: `load`, `query`).
         case all
         /// Only those of items the repository knows nothing of (neither a version nor that they
-        /// are absent); a known version is never moved on (an observed query's runs and a followed model's refreshes, which come by themselves after other writers'
-        /// commits: a save based on an older copy must still conflict with them).
+        /// are absent); a known version is never moved on (an observed query's runs and a
+        /// followed model's refreshes, which come by themselves after other writers' commits:
+        /// a save based on an older copy must still conflict with them).
         case unknownOnly
     }
 

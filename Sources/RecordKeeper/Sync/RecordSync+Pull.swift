@@ -70,11 +70,10 @@ extension RecordSync {
         // The records a pull from the start saw the server holding (live or tombstones).
         var present = Set<SyncRecordKey>()
         var page: SyncPage
-        // A live page answered before a push of another client of this file that the store has
-        // seen since (its counter below what the store has seen) is stale, not a server gone back.
         // What the store had seen when the page was asked for: a record it knows at a newer
         // version than the page's since then (a push acknowledged meanwhile, by this client or
-        // another of the file) is a stale page, not a server gone back.
+        // another of the file) is a stale page, not a server gone back. A complete live page
+        // whose counter is below what the store has seen is stale as a whole, and not used.
         var seenAtRequest = seen
         if let live, live.after == pulledAfter, live.collections == filter,
             live.page.hasMore || live.page.cursor.counter >= seen
@@ -195,7 +194,8 @@ extension RecordSync {
         resync: SyncResyncStep? = nil, in context: WriteContext
     ) throws -> SyncPullPageResult {
         let engine = context.engine
-        let seenSinceRequest = try engine.syncState.chain().seen > seenAtRequest
+        var chain = try engine.syncState.chain()
+        let seenSinceRequest = chain.seen > seenAtRequest
         var refused: [String] = []
         let synced = try engine.syncState.collections()
         let conflictsExist = try engine.conflicts.any()
@@ -285,7 +285,6 @@ extension RecordSync {
             if values.isEmpty, try engine.records.collectionForWriting(collection) == nil { continue }
             try context.apply(collection, upserts: values, removals: removals[collection] ?? [])
         }
-        var chain = try engine.syncState.chain()
         chain.saw(max(page.cursor.counter, page.changes.last?.version.rawValue ?? 0))
         try engine.syncState.advanceChain(to: chain)
         let stored = try engine.syncState.cursor()

@@ -271,7 +271,6 @@ extension RecordSync {
     /// device keeps goes out again on top of it (captured anew, unless a later local change
     /// is pending, which then carries it): the next pull does not bring the dropped edit back.
     /// Returns whether it captured an operation.
-    @discardableResult
     private static func pushAgain(
         _ records: some Sequence<SyncRecordKey>, appliedAt version: Int64, in engine: RecordEngine
     ) throws -> Bool {

@@ -16,7 +16,8 @@ import RecordKeeperSync
 /// within ``HTTPServer/Configuration/headerTimeout`` of its start (or of its previous request's
 /// end plus the idle timeout), the end of its body within ``HTTPServer/Configuration/bodyTimeout``
 /// of the headers; none while a handler runs; the end of its response within
-/// ``HTTPServer/Configuration/sendTimeout`` (plus a second per 64 KiB) of being queued. A watchdog task checks every fraction of the
+/// ``HTTPServer/Configuration/sendTimeout`` (plus a second per 64 KiB) of being queued. A
+/// watchdog task checks every fraction of the
 /// header timeout and shuts down (`shutdown(2)`) the socket of a connection past its deadline:
 /// libmicrohttpd then reads the end of the stream and closes the connection as usual.
 ///
@@ -40,7 +41,7 @@ final class ReceiveDeadlines: Sendable {
     private let watchdog = Protected<Task<Void, Never>?>(nil)
 
     init(
-        headerTimeout: Duration, bodyTimeout: Duration, sendTimeout: Duration = .seconds(120), idleTimeout: Duration,
+        headerTimeout: Duration, bodyTimeout: Duration, sendTimeout: Duration, idleTimeout: Duration,
         log: @escaping @Sendable (String) -> Void
     ) {
         self.headerTimeout = headerTimeout

@@ -179,15 +179,7 @@ extension SyncCommand {
             case .finished(let error):
                 if let error {
                     if let error = error as? SyncError {
-                        // A failure to read the status never replaces the sync's own error.
-                        let pending: Int?
-                        do {
-                            pending = try await sync.store.syncStatus()?.pendingOperations
-                        } catch {
-                            pending = nil
-                            StandardError.writeLine("recordkeeper: could not read the store's sync status afterwards: \(error)")
-                        }
-                        throw ToolError(error, pending: pending, touched: true)
+                        throw ToolError(error, pending: await pendingAfterFailure(sync.store), touched: true)
                     }
                     throw error
                 }

@@ -168,13 +168,7 @@ enum SyncCommand {
         } catch let error as SyncError {
             // What is said about the failure; a failure to say it (a busy store, a closed
             // standard output) never replaces the sync's own error.
-            let pending: Int?
-            do {
-                pending = try await store.syncStatus()?.pendingOperations
-            } catch {
-                pending = nil
-                StandardError.writeLine("recordkeeper: could not read the store's sync status afterwards: \(error)")
-            }
+            let pending = await pendingAfterFailure(store)
             // What was already done (a new device id taken, collections started) is said first.
             // Not with --json, whose failures print nothing on standard output.
             let prose = !context.quiet && !arguments.has("json")
@@ -241,6 +235,17 @@ enum SyncCommand {
     }
 
     /// One line telling that the store took a new device id, and why.
+    /// The operations still pending after a failed sync, for its message; nil, said on
+    /// stderr, when the store cannot tell now: that never replaces the sync's own error.
+    static func pendingAfterFailure(_ store: RecordStore) async -> Int? {
+        do {
+            return try await store.syncStatus()?.pendingOperations
+        } catch {
+            StandardError.writeLine("recordkeeper: could not read the store's sync status afterwards: \(error)")
+            return nil
+        }
+    }
+
     static func describe(_ recovery: SyncRecovery) -> String {
         let why =
             switch recovery.reason {

@@ -6,7 +6,7 @@ import Foundation
 //
 // Encoding: the value goes to Foundation's `JSONEncoder`, which writes them (the fast path
 // gives up, as for any value it does not handle, and the result is byte-identical anyway).
-// Decoding: read from the number's digits, as every integer is.
+// Decoding: each container's own integer reading, as for every other integer.
 
 extension EncodingState {
     /// Hands the whole value to Foundation's `JSONEncoder` (see `RecordJSONEncoder.encode`).
@@ -36,36 +36,18 @@ extension RecordSingleValueEncodingContainer {
 
 @available(macOS 15.0, iOS 18.0, watchOS 11.0, tvOS 18.0, visionOS 2.0, *)
 extension RecordKeyedDecodingContainer {
-    func decode(_ type: Int128.Type, forKey key: Key) throws -> Int128 {
-        try core.integer(Int128.self, at: try require(key), path: path(key))
-    }
-
-    func decode(_ type: UInt128.Type, forKey key: Key) throws -> UInt128 {
-        try core.integer(UInt128.self, at: try require(key), path: path(key))
-    }
+    func decode(_ type: Int128.Type, forKey key: Key) throws -> Int128 { try integer(key) }
+    func decode(_ type: UInt128.Type, forKey key: Key) throws -> UInt128 { try integer(key) }
 }
 
 @available(macOS 15.0, iOS 18.0, watchOS 11.0, tvOS 18.0, visionOS 2.0, *)
 extension RecordUnkeyedDecodingContainer {
-    mutating func decode(_ type: Int128.Type) throws -> Int128 { try wideInteger() }
-    mutating func decode(_ type: UInt128.Type) throws -> UInt128 { try wideInteger() }
-
-    private mutating func wideInteger<T: FixedWidthInteger>() throws -> T {
-        let value = try core.integer(T.self, at: try next(T.self), path: path())
-        advance()
-        return value
-    }
+    mutating func decode(_ type: Int128.Type) throws -> Int128 { try integer() }
+    mutating func decode(_ type: UInt128.Type) throws -> UInt128 { try integer() }
 }
 
 @available(macOS 15.0, iOS 18.0, watchOS 11.0, tvOS 18.0, visionOS 2.0, *)
 extension RecordSingleValueDecodingContainer {
-    func decode(_ type: Int128.Type) throws -> Int128 {
-        try core.checkLive()
-        return try core.integer(Int128.self, at: entry, path: codingPath)
-    }
-
-    func decode(_ type: UInt128.Type) throws -> UInt128 {
-        try core.checkLive()
-        return try core.integer(UInt128.self, at: entry, path: codingPath)
-    }
+    func decode(_ type: Int128.Type) throws -> Int128 { try integer() }
+    func decode(_ type: UInt128.Type) throws -> UInt128 { try integer() }
 }

@@ -68,7 +68,7 @@ struct RecordKeyedDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProto
         return nil
     }
 
-    func require(_ key: Key) throws -> Int {
+    private func require(_ key: Key) throws -> Int {
         guard let entry = try find(key) else {
             throw DecodingError.keyNotFound(key, DecodingError.Context(
                 codingPath: codingPath,
@@ -77,7 +77,7 @@ struct RecordKeyedDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProto
         return entry
     }
 
-    func path(_ key: Key) -> [any CodingKey] { core.state.path(depth: depth, extra: extra, key: key) }
+    private func path(_ key: Key) -> [any CodingKey] { core.state.path(depth: depth, extra: extra, key: key) }
 
     func contains(_ key: Key) -> Bool { (try? find(key)) != nil }
 
@@ -98,7 +98,7 @@ struct RecordKeyedDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProto
     func decode(_ type: UInt32.Type, forKey key: Key) throws -> UInt32 { try integer(key) }
     func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 { try integer(key) }
 
-    private func integer<T: FixedWidthInteger>(_ key: Key) throws -> T {
+    func integer<T: FixedWidthInteger>(_ key: Key) throws -> T {
         try core.integer(T.self, at: try require(key), path: path(key))
     }
 
@@ -223,10 +223,10 @@ struct RecordUnkeyedDecodingContainer: UnkeyedDecodingContainer {
     var codingPath: [any CodingKey] { core.state.path(depth: depth, extra: extra, key: nil) }
     var isAtEnd: Bool { currentIndex >= count ?? 0 }
 
-    func path() -> [any CodingKey] { core.state.path(depth: depth, extra: extra, key: RecordIndexKey(currentIndex)) }
+    private func path() -> [any CodingKey] { core.state.path(depth: depth, extra: extra, key: RecordIndexKey(currentIndex)) }
 
     /// The next element's tape index, after checking that there is one.
-    func next(_ type: Any.Type) throws -> Int {
+    private func next(_ type: Any.Type) throws -> Int {
         try core.checkLive()
         guard !isAtEnd else {
             throw DecodingError.valueNotFound(type, DecodingError.Context(
@@ -235,7 +235,7 @@ struct RecordUnkeyedDecodingContainer: UnkeyedDecodingContainer {
         return entry
     }
 
-    mutating func advance() {
+    private mutating func advance() {
         entry = Int(core.tape[entry].next)
         currentIndex += 1
     }
@@ -278,7 +278,7 @@ struct RecordUnkeyedDecodingContainer: UnkeyedDecodingContainer {
     mutating func decode(_ type: UInt32.Type) throws -> UInt32 { try integer() }
     mutating func decode(_ type: UInt64.Type) throws -> UInt64 { try integer() }
 
-    private mutating func integer<T: FixedWidthInteger>() throws -> T {
+    mutating func integer<T: FixedWidthInteger>() throws -> T {
         let value = try core.integer(T.self, at: try next(T.self), path: path())
         advance()
         return value
@@ -340,7 +340,7 @@ struct RecordSingleValueDecodingContainer: SingleValueDecodingContainer {
     func decode(_ type: UInt32.Type) throws -> UInt32 { try integer() }
     func decode(_ type: UInt64.Type) throws -> UInt64 { try integer() }
 
-    private func integer<T: FixedWidthInteger>() throws -> T {
+    func integer<T: FixedWidthInteger>() throws -> T {
         try core.checkLive()
         return try core.integer(T.self, at: entry, path: codingPath)
     }

@@ -72,6 +72,19 @@ import Testing
         }
     }
 
+    @Test func `a log of its header alone beside an empty store file holds no commit, and the store is made`() async throws {
+        try await withTemporaryDirectory { directory in
+            // What another connection creating the store at the same moment leaves for an instant.
+            let url = directory.appendingPathComponent("records.sqlite")
+            #expect(FileManager.default.createFile(atPath: url.path, contents: Data()))
+            try Data(repeating: 0, count: 32).write(to: URL(fileURLWithPath: url.path + "-wal"))
+            let store = RecordStore(url: url)
+            try await store.put("c", key: "k", data: Data("v".utf8))
+            #expect(try await store.read("c") == ["k": Data("v".utf8)])
+            await store.close()
+        }
+    }
+
     @Test func `a store path that links to nothing is refused by reads and writes, and nothing is made where it points`()
         async throws
     {

@@ -95,19 +95,23 @@ enum StoreOpener {
     }
 
     /// Refuses a store path whose main file is `missing` or empty while a `-wal` beside it
-    /// holds bytes: that log may be the only copy of commits (a store file moved away or
+    /// holds frames: that log may be the only copy of commits (a store file moved away or
     /// truncated without its log, a store deleted while another process had it open).
     /// Creating a store there would let SQLite delete or replay that log into a new file, and
-    /// reading would answer "no records".
+    /// reading would answer "no records". A log of its 32-byte header alone holds no frame,
+    /// so no commit: another connection creating the store at that moment has just written it.
     static func refuseOrphanLog(_ path: String, missing: Bool) throws {
         var info = stat()
-        guard stat(path + "-wal", &info) == 0, info.st_size > 0 else { return }
+        guard stat(path + "-wal", &info) == 0, info.st_size > walHeaderSize else { return }
         throw RecordStoreError(
             code: .cannotOpen, operation: .open, path: path,
             detail: "the store file is \(missing ? "missing" : "empty"), but its log \(path)-wal holds "
                 + "\(info.st_size) bytes that may be the store's commits; nothing was opened or created: put the "
                 + "store file back beside its log, or move the log away if it is not needed")
     }
+
+    /// The size of a write-ahead log's header; its frames come after it.
+    static let walHeaderSize = 32
 
     /// Refuses a store path that is a symbolic link to nothing (a volume that is not mounted,
     /// a target moved away): reading would answer "no records", and creating would make a new,
